@@ -1,0 +1,162 @@
+/**
+ * Builds the CustomResourceDefinitions from the schemas in `schema.ts`.
+ *
+ * @module
+ */
+import type { TSchema } from "@sinclair/typebox";
+import { GROUP, NODE, POOL, VERSION } from "./constants.ts";
+import { BootcNode, BootcNodePool } from "./schema.ts";
+
+/** An additionalPrinterColumns entry. */
+export interface PrinterColumn {
+  name: string;
+  type: "string" | "integer" | "number" | "boolean" | "date";
+  jsonPath: string;
+  description?: string;
+  priority?: number;
+}
+
+/**
+ * Converts a TypeBox schema to a structural OpenAPI v3 schema: symbols and
+ * TypeBox-only keys dropped, and a property that has a default is not listed as
+ * required (the API server fills it in before validating).
+ */
+export function toOpenApi(schema: TSchema): Record<string, unknown> {
+  const plain = JSON.parse(JSON.stringify(schema)) as Record<string, unknown>;
+  return clean(plain);
+}
+
+function clean(node: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(node)) {
+    if (key === "$id" || key === "$schema") continue;
+    if (key === "properties" && value && typeof value === "object") {
+      const props: Record<string, unknown> = {};
+      for (const [name, prop] of Object.entries(value as Record<string, unknown>)) {
+        props[name] = clean(prop as Record<string, unknown>);
+      }
+      out.properties = props;
+    } else if ((key === "items" || key === "additionalProperties") && isObject(value)) {
+      out[key] = clean(value);
+    } else {
+      out[key] = value;
+    }
+  }
+  if (Array.isArray(out.required) && isObject(out.properties)) {
+    const props = out.properties;
+    const required = (out.required as string[]).filter((name) =>
+      !(isObject(props[name]) && "default" in (props[name] as Record<string, unknown>))
+    );
+    if (required.length > 0) out.required = required;
+    else delete out.required;
+  }
+  // A record (`patternProperties`) renders as additionalProperties in Kubernetes.
+  if (isObject(out.patternProperties)) {
+    const [only] = Object.values(out.patternProperties);
+    delete out.patternProperties;
+    if (isObject(only)) out.additionalProperties = clean(only);
+  }
+  return out;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function crd(options: {
+  kind: string;
+  plural: string;
+  singular: string;
+  shortNames: readonly string[];
+  schema: TSchema;
+  columns: PrinterColumn[];
+}): Record<string, unknown> {
+  const openAPIV3Schema = toOpenApi(options.schema);
+  // metadata is validated by the API server itself; declaring it only as an object is enough.
+  const props = openAPIV3Schema.properties as Record<string, unknown>;
+  props.metadata = { type: "object" };
+  return {
+    apiVersion: "apiextensions.k8s.io/v1",
+    kind: "CustomResourceDefinition",
+    metadata: { name: `${options.plural}.${GROUP}` },
+    spec: {
+      group: GROUP,
+      scope: "Cluster",
+      names: {
+        kind: options.kind,
+        listKind: `${options.kind}List`,
+        plural: options.plural,
+        singular: options.singular,
+        shortNames: [...options.shortNames],
+        categories: ["bootc"],
+      },
+      versions: [{
+        name: VERSION,
+        served: true,
+        storage: true,
+        subresources: { status: {} },
+        additionalPrinterColumns: options.columns,
+        schema: { openAPIV3Schema },
+      }],
+    },
+  };
+}
+
+const condition = (type: string, field: "status" | "reason" | "message") =>
+  `.status.conditions[?(@.type=="${type}")].${field}`;
+
+/** The BootcNodePool CRD. */
+export function bootcNodePoolCrd(): Record<string, unknown> {
+  return crd({
+    ...POOL,
+    schema: BootcNodePool,
+    columns: [
+      { name: "Target", type: "string", jsonPath: ".status.targetDigest" },
+      { name: "Nodes", type: "integer", jsonPath: ".status.nodeCount" },
+      { name: "Updated", type: "integer", jsonPath: ".status.updatedCount" },
+      { name: "Updating", type: "integer", jsonPath: ".status.updatingCount" },
+      { name: "Degraded", type: "integer", jsonPath: ".status.degradedCount" },
+      { name: "UpToDate", type: "string", jsonPath: condition("UpToDate", "status") },
+      { name: "State", type: "string", jsonPath: condition("UpToDate", "reason") },
+      { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" },
+      { name: "Image", type: "string", jsonPath: ".spec.image.ref", priority: 1 },
+      {
+        name: "MaxUnavailable",
+        type: "string",
+        jsonPath: ".spec.rollout.maxUnavailable",
+        priority: 1,
+      },
+      { name: "Paused", type: "boolean", jsonPath: ".spec.rollout.paused", priority: 1 },
+      { name: "Slots", type: "integer", jsonPath: ".status.slotsInUse", priority: 1 },
+      { name: "Deployed", type: "string", jsonPath: ".status.deployedDigest", priority: 1 },
+      { name: "Health", type: "string", jsonPath: condition("Degraded", "reason"), priority: 1 },
+      { name: "Message", type: "string", jsonPath: condition("UpToDate", "message"), priority: 1 },
+    ],
+  });
+}
+
+/** The BootcNode CRD. */
+export function bootcNodeCrd(): Record<string, unknown> {
+  return crd({
+    ...NODE,
+    schema: BootcNode,
+    columns: [
+      { name: "Pool", type: "string", jsonPath: ".metadata.ownerReferences[0].name" },
+      { name: "Desired", type: "string", jsonPath: ".spec.desiredImage" },
+      { name: "Booted", type: "string", jsonPath: ".status.booted.imageDigest" },
+      { name: "State", type: "string", jsonPath: condition("Idle", "reason") },
+      { name: "Degraded", type: "string", jsonPath: condition("Degraded", "status") },
+      { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" },
+      { name: "DesiredState", type: "string", jsonPath: ".spec.desiredImageState", priority: 1 },
+      { name: "Staged", type: "string", jsonPath: ".status.staged.imageDigest", priority: 1 },
+      { name: "Version", type: "string", jsonPath: ".status.booted.version", priority: 1 },
+      {
+        name: "InSlot",
+        type: "string",
+        jsonPath: ".metadata.annotations.bootc\\.dev/in-reboot-slot",
+        priority: 1,
+      },
+      { name: "Message", type: "string", jsonPath: condition("Degraded", "message"), priority: 1 },
+    ],
+  });
+}

@@ -1,0 +1,10 @@
+/**
+ * The `node.bootc.dev/v1alpha1` API: types, schemas, constants, CRDs and
+ * condition helpers.
+ *
+ * @module
+ */
+export * from "./constants.ts";
+export * from "./schema.ts";
+export * from "./conditions.ts";
+export { bootcNodeCrd, bootcNodePoolCrd, toOpenApi } from "./crd.ts";

@@ -1,0 +1,318 @@
+/**
+ * The single source of truth for the `node.bootc.dev/v1alpha1` API: TypeBox
+ * schemas that yield both the TypeScript types (via `Static`) and the CRDs'
+ * `openAPIV3Schema` (see `crd.ts`, rendered into `crds/` by `deno task gen`).
+ *
+ * Validation that users should see at `kubectl apply` time is expressed as
+ * CEL rules (`x-kubernetes-validations`) because they carry a readable message,
+ * while a bare `pattern` only echoes a regular expression back.
+ *
+ * @module
+ */
+import { type Static, type TSchema, Type } from "@sinclair/typebox";
+
+/** Regular expression (RE2 and ECMAScript compatible) for a container image reference. */
+export const IMAGE_REFERENCE_PATTERN = "^(?:(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?" +
+  "(?:\\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*|\\[[0-9a-fA-F:]+\\])(?::[0-9]+)?/)?" +
+  "[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*" +
+  "(?::[a-zA-Z0-9_][a-zA-Z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$";
+
+/** Regular expression for a reference pinned by digest (`…@sha256:<64 hex>`). */
+export const DIGEST_PINNED_PATTERN = "@sha256:[a-f0-9]{64}$";
+
+/** Regular expression for a bare digest (`sha256:<64 hex>`). */
+export const DIGEST_PATTERN = "^sha256:[a-f0-9]{64}$";
+
+/** A CEL validation rule with the message the API server returns when it fails. */
+export interface ValidationRule {
+  rule: string;
+  message: string;
+}
+
+function validations(...rules: ValidationRule[]): { "x-kubernetes-validations": ValidationRule[] } {
+  return { "x-kubernetes-validations": rules };
+}
+
+/** A string schema restricted to `values`, rendered as an OpenAPI `enum`. */
+export function StringEnum<const T extends readonly string[]>(
+  values: T,
+  options: Record<string, unknown> = {},
+) {
+  return Type.Unsafe<T[number]>({ type: "string", enum: [...values], ...options });
+}
+
+const ImageRef = Type.String({
+  minLength: 1,
+  maxLength: 512,
+  description: "A container image reference: a tag (quay.io/org/os:v2), a digest " +
+    "(quay.io/org/os@sha256:…) or both. A tag is resolved to a digest by polling the registry.",
+  ...validations({
+    rule: `self.matches(r'${IMAGE_REFERENCE_PATTERN}')`,
+    message: "must be a container image reference such as quay.io/example/os:latest or " +
+      "quay.io/example/os@sha256:<64 hex digits> (lowercase repository, optional :tag and @digest)",
+  }),
+});
+
+const SecretReference = Type.Object({
+  name: Type.String({ minLength: 1, maxLength: 253, description: "Secret name." }),
+  namespace: Type.String({ minLength: 1, maxLength: 63, description: "Secret namespace." }),
+}, {
+  description: "A Secret of type kubernetes.io/dockerconfigjson holding registry credentials.",
+});
+
+const LabelSelectorRequirement = Type.Object({
+  key: Type.String({ minLength: 1 }),
+  operator: StringEnum(["In", "NotIn", "Exists", "DoesNotExist"] as const),
+  values: Type.Optional(Type.Array(Type.String())),
+});
+
+const LabelSelector = Type.Object({
+  matchLabels: Type.Optional(Type.Record(Type.String(), Type.String())),
+  matchExpressions: Type.Optional(Type.Array(LabelSelectorRequirement)),
+}, {
+  description: "Selects the Nodes of this pool. An empty selector matches every node.",
+  "x-kubernetes-map-type": "atomic",
+});
+
+/** Status of a condition, as in metav1.Condition. */
+export const ConditionStatusValues = ["True", "False", "Unknown"] as const;
+
+/** A condition in the shape of metav1.Condition. */
+export const Condition = Type.Object({
+  type: Type.String({ minLength: 1, maxLength: 316 }),
+  status: StringEnum(ConditionStatusValues),
+  reason: Type.String({ maxLength: 1024 }),
+  message: Type.String({ maxLength: 32768 }),
+  lastTransitionTime: Type.String({ format: "date-time" }),
+  observedGeneration: Type.Optional(Type.Integer({ minimum: 0 })),
+});
+
+const Conditions = Type.Array(Condition, {
+  "x-kubernetes-list-type": "map",
+  "x-kubernetes-list-map-keys": ["type"],
+});
+
+/** `maxUnavailable`: an integer ≥ 1 or a percentage from 1% to 100%. */
+const MaxUnavailable = Type.Unsafe<number | string>({
+  "x-kubernetes-int-or-string": true,
+  default: 1,
+  description: "How many nodes may be in a reboot slot (cordoned, draining or rebooting) at once: " +
+    "an integer >= 1 or a percentage of the pool's nodes, rounded up (at least 1).",
+  ...validations({
+    rule: "type(self) == int ? self >= 1 : self.matches('^(100|[1-9][0-9]?)%$')",
+    message: "must be an integer >= 1 or a percentage from 1% to 100% (for example 1, 3 or \"25%\")",
+  }),
+});
+
+/** Values of `spec.disruption.rebootPolicy`. */
+export const RebootPolicyValues = ["RebootOnly", "AllowSoftReboot"] as const;
+/** How a node may restart into a new image. */
+export type RebootPolicy = typeof RebootPolicyValues[number];
+
+/** Values of `BootcNode.spec.desiredImageState`. */
+export const DesiredImageStateValues = ["Staged", "Booted"] as const;
+/** Whether the daemon should only stage the desired image or also boot it. */
+export type DesiredImageState = typeof DesiredImageStateValues[number];
+
+/** BootcNodePool spec. */
+export const BootcNodePoolSpec = Type.Object({
+  nodeSelector: LabelSelector,
+  image: Type.Object({
+    ref: ImageRef,
+    pollIntervalSeconds: Type.Optional(Type.Integer({
+      minimum: 10,
+      description: "How often a tag is re-resolved against the registry. Defaults to the " +
+        "controller's --registry-poll-interval.",
+    })),
+  }),
+  rollout: Type.Object({
+    maxUnavailable: MaxUnavailable,
+    paused: Type.Boolean({
+      default: false,
+      description: "When true no node gets a new reboot slot; staging goes on.",
+    }),
+    drainTimeoutSeconds: Type.Integer({
+      minimum: 1,
+      default: 600,
+      description: "How long a drain may take before the node is marked degraded.",
+    }),
+    rebootTimeoutSeconds: Type.Integer({
+      minimum: 1,
+      default: 1800,
+      description: "How long a node may take from the reboot request to running the target " +
+        "image and being Ready before it is reported as not coming back (counts toward the halt rule).",
+    }),
+    minReadySeconds: Type.Integer({
+      minimum: 0,
+      default: 0,
+      description: "How long a rebooted node must be Ready before its slot is freed.",
+    }),
+  }, { default: {} }),
+  disruption: Type.Object({
+    rebootPolicy: StringEnum(RebootPolicyValues, {
+      default: "RebootOnly",
+      description: "RebootOnly always reboots; AllowSoftReboot lets bootc do a userspace-only " +
+        "soft reboot when the staged deployment supports it.",
+    }),
+  }, { default: {} }),
+  pullSecretRef: Type.Optional(SecretReference),
+});
+
+/** One platform entry of a multi-architecture image index. */
+export const PlatformDigest = Type.Object({
+  architecture: Type.String(),
+  os: Type.String(),
+  variant: Type.Optional(Type.String()),
+  digest: Type.String({ pattern: DIGEST_PATTERN }),
+});
+
+/** BootcNodePool status. */
+export const BootcNodePoolStatus = Type.Object({
+  observedGeneration: Type.Optional(Type.Integer({ minimum: 0 })),
+  targetDigest: Type.Optional(Type.String({
+    description: "The digest being rolled out (for a multi-arch image, the index digest).",
+  })),
+  targetImage: Type.Optional(Type.String({
+    description: "The digest-pinned pullspec written to every BootcNode.",
+  })),
+  targetPlatforms: Type.Optional(Type.Array(PlatformDigest, {
+    description: "Per-platform manifest digests when the target is an image index; bootc reports " +
+      "these per-architecture digests as imageDigest.",
+  })),
+  deployedDigest: Type.Optional(Type.String({ description: "The last digest fully rolled out." })),
+  updateAvailable: Type.Optional(Type.Boolean()),
+  lastResolvedTime: Type.Optional(Type.String({ format: "date-time" })),
+  nodeCount: Type.Optional(Type.Integer()),
+  updatedCount: Type.Optional(Type.Integer()),
+  updatingCount: Type.Optional(Type.Integer()),
+  degradedCount: Type.Optional(Type.Integer()),
+  slotsInUse: Type.Optional(Type.Integer()),
+  conditions: Type.Optional(Conditions),
+});
+
+/** The BootcNodePool resource. */
+export const BootcNodePool = Type.Object({
+  apiVersion: Type.Optional(Type.String()),
+  kind: Type.Optional(Type.String()),
+  metadata: Type.Optional(Type.Unsafe<ObjectMeta>({ type: "object" })),
+  spec: BootcNodePoolSpec,
+  status: Type.Optional(BootcNodePoolStatus),
+});
+
+/** BootcNode spec, written by the controller. */
+export const BootcNodeSpec = Type.Object({
+  desiredImage: Type.String({
+    minLength: 1,
+    maxLength: 512,
+    description: "The digest-pinned image this node should run.",
+    ...validations({
+      rule: `self.matches(r'${DIGEST_PINNED_PATTERN}')`,
+      message: "must be pinned by digest (<repository>@sha256:<64 hex digits>); tags are resolved " +
+        "by the BootcNodePool, not here",
+    }, {
+      rule: `self.matches(r'${IMAGE_REFERENCE_PATTERN}')`,
+      message: "must be a container image reference such as quay.io/example/os@sha256:<64 hex digits>",
+    }),
+  }),
+  desiredImageState: StringEnum(DesiredImageStateValues, {
+    default: "Staged",
+    description: "Staged: stage the image only. Booted: apply the staged image and reboot.",
+  }),
+  rebootPolicy: StringEnum(RebootPolicyValues, {
+    default: "RebootOnly",
+    description: "Copied from the pool: whether a soft reboot may be used.",
+  }),
+  pullSecretRef: Type.Optional(SecretReference),
+  pullSecretHash: Type.Optional(Type.String({
+    description: "Hash of the pull Secret's content; a change makes the daemon re-fetch it.",
+  })),
+});
+
+/** One deployment as reported by bootc (booted, staged or rollback). */
+export const BootEntryStatus = Type.Object({
+  image: Type.Optional(Type.String({ description: "The pullspec bootc was given." })),
+  imageDigest: Type.Optional(Type.String({ description: "The per-architecture manifest digest." })),
+  version: Type.Optional(Type.String()),
+  timestamp: Type.Optional(Type.String()),
+  architecture: Type.Optional(Type.String()),
+  softRebootCapable: Type.Optional(Type.Boolean()),
+  incompatible: Type.Optional(Type.Boolean({
+    description: "True if the deployment has local mutations bootc cannot manage.",
+  })),
+  downloadOnly: Type.Optional(Type.Boolean({
+    description: "True when a staged deployment is locked (not applied on an unexpected reboot).",
+  })),
+});
+
+/** BootcNode status, written by the daemon. */
+export const BootcNodeStatus = Type.Object({
+  observedGeneration: Type.Optional(Type.Integer({ minimum: 0 })),
+  booted: Type.Optional(BootEntryStatus),
+  staged: Type.Optional(BootEntryStatus),
+  rollback: Type.Optional(BootEntryStatus),
+  bootcVersion: Type.Optional(Type.String()),
+  autoUpdatesDisabled: Type.Optional(Type.Boolean({
+    description: "True when the daemon masked bootc-fetch-apply-updates.timer, which would " +
+      "otherwise apply updates and reboot without a drain.",
+  })),
+  conditions: Type.Optional(Conditions),
+});
+
+/** The BootcNode resource. */
+export const BootcNode = Type.Object({
+  apiVersion: Type.Optional(Type.String()),
+  kind: Type.Optional(Type.String()),
+  metadata: Type.Optional(Type.Unsafe<ObjectMeta>({ type: "object" })),
+  spec: BootcNodeSpec,
+  status: Type.Optional(BootcNodeStatus),
+});
+
+/** The subset of metav1.ObjectMeta the operator uses. */
+export interface ObjectMeta {
+  name?: string;
+  namespace?: string;
+  uid?: string;
+  resourceVersion?: string;
+  generation?: number;
+  creationTimestamp?: string;
+  deletionTimestamp?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  ownerReferences?: OwnerReference[];
+  finalizers?: string[];
+}
+
+/** metav1.OwnerReference. */
+export interface OwnerReference {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  uid: string;
+  controller?: boolean;
+  blockOwnerDeletion?: boolean;
+}
+
+/** A condition in the shape of metav1.Condition. */
+export type Condition = Static<typeof Condition>;
+/** BootcNodePool spec. */
+export type BootcNodePoolSpec = Static<typeof BootcNodePoolSpec>;
+/** BootcNodePool status. */
+export type BootcNodePoolStatus = Static<typeof BootcNodePoolStatus>;
+/** A BootcNodePool. `metadata` is always present on objects read from the API. */
+export type BootcNodePool = Static<typeof BootcNodePool> & { metadata: ObjectMeta };
+/** BootcNode spec. */
+export type BootcNodeSpec = Static<typeof BootcNodeSpec>;
+/** BootcNode status. */
+export type BootcNodeStatus = Static<typeof BootcNodeStatus>;
+/** One deployment as reported by bootc. */
+export type BootEntryStatus = Static<typeof BootEntryStatus>;
+/** A BootcNode. `metadata` is always present on objects read from the API. */
+export type BootcNode = Static<typeof BootcNode> & { metadata: ObjectMeta };
+/** One platform entry of an image index. */
+export type PlatformDigest = Static<typeof PlatformDigest>;
+
+/** The schemas a CRD is generated from, keyed by kind. */
+export const SCHEMAS: Record<"BootcNodePool" | "BootcNode", TSchema> = {
+  BootcNodePool,
+  BootcNode,
+};

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Makes a fresh machine ready for `deno task test` and `deno task demo`:
+# the Kubernetes control plane binaries (built once, cached) and the Debian
+# packages the tests use (the CNCF distribution registry, htpasswd, openssl).
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+need=()
+command -v docker-registry >/dev/null || [[ -x /usr/bin/docker-registry ]] || need+=(docker-registry)
+command -v htpasswd >/dev/null || need+=(apache2-utils)
+command -v openssl >/dev/null || need+=(openssl)
+command -v nsenter >/dev/null || need+=(util-linux)
+if ((${#need[@]})); then
+  echo "[prepare] installing Debian packages: ${need[*]}" >&2
+  sudo=""
+  [[ $(id -u) -eq 0 ]] || sudo="sudo"
+  $sudo apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >&2
+fi
+# The registry package starts a system service on install; tests run their own.
+if command -v systemctl >/dev/null && systemctl is-active --quiet docker-registry 2>/dev/null; then
+  systemctl stop docker-registry >/dev/null 2>&1 || true
+fi
+
+bash "$here/kube/build.sh" >/dev/null
