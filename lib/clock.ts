@@ -1,0 +1,69 @@
+/**
+ * The clock seam: code that waits or stamps times takes a {@linkcode Clock} so
+ * tests can drive time.
+ *
+ * @module
+ */
+
+/** A source of time and delays. */
+export interface Clock {
+  /** The current time. */
+  now(): Date;
+  /** Resolves after `ms`, or rejects with the signal's reason when it aborts first. */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+}
+
+/** The real clock. */
+export const systemClock: Clock = {
+  now: () => new Date(),
+  sleep: (ms, signal) =>
+    new Promise<void>((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason);
+      const onAbort = () => {
+        clearTimeout(timer);
+        reject(signal?.reason);
+      };
+      const timer = setTimeout(() => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve();
+      }, ms);
+      signal?.addEventListener("abort", onAbort, { once: true });
+    }),
+};
+
+/** A manual clock for tests: time moves only when {@linkcode FakeClock.advance} is called. */
+export class FakeClock implements Clock {
+  #now: number;
+  #sleepers: { at: number; resolve: () => void }[] = [];
+
+  /** Starts at `start` (default 2026-01-01T00:00:00Z). */
+  constructor(start: Date | string = "2026-01-01T00:00:00Z") {
+    this.#now = new Date(start).getTime();
+  }
+
+  /** The current fake time. */
+  now(): Date {
+    return new Date(this.#now);
+  }
+
+  /** Resolves once the fake time has advanced by `ms`. */
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    return new Promise((resolve, reject) => {
+      const sleeper = { at: this.#now + ms, resolve };
+      this.#sleepers.push(sleeper);
+      signal?.addEventListener("abort", () => {
+        this.#sleepers = this.#sleepers.filter((s) => s !== sleeper);
+        reject(signal.reason);
+      }, { once: true });
+    });
+  }
+
+  /** Moves time forward and wakes every sleeper whose deadline has passed. */
+  advance(ms: number): void {
+    this.#now += ms;
+    const due = this.#sleepers.filter((s) => s.at <= this.#now);
+    this.#sleepers = this.#sleepers.filter((s) => s.at > this.#now);
+    for (const s of due) s.resolve();
+  }
+}
