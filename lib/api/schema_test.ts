@@ -1,0 +1,88 @@
+import assert from "node:assert/strict";
+import { DIGEST_PINNED_PATTERN, IMAGE_REFERENCE_PATTERN } from "./schema.ts";
+import { bootcNodeCrd, bootcNodePoolCrd } from "./crd.ts";
+
+const digest = "sha256:" + "a".repeat(64);
+const imageRe = new RegExp(IMAGE_REFERENCE_PATTERN);
+
+Deno.test("image reference pattern accepts the forms users write", () => {
+  for (
+    const ref of [
+      "quay.io/example/myos:latest",
+      "quay.io/example/myos",
+      `quay.io/example/myos@${digest}`,
+      `quay.io/example/myos:v2@${digest}`,
+      "localhost:5000/os:1.0",
+      "127.0.0.1:5000/a/b/c:tag_1.2-x",
+      "fedora",
+      "docker.io/library/fedora:40",
+      "[::1]:5000/os:v1",
+    ]
+  ) assert.ok(imageRe.test(ref), ref);
+});
+
+Deno.test("image reference pattern rejects malformed references", () => {
+  for (
+    const ref of [
+      "",
+      "Quay.io/Example/MyOS:latest",
+      "quay.io/example/myos:",
+      "quay.io/example/myos@sha256:abc",
+      "quay.io/example/my os:1",
+      "quay.io//os:1",
+      "quay.io/os:" + "x".repeat(129),
+      "https://quay.io/os:1",
+    ]
+  ) assert.ok(!imageRe.test(ref), ref);
+});
+
+Deno.test("desiredImage must be digest-pinned", () => {
+  const pinned = new RegExp(DIGEST_PINNED_PATTERN);
+  assert.ok(pinned.test(`quay.io/os@${digest}`));
+  assert.ok(!pinned.test("quay.io/os:latest"));
+  assert.ok(!pinned.test(`quay.io/os@${digest}x`));
+});
+
+function versionSchema(crd: Record<string, unknown>) {
+  // deno-lint-ignore no-explicit-any
+  return (crd.spec as any).versions[0];
+}
+
+Deno.test("CRDs are cluster-scoped with a status subresource, short names and columns", () => {
+  for (const crd of [bootcNodePoolCrd(), bootcNodeCrd()]) {
+    // deno-lint-ignore no-explicit-any
+    const spec = crd.spec as any;
+    assert.equal(spec.scope, "Cluster");
+    assert.equal(spec.group, "node.bootc.dev");
+    assert.ok(spec.names.shortNames.length > 0);
+    const version = versionSchema(crd);
+    assert.deepEqual(version.subresources, { status: {} });
+    assert.ok(version.additionalPrinterColumns.some((c: { priority?: number }) => c.priority === 1));
+  }
+});
+
+Deno.test("pool schema defaults and requires what the design says", () => {
+  const schema = versionSchema(bootcNodePoolCrd()).schema.openAPIV3Schema;
+  const spec = schema.properties.spec;
+  assert.deepEqual(spec.required, ["nodeSelector", "image"]);
+  const rollout = spec.properties.rollout.properties;
+  assert.equal(rollout.maxUnavailable.default, 1);
+  assert.equal(rollout.maxUnavailable["x-kubernetes-int-or-string"], true);
+  assert.equal(rollout.paused.default, false);
+  assert.equal(spec.properties.disruption.properties.rebootPolicy.default, "RebootOnly");
+  assert.deepEqual(spec.properties.disruption.properties.rebootPolicy.enum, [
+    "RebootOnly",
+    "AllowSoftReboot",
+  ]);
+  assert.deepEqual(spec.properties.image.required, ["ref"]);
+  // No TypeBox-only keywords leak into the structural schema.
+  const text = JSON.stringify(schema);
+  assert.ok(!text.includes("anyOf") && !text.includes("const") && !text.includes("patternProperties"));
+});
+
+Deno.test("node schema: desiredImageState enum defaulting to Staged", () => {
+  const spec = versionSchema(bootcNodeCrd()).schema.openAPIV3Schema.properties.spec;
+  assert.deepEqual(spec.required, ["desiredImage"]);
+  assert.deepEqual(spec.properties.desiredImageState.enum, ["Staged", "Booted"]);
+  assert.equal(spec.properties.desiredImageState.default, "Staged");
+});
