@@ -1,0 +1,224 @@
+/**
+ * The rollout invariant checker used by the end-to-end scenarios and the demo.
+ *
+ * {@linkcode InvariantTracker} is pure bookkeeping fed with every Node and
+ * BootcNode event (and with reboots, from the fleet supervisor); it records a
+ * violation the moment one happens, so a scenario fails on the first breach and
+ * not only on the end state. {@linkcode watchInvariants} wires it to informers.
+ *
+ * The rules (issue 7): never more than `maxUnavailable` nodes of a pool cordoned by
+ * us or rebooting; no node rebooted without a finished drain; at the end every node
+ * runs the target, none is left cordoned by us, and prior cordons are preserved.
+ *
+ * @module
+ */
+import type { INode } from "kubernetes-models/v1/Node";
+import {
+  ANNOTATION_DRAINED_AT,
+  ANNOTATION_IN_REBOOT_SLOT,
+  type BootcNode,
+  findCondition,
+  IdleReason,
+  LABEL_POOL,
+  NodeConditionType,
+} from "../../lib/api/mod.ts";
+
+/** Per-pool limits the tracker enforces. */
+export interface PoolLimit {
+  /** Resolved number of reboot slots (the integer maxUnavailable). */
+  maxUnavailable: number;
+}
+
+interface NodeView {
+  unschedulable: boolean;
+  pool?: string;
+  inSlot: boolean;
+  rebooting: boolean;
+  drainedAt?: string;
+  desiredImageState?: string;
+}
+
+/** One disruption interval of a node (cordoned by us or rebooting). */
+export interface DisruptionInterval {
+  node: string;
+  pool?: string;
+  start: number;
+  end?: number;
+}
+
+/** Pure invariant bookkeeping; see the module doc. */
+export class InvariantTracker {
+  readonly violations: string[] = [];
+  readonly intervals: DisruptionInterval[] = [];
+  readonly reboots: { node: string; at: number }[] = [];
+  /** The most nodes of any one pool disrupted at once. */
+  maxDisrupted = 0;
+  #limits: Map<string, PoolLimit>;
+  #preCordoned: Set<string>;
+  #views = new Map<string, NodeView>();
+  #open = new Map<string, DisruptionInterval>();
+  #now: () => number;
+
+  /**
+   * @param options.limits maxUnavailable per pool name
+   * @param options.preCordoned nodes the user had cordoned before the rollout
+   */
+  constructor(options: {
+    limits: Record<string, PoolLimit>;
+    preCordoned?: Iterable<string>;
+    now?: () => number;
+  }) {
+    this.#limits = new Map(Object.entries(options.limits));
+    this.#preCordoned = new Set(options.preCordoned ?? []);
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** Changes the limit of a pool (for scenarios that edit maxUnavailable). */
+  setLimit(pool: string, limit: PoolLimit): void {
+    this.#limits.set(pool, limit);
+  }
+
+  #view(name: string): NodeView {
+    let v = this.#views.get(name);
+    if (!v) {
+      v = { unschedulable: false, inSlot: false, rebooting: false };
+      this.#views.set(name, v);
+    }
+    return v;
+  }
+
+  /** Feeds a Node add/update. */
+  observeNode(node: INode): void {
+    const name = node.metadata?.name;
+    if (!name) return;
+    this.#view(name).unschedulable = node.spec?.unschedulable === true;
+    this.#evaluate(name);
+  }
+
+  /** Feeds a Node deletion. */
+  deleteNode(name: string): void {
+    const v = this.#view(name);
+    v.unschedulable = false;
+    this.#evaluate(name);
+  }
+
+  /** Feeds a BootcNode add/update. */
+  observeBootcNode(bn: BootcNode): void {
+    const name = bn.metadata.name;
+    if (!name) return;
+    const v = this.#view(name);
+    const annotations = bn.metadata.annotations ?? {};
+    v.pool = bn.metadata.labels?.[LABEL_POOL] ?? bn.metadata.ownerReferences?.[0]?.name ?? v.pool;
+    v.inSlot = ANNOTATION_IN_REBOOT_SLOT in annotations;
+    v.drainedAt = annotations[ANNOTATION_DRAINED_AT];
+    v.desiredImageState = bn.spec.desiredImageState;
+    const idle = findCondition(bn.status?.conditions, NodeConditionType.Idle);
+    v.rebooting = idle?.status === "False" && idle.reason === IdleReason.Rebooting;
+    this.#evaluate(name);
+  }
+
+  /** Feeds a BootcNode deletion. */
+  deleteBootcNode(name: string): void {
+    const v = this.#view(name);
+    v.inSlot = false;
+    v.rebooting = false;
+    this.#evaluate(name);
+  }
+
+  /**
+   * Records that a host is about to reboot, with whether its node still has pods a
+   * drain should have evicted. A reboot is legal only after a finished drain.
+   */
+  observeReboot(node: string, evictablePods: string[]): void {
+    this.reboots.push({ node, at: this.#now() });
+    const v = this.#view(node);
+    if (v.desiredImageState !== "Booted" || !v.drainedAt) {
+      this.violations.push(
+        `${node} rebooted without a finished drain (desiredImageState=${v.desiredImageState}, ` +
+          `drained-at=${v.drainedAt ?? "unset"})`,
+      );
+    }
+    if (evictablePods.length > 0) {
+      this.violations.push(`${node} rebooted with pods still on it: ${evictablePods.join(", ")}`);
+    }
+  }
+
+  #disrupted(name: string, v: NodeView): boolean {
+    const cordonedByUs = v.unschedulable && !this.#preCordoned.has(name);
+    return cordonedByUs || v.rebooting || v.inSlot;
+  }
+
+  #evaluate(name: string): void {
+    const v = this.#view(name);
+    const now = this.#now();
+    const disrupted = this.#disrupted(name, v);
+    const open = this.#open.get(name);
+    if (disrupted && !open) {
+      const interval = { node: name, pool: v.pool, start: now };
+      this.#open.set(name, interval);
+      this.intervals.push(interval);
+    } else if (!disrupted && open) {
+      open.end = now;
+      this.#open.delete(name);
+    }
+    const perPool = new Map<string, number>();
+    for (const [n, view] of this.#views) {
+      if (!this.#disrupted(n, view) || !view.pool) continue;
+      perPool.set(view.pool, (perPool.get(view.pool) ?? 0) + 1);
+    }
+    for (const [pool, count] of perPool) {
+      this.maxDisrupted = Math.max(this.maxDisrupted, count);
+      const limit = this.#limits.get(pool);
+      if (limit && count > limit.maxUnavailable) {
+        const who = [...this.#views].filter(([n, w]) => w.pool === pool && this.#disrupted(n, w))
+          .map(([n]) => n);
+        this.violations.push(
+          `pool ${pool}: ${count} nodes disrupted at once (${who.join(", ")}), ` +
+            `maxUnavailable is ${limit.maxUnavailable}`,
+        );
+      }
+    }
+  }
+
+  /**
+   * End-state checks: no node of ours left cordoned or in a slot, prior cordons kept.
+   * `nodes` are the final Node objects; returns the violations found now.
+   */
+  checkFinal(nodes: INode[], bootcNodes: BootcNode[]): string[] {
+    const problems: string[] = [];
+    for (const node of nodes) {
+      const name = node.metadata?.name ?? "";
+      const unschedulable = node.spec?.unschedulable === true;
+      if (this.#preCordoned.has(name) && !unschedulable) {
+        problems.push(`${name} was cordoned before the rollout but is schedulable now`);
+      }
+      if (!this.#preCordoned.has(name) && unschedulable) {
+        problems.push(`${name} is left cordoned`);
+      }
+    }
+    for (const bn of bootcNodes) {
+      const annotations = bn.metadata.annotations ?? {};
+      if (ANNOTATION_IN_REBOOT_SLOT in annotations) {
+        problems.push(`${bn.metadata.name} still holds a reboot slot`);
+      }
+    }
+    return problems;
+  }
+
+  /**
+   * Delays between a slot being freed (a disruption interval ending) and the next
+   * node of the same pool being disrupted, in milliseconds.
+   */
+  handoffDelays(): number[] {
+    const delays: number[] = [];
+    const sorted = [...this.intervals].sort((a, b) => a.start - b.start);
+    for (const interval of sorted) {
+      if (interval.end === undefined) continue;
+      const next = sorted.find((o) =>
+        o.pool === interval.pool && o.node !== interval.node && o.start >= interval.end!
+      );
+      if (next) delays.push(next.start - interval.end);
+    }
+    return delays;
+  }
+}
