@@ -70,7 +70,7 @@ Deno.test("tracker ignores nodes the user cordoned and checks they stay cordoned
 });
 
 Deno.test("a reboot needs a finished drain and an empty node", () => {
-  const tracker = new InvariantTracker({ limits: { workers: { maxUnavailable: 1 } } });
+  const tracker = new InvariantTracker({ limits: { workers: { maxUnavailable: 2 } } });
   tracker.observeBootcNode(bootcNode("a", { slot: true }));
   tracker.observeReboot("a", []);
   assert.match(tracker.violations[0], /a rebooted without a finished drain/);
