@@ -1,0 +1,427 @@
+/**
+ * `deno task build`: the operator's two executables in `dist/`.
+ *
+ * Each entry point (`controller/main.ts`, `daemon/main.ts`) is first bundled into one
+ * JavaScript file (`dist/controller.js`, `dist/daemon.js`). Then:
+ * - **compile** mode: `deno compile` turns each bundle into a single-file binary
+ *   (`dist/bootc-operator-controller`, `dist/bootc-operator-daemon`). This needs a `denort`
+ *   base binary, which `deno compile` downloads from dl.deno.land or takes from `DENORT_BIN`.
+ * - **bundle** mode (when no working `denort` is available, as on machines without access to
+ *   dl.deno.land): the same paths hold a small launcher script that runs the bundle with
+ *   `deno run --cached-only`.
+ *
+ * The mode is chosen by probing: a tiny program is compiled and run, and compile mode is used
+ * only if it prints what it should (a `DENORT_BIN` pointing at a plain `deno` yields a binary
+ * that starts Deno's own CLI instead). `BOOTC_BUILD_MODE=compile|bundle` forces a mode.
+ *
+ * Usage: `deno task build [--mode=auto|compile|bundle] [controller|daemon ...]`.
+ * The end-to-end tests call {@linkcode ensureBuild}.
+ *
+ * @module
+ */
+
+/** How the executables are produced. */
+export type BuildMode = "compile" | "bundle";
+
+/** One executable the build produces. */
+export interface Target {
+  /** Short name: "controller" or "daemon". */
+  name: "controller" | "daemon";
+  /** Entry point, relative to the repository root. */
+  entry: string;
+  /** File name of the executable in the output directory. */
+  executable: string;
+  /** File name of the bundle in the output directory. */
+  bundle: string;
+  /** Deno permission flags baked into the binary or passed by the launcher. */
+  permissions: readonly string[];
+}
+
+/**
+ * The two executables. The controller talks to the API server, reads its kubeconfig or
+ * service-account files and serves probes: it needs no write or subprocess access. The daemon
+ * runs privileged on the host, runs bootc through nsenter and writes the host's auth file, so
+ * Deno's sandbox would add nothing there.
+ */
+export const TARGETS: readonly Target[] = [
+  {
+    name: "controller",
+    entry: "controller/main.ts",
+    executable: "bootc-operator-controller",
+    bundle: "controller.js",
+    permissions: ["--allow-net", "--allow-env", "--allow-read", "--allow-sys"],
+  },
+  {
+    name: "daemon",
+    entry: "daemon/main.ts",
+    executable: "bootc-operator-daemon",
+    bundle: "daemon.js",
+    permissions: ["--allow-all"],
+  },
+];
+
+/**
+ * Folders and files whose changes require a rebuild (test files excluded). Not deno.lock:
+ * the bundler may write it, and it only changes with the exact pins in deno.json.
+ */
+export const SOURCE_PATHS = ["controller", "daemon", "lib", "deno.json"] as const;
+
+/** Options of {@linkcode build} and {@linkcode ensureBuild}. */
+export interface BuildOptions {
+  /** Repository root (absolute path). Defaults to the folder above this file. */
+  root?: string;
+  /** Output directory. Defaults to `<root>/dist`. */
+  outDir?: string;
+  /** "auto" probes for a working `denort`. Defaults to `BOOTC_BUILD_MODE` or "auto". */
+  mode?: BuildMode | "auto";
+  /** Which targets to build. Defaults to all. */
+  only?: readonly Target["name"][];
+  /** The `deno` executable. Defaults to `Deno.execPath()`. */
+  deno?: string;
+  /** Progress lines go here. Defaults to stderr. */
+  log?: (line: string) => void;
+}
+
+/** One built executable. */
+export interface BuiltTarget {
+  name: Target["name"];
+  /** Absolute path of the binary or launcher. */
+  executable: string;
+  /** Absolute path of the bundle. */
+  bundle: string;
+  bundleBytes: number;
+  executableBytes: number;
+}
+
+/** What {@linkcode build} produced; also written to `<outDir>/build.json`. */
+export interface BuildResult {
+  mode: BuildMode;
+  /** Fingerprint of the sources the outputs were built from. */
+  fingerprint: string;
+  /** Why compile mode was or was not used. */
+  modeReason: string;
+  /** `DENORT_BIN` at build time ("" when unset): a change makes the next build probe again. */
+  denortBin: string;
+  targets: BuiltTarget[];
+}
+
+const PROBE_TEXT = "bootc-operator-build-probe";
+/** Upper bound for the probe (it may download denort, ~40 MB). */
+const PROBE_TIMEOUT_MS = 180_000;
+const STAMP = "build.json";
+
+/**
+ * The launcher script that runs a bundle in bundle mode. It execs Deno (so signals reach the
+ * program directly), from `$DENO` or `PATH`, with `--cached-only` (the bundle has no imports
+ * left to fetch) and without the repository's config, exactly like the compiled binary.
+ */
+export function launcherScript(target: Target): string {
+  const flags = ["--cached-only", "--no-config", "--no-lock", "--no-prompt", ...target.permissions];
+  return [
+    "#!/bin/sh",
+    `# ${target.executable}: runs ${target.bundle} (built by \`deno task build\` from ${target.entry}).`,
+    "# A launcher because no denort base binary was available for `deno compile`.",
+    'here=$(CDPATH= cd -- "$(dirname -- "$0")" && pwd)',
+    `exec "\${DENO:-deno}" run ${flags.join(" ")} "$here/${target.bundle}" "$@"`,
+    "",
+  ].join("\n");
+}
+
+/**
+ * A fingerprint of the build inputs: every non-test source file's path, size and mtime, this
+ * build script, and the Deno version. It changes when a source is edited, added or removed.
+ */
+export async function sourceFingerprint(root: string): Promise<string> {
+  const entries: string[] = [`deno ${Deno.version.deno}`];
+  const visit = async (path: string): Promise<void> => {
+    let info: Deno.FileInfo;
+    try {
+      info = await Deno.stat(path);
+    } catch (error) {
+      if (error instanceof Deno.errors.NotFound) return;
+      throw error;
+    }
+    if (info.isDirectory) {
+      const names: string[] = [];
+      for await (const entry of Deno.readDir(path)) names.push(entry.name);
+      for (const name of names.sort()) await visit(`${path}/${name}`);
+    } else if (info.isFile && !/_test\.[jt]sx?$/.test(path)) {
+      entries.push(`${path.slice(root.length)} ${info.size} ${info.mtime?.getTime() ?? 0}`);
+    }
+  };
+  for (const path of SOURCE_PATHS) await visit(`${root}/${path}`);
+  await visit(new URL(import.meta.url).pathname);
+  const digest = await crypto.subtle.digest(
+    "SHA-256",
+    new TextEncoder().encode(entries.join("\n")),
+  );
+  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** Builds the executables (always; see {@linkcode ensureBuild} for the incremental form). */
+export async function build(options: BuildOptions = {}): Promise<BuildResult> {
+  const root = options.root ?? defaultRoot();
+  const outDir = options.outDir ?? `${root}/dist`;
+  const deno = options.deno ?? Deno.execPath();
+  const log = options.log ?? ((line: string) => console.error(line));
+  const targets = TARGETS.filter((t) => !options.only || options.only.includes(t.name));
+  const fingerprint = await sourceFingerprint(root);
+
+  await Deno.mkdir(outDir, { recursive: true });
+  // Build into a private folder and rename into place: concurrent builds (parallel test
+  // processes) never see or leave half-written files.
+  const work = await Deno.makeTempDir({ dir: outDir, prefix: ".build-" });
+  try {
+    const requested = options.mode ?? envMode() ?? "auto";
+    const { mode, reason } = requested === "auto"
+      ? await probeCompile({ deno, work, log })
+      : { mode: requested, reason: "requested" };
+    log(`[build] mode: ${mode} (${reason})`);
+
+    const built: BuiltTarget[] = [];
+    for (const target of targets) {
+      const bundle = `${work}/${target.bundle}`;
+      const executable = `${work}/${target.executable}`;
+      await run(deno, [
+        "bundle",
+        "--quiet",
+        "--platform=deno",
+        "-o",
+        bundle,
+        `${root}/${target.entry}`,
+      ], { cwd: root, what: `bundling ${target.entry}` });
+      if (mode === "compile") {
+        await run(deno, [
+          "compile",
+          "--quiet",
+          "--no-config",
+          "--no-lock",
+          ...target.permissions,
+          "-o",
+          executable,
+          bundle,
+        ], { cwd: work, what: `compiling ${target.bundle}` });
+      } else {
+        await Deno.writeTextFile(executable, launcherScript(target), { mode: 0o755 });
+      }
+      await Deno.chmod(executable, 0o755);
+      await Deno.rename(bundle, `${outDir}/${target.bundle}`);
+      await Deno.rename(executable, `${outDir}/${target.executable}`);
+      built.push({
+        name: target.name,
+        executable: `${outDir}/${target.executable}`,
+        bundle: `${outDir}/${target.bundle}`,
+        bundleBytes: (await Deno.stat(`${outDir}/${target.bundle}`)).size,
+        executableBytes: (await Deno.stat(`${outDir}/${target.executable}`)).size,
+      });
+      log(`[build] ${target.executable} <- ${target.entry}`);
+    }
+    const result: BuildResult = {
+      mode,
+      modeReason: reason,
+      denortBin: Deno.env.get("DENORT_BIN") ?? "",
+      fingerprint,
+      targets: built,
+    };
+    if (targets.length === TARGETS.length) {
+      // The stamp is written last, so it only ever describes complete outputs.
+      await Deno.writeTextFile(`${work}/${STAMP}`, JSON.stringify(result, null, 2) + "\n");
+      await Deno.rename(`${work}/${STAMP}`, `${outDir}/${STAMP}`);
+    }
+    return result;
+  } finally {
+    await Deno.remove(work, { recursive: true });
+  }
+}
+
+/** Argv prefixes that run each executable. */
+export interface Executables {
+  controller: string[];
+  daemon: string[];
+}
+
+let inFlight: Promise<Executables> | undefined;
+
+/**
+ * Returns how to run the built controller and daemon, building first when the outputs are
+ * missing or older than the sources (by fingerprint). Concurrent calls in one process share
+ * one build. In bundle mode the launcher needs `deno` on `PATH` (or `$DENO`).
+ */
+export function ensureBuild(options: BuildOptions = {}): Promise<Executables> {
+  if (!inFlight) {
+    inFlight = ensureBuildOnce(options).finally(() => {
+      inFlight = undefined;
+    });
+  }
+  return inFlight;
+}
+
+async function ensureBuildOnce(options: BuildOptions): Promise<Executables> {
+  const root = options.root ?? defaultRoot();
+  const outDir = options.outDir ?? `${root}/dist`;
+  const current = await readStamp(outDir);
+  const fingerprint = await sourceFingerprint(root);
+  const wanted = options.mode ?? envMode();
+  let result = current;
+  const fresh = current !== undefined && current.fingerprint === fingerprint &&
+    (wanted === undefined || wanted === "auto" || wanted === current.mode) &&
+    await allExist(current.targets.map((t) => t.executable));
+  if (!fresh) {
+    // A previous probe's verdict is reused (an unreachable dl.deno.land costs only once)
+    // unless DENORT_BIN changed since.
+    const sameDenort = current?.denortBin === (Deno.env.get("DENORT_BIN") ?? "");
+    const mode = wanted ?? (current && sameDenort ? current.mode : "auto");
+    result = await build({ ...options, root, outDir, mode, only: undefined });
+  }
+  const path = (name: Target["name"]) => result!.targets.find((t) => t.name === name)!.executable;
+  return { controller: [path("controller")], daemon: [path("daemon")] };
+}
+
+/**
+ * Decides between compile and bundle mode: compiles and runs a one-line program. Compile mode
+ * is used only when the produced binary prints the probe text.
+ */
+async function probeCompile(
+  options: { deno: string; work: string; log: (line: string) => void },
+): Promise<{ mode: BuildMode; reason: string }> {
+  const source = `${options.work}/probe.js`;
+  const binary = `${options.work}/probe`;
+  await Deno.writeTextFile(source, `console.log(${JSON.stringify(PROBE_TEXT)});\n`);
+  const via = Deno.env.get("DENORT_BIN") ? `DENORT_BIN=${Deno.env.get("DENORT_BIN")}` : "download";
+  options.log(`[build] probing deno compile (denort via ${via})`);
+  try {
+    const compiled = await new Deno.Command(options.deno, {
+      args: ["compile", "--quiet", "--no-config", "--no-lock", "-o", binary, source],
+      cwd: options.work,
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+      signal: AbortSignal.timeout(PROBE_TIMEOUT_MS),
+    }).output();
+    if (!compiled.success) {
+      const why = lastLine(new TextDecoder().decode(compiled.stderr));
+      return { mode: "bundle", reason: `deno compile failed (${via}): ${why}` };
+    }
+    const ran = await new Deno.Command(binary, {
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+      signal: AbortSignal.timeout(30_000),
+    }).output();
+    const out = new TextDecoder().decode(ran.stdout).trim();
+    if (ran.success && out === PROBE_TEXT) return { mode: "compile", reason: `denort via ${via}` };
+    return { mode: "bundle", reason: `compiled probe did not run the program (${via})` };
+  } finally {
+    await Deno.remove(binary).catch(() => {});
+    await Deno.remove(source).catch(() => {});
+  }
+}
+
+/** Reads `<outDir>/build.json`, or undefined when absent or unreadable. */
+export async function readStamp(outDir: string): Promise<BuildResult | undefined> {
+  try {
+    return JSON.parse(await Deno.readTextFile(`${outDir}/${STAMP}`)) as BuildResult;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Runs `argv` + `args` and returns the wall-clock time until it exits, in milliseconds.
+ * Used for the startup figure (`--help` exits right after parsing flags).
+ */
+export async function timeRun(argv: string[], args: string[]): Promise<number> {
+  const started = performance.now();
+  const result = await new Deno.Command(argv[0], {
+    args: [...argv.slice(1), ...args],
+    stdin: "null",
+    stdout: "null",
+    stderr: "null",
+  }).output();
+  const elapsed = performance.now() - started;
+  if (!result.success) throw new Error(`${argv.join(" ")} ${args.join(" ")} exited ${result.code}`);
+  return elapsed;
+}
+
+function envMode(): BuildMode | "auto" | undefined {
+  const value = Deno.env.get("BOOTC_BUILD_MODE");
+  if (value === undefined || value === "") return undefined;
+  if (value === "compile" || value === "bundle" || value === "auto") return value;
+  throw new Error(`BOOTC_BUILD_MODE must be compile, bundle or auto, not ${value}`);
+}
+
+function defaultRoot(): string {
+  return new URL("..", import.meta.url).pathname.replace(/\/$/, "");
+}
+
+async function allExist(paths: string[]): Promise<boolean> {
+  for (const path of paths) {
+    try {
+      await Deno.stat(path);
+    } catch {
+      return false;
+    }
+  }
+  return true;
+}
+
+async function run(
+  command: string,
+  args: string[],
+  options: { cwd: string; what: string },
+): Promise<void> {
+  const result = await new Deno.Command(command, {
+    args,
+    cwd: options.cwd,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  if (!result.success) {
+    const stderr = new TextDecoder().decode(result.stderr);
+    throw new Error(`${options.what} failed (exit ${result.code}):\n${stderr}`);
+  }
+}
+
+function lastLine(text: string): string {
+  const lines = text.split("\n").map((l) => l.trim()).filter((l) => l && !/^\d+:|^Stack/.test(l));
+  return lines.at(-1) ?? "no output";
+}
+
+function formatBytes(bytes: number): string {
+  return bytes >= 1 << 20
+    ? `${(bytes / (1 << 20)).toFixed(1)} MiB`
+    : `${(bytes / 1024).toFixed(0)} KiB`;
+}
+
+if (import.meta.main) {
+  const modeArg = Deno.args.find((a) => a.startsWith("--mode="))?.slice("--mode=".length);
+  if (modeArg !== undefined && !["auto", "compile", "bundle"].includes(modeArg)) {
+    console.error(`--mode must be auto, compile or bundle, not ${modeArg}`);
+    Deno.exit(2);
+  }
+  const only = Deno.args.filter((a) => !a.startsWith("--")) as Target["name"][];
+  for (const name of only) {
+    if (!TARGETS.some((t) => t.name === name)) {
+      console.error(`unknown target ${name}: expected controller or daemon`);
+      Deno.exit(2);
+    }
+  }
+  const result = await build({
+    mode: modeArg as BuildMode | "auto" | undefined,
+    only: only.length ? only : undefined,
+  });
+  for (const target of result.targets) {
+    let startup = "n/a";
+    try {
+      startup = `${(await timeRun([target.executable], ["--help"])).toFixed(0)} ms`;
+    } catch (error) {
+      startup = `not measured: ${(error as Error).message}`;
+    }
+    console.log(
+      `${target.executable}: ${result.mode === "compile" ? "binary" : "launcher"} ` +
+        `${formatBytes(target.executableBytes)}, bundle ${formatBytes(target.bundleBytes)}, ` +
+        `startup (--help) ${startup}`,
+    );
+  }
+}

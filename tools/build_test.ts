@@ -1,0 +1,145 @@
+import assert from "node:assert/strict";
+import {
+  build,
+  ensureBuild,
+  launcherScript,
+  readStamp,
+  sourceFingerprint,
+  TARGETS,
+} from "./build.ts";
+
+/** A throwaway repository: two entry points sharing a lib module and an npm import. */
+async function fakeRepo(): Promise<string> {
+  const root = await Deno.makeTempDir({ prefix: "bootc-build-test-" });
+  await Deno.mkdir(`${root}/controller`);
+  await Deno.mkdir(`${root}/daemon`);
+  await Deno.mkdir(`${root}/lib`);
+  await Deno.writeTextFile(
+    `${root}/deno.json`,
+    JSON.stringify({ nodeModulesDir: "none", imports: { yaml: "npm:yaml@2.9.1" } }),
+  );
+  await Deno.writeTextFile(
+    `${root}/lib/greet.ts`,
+    `import { stringify } from "yaml";\n` +
+      `export const greet = (who: string, args: string[]) => stringify({ who, args }).trim();\n`,
+  );
+  for (const name of ["controller", "daemon"]) {
+    await Deno.writeTextFile(
+      `${root}/${name}/main.ts`,
+      `import { greet } from "../lib/greet.ts";\nconsole.log(greet("${name}", Deno.args));\n`,
+    );
+  }
+  return root;
+}
+
+async function runArgv(argv: string[], args: string[], env: Record<string, string> = {}) {
+  const out = await new Deno.Command(argv[0], {
+    args: [...argv.slice(1), ...args],
+    env,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  return {
+    code: out.code,
+    stdout: new TextDecoder().decode(out.stdout).trim(),
+    stderr: new TextDecoder().decode(out.stderr),
+  };
+}
+
+const quiet = () => {};
+
+Deno.test("launcher execs deno run --cached-only on its bundle with the target's permissions", () => {
+  const controller = TARGETS.find((t) => t.name === "controller")!;
+  const script = launcherScript(controller);
+  assert.ok(script.startsWith("#!/bin/sh\n"));
+  assert.match(
+    script,
+    /exec "\$\{DENO:-deno\}" run --cached-only --no-config --no-lock --no-prompt --allow-net --allow-env --allow-read --allow-sys "\$here\/controller\.js" "\$@"/,
+  );
+  // The controller needs neither subprocesses nor writes.
+  assert.doesNotMatch(script, /--allow-all|--allow-run|--allow-write/);
+});
+
+Deno.test("bundle mode: self-contained bundles run behind the launchers", async () => {
+  const root = await fakeRepo();
+  try {
+    const result = await build({ root, mode: "bundle", log: quiet });
+    assert.equal(result.mode, "bundle");
+    assert.deepEqual(result.targets.map((t) => t.name), ["controller", "daemon"]);
+    for (const target of result.targets) {
+      assert.ok(target.bundleBytes > 10_000, "the npm dependency is inlined in the bundle");
+      // An empty DENO_DIR proves the bundle needs nothing from the module cache.
+      const denoDir = await Deno.makeTempDir();
+      try {
+        const ran = await runArgv([target.executable], ["--flag", "x"], {
+          DENO: Deno.execPath(),
+          DENO_DIR: denoDir,
+        });
+        assert.equal(ran.code, 0, ran.stderr);
+        assert.equal(ran.stdout, `who: ${target.name}\nargs:\n  - --flag\n  - x`);
+      } finally {
+        await Deno.remove(denoDir, { recursive: true });
+      }
+    }
+    const stamp = await readStamp(`${root}/dist`);
+    assert.equal(stamp?.fingerprint, await sourceFingerprint(root));
+    // No temporary build folders are left behind.
+    const left = [];
+    for await (const entry of Deno.readDir(`${root}/dist`)) left.push(entry.name);
+    assert.deepEqual(left.sort(), [
+      "bootc-operator-controller",
+      "bootc-operator-daemon",
+      "build.json",
+      "controller.js",
+      "daemon.js",
+    ]);
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
+
+Deno.test("ensureBuild reuses fresh outputs and rebuilds after a source changes", async () => {
+  const root = await fakeRepo();
+  try {
+    const first = await ensureBuild({ root, mode: "bundle", log: quiet });
+    const stampTime = (await Deno.stat(`${root}/dist/build.json`)).mtime!.getTime();
+    const [a, b] = await Promise.all([
+      ensureBuild({ root, mode: "bundle", log: quiet }),
+      ensureBuild({ root, mode: "bundle", log: quiet }),
+    ]);
+    assert.deepEqual(a, first);
+    assert.deepEqual(b, first);
+    assert.equal((await Deno.stat(`${root}/dist/build.json`)).mtime!.getTime(), stampTime);
+
+    await Deno.writeTextFile(
+      `${root}/lib/greet.ts`,
+      `export const greet = (who: string, _args: string[]) => "changed " + who;\n`,
+    );
+    const second = await ensureBuild({ root, mode: "bundle", log: quiet });
+    const ran = await runArgv(second.daemon, ["status"], { DENO: Deno.execPath() });
+    assert.equal(ran.code, 0, ran.stderr);
+    assert.equal(ran.stdout, "changed daemon");
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
+
+Deno.test("auto mode falls back to bundles when denort is not a real denort", async () => {
+  const root = await fakeRepo();
+  const previous = Deno.env.get("DENORT_BIN");
+  // A plain deno as the base binary compiles "successfully" but runs Deno's own CLI.
+  Deno.env.set("DENORT_BIN", Deno.execPath());
+  try {
+    const result = await build({ root, mode: "auto", only: ["daemon"], log: quiet });
+    assert.equal(result.mode, "bundle");
+    assert.match(result.modeReason, /did not run the program/);
+    assert.equal(result.targets.length, 1);
+    const head = await Deno.readTextFile(result.targets[0].executable);
+    assert.ok(head.startsWith("#!/bin/sh"), "a launcher, not a binary");
+  } finally {
+    if (previous === undefined) Deno.env.delete("DENORT_BIN");
+    else Deno.env.set("DENORT_BIN", previous);
+    await Deno.remove(root, { recursive: true });
+  }
+});
