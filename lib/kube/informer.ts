@@ -1,0 +1,251 @@
+/**
+ * A reflector/informer: lists a resource, then watches it from the list's
+ * resourceVersion (with bookmarks), keeps a {@linkcode Store} current and calls
+ * handlers. A 410 Gone relists; any other failure or a closed stream reconnects
+ * with exponential backoff and jitter, resuming from the last seen
+ * resourceVersion. It never gives up until its signal aborts.
+ *
+ * @module
+ */
+
+import { type Clock, systemClock } from "../clock.ts";
+import { type Logger, silentLogger } from "../log.ts";
+import { backoffDelay, type BackoffOptions } from "./backoff.ts";
+import { isGone } from "./errors.ts";
+import { type IndexFunc, objectKey, Store } from "./store.ts";
+import type { KubeObject, ResourceClient } from "./types.ts";
+
+/** Options of {@linkcode Informer}. */
+export interface InformerOptions<T extends KubeObject> {
+  resource: ResourceClient<T>;
+  labelSelector?: string;
+  fieldSelector?: string;
+  clock?: Clock;
+  logger?: Logger;
+  /** Named store indexes (see {@linkcode Store.byIndex}). */
+  indexers?: Record<string, IndexFunc<T>>;
+  /** Reconnect backoff (default 500 ms doubling to 30 s, 50% jitter). */
+  backoff?: BackoffOptions;
+  /** Random source for jitter and watch timeouts (a test seam). */
+  random?: () => number;
+  /** Page size of the initial list (default 500). */
+  pageSize?: number;
+}
+
+/** Called for a new object. */
+export type AddHandler<T> = (object: T) => void;
+/** Called when an object changed. */
+export type UpdateHandler<T> = (oldObject: T, newObject: T) => void;
+/** Called with the last known state of a removed object. */
+export type DeleteHandler<T> = (object: T) => void;
+
+const DEFAULT_BACKOFF: BackoffOptions = { initialMs: 500, maxMs: 30_000, factor: 2, jitter: 0.5 };
+/** A watch that ends sooner than this without events counts as a failure (avoids hot loops). */
+const SHORT_WATCH_MS = 1_000;
+
+/** Keeps a local cache of one resource in sync with the API server. */
+export class Informer<T extends KubeObject> {
+  /** The cache. */
+  readonly store: Store<T>;
+  #opts: InformerOptions<T>;
+  #clock: Clock;
+  #log: Logger;
+  #random: () => number;
+  #add: AddHandler<T>[] = [];
+  #update: UpdateHandler<T>[] = [];
+  #delete: DeleteHandler<T>[] = [];
+  #synced = false;
+  #syncWaiters: (() => void)[] = [];
+  #resourceVersion?: string;
+  #eventCount = 0;
+  #running?: Promise<void>;
+
+  /** Creates an idle informer; call {@linkcode Informer.start}. */
+  constructor(options: InformerOptions<T>) {
+    this.#opts = options;
+    this.#clock = options.clock ?? systemClock;
+    this.#log = options.logger ?? silentLogger;
+    this.#random = options.random ?? Math.random;
+    this.store = new Store<T>({ indexers: options.indexers });
+  }
+
+  /** Registers an add handler; returns a function that unregisters it. */
+  onAdd(handler: AddHandler<T>): () => void {
+    this.#add.push(handler);
+    return () => (this.#add = this.#add.filter((h) => h !== handler));
+  }
+
+  /** Registers an update handler; returns a function that unregisters it. */
+  onUpdate(handler: UpdateHandler<T>): () => void {
+    this.#update.push(handler);
+    return () => (this.#update = this.#update.filter((h) => h !== handler));
+  }
+
+  /** Registers a delete handler; returns a function that unregisters it. */
+  onDelete(handler: DeleteHandler<T>): () => void {
+    this.#delete.push(handler);
+    return () => (this.#delete = this.#delete.filter((h) => h !== handler));
+  }
+
+  /** True once the first list has been stored. */
+  hasSynced(): boolean {
+    return this.#synced;
+  }
+
+  /** The resourceVersion the next watch resumes from. */
+  get resourceVersion(): string | undefined {
+    return this.#resourceVersion;
+  }
+
+  /** Resolves once synced; rejects with the signal's reason if it aborts first. */
+  waitForSync(signal?: AbortSignal): Promise<void> {
+    if (this.#synced) return Promise.resolve();
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    return new Promise((resolve, reject) => {
+      const onAbort = () => {
+        this.#syncWaiters = this.#syncWaiters.filter((w) => w !== done);
+        reject(signal?.reason);
+      };
+      const done = () => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve();
+      };
+      this.#syncWaiters.push(done);
+      signal?.addEventListener("abort", onAbort, { once: true });
+    });
+  }
+
+  /** Runs until `signal` aborts; the promise resolves once stopped. */
+  start(signal: AbortSignal): Promise<void> {
+    if (this.#running) throw new Error("informer already started");
+    this.#running = this.#run(signal).finally(() => (this.#running = undefined));
+    return this.#running;
+  }
+
+  #call<A extends unknown[]>(kind: string, handlers: ((...a: A) => void)[], ...args: A) {
+    for (const h of handlers) {
+      try {
+        h(...args);
+      } catch (e) {
+        this.#log.error("informer handler failed", { handler: kind, error: e });
+      }
+    }
+  }
+
+  async #list(signal: AbortSignal): Promise<void> {
+    const list = await this.#opts.resource.list({
+      labelSelector: this.#opts.labelSelector,
+      fieldSelector: this.#opts.fieldSelector,
+      limit: this.#opts.pageSize ?? 500,
+      signal,
+    });
+    const diff = this.store.replace(list.items);
+    this.#resourceVersion = list.metadata.resourceVersion;
+    for (const o of diff.deleted) this.#call("delete", this.#delete, o);
+    for (const [o, n] of diff.updated) this.#call("update", this.#update, o, n);
+    for (const o of diff.added) this.#call("add", this.#add, o);
+    if (!this.#synced) {
+      this.#synced = true;
+      for (const w of this.#syncWaiters.splice(0)) w();
+    }
+  }
+
+  /** Watches once from the current resourceVersion; returns the number of events seen. */
+  async #watch(signal: AbortSignal): Promise<number> {
+    let events = 0;
+    const timeoutSeconds = Math.floor(300 + 300 * this.#random());
+    for await (
+      const ev of this.#opts.resource.watch({
+        resourceVersion: this.#resourceVersion,
+        labelSelector: this.#opts.labelSelector,
+        fieldSelector: this.#opts.fieldSelector,
+        allowWatchBookmarks: true,
+        timeoutSeconds,
+        signal,
+      })
+    ) {
+      events++;
+      this.#eventCount++;
+      const rv = ev.object?.metadata?.resourceVersion;
+      if (ev.type === "BOOKMARK") {
+        if (rv) this.#resourceVersion = rv;
+        continue;
+      }
+      const key = objectKey(ev.object);
+      if (ev.type === "DELETED") {
+        const old = this.store.delete(key);
+        this.#call("delete", this.#delete, old ?? ev.object);
+      } else {
+        const old = this.store.upsert(ev.object);
+        if (old) this.#call("update", this.#update, old, ev.object);
+        else this.#call("add", this.#add, ev.object);
+      }
+      if (rv) this.#resourceVersion = rv;
+    }
+    return events;
+  }
+
+  async #run(signal: AbortSignal): Promise<void> {
+    let needList = true;
+    let failures = 0;
+    // Consecutive 410s with no watch event between them: back off instead of relisting in a loop.
+    let goneStreak = 0;
+    let eventsAtLastGone = -1;
+    while (!signal.aborted) {
+      const eventsBefore = this.#eventCount;
+      try {
+        if (needList) {
+          await this.#list(signal);
+          needList = false;
+        }
+        const started = this.#clock.now().getTime();
+        const events = await this.#watch(signal);
+        if (signal.aborted) break;
+        const lasted = this.#clock.now().getTime() - started;
+        if (events === 0 && lasted < SHORT_WATCH_MS) {
+          failures++;
+          this.#log.debug("watch closed immediately", { failures });
+          await this.#clock.sleep(this.#delay(failures), signal);
+        } else {
+          failures = 0;
+        }
+      } catch (e) {
+        if (signal.aborted) break;
+        if (isGone(e)) {
+          // Our resourceVersion was compacted away: start over from a fresh list.
+          this.#log.info("watch expired, relisting", { resourceVersion: this.#resourceVersion });
+          needList = true;
+          failures = 0;
+          goneStreak = this.#eventCount === eventsAtLastGone ? goneStreak + 1 : 1;
+          eventsAtLastGone = this.#eventCount;
+          if (goneStreak > 1) {
+            try {
+              await this.#clock.sleep(this.#delay(goneStreak - 1), signal);
+            } catch {
+              break;
+            }
+          }
+          continue;
+        }
+        // A watch that made progress before breaking starts the backoff over.
+        failures = this.#eventCount > eventsBefore ? 1 : failures + 1;
+        const delay = this.#delay(failures);
+        this.#log.warn("informer list/watch failed, retrying", {
+          error: e,
+          failures,
+          delayMs: delay,
+          phase: needList ? "list" : "watch",
+        });
+        try {
+          await this.#clock.sleep(delay, signal);
+        } catch {
+          break;
+        }
+      }
+    }
+  }
+
+  #delay(failures: number): number {
+    return backoffDelay(failures, this.#opts.backoff ?? DEFAULT_BACKOFF, this.#random);
+  }
+}
