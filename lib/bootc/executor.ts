@@ -1,0 +1,293 @@
+/**
+ * The bootc executor: the seam through which the daemon touches the host.
+ * {@linkcode HostBootcExecutor} runs the real commands (`bootc`, `systemctl`)
+ * in the host, by default through `nsenter -m/proc/1/ns/mnt --` from a
+ * privileged `hostPID` pod, or directly (`hostExecPrefix: []`) when the daemon
+ * runs standalone on the host. Tests substitute a fake {@linkcode BootcExecutor}.
+ *
+ * @module
+ */
+import {
+  type CommandResult,
+  extractErrorLine,
+  hostEnvironment,
+  runCommand,
+  startCommand,
+} from "./command.ts";
+import { parseHost } from "./parse.ts";
+import type { Host } from "./types.ts";
+import type { ApplyMethod, StageMethod } from "./version.ts";
+
+/** The systemd unit that applies updates on its own (Fedora-based bootc images enable it). */
+export const AUTO_UPDATE_TIMER = "bootc-fetch-apply-updates.timer";
+
+/** Default prefix that enters the host's mount namespace from a `hostPID` pod. */
+export const DEFAULT_HOST_EXEC_PREFIX = ["nsenter", "-m/proc/1/ns/mnt", "--"];
+
+/** A bootc (or systemctl) command failed, timed out or printed something unusable. */
+export class BootcCommandError extends Error {
+  /** Creates the error from a command result. */
+  constructor(
+    message: string,
+    readonly result?: CommandResult,
+  ) {
+    super(message);
+    this.name = "BootcCommandError";
+  }
+
+  /** True when the command was terminated by its timeout. */
+  get timedOut(): boolean {
+    return this.result?.timedOut ?? false;
+  }
+}
+
+/** Options of {@linkcode BootcExecutor.apply}. */
+export interface ApplyOptions {
+  /** Pass `--soft-reboot=auto` (soft reboot when the staged entry allows it). */
+  soft: boolean;
+  /** Which verb applies the downloaded deployment. */
+  method: ApplyMethod;
+}
+
+/** A detached `--apply` command: it normally never returns (the host reboots). */
+export interface ApplyHandle {
+  /**
+   * Resolves when the command ends: with an error when it failed, with
+   * undefined when it exited 0 (the reboot is under way).
+   */
+  readonly exited: Promise<BootcCommandError | undefined>;
+}
+
+/** Everything the daemon asks of the host. */
+export interface BootcExecutor {
+  /** Output of `bootc --version`. */
+  version(): Promise<string>;
+  /** Parsed `bootc status --format=json --format-version=1`. */
+  status(): Promise<Host>;
+  /** Pulls and stages `image` locked, with the given method. */
+  stage(image: string, method: StageMethod): Promise<void>;
+  /** Locks the staged deployment of the current spec (`bootc upgrade --download-only`). */
+  lockStaged(): Promise<void>;
+  /** Starts the detached apply + reboot; call only after `Rebooting` is persisted. */
+  apply(options: ApplyOptions): ApplyHandle;
+  /** `systemctl mask --runtime --now bootc-fetch-apply-updates.timer`. */
+  maskAutoUpdates(): Promise<void>;
+}
+
+/** Time limits of the host commands, in milliseconds. */
+export interface ExecutorTimeouts {
+  /** `bootc status` (it blocks while a pull holds the sysroot lock). Default 2 min. */
+  statusMs: number;
+  /** `bootc --version`. Default 30 s. */
+  versionMs: number;
+  /** A stage (pull) command. Default 60 min. */
+  stageMs: number;
+  /** `systemctl` commands. Default 30 s. */
+  systemctlMs: number;
+}
+
+/** Default {@linkcode ExecutorTimeouts}. */
+export const DEFAULT_TIMEOUTS: ExecutorTimeouts = {
+  statusMs: 120_000,
+  versionMs: 30_000,
+  stageMs: 60 * 60_000,
+  systemctlMs: 30_000,
+};
+
+/** Options of {@linkcode HostBootcExecutor}. */
+export interface HostBootcExecutorOptions {
+  /** The bootc argv (default `["bootc"]`). */
+  bootcCommand?: string[];
+  /** The systemctl argv (default `["systemctl"]`). */
+  systemctlCommand?: string[];
+  /** Put before every command (default {@linkcode DEFAULT_HOST_EXEC_PREFIX}; `[]` standalone). */
+  hostExecPrefix?: string[];
+  /**
+   * Run stage and apply commands as transient host units (`systemd-run --wait
+   * --collect --pipe`), so a pull survives a pod restart and is not charged to
+   * the pod's memory limit. Off by default.
+   */
+  transientUnits?: boolean;
+  /** The systemd-run argv (default `["systemd-run"]`). */
+  systemdRunCommand?: string[];
+  /** Command time limits. */
+  timeouts?: Partial<ExecutorTimeouts>;
+  /** Time between SIGTERM and SIGKILL (default 10 s). */
+  killGraceMs?: number;
+  /** Environment for the commands (default: this process's); `container` is always dropped. */
+  env?: Record<string, string>;
+}
+
+/** Unit names used when {@linkcode HostBootcExecutorOptions.transientUnits} is on. */
+export const TRANSIENT_UNITS = {
+  stage: "bootc-operator-stage",
+  apply: "bootc-operator-apply",
+} as const;
+
+/** Runs bootc and systemctl in the host. */
+export class HostBootcExecutor implements BootcExecutor {
+  readonly #bootc: string[];
+  readonly #systemctl: string[];
+  readonly #prefix: string[];
+  readonly #transient: boolean;
+  readonly #systemdRun: string[];
+  readonly #timeouts: ExecutorTimeouts;
+  readonly #grace: number;
+  readonly #env: Record<string, string>;
+
+  /** Creates the executor. */
+  constructor(options: HostBootcExecutorOptions = {}) {
+    this.#bootc = options.bootcCommand ?? ["bootc"];
+    this.#systemctl = options.systemctlCommand ?? ["systemctl"];
+    this.#prefix = options.hostExecPrefix ?? DEFAULT_HOST_EXEC_PREFIX;
+    this.#transient = options.transientUnits ?? false;
+    this.#systemdRun = options.systemdRunCommand ?? ["systemd-run"];
+    this.#timeouts = { ...DEFAULT_TIMEOUTS, ...options.timeouts };
+    this.#grace = options.killGraceMs ?? 10_000;
+    this.#env = hostEnvironment(options.env);
+    if (this.#bootc.length === 0) throw new Error("empty bootc command");
+  }
+
+  /** The argv that runs `bootc <args>` in the host (optionally as a transient unit). */
+  bootcArgv(args: string[], unit?: string): string[] {
+    if (unit && this.#transient) {
+      return [
+        ...this.#prefix,
+        ...this.#systemdRun,
+        "--wait",
+        "--collect",
+        "--pipe",
+        "--quiet",
+        `--unit=${unit}`,
+        "--",
+        ...this.#bootc,
+        ...args,
+      ];
+    }
+    return [...this.#prefix, ...this.#bootc, ...args];
+  }
+
+  async #run(argv: string[], timeoutMs: number, what: string): Promise<CommandResult> {
+    let result: CommandResult;
+    try {
+      result = await runCommand(argv, { timeoutMs, killGraceMs: this.#grace, env: this.#env });
+    } catch (e) {
+      throw new BootcCommandError(
+        `${what}: cannot run ${argv[0]}: ${e instanceof Error ? e.message : String(e)}`,
+      );
+    }
+    if (result.timedOut) {
+      throw new BootcCommandError(
+        `${what}: timed out after ${Math.round(timeoutMs / 1000)}s`,
+        result,
+      );
+    }
+    if (result.code !== 0) {
+      const line = extractErrorLine(result.stderr) ?? `exit code ${result.code}`;
+      throw new BootcCommandError(`${what}: ${line}`, result);
+    }
+    return result;
+  }
+
+  /** @inheritdoc */
+  async version(): Promise<string> {
+    const r = await this.#run(
+      this.bootcArgv(["--version"]),
+      this.#timeouts.versionMs,
+      "bootc --version",
+    );
+    return r.stdout.trim();
+  }
+
+  /** @inheritdoc */
+  async status(): Promise<Host> {
+    const what = "bootc status";
+    let out: CommandResult;
+    try {
+      out = await this.#run(
+        this.bootcArgv(["status", "--format=json", "--format-version=1"]),
+        this.#timeouts.statusMs,
+        what,
+      );
+    } catch (e) {
+      // Older hosts know only `--json`; a usage error (exit 2) says so.
+      if (!(e instanceof BootcCommandError) || e.result?.code !== 2) throw e;
+      out = await this.#run(
+        this.bootcArgv(["status", "--json", "--format-version=1"]),
+        this.#timeouts.statusMs,
+        what,
+      );
+    }
+    try {
+      return parseHost(out.stdout);
+    } catch (e) {
+      throw new BootcCommandError(e instanceof Error ? e.message : String(e), out);
+    }
+  }
+
+  /** @inheritdoc */
+  async stage(image: string, method: StageMethod): Promise<void> {
+    if (method === "switch-download-only") {
+      await this.#run(
+        this.bootcArgv(["switch", "--download-only", image], TRANSIENT_UNITS.stage),
+        this.#timeouts.stageMs,
+        "bootc switch --download-only",
+      );
+      return;
+    }
+    // 1.12 – 1.16.9: see version.ts. `switch` makes `image` the spec and stages
+    // it (unlocked); `upgrade --download-only` then locks that staged spec.
+    await this.#run(
+      this.bootcArgv(["switch", image], TRANSIENT_UNITS.stage),
+      this.#timeouts.stageMs,
+      "bootc switch",
+    );
+    await this.lockStaged();
+  }
+
+  /** @inheritdoc */
+  async lockStaged(): Promise<void> {
+    await this.#run(
+      this.bootcArgv(["upgrade", "--download-only"], TRANSIENT_UNITS.stage),
+      this.#timeouts.stageMs,
+      "bootc upgrade --download-only",
+    );
+  }
+
+  /** @inheritdoc */
+  apply(options: ApplyOptions): ApplyHandle {
+    const args = [options.method, "--from-downloaded", "--apply"];
+    if (options.soft) args.push("--soft-reboot=auto");
+    const what = `bootc ${args.join(" ")}`;
+    const argv = this.bootcArgv(args, TRANSIENT_UNITS.apply);
+    let running;
+    try {
+      // No timeout: the command waits for the reboot to kill it. It runs in its
+      // own session, so it outlives a daemon that exits meanwhile.
+      running = startCommand(argv, { env: this.#env });
+    } catch (e) {
+      return {
+        exited: Promise.resolve(
+          new BootcCommandError(
+            `${what}: cannot run ${argv[0]}: ${e instanceof Error ? e.message : String(e)}`,
+          ),
+        ),
+      };
+    }
+    const exited = running.result.then((r) => {
+      if (r.code === 0) return undefined;
+      const line = extractErrorLine(r.stderr) ?? `exit code ${r.code}`;
+      return new BootcCommandError(`${what}: ${line}`, r);
+    });
+    return { exited };
+  }
+
+  /** @inheritdoc */
+  async maskAutoUpdates(): Promise<void> {
+    await this.#run(
+      [...this.#prefix, ...this.#systemctl, "mask", "--runtime", "--now", AUTO_UPDATE_TIMER],
+      this.#timeouts.systemctlMs,
+      `systemctl mask ${AUTO_UPDATE_TIMER}`,
+    );
+  }
+}

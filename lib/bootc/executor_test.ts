@@ -1,0 +1,187 @@
+import assert from "node:assert/strict";
+import { BootcCommandError, HostBootcExecutor } from "./executor.ts";
+
+const STATUS = JSON.stringify({
+  apiVersion: "org.containers.bootc/v1",
+  kind: "BootcHost",
+  metadata: { name: "host" },
+  spec: { image: { image: "q/os@sha256:" + "a".repeat(64), transport: "registry" } },
+  status: {
+    booted: {
+      image: {
+        image: { image: "q/os@sha256:" + "a".repeat(64), transport: "registry" },
+        imageDigest: "sha256:" + "a".repeat(64),
+      },
+      incompatible: false,
+      pinned: false,
+    },
+    staged: null,
+    rollback: null,
+  },
+});
+
+/** A fake `bootc` that logs its argv (and whether the prefix ran) and behaves per $MODE. */
+async function fakeHost(mode: string) {
+  const dir = await Deno.makeTempDir();
+  const log = `${dir}/log`;
+  await Deno.writeTextFile(`${dir}/status.json`, STATUS);
+  const script = `${dir}/bootc`;
+  await Deno.writeTextFile(
+    script,
+    `#!/bin/bash
+echo "prefix=\${PREFIXED-no} container=\${container-unset} $*" >> ${log}
+case "${mode}:$*" in
+  slow:*) sleep 30 ;;
+  *:--version) echo "bootc 1.16.10" ;;
+  old:status\\ --format=json*) echo "error: unexpected argument '--format'" >&2; exit 2 ;;
+  *:status*) cat ${dir}/status.json ;;
+  fail:switch*) echo "Fetching" ; echo "error: Switching: Pulling: manifest unknown" >&2; exit 1 ;;
+  *) echo ok ;;
+esac
+`,
+  );
+  await Deno.chmod(script, 0o755);
+  const executor = new HostBootcExecutor({
+    bootcCommand: [script],
+    systemctlCommand: [script, "systemctl"],
+    hostExecPrefix: ["env", "PREFIXED=yes"],
+    env: { PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin", container: "oci" },
+    timeouts: { statusMs: 300 },
+    killGraceMs: 200,
+  });
+  const lines = async () =>
+    (await Deno.readTextFile(log).catch(() => "")).split("\n").filter((l) => l);
+  return { dir, executor, lines, cleanup: () => Deno.remove(dir, { recursive: true }) };
+}
+
+Deno.test("executor runs bootc through the prefix without `container`", async () => {
+  const h = await fakeHost("ok");
+  try {
+    assert.equal(await h.executor.version(), "bootc 1.16.10");
+    const host = await h.executor.status();
+    assert.equal(host.status.booted?.image?.imageDigest, "sha256:" + "a".repeat(64));
+    assert.deepEqual(await h.lines(), [
+      "prefix=yes container=unset --version",
+      "prefix=yes container=unset status --format=json --format-version=1",
+    ]);
+  } finally {
+    await h.cleanup();
+  }
+});
+
+Deno.test("executor falls back to --json on hosts that reject --format", async () => {
+  const h = await fakeHost("old");
+  try {
+    const host = await h.executor.status();
+    assert.ok(host.status.booted);
+    assert.deepEqual((await h.lines()).map((l) => l.split(" ").slice(2).join(" ")), [
+      "status --format=json --format-version=1",
+      "status --json --format-version=1",
+    ]);
+  } finally {
+    await h.cleanup();
+  }
+});
+
+Deno.test("executor stages with the method the version allows", async () => {
+  const h = await fakeHost("ok");
+  try {
+    await h.executor.stage("q/os@sha256:" + "b".repeat(64), "switch-download-only");
+    await h.executor.stage("q/os@sha256:" + "c".repeat(64), "switch-then-upgrade-download-only");
+    await h.executor.maskAutoUpdates();
+    assert.deepEqual((await h.lines()).map((l) => l.split(" ").slice(2).join(" ")), [
+      "switch --download-only q/os@sha256:" + "b".repeat(64),
+      "switch q/os@sha256:" + "c".repeat(64),
+      "upgrade --download-only",
+      "systemctl mask --runtime --now bootc-fetch-apply-updates.timer",
+    ]);
+  } finally {
+    await h.cleanup();
+  }
+});
+
+Deno.test("executor puts bootc's error: line in the error message", async () => {
+  const h = await fakeHost("fail");
+  try {
+    await assert.rejects(
+      () => h.executor.stage("q/os@sha256:" + "b".repeat(64), "switch-download-only"),
+      (e: unknown) => {
+        assert.ok(e instanceof BootcCommandError);
+        assert.equal(
+          e.message,
+          "bootc switch --download-only: error: Switching: Pulling: manifest unknown",
+        );
+        assert.equal(e.result?.code, 1);
+        return true;
+      },
+    );
+  } finally {
+    await h.cleanup();
+  }
+});
+
+Deno.test("executor times out a blocking status", async () => {
+  const h = await fakeHost("slow");
+  try {
+    await assert.rejects(() => h.executor.status(), (e: unknown) => {
+      assert.ok(e instanceof BootcCommandError);
+      assert.equal(e.timedOut, true);
+      assert.match(e.message, /bootc status: timed out/);
+      return true;
+    });
+  } finally {
+    await h.cleanup();
+  }
+});
+
+Deno.test("executor runs apply detached and reports how it ended", async () => {
+  const h = await fakeHost("ok");
+  try {
+    const handle = h.executor.apply({ soft: true, method: "switch" });
+    assert.equal(await handle.exited, undefined);
+    assert.deepEqual((await h.lines()).map((l) => l.split(" ").slice(2).join(" ")), [
+      "switch --from-downloaded --apply --soft-reboot=auto",
+    ]);
+  } finally {
+    await h.cleanup();
+  }
+  const f = await fakeHost("fail");
+  try {
+    const err = await f.executor.apply({ soft: false, method: "switch" }).exited;
+    assert.ok(err instanceof BootcCommandError);
+    assert.match(err.message, /^bootc switch --from-downloaded --apply: error: Switching/);
+  } finally {
+    await f.cleanup();
+  }
+});
+
+Deno.test("executor can wrap stage commands in a transient unit", () => {
+  const executor = new HostBootcExecutor({
+    hostExecPrefix: ["nsenter", "-m/proc/1/ns/mnt", "--"],
+    transientUnits: true,
+  });
+  assert.deepEqual(executor.bootcArgv(["switch", "--download-only", "x"], "bootc-operator-stage"), [
+    "nsenter",
+    "-m/proc/1/ns/mnt",
+    "--",
+    "systemd-run",
+    "--wait",
+    "--collect",
+    "--pipe",
+    "--quiet",
+    "--unit=bootc-operator-stage",
+    "--",
+    "bootc",
+    "switch",
+    "--download-only",
+    "x",
+  ]);
+  // Status never goes through a unit.
+  assert.deepEqual(executor.bootcArgv(["status"]), [
+    "nsenter",
+    "-m/proc/1/ns/mnt",
+    "--",
+    "bootc",
+    "status",
+  ]);
+});
