@@ -15,3 +15,4 @@ export * from "./client.ts";
 export * from "./backoff.ts";
 export * from "./store.ts";
 export * from "./informer.ts";
+export * from "./workqueue.ts";
