@@ -1,0 +1,16 @@
+/**
+ * The bootc host simulator: an executable stand-in for `bootc` (and a little `systemctl`) backed
+ * by a state folder, for the daemon's tests and the demo. See README.md.
+ *
+ * @module
+ */
+
+export {
+  type AuthJson,
+  type CreateHostOptions,
+  SimulatedHost,
+  type SimulatedHostSnapshot,
+} from "./host.ts";
+export type { Deployment, HostState, PulledImage, RebootRequest, SimSettings } from "./model.ts";
+export type { UnitsState, UnitState } from "./systemctl.ts";
+export { AUTO_UPDATE_TIMER } from "./systemctl.ts";
