@@ -26,7 +26,7 @@ const DOMAIN_RE = new RegExp(
 );
 const PATH_COMPONENT_RE = /^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$/;
 const TAG_RE = /^[\w][\w.-]{0,127}$/;
-const DIGEST_RE = /^[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}$/;
+const DIGEST_RE = /^[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]+$/;
 /** Hex lengths of the digest algorithms whose length is known. */
 const DIGEST_HEX_LENGTH: Record<string, number> = { sha256: 64, sha384: 96, sha512: 128 };
 
@@ -76,6 +76,7 @@ export function digestProblem(digest: string): string | undefined {
   if (expected !== undefined && hex !== hex.toLowerCase()) {
     return `the ${algorithm} digest must be lower-case hex`;
   }
+  if (hex.length < 32) return `the digest has ${hex.length} hex characters, at least 32 are needed`;
   return undefined;
 }
 
