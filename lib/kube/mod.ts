@@ -16,3 +16,4 @@ export * from "./backoff.ts";
 export * from "./store.ts";
 export * from "./informer.ts";
 export * from "./workqueue.ts";
+export * from "./leader.ts";
