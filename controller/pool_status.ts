@@ -1,0 +1,177 @@
+/**
+ * Step 4 of the reconcile: the pool's status from the per-node states — counts,
+ * the UpToDate and Degraded conditions with the design's reasons, the
+ * per-state breakdown message and `deployedDigest`.
+ *
+ * @module
+ */
+import {
+  type BootcNodePoolStatus,
+  type Condition,
+  conditionsEqual,
+  PoolConditionType,
+  PoolDegradedReason,
+  setCondition,
+  UpToDateReason,
+} from "../lib/api/mod.ts";
+import { EffectiveState } from "./effective_state.ts";
+import type { Target } from "./types.ts";
+
+/**
+ * Node counts per effective state. A node the controller itself found stuck
+ * (drain or reboot timeout) is counted as Degraded.
+ */
+export type StateCounts = Record<EffectiveState, number>;
+
+/** A zeroed {@linkcode StateCounts}. */
+export function emptyCounts(): StateCounts {
+  return { Degraded: 0, UpToDate: 0, Pending: 0, Staging: 0, Staged: 0, Rebooting: 0 };
+}
+
+/** A problem that makes the pool Degraded. */
+export interface PoolIssue {
+  reason: typeof PoolDegradedReason[keyof typeof PoolDegradedReason];
+  message: string;
+}
+
+/** Most severe first: the Degraded condition carries the first issue's reason. */
+const ISSUE_ORDER: readonly PoolIssue["reason"][] = [
+  PoolDegradedReason.InvalidSpec,
+  PoolDegradedReason.ImageResolutionFailed,
+  PoolDegradedReason.RolloutHalted,
+  PoolDegradedReason.NodeConflict,
+  PoolDegradedReason.NodeDegraded,
+];
+
+/** Inputs of {@linkcode buildPoolStatus}. */
+export interface PoolStatusInput {
+  prior: BootcNodePoolStatus | undefined;
+  generation: number | undefined;
+  /** The target after step 1; undefined while nothing has been resolved. */
+  target: Target | undefined;
+  lastResolvedTime?: string;
+  counts: StateCounts;
+  slotsInUse: number;
+  paused: boolean;
+  issues: readonly PoolIssue[];
+  /** Appended to the UpToDate message while the rollout is not done (e.g. why slots wait). */
+  note?: string;
+  now: Date;
+}
+
+/** "5/10 updated; 2 staging, 2 staged, 1 rebooting". */
+export function breakdownMessage(counts: StateCounts): string {
+  const total = Object.values(counts).reduce((a, b) => a + b, 0);
+  const parts: string[] = [];
+  const add = (n: number, label: string) => {
+    if (n > 0) parts.push(`${n} ${label}`);
+  };
+  add(counts.Pending, "pending");
+  add(counts.Staging, "staging");
+  add(counts.Staged, "staged");
+  add(counts.Rebooting, "rebooting");
+  add(counts.Degraded, "degraded");
+  const head = `${counts.UpToDate}/${total} updated`;
+  return parts.length > 0 ? `${head}; ${parts.join(", ")}` : head;
+}
+
+/** Builds the new pool status; conditions keep their transition time when unchanged. */
+export function buildPoolStatus(input: PoolStatusInput): BootcNodePoolStatus {
+  const { counts, target, prior, now } = input;
+  const nodeCount = Object.values(counts).reduce((a, b) => a + b, 0);
+  const allUpdated = target !== undefined && counts.UpToDate === nodeCount;
+  const degradedCount = counts.Degraded;
+  const deployedDigest = allUpdated ? target.digest : prior?.deployedDigest;
+
+  let conditions: Condition[] = prior?.conditions ?? [];
+  const observedGeneration = input.generation;
+  if (allUpdated) {
+    conditions = setCondition(conditions, {
+      type: PoolConditionType.UpToDate,
+      status: "True",
+      reason: UpToDateReason.AllUpdated,
+      message: `${nodeCount}/${nodeCount} nodes run ${target.image}`,
+      observedGeneration,
+    }, now);
+  } else {
+    const breakdown = target === undefined
+      ? "target image not resolved yet"
+      : breakdownMessage(counts);
+    conditions = setCondition(conditions, {
+      type: PoolConditionType.UpToDate,
+      status: "False",
+      reason: input.paused ? UpToDateReason.Paused : UpToDateReason.RolloutInProgress,
+      message: input.note ? `${breakdown}; ${input.note}` : breakdown,
+      observedGeneration,
+    }, now);
+  }
+  const issues = [...input.issues].sort((a, b) =>
+    ISSUE_ORDER.indexOf(a.reason) - ISSUE_ORDER.indexOf(b.reason)
+  );
+  if (issues.length > 0) {
+    conditions = setCondition(conditions, {
+      type: PoolConditionType.Degraded,
+      status: "True",
+      reason: issues[0].reason,
+      message: truncate(issues.map((i) => i.message).join("; "), 4096),
+      observedGeneration,
+    }, now);
+  } else {
+    conditions = setCondition(conditions, {
+      type: PoolConditionType.Degraded,
+      status: "False",
+      reason: PoolDegradedReason.Healthy,
+      message: "No issues",
+      observedGeneration,
+    }, now);
+  }
+
+  const status: BootcNodePoolStatus = {
+    observedGeneration,
+    targetDigest: target?.digest,
+    targetImage: target?.image,
+    targetPlatforms: target?.platforms && target.platforms.length > 0
+      ? target.platforms
+      : undefined,
+    deployedDigest,
+    updateAvailable: target !== undefined && target.digest !== deployedDigest,
+    lastResolvedTime: input.lastResolvedTime,
+    nodeCount,
+    updatedCount: counts.UpToDate,
+    updatingCount: nodeCount - counts.UpToDate - degradedCount,
+    degradedCount,
+    slotsInUse: input.slotsInUse,
+    conditions,
+  };
+  return dropUndefined(status);
+}
+
+function truncate(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}
+
+function dropUndefined<T extends object>(obj: T): T {
+  return Object.fromEntries(Object.entries(obj).filter(([, v]) => v !== undefined)) as T;
+}
+
+/** True when two statuses are equal (conditions compared ignoring order). */
+export function statusEqual(
+  a: BootcNodePoolStatus | undefined,
+  b: BootcNodePoolStatus | undefined,
+): boolean {
+  const { conditions: ca, ...ra } = a ?? {};
+  const { conditions: cb, ...rb } = b ?? {};
+  return conditionsEqual(ca, cb) && stableJson(ra) === stableJson(rb);
+}
+
+function stableJson(value: unknown): string {
+  return JSON.stringify(
+    value,
+    (_k, v) =>
+      v && typeof v === "object" && !Array.isArray(v)
+        ? Object.fromEntries(
+          Object.entries(v).filter(([, x]) => x !== undefined).sort(([x], [y]) => x < y ? -1 : 1),
+        )
+        : v,
+  );
+}
