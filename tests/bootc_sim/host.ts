@@ -16,7 +16,8 @@ import {
   type RebootRequest,
   type SimSettings,
 } from "./model.ts";
-import { parseImageReference, pullImage, readHostAuth } from "./registry_pull.ts";
+import { parseImageReference } from "../../lib/registry/mod.ts";
+import { pullImage, readHostAuth } from "./registry_pull.ts";
 import { buildHost, type Json } from "./status.ts";
 import {
   createLayout,
