@@ -1,0 +1,469 @@
+/**
+ * The daemon's functional core: from the BootcNode spec, the status last
+ * written, the host's bootc status and what the shell knows about its own
+ * commands, compute the status to write and the one action to run next.
+ *
+ * Level-triggered: nothing here depends on remembering what happened before
+ * the last restart beyond what is persisted in the BootcNode status (the Idle
+ * reason) and what bootc reports, so a daemon killed in any phase resumes
+ * correctly.
+ *
+ * State machine (Idle condition reasons):
+ *
+ * | host (booted / staged vs desired D)        | spec.desiredImageState | Idle            | action        |
+ * |--------------------------------------------|------------------------|-----------------|---------------|
+ * | booted D, nothing (or a copy of D) staged   | any                    | True/Idle       | none          |
+ * | booted D, other image B staged              | any                    | False/Staging   | stage D ¹     |
+ * | booted ≠ D, D staged, locked                | Staged                 | False/Staged    | none          |
+ * | booted ≠ D, D staged, unlocked              | Staged                 | False/Staging   | lock ²        |
+ * | booted ≠ D, D staged                        | Booted                 | False/Rebooting | apply ³       |
+ * | booted ≠ D, nothing or other image staged   | any                    | False/Staging   | stage D ⁴     |
+ * | after Rebooting: booted ≠ D, rollback = D   | any                    | unchanged       | none, Degraded ⁵ |
+ *
+ * 1. bootc has no "unstage": left alone, B would boot on the next reboot (if
+ *    unlocked) or stay the host's spec. Switching to the booted image stages a
+ *    locked copy of D, which replaces B; a staged copy of D is harmless.
+ * 2. An unlocked staged D (a fall-back stage interrupted between its two
+ *    commands, or staged by someone else) would boot without a drain on an
+ *    unexpected reboot: `bootc upgrade --download-only` locks it.
+ * 3. Only when the freshly read staged entry provides D (`--from-downloaded`
+ *    applies whatever is staged). Rebooting is persisted before the command
+ *    runs; while the detached command runs nothing more is done; if Rebooting
+ *    is persisted but no command runs (the daemon restarted before the reboot)
+ *    it is issued again.
+ * 4. Also a locked stage discarded by an unexpected reboot, a stage interrupted
+ *    by a crash, and a desiredImage changed while staging or staged.
+ * 5. The node booted D and came back on the previous image (boot assessment
+ *    rolled back): applying again would loop, so report it and wait.
+ *
+ * Degraded (True/Error, message joined from every problem, else
+ * False/Healthy): bootc status failing (a timeout is tolerated for a grace
+ * period, since status blocks while a pull holds the sysroot lock), booted:
+ * null (not a bootc host, or bootc detected a container), an incompatible or
+ * non-container booted deployment, bootc too old, a missing pull Secret, and
+ * the failure of the action that is due (retried with exponential backoff).
+ *
+ * @module
+ */
+import {
+  type BootcNodeSpec,
+  type BootcNodeStatus,
+  type BootEntryStatus,
+  type Condition,
+  conditionsEqual,
+  findCondition,
+  IdleReason,
+  NodeConditionType,
+  NodeDegradedReason,
+  setCondition,
+} from "../lib/api/mod.ts";
+import { entryProvides } from "../lib/bootc/image_ref.ts";
+import type { BootEntry, Host } from "../lib/bootc/types.ts";
+import type { ApplyMethod, BootcCapabilities, StageMethod } from "../lib/bootc/version.ts";
+
+/** What reading `bootc status` gave. */
+export type HostObservation =
+  | { ok: true; host: Host }
+  | {
+    ok: false;
+    /** The bootc error (its `error:` line) or parse error. */
+    message: string;
+    /** True when status did not answer in time (the sysroot lock may be held by a pull). */
+    timedOut: boolean;
+    /** When the current streak of failures began. */
+    since: Date;
+  };
+
+/** The next thing the shell should do. */
+export type Action =
+  | { type: "none" }
+  /** `systemctl mask --runtime --now bootc-fetch-apply-updates.timer`. */
+  | { type: "maskAutoUpdates" }
+  /** Pull and stage `image` locked. Persist the status first. */
+  | { type: "stage"; image: string; method: StageMethod }
+  /** Lock the staged deployment (`bootc upgrade --download-only`). */
+  | { type: "lockStaged" }
+  /** Persist Rebooting first, re-check the staged digest, then apply detached. */
+  | { type: "apply"; image: string; soft: boolean; method: ApplyMethod };
+
+/** A failed action, remembered by the shell for backoff. */
+export interface ActionFailure {
+  /** The failed command's message (bootc's `error:` line). */
+  message: string;
+  /** Consecutive failures of this action. */
+  attempts: number;
+  /** When it last failed. */
+  at: Date;
+}
+
+/** Backoff of retried actions. */
+export interface RetryPolicy {
+  /** Delay after the first failure (default 10 s). */
+  initialMs: number;
+  /** Upper bound (default 10 min). */
+  maxMs: number;
+}
+
+/** Default {@linkcode RetryPolicy}. */
+export const DEFAULT_RETRY: RetryPolicy = { initialMs: 10_000, maxMs: 10 * 60_000 };
+
+/** How long a status timeout is tolerated before it is reported (default 10 min). */
+export const DEFAULT_STATUS_BUSY_GRACE_MS = 10 * 60_000;
+
+/** Input of {@linkcode decide}. */
+export interface DecideInput {
+  /** The BootcNode spec; undefined when there is none (standalone `status` without a spec). */
+  spec?: BootcNodeSpec;
+  /** `metadata.generation` of the BootcNode, mirrored as `observedGeneration`. */
+  generation?: number;
+  /** The status as last persisted. */
+  status?: BootcNodeStatus;
+  /** The host's bootc status, freshly read. */
+  host: HostObservation;
+  /** What the host's bootc supports; undefined until detected. */
+  capabilities?: BootcCapabilities;
+  /** True once this daemon has masked `bootc-fetch-apply-updates.timer` (since the host booted). */
+  autoUpdatesMasked: boolean;
+  /** Set when the pull Secret cannot be installed (missing Secret or key). */
+  pullSecretError?: string;
+  /** Failures of actions by {@linkcode actionKey}. */
+  failures?: Readonly<Record<string, ActionFailure>>;
+  /** True while an apply command started by this process is still running. */
+  applyInFlight?: boolean;
+  /** Current time (for condition transition times and backoff). */
+  now: Date;
+  /** Backoff of failed actions. */
+  retry?: RetryPolicy;
+  /** How long a status timeout is tolerated (see {@linkcode DEFAULT_STATUS_BUSY_GRACE_MS}). */
+  statusBusyGraceMs?: number;
+}
+
+/** Output of {@linkcode decide}. */
+export interface Decision {
+  /** The status to write (equal to the input status when nothing changed). */
+  status: BootcNodeStatus;
+  /** True when `status` differs from the persisted one: write it. */
+  changed: boolean;
+  /** The action to run. */
+  action: Action;
+  /**
+   * True when `status` must be persisted before `action` runs (Staging before
+   * a pull, Rebooting before the reboot); otherwise run the action first and
+   * write what the next decision says.
+   */
+  persistFirst: boolean;
+  /** When a backed-off action may be retried: decide again then. */
+  retryAt?: Date;
+  /** The action keys this decision looked at (the shell forgets failures of others). */
+  keys: string[];
+}
+
+/** Message of the Degraded condition for a host whose bootc reports no booted deployment. */
+export const NOT_A_BOOTC_HOST_MESSAGE = "bootc reports no booted deployment (booted: null): " +
+  "this is not a bootc host, or bootc believes it runs in a container (the `container` " +
+  "environment variable, /run/.containerenv or /.dockerenv)";
+
+/** Identifies an action for failure tracking: failures of one image do not delay another. */
+export function actionKey(action: Action): string {
+  switch (action.type) {
+    case "stage":
+      return `stage:${action.image}`;
+    case "apply":
+      return `apply:${action.image}`;
+    default:
+      return action.type;
+  }
+}
+
+/** Delay before retry after `attempts` consecutive failures. */
+export function retryDelay(attempts: number, policy: RetryPolicy = DEFAULT_RETRY): number {
+  return Math.min(policy.maxMs, policy.initialMs * 2 ** Math.max(0, attempts - 1));
+}
+
+/** The BootcNode status form of a bootc boot entry (undefined for none). */
+export function mirrorEntry(entry: BootEntry | null | undefined): BootEntryStatus | undefined {
+  if (!entry) return undefined;
+  const out: BootEntryStatus = {};
+  const image = entry.image;
+  if (image) {
+    out.image = image.image.image;
+    out.imageDigest = image.imageDigest;
+    if (image.version !== undefined) out.version = image.version;
+    if (image.timestamp !== undefined) out.timestamp = image.timestamp;
+    if (image.architecture !== undefined) out.architecture = image.architecture;
+  }
+  out.softRebootCapable = entry.softRebootCapable;
+  out.incompatible = entry.incompatible;
+  if (entry.downloadOnly !== undefined) out.downloadOnly = entry.downloadOnly;
+  return out;
+}
+
+interface IdleState {
+  status: "True" | "False";
+  reason: IdleReason;
+  message: string;
+}
+
+interface Plan {
+  /** Undefined leaves the Idle condition as it is. */
+  idle?: IdleState;
+  action: Action;
+  problems: string[];
+}
+
+const NONE: Action = { type: "none" };
+
+function idle(status: "True" | "False", reason: IdleReason, message: string): IdleState {
+  return { status, reason, message };
+}
+
+function describeEntry(entry: BootEntry | null): string {
+  return entry?.image?.image.image ?? "(no image)";
+}
+
+/** The state machine proper, for a readable host with a usable booted entry and a spec. */
+function planUpdate(input: DecideInput, host: Host, spec: BootcNodeSpec): Plan {
+  const want = spec.desiredImage;
+  const { booted, staged, rollback } = host.status;
+  const previous = findCondition(input.status?.conditions, NodeConditionType.Idle)?.reason;
+  const caps = input.capabilities;
+  const stage = (): Action =>
+    caps?.stage ? { type: "stage", image: want, method: caps.stage } : NONE;
+
+  if (entryProvides(booted, want)) {
+    if (!staged || entryProvides(staged, want)) {
+      return {
+        idle: idle("True", IdleReason.Idle, "Booted image matches desiredImage"),
+        action: NONE,
+        problems: [],
+      };
+    }
+    return {
+      idle: idle(
+        "False",
+        IdleReason.Staging,
+        `Booted image matches desiredImage but ${describeEntry(staged)} is staged; ` +
+          "staging a copy of the booted image to replace it",
+      ),
+      action: stage(),
+      problems: [],
+    };
+  }
+
+  if (previous === IdleReason.Rebooting && !staged && entryProvides(rollback, want)) {
+    return {
+      action: NONE,
+      problems: [
+        `node rolled back: it rebooted into ${want} but now boots ${describeEntry(booted)} ` +
+        "(the desired image is the rollback deployment); not applying it again",
+      ],
+    };
+  }
+
+  if (entryProvides(staged, want)) {
+    if (spec.desiredImageState === "Booted") {
+      const soft = spec.rebootPolicy === "AllowSoftReboot";
+      if (previous === IdleReason.Rebooting && input.applyInFlight) {
+        return {
+          idle: idle("False", IdleReason.Rebooting, rebootingMessage(want, soft)),
+          action: NONE,
+          problems: [],
+        };
+      }
+      return {
+        idle: idle("False", IdleReason.Rebooting, rebootingMessage(want, soft)),
+        action: caps?.apply ? { type: "apply", image: want, soft, method: caps.apply } : NONE,
+        problems: [],
+      };
+    }
+    if (staged?.downloadOnly === false) {
+      return {
+        idle: idle(
+          "False",
+          IdleReason.Staging,
+          "desiredImage is staged unlocked (an unexpected reboot would apply it); locking it",
+        ),
+        action: caps?.apply ? { type: "lockStaged" } : NONE,
+        problems: [],
+      };
+    }
+    return {
+      idle: idle("False", IdleReason.Staged, "Image staged, awaiting desiredImageState: Booted"),
+      action: NONE,
+      problems: [],
+    };
+  }
+
+  const why = !staged
+    ? `Staging ${want}`
+    : `Staging ${want} (replacing staged ${describeEntry(staged)})`;
+  return { idle: idle("False", IdleReason.Staging, why), action: stage(), problems: [] };
+}
+
+function rebootingMessage(image: string, soft: boolean): string {
+  return `Applying ${image} and rebooting` + (soft ? " (soft reboot when possible)" : "");
+}
+
+/** Problems that stop any planning, plus the plan otherwise. */
+function plan(input: DecideInput): Plan {
+  const { host } = input;
+  if (!host.ok) {
+    const grace = input.statusBusyGraceMs ?? DEFAULT_STATUS_BUSY_GRACE_MS;
+    const busy = host.timedOut && input.now.getTime() - host.since.getTime() < grace;
+    return {
+      action: NONE,
+      problems: busy ? [] : [`bootc status failed: ${host.message}`],
+    };
+  }
+  const booted = host.host.status.booted;
+  if (!booted) return { action: NONE, problems: [NOT_A_BOOTC_HOST_MESSAGE] };
+  if (booted.incompatible) {
+    return {
+      action: NONE,
+      problems: [
+        "the booted deployment is incompatible: it has local modifications (e.g. package " +
+        "layering) that bootc cannot manage",
+      ],
+    };
+  }
+  if (!booted.image) {
+    return {
+      action: NONE,
+      problems: ["the booted deployment is not container based; bootc cannot switch it"],
+    };
+  }
+  if (!input.spec) {
+    return {
+      idle: idle("True", IdleReason.Idle, "No BootcNode spec: nothing to do"),
+      action: NONE,
+      problems: [],
+    };
+  }
+  return planUpdate(input, host.host, input.spec);
+}
+
+function canonical(value: unknown): string {
+  return JSON.stringify(value, (_k, v) => {
+    if (v && typeof v === "object" && !Array.isArray(v)) {
+      return Object.fromEntries(
+        Object.entries(v as Record<string, unknown>).filter(([, x]) => x !== undefined).sort((
+          [a],
+          [b],
+        ) => a < b ? -1 : a > b ? 1 : 0),
+      );
+    }
+    return v;
+  });
+}
+
+/** True when two statuses are equal (conditions compared as a map by type). */
+export function statusEqual(
+  a: BootcNodeStatus | undefined,
+  b: BootcNodeStatus | undefined,
+): boolean {
+  const { conditions: ca, ...ra } = a ?? {};
+  const { conditions: cb, ...rb } = b ?? {};
+  return canonical(ra) === canonical(rb) && conditionsEqual(ca, cb);
+}
+
+/** Computes the next status and action; pure. */
+export function decide(input: DecideInput): Decision {
+  const { now } = input;
+  const previous = input.status ?? {};
+  const caps = input.capabilities;
+  const failures = input.failures ?? {};
+  const policy = input.retry ?? DEFAULT_RETRY;
+  const p = plan(input);
+  const problems: string[] = [];
+  const keys: string[] = [];
+  let retryAt: Date | undefined;
+
+  if (input.pullSecretError) problems.push(input.pullSecretError);
+  if (caps?.problem) problems.push(caps.problem);
+  problems.push(...p.problems);
+
+  /** Reports a failed action; true when its backoff has not elapsed yet. */
+  const backedOff = (action: Action): boolean => {
+    const key = actionKey(action);
+    keys.push(key);
+    const failure = failures[key];
+    if (!failure) return false;
+    problems.push(failure.message);
+    const at = new Date(failure.at.getTime() + retryDelay(failure.attempts, policy));
+    if (at.getTime() <= now.getTime()) return false;
+    if (!retryAt || at < retryAt) retryAt = at;
+    return true;
+  };
+
+  let action: Action = p.action;
+  // A stage pulls with the pull Secret: without it, wait for it (reported above).
+  if (input.pullSecretError && (action.type === "stage" || action.type === "lockStaged")) {
+    action = NONE;
+  }
+  if (action.type !== "none" && backedOff(action)) action = NONE;
+  // The auto-update timer would unlock a locked stage and reboot without a
+  // drain: neutralise it first (a quick command), unless it is backing off.
+  if (!input.autoUpdatesMasked) {
+    const mask: Action = { type: "maskAutoUpdates" };
+    if (!backedOff(mask)) action = mask;
+  }
+
+  let conditions: Condition[] | undefined = previous.conditions;
+  if (p.idle) {
+    conditions = setCondition(conditions, { type: NodeConditionType.Idle, ...p.idle }, now);
+  }
+  const busyWithoutProblems = !input.host.ok && problems.length === 0;
+  if (!busyWithoutProblems) {
+    conditions = setCondition(
+      conditions,
+      problems.length > 0
+        ? {
+          type: NodeConditionType.Degraded,
+          status: "True",
+          reason: NodeDegradedReason.Error,
+          message: problems.join("; ").slice(0, 32768),
+        }
+        : {
+          type: NodeConditionType.Degraded,
+          status: "False",
+          reason: NodeDegradedReason.Healthy,
+          message: "No errors",
+        },
+      now,
+    );
+  }
+
+  const status: BootcNodeStatus = {};
+  if (input.generation !== undefined) status.observedGeneration = input.generation;
+  else if (previous.observedGeneration !== undefined) {
+    status.observedGeneration = previous.observedGeneration;
+  }
+  if (input.host.ok) {
+    const s = input.host.host.status;
+    const booted = mirrorEntry(s.booted);
+    const staged = mirrorEntry(s.staged);
+    const rollback = mirrorEntry(s.rollback);
+    if (booted) status.booted = booted;
+    if (staged) status.staged = staged;
+    if (rollback) status.rollback = rollback;
+  } else {
+    // Keep the last known deployments while bootc cannot be read.
+    if (previous.booted) status.booted = previous.booted;
+    if (previous.staged) status.staged = previous.staged;
+    if (previous.rollback) status.rollback = previous.rollback;
+  }
+  const version = caps?.version ?? previous.bootcVersion;
+  if (version !== undefined) status.bootcVersion = version;
+  status.autoUpdatesDisabled = input.autoUpdatesMasked;
+  if (conditions) status.conditions = conditions;
+
+  const changed = !statusEqual(previous, status);
+  return {
+    status: changed ? status : previous,
+    changed,
+    action,
+    persistFirst: action.type === "stage" || action.type === "apply",
+    retryAt,
+    keys,
+  };
+}
