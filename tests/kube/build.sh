@@ -34,7 +34,7 @@ done
 if ((${#missing[@]})); then
   command -v go >/dev/null || { log "Go is required to build ${missing[*]}"; exit 1; }
   log "building ${missing[*]} (Kubernetes $kube_version, kwok $kwok_version) into $out"
-  log "a cold build takes 15-30 minutes on 2 cores; it is cached afterwards"
+  log "a cold build takes about 10 minutes on 2 cores; it is cached afterwards"
   start=$(date +%s)
   stamp="-X k8s.io/component-base/version.gitVersion=$kube_version"
   stamp+=" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36"
