@@ -17,3 +17,4 @@ export * from "./store.ts";
 export * from "./informer.ts";
 export * from "./workqueue.ts";
 export * from "./leader.ts";
+export * from "./events.ts";

@@ -1,0 +1,123 @@
+import assert from "node:assert/strict";
+import { FakeClock } from "../clock.ts";
+import { createLogger } from "../log.ts";
+import { KubeClient } from "./client.ts";
+import { type CoreEvent, EventRecorder } from "./events.ts";
+import { fakeTransport, jsonResponse, statusResponse } from "./testing.ts";
+
+const bootcNode = {
+  apiVersion: "node.bootc.dev/v1alpha1",
+  kind: "BootcNode",
+  metadata: { name: "n1", uid: "u1", resourceVersion: "7" },
+};
+
+function eventsApi() {
+  const events = new Map<string, CoreEvent>();
+  const state = { fail: false };
+  const transport = fakeTransport((req) => {
+    if (state.fail) return statusResponse(500, "InternalError");
+    const m = req.path.match(/^\/api\/v1\/namespaces\/([^/]+)\/events(?:\/(.+))?$/);
+    if (!m) return statusResponse(404, "NotFound");
+    const [, ns, name] = m;
+    if (req.method === "POST") {
+      const ev = req.json as CoreEvent;
+      events.set(`${ns}/${ev.metadata!.name}`, ev);
+      return jsonResponse(ev, 201);
+    }
+    if (req.method === "PATCH") {
+      const ev = events.get(`${ns}/${name}`);
+      if (!ev) return statusResponse(404, "NotFound");
+      Object.assign(ev, req.json);
+      return jsonResponse(ev);
+    }
+    return statusResponse(405, "MethodNotAllowed");
+  });
+  return { events, state, transport, client: new KubeClient({ transport }) };
+}
+
+Deno.test("records an Event for a cluster-scoped object in the default namespace", async () => {
+  const api = eventsApi();
+  const clock = new FakeClock("2026-03-01T10:00:00.250Z");
+  const rec = new EventRecorder({
+    client: api.client,
+    component: "bootc-controller",
+    clock,
+    host: "ctl-0",
+  });
+  await rec.record(bootcNode, "Normal", "Staging", "pulling quay.io/x:1");
+  assert.equal(api.events.size, 1);
+  const [key, ev] = [...api.events][0];
+  assert.match(key, /^default\/n1\./);
+  assert.deepEqual(ev.involvedObject, {
+    apiVersion: "node.bootc.dev/v1alpha1",
+    kind: "BootcNode",
+    name: "n1",
+    uid: "u1",
+    resourceVersion: "7",
+  });
+  assert.equal(ev.type, "Normal");
+  assert.equal(ev.reason, "Staging");
+  assert.equal(ev.count, 1);
+  assert.equal(ev.firstTimestamp, "2026-03-01T10:00:00Z");
+  assert.deepEqual(ev.source, { component: "bootc-controller", host: "ctl-0" });
+});
+
+Deno.test("repeats are aggregated by PATCHing count and lastTimestamp", async () => {
+  const api = eventsApi();
+  const clock = new FakeClock();
+  const rec = new EventRecorder({ client: api.client, component: "c", clock });
+  const pod = {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name: "p", namespace: "apps", uid: "pu" },
+  };
+  // Concurrent repeats must not race into several creates.
+  await Promise.all([
+    rec.record(pod, "Warning", "EvictionBlocked", "pdb x blocks"),
+    rec.record(pod, "Warning", "EvictionBlocked", "pdb x blocks"),
+  ]);
+  clock.advance(60_000);
+  await rec.record(pod, "Warning", "EvictionBlocked", "pdb x blocks");
+  await rec.record(pod, "Warning", "EvictionBlocked", "pdb y blocks"); // different message: new Event
+  assert.equal(api.events.size, 2);
+  const evs = [...api.events.values()];
+  const x = evs.find((e) => e.message === "pdb x blocks")!;
+  assert.equal(x.count, 3);
+  assert.equal(x.lastTimestamp, "2026-01-01T00:01:00Z");
+  assert.equal(x.metadata?.namespace, "apps");
+  assert.deepEqual(
+    api.transport.requests.map((r) => r.method),
+    ["POST", "PATCH", "PATCH", "POST"],
+  );
+  assert.equal(api.transport.requests[1].headers?.["Content-Type"], "application/merge-patch+json");
+});
+
+Deno.test("an expired aggregated Event is recreated", async () => {
+  const api = eventsApi();
+  const rec = new EventRecorder({ client: api.client, component: "c", clock: new FakeClock() });
+  await rec.record(bootcNode, "Normal", "R", "m");
+  api.events.clear(); // TTL removed it
+  await rec.record(bootcNode, "Normal", "R", "m");
+  assert.equal(api.events.size, 1);
+  assert.equal([...api.events.values()][0].count, 1);
+});
+
+Deno.test("recording never throws; failures are logged", async () => {
+  const api = eventsApi();
+  const lines: string[] = [];
+  const rec = new EventRecorder({
+    client: api.client,
+    component: "c",
+    logger: createLogger({ write: (l) => lines.push(l), level: "debug" }),
+  });
+  api.state.fail = true;
+  await rec.record(bootcNode, "Warning", "Failed", "boom");
+  assert.equal(lines.length, 1);
+  const line = JSON.parse(lines[0]);
+  assert.equal(line.msg, "recording event failed");
+  assert.equal(line.reason, "Failed");
+  // After recovery the event is created (the failure was not cached as success).
+  api.state.fail = false;
+  await rec.record(bootcNode, "Warning", "Failed", "boom");
+  assert.equal(api.events.size, 1);
+});
