@@ -1,0 +1,293 @@
+/**
+ * The install manifests on a real API server: they apply (dry run and for real), and the
+ * service accounts they create can do what the operator needs and are refused the rest.
+ * The daemon's node scoping (RBAC + ValidatingAdmissionPolicy) is exercised with node-bound
+ * and pod-bound tokens, the way the API server issues them to DaemonSet pods.
+ */
+import assert from "node:assert/strict";
+import {
+  isForbidden,
+  KubeClient,
+  type KubeObject,
+  loadKubeConfig,
+  Resources,
+} from "../../lib/kube/mod.ts";
+import { type ControlPlane, startControlPlane } from "../harness/control_plane.ts";
+import { waitFor } from "../harness/wait.ts";
+import type { BootcNode as BootcNodeType } from "../../lib/api/mod.ts";
+import { LABEL_MANAGED } from "../../lib/api/mod.ts";
+import {
+  CONTROLLER_SA,
+  DAEMON_SA,
+  manifestPath,
+  OPERATOR_NAMESPACE,
+  readInstall,
+} from "./manifests.ts";
+
+/** A BootcNode as the kube client handles it. */
+type BootcNode = BootcNodeType & KubeObject;
+type Node = KubeObject & { spec?: { unschedulable?: boolean } };
+type Secret = KubeObject & { type?: string; data?: Record<string, string> };
+type Pod = KubeObject & { spec?: { nodeName?: string; serviceAccountName?: string } };
+
+const DIGEST = "sha256:" + "a".repeat(64);
+
+/** A client that authenticates with a token minted for one of the operator's accounts. */
+async function clientFor(
+  cp: ControlPlane,
+  serviceAccount: string,
+  boundObject?: { kind: "Node" | "Pod"; name: string; namespace?: string },
+): Promise<KubeClient> {
+  const token = await cp.mintToken({ namespace: OPERATOR_NAMESPACE, serviceAccount, boundObject });
+  const path = await cp.kubeconfigForToken(token);
+  return await KubeClient.fromConfig(await loadKubeConfig({ path }));
+}
+
+/** Asserts the promise fails with 403, and (when given) that the message matches. */
+async function refused(promise: Promise<unknown>, message?: RegExp): Promise<void> {
+  await assert.rejects(promise, (e: unknown) => {
+    assert.ok(isForbidden(e), `expected 403 Forbidden, got ${e}`);
+    if (message) assert.match((e as Error).message, message);
+    return true;
+  });
+}
+
+function bootcNode(name: string): BootcNode {
+  return {
+    apiVersion: "node.bootc.dev/v1alpha1",
+    kind: "BootcNode",
+    metadata: { name },
+    spec: {
+      desiredImage: `quay.io/example/os@${DIGEST}`,
+      desiredImageState: "Staged",
+      rebootPolicy: "RebootOnly",
+    },
+  };
+}
+
+/** The policy's denial message for a daemon writing another node's BootcNode. */
+const NOT_OWN_NODE = /may only write BootcNode node-a, not node-b/;
+/** The policy's denial message for daemon credentials without a node. */
+const NO_NODE_CLAIM = /must be bound to a node/;
+
+Deno.test("install manifests on a real control plane", async (t) => {
+  const cp = await startControlPlane({ quiet: true });
+  const clients: KubeClient[] = [];
+  try {
+    await t.step("kubectl apply --dry-run=server accepts every object", async () => {
+      // Namespaced objects need their namespace to exist even in a dry run.
+      await cp.applyYaml(manifestPath("namespace.yaml"));
+      const expected = (await readInstall()).length;
+      for (const source of [["-f", manifestPath("install.yaml")], ["-k", manifestPath("")]]) {
+        const out = await cp.kubectl(["apply", "--server-side", "--dry-run=server", ...source]);
+        assert.equal(out.code, 0, out.stderr);
+        const lines = out.stdout.trim().split("\n").filter((l) => /\(server dry run\)$/.test(l));
+        assert.equal(lines.length, expected, out.stdout);
+      }
+    });
+
+    await t.step("the real install succeeds and the sample pool validates", async () => {
+      await cp.applyYaml(manifestPath("install.yaml"));
+      const established = await cp.kubectl([
+        "wait",
+        "--for=condition=Established",
+        "--timeout=60s",
+        "crd/bootcnodepools.node.bootc.dev",
+        "crd/bootcnodes.node.bootc.dev",
+      ]);
+      assert.equal(established.code, 0, established.stderr);
+      const pool = await cp.kubectl([
+        "apply",
+        "--server-side",
+        "--dry-run=server",
+        "-f",
+        manifestPath("samples/pool.yaml"),
+      ]);
+      assert.equal(pool.code, 0, pool.stderr);
+    });
+
+    await cp.createNode("node-a");
+    await cp.createNode("node-b");
+    const bootcNodes = cp.client.resource<BootcNode>(Resources.bootcNodes);
+    await bootcNodes.create(bootcNode("node-a"));
+    await bootcNodes.create(bootcNode("node-b"));
+    await cp.client.resource<Secret>(Resources.secrets, OPERATOR_NAMESPACE).create({
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: "pull-secret", namespace: OPERATOR_NAMESPACE },
+      type: "Opaque",
+      data: { ".dockerconfigjson": btoa("{}") },
+    });
+    await cp.client.resource<Secret>(Resources.secrets, "default").create({
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: "elsewhere", namespace: "default" },
+      data: { token: btoa("x") },
+    });
+
+    await t.step("a daemon token bound to node A writes BootcNode A's status only", async () => {
+      const daemon = await clientFor(cp, DAEMON_SA, { kind: "Node", name: "node-a" });
+      clients.push(daemon);
+      const nodes = daemon.resource<BootcNode>(Resources.bootcNodes);
+
+      // What the daemon does: field-selected list/watch, get, status writes.
+      const listed = await nodes.list({ fieldSelector: "metadata.name=node-a" });
+      assert.deepEqual(listed.items.map((n) => n.metadata.name), ["node-a"]);
+      const own = await nodes.get("node-a");
+      own.status = { bootcVersion: "1.4.0", booted: { imageDigest: DIGEST } };
+      const updated = await nodes.updateStatus(own);
+      assert.equal(updated.status?.bootcVersion, "1.4.0");
+      const patched = await nodes.patch("node-a", { status: { bootcVersion: "1.5.0" } }, {
+        type: "merge",
+        subresource: "status",
+      });
+      assert.equal(patched.status?.bootcVersion, "1.5.0");
+
+      // Another node's BootcNode: RBAC allows status writes cluster-wide; the policy refuses.
+      const other = await nodes.get("node-b");
+      other.status = { bootcVersion: "9.9.9" };
+      await refused(nodes.updateStatus(other), NOT_OWN_NODE);
+      await refused(
+        nodes.patch("node-b", { status: { bootcVersion: "9.9.9" } }, {
+          type: "merge",
+          subresource: "status",
+        }),
+        NOT_OWN_NODE,
+      );
+      assert.equal((await bootcNodes.get("node-b")).status?.bootcVersion, undefined);
+
+      // The spec is the controller's: even its own BootcNode's spec is not writable.
+      await refused(
+        nodes.patch("node-a", { spec: { desiredImageState: "Booted" } }, { type: "merge" }),
+      );
+      await refused(nodes.delete("node-a"));
+      await refused(nodes.create(bootcNode("node-c")));
+
+      // Nodes are not the daemon's to write.
+      const k8sNodes = daemon.resource<Node>(Resources.nodes);
+      await refused(
+        k8sNodes.patch("node-a", { metadata: { labels: { stolen: "true" } } }, { type: "merge" }),
+      );
+      await refused(k8sNodes.patch("node-a", { spec: { unschedulable: true } }, { type: "merge" }));
+
+      // Pull secrets: one-shot get in the operator namespace, nothing else.
+      const secret = await daemon.resource<Secret>(Resources.secrets, OPERATOR_NAMESPACE).get(
+        "pull-secret",
+      );
+      assert.equal(secret.metadata?.name, "pull-secret");
+      await refused(daemon.resource<Secret>(Resources.secrets, OPERATOR_NAMESPACE).list());
+      await refused(daemon.resource<Secret>(Resources.secrets, "default").get("elsewhere"));
+      await refused(daemon.resource<Secret>(Resources.secrets, "kube-system").list());
+    });
+
+    await t.step(
+      "daemon credentials without a node binding cannot write any BootcNode",
+      async () => {
+        const unbound = await clientFor(cp, DAEMON_SA);
+        clients.push(unbound);
+        const nodes = unbound.resource<BootcNode>(Resources.bootcNodes);
+        assert.equal((await nodes.get("node-a")).metadata.name, "node-a");
+        await refused(
+          nodes.patch("node-a", { status: { bootcVersion: "1.0.0" } }, {
+            type: "merge",
+            subresource: "status",
+          }),
+          NO_NODE_CLAIM,
+        );
+      },
+    );
+
+    await t.step("the DaemonSet pod's own (pod-bound) token carries its node", async () => {
+      // The controller labels managed nodes; the DaemonSet then places a daemon pod there.
+      await cp.client.resource<Node>(Resources.nodes).patch(
+        "node-a",
+        { metadata: { labels: { [LABEL_MANAGED]: "" } } },
+        { type: "merge" },
+      );
+      const pods = cp.client.resource<Pod>(Resources.pods, OPERATOR_NAMESPACE);
+      const pod = await waitFor(async () => {
+        const list = await pods.list({
+          labelSelector: "app.kubernetes.io/name=bootc-operator-daemon",
+        });
+        return list.items.find((p) => p.spec?.nodeName === "node-a");
+      }, { timeoutMs: 60_000, message: "a daemon pod on node-a (DaemonSet controller)" });
+      assert.equal(pod.spec?.serviceAccountName, DAEMON_SA);
+
+      const daemon = await clientFor(cp, DAEMON_SA, {
+        kind: "Pod",
+        name: pod.metadata!.name!,
+        namespace: OPERATOR_NAMESPACE,
+      });
+      clients.push(daemon);
+      const nodes = daemon.resource<BootcNode>(Resources.bootcNodes);
+      const status = { type: "merge" as const, subresource: "status" };
+      const own = await nodes.patch("node-a", { status: { bootcVersion: "2.0.0" } }, status);
+      assert.equal(own.status?.bootcVersion, "2.0.0");
+      await refused(
+        nodes.patch("node-b", { status: { bootcVersion: "2.0.0" } }, status),
+        NOT_OWN_NODE,
+      );
+    });
+
+    await t.step("the controller's account does its job and nothing more", async () => {
+      const controller = await clientFor(cp, CONTROLLER_SA);
+      clients.push(controller);
+      // Allowed: what the reconciler does.
+      const nodes = controller.resource<Node>(Resources.nodes);
+      assert.ok((await nodes.list()).items.length >= 2);
+      await nodes.patch("node-b", { spec: { unschedulable: true } }, { type: "merge" });
+      await nodes.patch("node-b", { spec: { unschedulable: false } }, { type: "merge" });
+      const bootcNodes = controller.resource<BootcNode>(Resources.bootcNodes);
+      await bootcNodes.create(bootcNode("node-c"));
+      await bootcNodes.patch(
+        "node-c",
+        { spec: { desiredImageState: "Booted" } },
+        { type: "merge" },
+      );
+      await bootcNodes.delete("node-c");
+      await controller.resource(Resources.bootcNodePools).list();
+      await controller.resource<Secret>(Resources.secrets, "default").get("elsewhere");
+      await controller.resource(Resources.pods).list();
+      await controller.resource(Resources.poddisruptionbudgets).list();
+      await controller.resource(Resources.leases, OPERATOR_NAMESPACE).create({
+        apiVersion: "coordination.k8s.io/v1",
+        kind: "Lease",
+        metadata: { name: "security-test", namespace: OPERATOR_NAMESPACE },
+      });
+
+      // Refused: what it has no business doing.
+      await refused(nodes.delete("node-b"));
+      await refused(controller.resource(Resources.configmaps, "default").list());
+      await refused(controller.resource(Resources.configmaps, OPERATOR_NAMESPACE).get("x"));
+      await refused(
+        controller.resource<Pod>(Resources.pods, "default").create({
+          apiVersion: "v1",
+          kind: "Pod",
+          metadata: { name: "intruder", namespace: "default" },
+          spec: { containers: [{ name: "x", image: "x" }] },
+        } as Pod),
+      );
+      await refused(controller.resource(Resources.pods, "default").delete("anything"));
+      await refused(controller.resource<Secret>(Resources.secrets, "default").delete("elsewhere"));
+      await refused(
+        controller.resource(Resources.bootcNodePools).create({
+          apiVersion: "node.bootc.dev/v1alpha1",
+          kind: "BootcNodePool",
+          metadata: { name: "not-yours" },
+        }),
+      );
+      await refused(
+        controller.resource(Resources.bootcNodes).patch(
+          "node-a",
+          { status: { bootcVersion: "0" } },
+          { type: "merge", subresource: "status" },
+        ),
+      );
+      await refused(controller.resource(Resources.leases, "kube-system").list());
+      await refused(controller.resource(Resources.clusterroles).list());
+    });
+  } finally {
+    for (const client of clients) client.close();
+    await cp.stop();
+  }
+});
