@@ -48,33 +48,59 @@ export function selectorError(selector: LabelSelector | undefined): string | und
   return undefined;
 }
 
+/** A compiled selector: true when the labels match. */
+export type LabelMatcher = (labels: Record<string, string> | undefined) => boolean;
+
+const compiled = new WeakMap<LabelSelector, LabelMatcher>();
+
+/**
+ * Compiles `selector` once (cached per selector object): planning a large pool
+ * matches the same few selectors against thousands of label maps.
+ */
+export function selectorMatcher(selector: LabelSelector | undefined): LabelMatcher {
+  if (!selector) return () => true;
+  const cached = compiled.get(selector);
+  if (cached) return cached;
+  const pairs = Object.entries(selector.matchLabels ?? {});
+  const exprs = (selector.matchExpressions ?? []).map((r) => ({
+    key: r.key,
+    operator: r.operator,
+    values: new Set(r.values ?? []),
+  }));
+  const matcher: LabelMatcher = (labels) => {
+    const l = labels ?? {};
+    for (let i = 0; i < pairs.length; i++) {
+      if (l[pairs[i][0]] !== pairs[i][1]) return false;
+    }
+    for (const req of exprs) {
+      const has = Object.hasOwn(l, req.key);
+      switch (req.operator) {
+        case "In":
+          if (!has || !req.values.has(l[req.key])) return false;
+          break;
+        case "NotIn":
+          if (has && req.values.has(l[req.key])) return false;
+          break;
+        case "Exists":
+          if (!has) return false;
+          break;
+        case "DoesNotExist":
+          if (has) return false;
+          break;
+        default:
+          return false;
+      }
+    }
+    return true;
+  };
+  compiled.set(selector, matcher);
+  return matcher;
+}
+
 /** True when `labels` satisfy `selector`. An empty selector matches everything. */
 export function matchesSelector(
   selector: LabelSelector | undefined,
   labels: Record<string, string> | undefined,
 ): boolean {
-  const l = labels ?? {};
-  for (const [k, v] of Object.entries(selector?.matchLabels ?? {})) {
-    if (l[k] !== v) return false;
-  }
-  for (const req of selector?.matchExpressions ?? []) {
-    const has = Object.hasOwn(l, req.key);
-    switch (req.operator) {
-      case "In":
-        if (!has || !(req.values ?? []).includes(l[req.key])) return false;
-        break;
-      case "NotIn":
-        if (has && (req.values ?? []).includes(l[req.key])) return false;
-        break;
-      case "Exists":
-        if (!has) return false;
-        break;
-      case "DoesNotExist":
-        if (has) return false;
-        break;
-      default:
-        return false;
-    }
-  }
-  return true;
+  return selectorMatcher(selector)(labels);
 }
