@@ -209,7 +209,7 @@ export function classifyNetworkError(
   registry: string,
   options: { timedOut: boolean; timeoutMs: number; insecure: boolean },
 ): RegistryError {
-  const raw = error instanceof Error ? error.message : String(error);
+  const raw = messageChain(error);
   const opts = { registry, cause: error };
   if (options.timedOut) {
     return new RegistryError(
@@ -220,7 +220,9 @@ export function classifyNetworkError(
   }
   let reason: string;
   if (/connection refused/i.test(raw)) reason = "connection refused";
-  else if (/dns error|failed to lookup|name or service not known|no address/i.test(raw)) {
+  else if (/requests to port [0-9]+ are blocked/i.test(raw)) {
+    reason = "fetch refuses that port (a browser 'bad port'); serve the registry on another port";
+  } else if (/dns error|failed to lookup|name or service not known|no address/i.test(raw)) {
     reason = "the host name does not resolve";
   } else if (/certificate|unknownissuer|notvalidforname|expired/i.test(raw)) {
     reason = `its TLS certificate is not trusted (${shorten(raw)}); ` +
@@ -235,6 +237,16 @@ export function classifyNetworkError(
   else if (/unreachable/i.test(raw)) reason = "network unreachable";
   else reason = shorten(raw);
   return new RegistryError("Unreachable", `cannot reach registry ${registry}: ${reason}`, opts);
+}
+
+/** The messages of an error and its causes (Deno's fetch says "fetch failed" and puts the reason in `cause`). */
+function messageChain(error: unknown): string {
+  const parts: string[] = [];
+  for (let e = error, depth = 0; e !== undefined && e !== null && depth < 5; depth++) {
+    parts.push(e instanceof Error ? e.message : String(e));
+    e = e instanceof Error ? e.cause : undefined;
+  }
+  return parts.filter((m) => m && m !== "fetch failed").join(": ") || "fetch failed";
 }
 
 function shorten(message: string): string {

@@ -150,6 +150,19 @@ Deno.test("network errors name the cause", () => {
   );
   assert.equal(refused.kind, "Unreachable");
   assert.equal(refused.message, "cannot reach registry 127.0.0.1:1: connection refused");
+  const wrapped = classifyNetworkError(
+    new TypeError("fetch failed", {
+      cause: new Error(
+        "error sending request for url (https://r.io/v2/): client error (Connect): received corrupt message of type InvalidContentType",
+      ),
+    }),
+    "r.io",
+    opts,
+  );
+  assert.match(
+    wrapped.message,
+    /^cannot reach registry r.io: TLS handshake failed .*list it as an insecure registry$/,
+  );
   const timeout = classifyNetworkError(new DOMException("x", "TimeoutError"), "r.io", {
     ...opts,
     timedOut: true,
