@@ -86,6 +86,12 @@ export interface PlanInput {
   bootcNodes: ReadonlyMap<string, BootcNode>;
   /** Pods by node name (only nodes of this pool need to be present). */
   podsByNode: ReadonlyMap<string, readonly PodSummary[]>;
+  /**
+   * The nodes whose pods were listed. When set, a node outside it has unknown
+   * pods: the planner neither drains it nor gives it a slot, and asks for its
+   * pods in {@linkcode Plan.needPods}. When unset, every node's pods are known.
+   */
+  podsListed?: ReadonlySet<string>;
   pdbs: readonly PdbSummary[];
   /** The latest resolution of the pool's tag, if the shell has one. */
   resolution?: ResolutionMemo;
@@ -140,6 +146,8 @@ export interface Plan {
   draining: boolean;
   /** Number of reboot slots (resolved maxUnavailable). */
   slots: number;
+  /** Nodes whose pods the planner needs to decide (list them and plan again). */
+  needPods: string[];
 }
 
 /** Name of the pool that controls `bn`, from its controller ownerReference. */
@@ -276,7 +284,7 @@ export function planPool(input: PlanInput): Plan {
   if (pool.metadata.deletionTimestamp) {
     for (const bn of owned) releaseNode(bn, "pool is being deleted");
     if (owned.length === 0 && hasFinalizer) actions.push({ kind: "removeFinalizer" });
-    return { actions, events, status: undefined, draining: false, slots: 0 };
+    return { actions, events, status: undefined, draining: false, slots: 0, needPods: [] };
   }
   if (!hasFinalizer) actions.push({ kind: "addFinalizer" });
 
@@ -309,7 +317,7 @@ export function planPool(input: PlanInput): Plan {
       now,
     });
     conditionEvents(pool.status, status);
-    return { actions, events, status, draining: false, slots: 0 };
+    return { actions, events, status, draining: false, slots: 0, needPods: [] };
   }
 
   // Step 1: target digest.
@@ -448,6 +456,9 @@ export function planPool(input: PlanInput): Plan {
     }
   };
   let drainingNodes = 0;
+  const needPods: string[] = [];
+  const podsOf = (name: string): readonly PodSummary[] | undefined =>
+    input.podsListed && !input.podsListed.has(name) ? undefined : input.podsByNode.get(name) ?? [];
 
   for (const m of members) {
     const name = m.node.name;
@@ -533,7 +544,14 @@ export function planPool(input: PlanInput): Plan {
     let drainTimedOut = false;
     let rebootTimedOut = false;
     if (!m.drainedAt) {
-      const pods = input.podsByNode.get(name) ?? [];
+      const pods = podsOf(name);
+      if (!pods) {
+        // Unknown pods: count it as draining so no other slot races it for a budget.
+        needPods.push(name);
+        draining = true;
+        drainingNodes++;
+        continue;
+      }
       const pass = planDrainPass(pods);
       // The drain only counts as done once the cordon is visible, so no pod slipped in.
       if (pass.done && m.node.unschedulable) {
@@ -633,10 +651,16 @@ export function planPool(input: PlanInput): Plan {
   if (paused && candidates.length > 0) notes.push("paused: no new reboot slots");
   if (!paused && !halted && desired) {
     const waitingOnPdb: string[] = [];
+    let unknownBudget = slots - inUse + 5;
     for (const c of candidates) {
       if (inUse >= slots) break;
       const name = c.node.name;
-      const pods = input.podsByNode.get(name) ?? [];
+      const pods = podsOf(name);
+      if (!pods) {
+        if (unknownBudget-- <= 0) break;
+        needPods.push(name);
+        continue;
+      }
       const demand = pdbDemand(pods, input.pdbs);
       const blockedBy = [...demand].filter(([key, n]) =>
         n + (drainingDemand.get(key) ?? 0) > allowedDisruptions(input.pdbs, key)
@@ -722,7 +746,7 @@ export function planPool(input: PlanInput): Plan {
     now,
   });
   conditionEvents(pool.status, status);
-  return { actions, events, status, requeueAfterMs, draining, slots };
+  return { actions, events, status, requeueAfterMs, draining, slots, needPods };
 
   // --- helpers closing over the plan being built ---
 

@@ -651,3 +651,22 @@ Deno.test("deletion: a pool being deleted hands its nodes back, then drops its f
   assert.deepEqual(empty.actions, [{ kind: "removeFinalizer" }]);
   assert.ok(p.metadata.finalizers?.includes(POOL_FINALIZER));
 });
+
+Deno.test("pods: with podsListed, unknown nodes are neither drained nor given a slot, and are asked for", () => {
+  const args = input(pool({ maxUnavailable: 2 }), {
+    nodes: [node("n1", { unschedulable: true }), node("n2"), node("n3")],
+    bootcNodes: [
+      bootcNode("n1", { phase: "staged", slotAt: EARLIER }),
+      bootcNode("n2", { phase: "staged" }),
+      bootcNode("n3", { phase: "staged" }),
+    ],
+  });
+  const first = planPool({ ...args, podsListed: new Set() });
+  assert.deepEqual(first.needPods, ["n1", "n2", "n3"]);
+  assert.equal(withWhy(first, "assign slot").length, 0);
+  assert.equal(withWhy(first, "request reboot").length, 0);
+  const second = planPool({ ...args, podsListed: new Set(first.needPods) });
+  assert.deepEqual(second.needPods, []);
+  assert.deepEqual(withWhy(second, "request reboot"), ["n1"]);
+  assert.deepEqual(withWhy(second, "assign slot"), ["n2"]);
+});
