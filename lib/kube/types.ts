@@ -36,7 +36,10 @@ export interface KubeObject {
       controller?: boolean;
       blockOwnerDeletion?: boolean;
     }[];
-    [key: string]: unknown;
+    creationTimestamp?: string;
+    deletionTimestamp?: string;
+    finalizers?: string[];
+    managedFields?: { manager?: string; operation?: string; [key: string]: unknown }[];
   };
 }
 
