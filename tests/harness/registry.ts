@@ -88,6 +88,8 @@ export interface TestRegistry {
   readonly host: string;
   /** `http(s)://127.0.0.1:PORT`. */
   readonly url: string;
+  /** The temp folder (storage, config, log); removed by {@linkcode stop}. */
+  readonly dir: string;
   /** True when served over plain HTTP (clients must list {@linkcode host} as insecure). */
   readonly insecure: boolean;
   /** The test CA (PEM) when `tls` is on. */
@@ -420,6 +422,7 @@ export async function startRegistry(options: StartRegistryOptions = {}): Promise
     return {
       host,
       url: base,
+      dir,
       insecure: !options.tls,
       ...(caCertPem ? { caCertPem } : {}),
       ...(tokenIssuer ? { tokenIssuer } : {}),
