@@ -39,7 +39,7 @@ export interface KubeObject {
     creationTimestamp?: string;
     deletionTimestamp?: string;
     finalizers?: string[];
-    managedFields?: { manager?: string; operation?: string; [key: string]: unknown }[];
+    managedFields?: unknown[];
   };
 }
 
