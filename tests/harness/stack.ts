@@ -63,7 +63,10 @@ export interface Stack {
   /** SIGKILLs the controller. */
   killController(): Promise<void>;
   /** Creates a pool. */
-  createPool(name: string, spec: Partial<BootcNodePool["spec"]> & { image: { ref: string } }): Promise<
+  createPool(
+    name: string,
+    spec: Partial<BootcNodePool["spec"]> & { image: { ref: string } },
+  ): Promise<
     BootcNodePool
   >;
   /** API requests that wrote (POST/PUT/PATCH/DELETE) so far, from the API server's metrics. */
@@ -218,7 +221,9 @@ export async function apiWrites(
       continue;
     }
     // kwok and the harness write Node and Pod status (heartbeats, readiness): not ours.
-    if ((labels.resource === "nodes" || labels.resource === "pods") && labels.subresource === "status") {
+    if (
+      (labels.resource === "nodes" || labels.resource === "pods") && labels.subresource === "status"
+    ) {
       continue;
     }
     const value = Number(line.slice(line.lastIndexOf(" ") + 1));

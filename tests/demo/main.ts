@@ -1,0 +1,263 @@
+/**
+ * `deno task demo`: a live rollout on an embedded local control plane.
+ *
+ * Starts the whole operator on loopback (see tests/harness/stack.ts), creates a
+ * pool on v1 and waits until it converges, then moves the tag to v2 and shows the
+ * rollout live, ending with a summary and a teardown.
+ *
+ * Usage: deno task demo [--nodes N] [--max-unavailable N|P%] [--soft-reboot] [--keep]
+ *
+ * @module
+ */
+import { parseArgs } from "node:util";
+import type { INode } from "kubernetes-models/v1/Node";
+import {
+  ANNOTATION_IN_REBOOT_SLOT,
+  type BootcNode,
+  type BootcNodePool,
+  findCondition,
+} from "../../lib/api/mod.ts";
+import { Resources } from "../../lib/kube/mod.ts";
+import { type Stack, startStack } from "../harness/stack.ts";
+import { waitFor } from "../harness/wait.ts";
+
+const POOL_NAME = "workers";
+const WORKER_LABEL = "node-role.kubernetes.io/worker";
+
+/** Demo options. */
+export interface DemoOptions {
+  nodes: number;
+  maxUnavailable: number | string;
+  softReboot: boolean;
+  keep: boolean;
+}
+
+/** Resolves maxUnavailable as the controller does: percentages round up, at least 1. */
+export function slotCount(maxUnavailable: number | string, nodes: number): number {
+  if (typeof maxUnavailable === "number") return Math.max(1, maxUnavailable);
+  const percent = Number(maxUnavailable.replace(/%$/, ""));
+  return Math.max(1, Math.ceil((nodes * percent) / 100));
+}
+
+function parseOptions(args: string[]): DemoOptions {
+  const { values } = parseArgs({
+    args,
+    options: {
+      nodes: { type: "string", default: "6" },
+      "max-unavailable": { type: "string", default: "1" },
+      "soft-reboot": { type: "boolean", default: false },
+      keep: { type: "boolean", default: false },
+      help: { type: "boolean", default: false },
+    },
+  });
+  if (values.help) {
+    console.log(
+      "usage: deno task demo [--nodes N] [--max-unavailable N|P%] [--soft-reboot] [--keep]",
+    );
+    Deno.exit(0);
+  }
+  const nodes = Number(values.nodes);
+  if (!Number.isInteger(nodes) || nodes < 1) throw new Error("--nodes must be an integer >= 1");
+  const mu = values["max-unavailable"]!;
+  const maxUnavailable = /^\d+$/.test(mu) ? Number(mu) : mu;
+  if (typeof maxUnavailable === "string" && !/^(100|[1-9][0-9]?)%$/.test(maxUnavailable)) {
+    throw new Error("--max-unavailable must be an integer >= 1 or a percentage 1%-100%");
+  }
+  return { nodes, maxUnavailable, softReboot: values["soft-reboot"]!, keep: values.keep! };
+}
+
+const short = (digest?: string) => digest ? digest.replace("sha256:", "").slice(0, 12) : "-";
+
+interface Snapshot {
+  pool?: BootcNodePool;
+  bootcNodes: BootcNode[];
+  nodes: INode[];
+}
+
+async function snapshot(stack: Stack): Promise<Snapshot> {
+  const client = stack.cp.client;
+  const [pools, bootcNodes, nodes] = await Promise.all([
+    client.resource<BootcNodePool>(Resources.bootcNodePools).list(),
+    client.resource<BootcNode>(Resources.bootcNodes).list(),
+    client.resource<INode>(Resources.nodes).list(),
+  ]);
+  return {
+    pool: pools.items.find((p) => p.metadata.name === POOL_NAME),
+    bootcNodes: bootcNodes.items,
+    nodes: nodes.items,
+  };
+}
+
+function versionOf(stack: Stack, digest?: string): string {
+  if (digest === stack.images.v1.digest) return "v1";
+  if (digest === stack.images.v2.digest) return "v2";
+  return short(digest);
+}
+
+/** Renders the per-node table and the progress line. */
+function render(stack: Stack, snap: Snapshot, started: number): string[] {
+  const lines: string[] = [];
+  const pool = snap.pool;
+  const upToDate = findCondition(pool?.status?.conditions, "UpToDate");
+  const degraded = findCondition(pool?.status?.conditions, "Degraded");
+  lines.push(
+    `NODE          BOOTED  STAGED  STATE       SLOT  CORDONED  READY  DEGRADED`,
+  );
+  const byName = new Map(snap.nodes.map((n) => [n.metadata?.name, n]));
+  for (
+    const bn of [...snap.bootcNodes].sort((a, b) =>
+      a.metadata.name!.localeCompare(b.metadata.name!)
+    )
+  ) {
+    const node = byName.get(bn.metadata.name);
+    const idle = findCondition(bn.status?.conditions, "Idle");
+    const deg = findCondition(bn.status?.conditions, "Degraded");
+    const ready = node?.status?.conditions?.find((c) => c.type === "Ready")?.status === "True";
+    const row = [
+      bn.metadata.name!.padEnd(13),
+      versionOf(stack, bn.status?.booted?.imageDigest).padEnd(7),
+      versionOf(stack, bn.status?.staged?.imageDigest).padEnd(7),
+      (idle?.reason ?? "Pending").padEnd(11),
+      (ANNOTATION_IN_REBOOT_SLOT in (bn.metadata.annotations ?? {}) ? "yes" : "").padEnd(5),
+      (node?.spec?.unschedulable ? "yes" : "").padEnd(9),
+      (ready ? "yes" : "no").padEnd(6),
+      deg?.status === "True" ? `yes: ${deg.message.slice(0, 60)}` : "",
+    ];
+    lines.push(row.join(" "));
+  }
+  const elapsed = ((Date.now() - started) / 1000).toFixed(1);
+  lines.push(
+    `[${elapsed}s] pool ${POOL_NAME}: target ${versionOf(stack, pool?.status?.targetDigest)} · ` +
+      `${upToDate?.reason ?? "?"}: ${upToDate?.message ?? ""} · slots ${
+        pool?.status?.slotsInUse ?? 0
+      } · ${degraded?.status === "True" ? `Degraded/${degraded.reason}` : "healthy"}`,
+  );
+  return lines;
+}
+
+function converged(snap: Snapshot, digest: string, nodes: number): boolean {
+  const pool = snap.pool;
+  return pool?.status?.targetDigest === digest &&
+    findCondition(pool.status.conditions, "UpToDate")?.status === "True" &&
+    pool.status.nodeCount === nodes && pool.status.updatedCount === nodes &&
+    snap.bootcNodes.every((bn) =>
+      !(ANNOTATION_IN_REBOOT_SLOT in (bn.metadata.annotations ?? {}))
+    ) && snap.nodes.every((n) => !n.spec?.unschedulable);
+}
+
+/** Runs the demo. */
+export async function runDemo(options: DemoOptions): Promise<void> {
+  const encoder = new TextEncoder();
+  const tty = Deno.stdout.isTerminal();
+  const out = (text: string) => Deno.stdout.writeSync(encoder.encode(text));
+  const slots = slotCount(options.maxUnavailable, options.nodes);
+  out(`Starting a control plane, a registry, the controller and ${options.nodes} nodes…\n`);
+  const t0 = Date.now();
+  const stack = await startStack({
+    limits: { [POOL_NAME]: { maxUnavailable: slots } },
+    onFleetEvent: tty ? undefined : (e) => {
+      if (e.type.startsWith("reboot")) out(`  ${e.node}: ${e.type}${e.soft ? " (soft)" : ""}\n`);
+    },
+  });
+  let stopping = false;
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    await stack.stop({ keepLogs: options.keep });
+  };
+  try {
+    out(
+      `  control plane up in ${(stack.cp.startupMs / 1000).toFixed(1)}s; logs in ${stack.logDir}\n`,
+    );
+    await Promise.all(
+      Array.from({ length: options.nodes }, (_, i) =>
+        stack.fleet.addNode(`worker-${i + 1}`, {
+          image: `${stack.images.repository}:stable`,
+          labels: { [WORKER_LABEL]: "" },
+          softRebootCapable: options.softReboot,
+        })),
+    );
+    await stack.createPool(POOL_NAME, {
+      nodeSelector: { matchLabels: { [WORKER_LABEL]: "" } },
+      image: { ref: `${stack.images.repository}:stable` },
+      rollout: { maxUnavailable: options.maxUnavailable } as BootcNodePool["spec"]["rollout"],
+      disruption: { rebootPolicy: options.softReboot ? "AllowSoftReboot" : "RebootOnly" },
+    });
+    out(
+      `Pool ${POOL_NAME} created on ${stack.images.repository}:stable (v1); waiting to converge…\n`,
+    );
+    await waitFor(async () => {
+      const snap = await snapshot(stack);
+      return converged(snap, stack.images.v1.digest, options.nodes) ? snap : undefined;
+    }, { timeoutMs: 120_000, message: "pool did not converge on v1" });
+    out(`Converged on v1 after ${((Date.now() - t0) / 1000).toFixed(1)}s.\n\n`);
+
+    const writesBefore = await stack.apiWrites();
+    const rebootsBefore = stack.fleet.rebootCount;
+    out(
+      `Moving tag :stable to v2 (${
+        short(stack.images.v2.digest)
+      }), maxUnavailable ${options.maxUnavailable}…\n`,
+    );
+    await stack.registry.tagExisting("bootc/os", "v2", "stable");
+    const started = Date.now();
+    let previous: string[] = [];
+    let last = "";
+    for (;;) {
+      const snap = await snapshot(stack);
+      const lines = render(stack, snap, started);
+      if (tty) {
+        if (previous.length) out(`\x1b[${previous.length}F\x1b[J`);
+        out(lines.join("\n") + "\n");
+      } else if (lines.at(-1)!.replace(/^\[[^\]]*\] /, "") !== last) {
+        out(lines.at(-1)! + "\n");
+        last = lines.at(-1)!.replace(/^\[[^\]]*\] /, "");
+      }
+      previous = lines;
+      if (converged(snap, stack.images.v2.digest, options.nodes)) break;
+      if (Date.now() - started > 600_000) throw new Error("rollout did not finish in 10 minutes");
+      if (stack.tracker.violations.length) {
+        throw new Error(`invariant violated: ${stack.tracker.violations.join("; ")}`);
+      }
+      await new Promise((r) => setTimeout(r, tty ? 250 : 500));
+    }
+    const duration = (Date.now() - started) / 1000;
+    const writesAfter = await stack.apiWrites();
+    const writes = writesAfter.total - writesBefore.total;
+    const final = await snapshot(stack);
+    const problems = [
+      ...stack.tracker.violations,
+      ...stack.tracker.checkFinal(final.nodes, final.bootcNodes),
+    ];
+    const delays = stack.tracker.handoffDelays().sort((a, b) => a - b);
+    const median = delays.length ? delays[Math.floor(delays.length / 2)] : undefined;
+    out(`\nRollout to v2 finished in ${duration.toFixed(1)}s.\n`);
+    out(`  reboots:                     ${stack.fleet.rebootCount - rebootsBefore}\n`);
+    out(`  most nodes unavailable:      ${stack.tracker.maxDisrupted} (maxUnavailable ${slots})\n`);
+    out(`  slot freed → next cordon:    median ${median ?? "-"} ms\n`);
+    out(
+      `  API writes:                  ${writes} (${
+        (writes / options.nodes).toFixed(1)
+      } per node)\n`,
+    );
+    out(`  invariants:                  ${problems.length ? problems.join("; ") : "all held"}\n`);
+    if (problems.length) throw new Error("invariants violated");
+    if (options.keep) {
+      out(`\nLeft running. Explore with:\n  export KUBECONFIG=${stack.cp.kubeconfigPath}\n`);
+      out(`  ${stack.cp.binDir}/kubectl get bootcnodepools,bootcnodes -o wide\nCtrl-C stops it.\n`);
+      await new Promise<void>((resolve) => Deno.addSignalListener("SIGINT", () => resolve()));
+    }
+  } finally {
+    out("Tearing down…\n");
+    await stop();
+  }
+}
+
+if (import.meta.main) {
+  try {
+    await runDemo(parseOptions(Deno.args));
+  } catch (error) {
+    console.error(`demo failed: ${error instanceof Error ? error.message : error}`);
+    Deno.exit(1);
+  }
+}
