@@ -119,3 +119,43 @@ export function summarizePod(pod: PodLike): PodSummary {
     completed: pod.status?.phase === "Succeeded" || pod.status?.phase === "Failed",
   };
 }
+
+/** How one pod's eviction went. */
+export type EvictionOutcome =
+  | { pod: string; result: "evicted" | "gone" }
+  | { pod: string; result: "refused"; message: string }
+  | { pod: string; result: "failed"; error: unknown };
+
+/** The eviction call, e.g. `(ns, name) => client.evict(ns, name)`. */
+export type EvictFunc = (namespace: string, name: string) => Promise<void>;
+
+/** Classifies an eviction error: 429 is a PDB refusal (retried by the next pass), 404 means gone. */
+export function classifyEvictionError(pod: string, error: unknown): EvictionOutcome {
+  const status = (error as { status?: number })?.status;
+  if (status === 404) return { pod, result: "gone" };
+  if (status === 429) {
+    return { pod, result: "refused", message: (error as Error).message ?? "eviction refused" };
+  }
+  return { pod, result: "failed", error };
+}
+
+/**
+ * Runs one pass of evictions, one pod after the other (the shell half of the
+ * drain). Never throws: every pod gets an outcome.
+ */
+export async function evictPods(
+  evict: EvictFunc,
+  pods: readonly { namespace: string; name: string }[],
+): Promise<EvictionOutcome[]> {
+  const out: EvictionOutcome[] = [];
+  for (const pod of pods) {
+    const key = podKey(pod);
+    try {
+      await evict(pod.namespace, pod.name);
+      out.push({ pod: key, result: "evicted" });
+    } catch (e) {
+      out.push(classifyEvictionError(key, e));
+    }
+  }
+  return out;
+}

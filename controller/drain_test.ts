@@ -1,5 +1,11 @@
 import assert from "node:assert/strict";
-import { describeDrainBlockers, pdbDemand, planDrainPass, summarizePod } from "./drain.ts";
+import {
+  describeDrainBlockers,
+  evictPods,
+  pdbDemand,
+  planDrainPass,
+  summarizePod,
+} from "./drain.ts";
 import { pdb, pod } from "./testing/fixtures.ts";
 
 Deno.test("planDrainPass: skips mirror, DaemonSet and completed pods, waits for terminating ones", () => {
@@ -61,4 +67,20 @@ Deno.test("summarizePod reads mirror, DaemonSet owner, deletion and phase", () =
     [s.mirror, s.daemonSet, s.terminating, s.completed, s.nodeName],
     [true, true, true, true, "n1"],
   );
+});
+
+Deno.test("evictPods: evicted, PDB-refused (429), gone (404) and failed outcomes", async () => {
+  const calls: string[] = [];
+  const outcomes = await evictPods(async (ns, name) => {
+    calls.push(`${ns}/${name}`);
+    await Promise.resolve();
+    if (name === "blocked") {
+      throw Object.assign(new Error("would violate the PDB"), { status: 429 });
+    }
+    if (name === "gone") throw Object.assign(new Error("not found"), { status: 404 });
+    if (name === "bad") throw Object.assign(new Error("boom"), { status: 500 });
+  }, [pod("ok", "n"), pod("blocked", "n"), pod("gone", "n"), pod("bad", "n")]);
+  assert.deepEqual(calls, ["default/ok", "default/blocked", "default/gone", "default/bad"]);
+  assert.deepEqual(outcomes.map((o) => o.result), ["evicted", "refused", "gone", "failed"]);
+  assert.equal((outcomes[1] as { message: string }).message, "would violate the PDB");
 });

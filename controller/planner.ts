@@ -31,7 +31,7 @@ import {
 import { describeDrainBlockers, pdbDemand, planDrainPass, podKey } from "./drain.ts";
 import { type DesiredImage, EffectiveState, effectiveState } from "./effective_state.ts";
 import { type ImageRefParts, splitImageRef } from "./image_ref.ts";
-import { buildPoolStatus, emptyCounts, type PoolIssue } from "./pool_status.ts";
+import { buildPoolStatus, emptyCounts, type PoolIssue, type StateCounts } from "./pool_status.ts";
 import { matchesSelector, selectorError } from "./selector.ts";
 import { formatTime, parseTime, resolveMaxUnavailable, slotUnhealthyReason } from "./slots.ts";
 import type { NodeSummary, PdbSummary, PodSummary, PoolSummary, Target } from "./types.ts";
@@ -148,6 +148,8 @@ export interface Plan {
   slots: number;
   /** Nodes whose pods the planner needs to decide (list them and plan again). */
   needPods: string[];
+  /** Member nodes per effective state (a node found stuck counts as Degraded). */
+  counts: StateCounts;
 }
 
 /** Name of the pool that controls `bn`, from its controller ownerReference. */
@@ -284,7 +286,15 @@ export function planPool(input: PlanInput): Plan {
   if (pool.metadata.deletionTimestamp) {
     for (const bn of owned) releaseNode(bn, "pool is being deleted");
     if (owned.length === 0 && hasFinalizer) actions.push({ kind: "removeFinalizer" });
-    return { actions, events, status: undefined, draining: false, slots: 0, needPods: [] };
+    return {
+      actions,
+      events,
+      status: undefined,
+      draining: false,
+      slots: 0,
+      needPods: [],
+      counts: emptyCounts(),
+    };
   }
   if (!hasFinalizer) actions.push({ kind: "addFinalizer" });
 
@@ -317,7 +327,7 @@ export function planPool(input: PlanInput): Plan {
       now,
     });
     conditionEvents(pool.status, status);
-    return { actions, events, status, draining: false, slots: 0, needPods: [] };
+    return { actions, events, status, draining: false, slots: 0, needPods: [], counts };
   }
 
   // Step 1: target digest.
@@ -746,7 +756,7 @@ export function planPool(input: PlanInput): Plan {
     now,
   });
   conditionEvents(pool.status, status);
-  return { actions, events, status, requeueAfterMs, draining, slots, needPods };
+  return { actions, events, status, requeueAfterMs, draining, slots, needPods, counts };
 
   // --- helpers closing over the plan being built ---
 
