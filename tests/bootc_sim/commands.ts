@@ -183,6 +183,7 @@ async function pull(s: Session, pullspec: string, context: string): Promise<Pull
       architecture: s.settings.architecture,
       insecureRegistries: s.settings.insecureRegistries,
       auth: await readHostAuth(s.ctx.paths.root),
+      caCertPem: s.settings.caCertPem,
     });
     // The layer download: the sysroot lock stays held meanwhile.
     if (s.settings.pullDelayMs > 0) {

@@ -49,7 +49,7 @@ export interface CreateHostOptions {
   softRebootCapable?: boolean;
   /**
    * Registries reached over plain HTTP. Default: the initial image's registry when it is on
-   * loopback (`127.0.0.1`, `localhost`, `[::1]`), else none.
+   * loopback (`127.0.0.1`, `localhost`, `[::1]`) and no `caCertPem` is given, else none.
    */
   insecureRegistries?: string[];
   /** `bootc-fetch-apply-updates.timer` enabled and active (default true, like Fedora images). */
@@ -58,6 +58,8 @@ export interface CreateHostOptions {
   composefs?: boolean;
   /** How long a pull holds the sysroot lock beyond the registry round trips (default 0). */
   pullDelayMs?: number;
+  /** An extra CA (PEM) the host trusts (for a registry started with `tls: true`). */
+  caCertPem?: string;
   /** Auth file to place at `/etc/ostree/auth.json` before the initial pull. */
   etcAuth?: AuthJson;
 }
@@ -113,9 +115,11 @@ export class SimulatedHost {
         architecture: opts.architecture ?? DEFAULT_SETTINGS.architecture,
         bootcVersion: opts.bootcVersion ?? DEFAULT_SETTINGS.bootcVersion,
         softRebootCapable: opts.softRebootCapable ?? false,
-        insecureRegistries: opts.insecureRegistries ?? (isLoopback(registry) ? [registry] : []),
+        insecureRegistries: opts.insecureRegistries ??
+          (isLoopback(registry) && !opts.caCertPem ? [registry] : []),
         composefs: opts.composefs ?? false,
         pullDelayMs: opts.pullDelayMs ?? 0,
+        caCertPem: opts.caCertPem ?? null,
       };
       await createLayout(host.paths, settings.composefs);
       if (opts.etcAuth) await host.writeAuthFile("etc", opts.etcAuth);
@@ -124,6 +128,7 @@ export class SimulatedHost {
         architecture: settings.architecture,
         insecureRegistries: settings.insecureRegistries,
         auth: await readHostAuth(root),
+        caCertPem: settings.caCertPem,
       });
       const booted = newDeployment({
         state: initialState(null, ""),

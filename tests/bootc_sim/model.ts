@@ -99,6 +99,8 @@ export interface SimSettings {
   notBootc: boolean;
   /** composefs-native backend: no `/ostree/bootc`, deployments under `/sysroot/state/deploy`. */
   composefs: boolean;
+  /** An extra CA (PEM) the host trusts, for registries served over TLS by a test CA. */
+  caCertPem: string | null;
 }
 
 /** Default settings of a new simulated host. */
@@ -112,6 +114,7 @@ export const DEFAULT_SETTINGS: SimSettings = {
   statusFailure: null,
   notBootc: false,
   composefs: false,
+  caCertPem: null,
 };
 
 /** Parses a bootc version (`1.16.10`, `1.10`) into comparable numbers. */

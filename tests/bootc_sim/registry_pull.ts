@@ -67,6 +67,8 @@ export interface PullOptions {
   insecureRegistries: string[];
   /** The host's auth file, if any. */
   auth: AuthFile | null;
+  /** An extra trusted CA (PEM). */
+  caCertPem?: string | null;
 }
 
 // The docker/distribution messages for its error codes, as containers/image prints them.
@@ -126,6 +128,7 @@ export async function pullImage(opts: PullOptions): Promise<PulledImage> {
     insecureRegistries: opts.insecureRegistries,
     ...(opts.auth ? { dockerConfigJson: opts.auth } : {}),
     userAgent: "bootc-sim",
+    ...(opts.caCertPem ? { caCertPem: opts.caCertPem } : {}),
   });
   try {
     let fetched = await client.fetchManifest(ref);
