@@ -1,0 +1,409 @@
+/**
+ * The daemon's imperative shell: it watches its own BootcNode (one object,
+ * field-selected by name), reads bootc status, calls {@linkcode decide}, writes
+ * the status only when it changed, and runs the action decide asked for. It
+ * wakes on a spec change, a host change signal, the poll interval and backoff
+ * deadlines, and after every command it runs it reads bootc status again.
+ *
+ * @module
+ */
+import type { ISecret } from "kubernetes-models/v1/Secret";
+import { type BootcNode, type BootcNodeStatus, DAEMON_FIELD_MANAGER } from "../lib/api/mod.ts";
+import type { BootcExecutor } from "../lib/bootc/executor.ts";
+import { type BootcCapabilities, capabilitiesFromVersion } from "../lib/bootc/version.ts";
+import { type Clock, systemClock } from "../lib/clock.ts";
+import { isNotFound } from "../lib/kube/errors.ts";
+import { Informer } from "../lib/kube/informer.ts";
+import type { ResourceClient } from "../lib/kube/types.ts";
+import { type Logger, silentLogger } from "../lib/log.ts";
+import {
+  type Action,
+  type ActionFailure,
+  actionKey,
+  decide,
+  type Decision,
+  DEFAULT_RETRY,
+  type HostObservation,
+  retryDelay,
+  type RetryPolicy,
+  statusEqual,
+} from "./decide.ts";
+import { PullSecretInstaller } from "./pull_secret.ts";
+
+/** Options of {@linkcode Agent}. */
+export interface AgentOptions {
+  /** This node's name (= the BootcNode's name). */
+  nodeName: string;
+  /** BootcNode access (cluster scoped). */
+  nodes: ResourceClient<BootcNode>;
+  /** Secret access in a namespace (for the one-shot pull Secret GET). */
+  secrets: (namespace: string) => ResourceClient<ISecret>;
+  /** The host seam. */
+  executor: BootcExecutor;
+  /** The host's root as seen by the daemon (for the auth file). */
+  hostRoot: string;
+  /** Fallback poll of bootc status (default 5 min). */
+  pollIntervalMs?: number;
+  /** Backoff of failed commands and status reads. */
+  retry?: RetryPolicy;
+  /** See {@linkcode DecideInput.statusBusyGraceMs}. */
+  statusBusyGraceMs?: number;
+  clock?: Clock;
+  logger?: Logger;
+}
+
+/** Default fallback poll interval. */
+export const DEFAULT_POLL_INTERVAL_MS = 5 * 60_000;
+
+/** At most this many command/decide rounds per wake-up (a guard against loops). */
+const MAX_ROUNDS = 8;
+
+function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
+
+function numericVersion(rv: string | undefined): number {
+  const n = Number(rv);
+  return Number.isFinite(n) ? n : -1;
+}
+
+function message(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+/** The daemon loop for one node. */
+export class Agent {
+  readonly #o: AgentOptions;
+  readonly #clock: Clock;
+  readonly #log: Logger;
+  readonly #retry: RetryPolicy;
+  readonly #pullSecrets: PullSecretInstaller;
+  #current?: BootcNode;
+  #written?: BootcNodeStatus;
+  #caps?: BootcCapabilities;
+  #capsFailed = false;
+  #masked = false;
+  #failures: Record<string, ActionFailure> = {};
+  #hostFailSince?: Date;
+  #hostFailures = 0;
+  #applyInFlight = false;
+  #writeFailures = 0;
+  #kicked = false;
+  #wake?: () => void;
+
+  /** Creates the agent; call {@linkcode Agent.run}. */
+  constructor(options: AgentOptions) {
+    this.#o = options;
+    this.#clock = options.clock ?? systemClock;
+    this.#log = options.logger ?? silentLogger;
+    this.#retry = options.retry ?? DEFAULT_RETRY;
+    this.#pullSecrets = new PullSecretInstaller({
+      hostRoot: options.hostRoot,
+      retry: this.#retry,
+      getSecret: async (namespace, name) => {
+        try {
+          return await options.secrets(namespace).get(name);
+        } catch (e) {
+          if (isNotFound(e)) return undefined;
+          throw e;
+        }
+      },
+    });
+  }
+
+  /** Asks for a reconcile soon (a host change, a finished command, a test). */
+  kick(): void {
+    this.#kicked = true;
+    this.#wake?.();
+  }
+
+  /** Runs until `signal` aborts. */
+  async run(signal: AbortSignal): Promise<void> {
+    const informer = new Informer<BootcNode>({
+      resource: this.#o.nodes,
+      fieldSelector: `metadata.name=${this.#o.nodeName}`,
+      clock: this.#clock,
+      logger: this.#log.with({ component: "informer" }),
+    });
+    informer.onAdd((node) => this.#observe(node, true));
+    informer.onUpdate((old, node) => {
+      const specChanged = old.metadata?.generation !== node.metadata?.generation ||
+        JSON.stringify(old.spec) !== JSON.stringify(node.spec);
+      // A status someone else changed (not our own echo) is rewritten, level-triggered.
+      const foreignStatus = !statusEqual(node.status, this.#written);
+      this.#observe(node, specChanged || foreignStatus);
+    });
+    informer.onDelete(() => {
+      this.#current = undefined;
+      this.#log.info("BootcNode deleted; waiting for it to come back");
+    });
+    const informerDone = informer.start(signal);
+    try {
+      await informer.waitForSync(signal);
+      this.#log.info("watching BootcNode", { name: this.#o.nodeName });
+      this.#kicked = true;
+      while (!signal.aborted) {
+        let next: Date | undefined;
+        if (this.#kicked) {
+          this.#kicked = false;
+          next = await this.#reconcile(signal);
+        }
+        await this.#sleepUntil(next, signal);
+      }
+    } catch (e) {
+      if (!signal.aborted) throw e;
+    } finally {
+      await informerDone.catch(() => {});
+    }
+  }
+
+  #observe(node: BootcNode, kick: boolean): void {
+    if (
+      this.#current &&
+      numericVersion(node.metadata?.resourceVersion) <
+        numericVersion(this.#current.metadata?.resourceVersion)
+    ) {
+      return; // Older than what our own write returned.
+    }
+    this.#current = node;
+    if (kick) this.kick();
+  }
+
+  async #sleepUntil(deadline: Date | undefined, signal: AbortSignal): Promise<void> {
+    if (this.#kicked || signal.aborted) return;
+    const poll = this.#o.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
+    const now = this.#clock.now().getTime();
+    const until = Math.min(now + poll, deadline?.getTime() ?? Infinity);
+    const stop = new AbortController();
+    const onAbort = () => stop.abort();
+    signal.addEventListener("abort", onAbort, { once: true });
+    try {
+      await new Promise<void>((resolve) => {
+        this.#wake = resolve;
+        this.#clock.sleep(Math.max(0, until - now), stop.signal).then(() => {
+          this.#kicked = true;
+          resolve();
+        }, () => resolve());
+      });
+    } finally {
+      this.#wake = undefined;
+      stop.abort();
+      signal.removeEventListener("abort", onAbort);
+    }
+  }
+
+  /** Reads bootc status into a {@linkcode HostObservation}. */
+  async #readHost(signal: AbortSignal): Promise<HostObservation> {
+    try {
+      const host = await raceAbort(this.#o.executor.status(), signal);
+      this.#hostFailSince = undefined;
+      this.#hostFailures = 0;
+      return { ok: true, host };
+    } catch (e) {
+      if (signal.aborted) throw e;
+      this.#hostFailSince ??= this.#clock.now();
+      this.#hostFailures++;
+      const timedOut = (e as { timedOut?: boolean }).timedOut === true;
+      this.#log.warn("bootc status failed", { error: e, timedOut });
+      return { ok: false, message: message(e), timedOut, since: this.#hostFailSince };
+    }
+  }
+
+  async #detectCapabilities(signal: AbortSignal): Promise<void> {
+    if (this.#caps && !this.#capsFailed) return;
+    try {
+      const text = await raceAbort(this.#o.executor.version(), signal);
+      this.#caps = capabilitiesFromVersion(text);
+      this.#capsFailed = false;
+      this.#log.info("bootc detected", { ...this.#caps });
+    } catch (e) {
+      if (signal.aborted) throw e;
+      this.#caps = { problem: `cannot run bootc --version: ${message(e)}` };
+      this.#capsFailed = true;
+    }
+  }
+
+  #decide(host: HostObservation, pullSecretError: string | undefined): Decision {
+    const node = this.#current!;
+    return decide({
+      spec: node.spec,
+      generation: node.metadata?.generation,
+      status: node.status,
+      host,
+      capabilities: this.#caps,
+      autoUpdatesMasked: this.#masked,
+      pullSecretError,
+      failures: this.#failures,
+      applyInFlight: this.#applyInFlight,
+      now: this.#clock.now(),
+      retry: this.#retry,
+      statusBusyGraceMs: this.#o.statusBusyGraceMs,
+    });
+  }
+
+  /** Writes the status; false when it failed (then nothing that needs it may run). */
+  async #write(status: BootcNodeStatus): Promise<boolean> {
+    const name = this.#o.nodeName;
+    try {
+      const updated = await this.#o.nodes.patch(
+        name,
+        [{ op: "add", path: "/status", value: status }],
+        { type: "json", subresource: "status", fieldManager: DAEMON_FIELD_MANAGER },
+      );
+      this.#written = updated.status ?? status;
+      this.#writeFailures = 0;
+      this.#observe(updated, false);
+      return true;
+    } catch (e) {
+      this.#writeFailures++;
+      this.#log.error("writing BootcNode status failed", { error: e });
+      return false;
+    }
+  }
+
+  #recordFailure(action: Action, e: unknown): void {
+    const key = actionKey(action);
+    const attempts = (this.#failures[key]?.attempts ?? 0) + 1;
+    this.#failures[key] = { message: message(e), attempts, at: this.#clock.now() };
+    this.#log.error("command failed", { action: action.type, error: e, attempts });
+  }
+
+  #forgetStaleFailures(decision: Decision): void {
+    for (const key of Object.keys(this.#failures)) {
+      if (!decision.keys.includes(key)) delete this.#failures[key];
+    }
+  }
+
+  #logTransition(before: BootcNodeStatus | undefined, after: BootcNodeStatus): void {
+    const idle = after.conditions?.find((c) => c.type === "Idle");
+    const degraded = after.conditions?.find((c) => c.type === "Degraded");
+    const old = before?.conditions?.find((c) => c.type === "Idle");
+    this.#log.info("status changed", {
+      idle: idle ? `${idle.status}/${idle.reason}` : undefined,
+      previousIdle: old ? `${old.status}/${old.reason}` : undefined,
+      degraded: degraded ? `${degraded.status}/${degraded.reason}` : undefined,
+      degradedMessage: degraded?.status === "True" ? degraded.message : undefined,
+    });
+  }
+
+  /** One reconcile; returns when to run again at the latest (backoff deadlines). */
+  async #reconcile(signal: AbortSignal): Promise<Date | undefined> {
+    if (!this.#current) return undefined;
+    const secret = await this.#pullSecrets.sync(this.#current.spec, this.#clock.now());
+    if (secret.outcome === "written" || secret.outcome === "removed") {
+      this.#log.info(`pull secret ${secret.outcome}`, { path: this.#pullSecrets.authFile });
+    } else if (secret.outcome === "failed") {
+      this.#log.warn("pull secret not installed", { error: secret.error });
+    }
+    await this.#detectCapabilities(signal);
+    let host = await this.#readHost(signal);
+    const deadlines: (Date | undefined)[] = [this.#pullSecrets.retryAt];
+    if (!host.ok) {
+      deadlines.push(
+        new Date(this.#clock.now().getTime() + retryDelay(this.#hostFailures, this.#retry)),
+      );
+    }
+    for (let round = 0; round < MAX_ROUNDS && !signal.aborted && this.#current; round++) {
+      const decision = this.#decide(host, secret.error);
+      this.#forgetStaleFailures(decision);
+      const action = decision.action;
+      if (decision.persistFirst || action.type === "none") {
+        if (decision.changed) {
+          const before = this.#current.status;
+          if (!(await this.#write(decision.status))) {
+            deadlines.push(
+              new Date(this.#clock.now().getTime() + retryDelay(this.#writeFailures, this.#retry)),
+            );
+            break;
+          }
+          this.#logTransition(before, decision.status);
+        }
+      }
+      if (action.type === "none") {
+        deadlines.push(decision.retryAt);
+        break;
+      }
+      if (action.type === "apply") {
+        await this.#apply(action, secret.error, signal);
+        break;
+      }
+      await this.#runAction(action, signal);
+      host = await this.#readHost(signal);
+      if (round === MAX_ROUNDS - 1) this.kick();
+    }
+    const due = deadlines.filter((d): d is Date => d !== undefined);
+    return due.length ? new Date(Math.min(...due.map((d) => d.getTime()))) : undefined;
+  }
+
+  async #runAction(action: Exclude<Action, { type: "none" | "apply" }>, signal: AbortSignal) {
+    const ex = this.#o.executor;
+    this.#log.info("running", { ...action });
+    try {
+      switch (action.type) {
+        case "maskAutoUpdates":
+          await raceAbort(ex.maskAutoUpdates(), signal);
+          this.#masked = true;
+          break;
+        case "stage":
+          await raceAbort(ex.stage(action.image, action.method), signal);
+          break;
+        case "lockStaged":
+          await raceAbort(ex.lockStaged(), signal);
+          break;
+      }
+      delete this.#failures[actionKey(action)];
+    } catch (e) {
+      if (signal.aborted) throw e;
+      this.#recordFailure(action, e);
+    }
+  }
+
+  /**
+   * Applies the staged image: reads bootc status once more right before (the
+   * staged digest must still be the desired one: `--from-downloaded` applies
+   * whatever is staged), persists Rebooting, then starts the command detached.
+   */
+  async #apply(
+    action: Extract<Action, { type: "apply" }>,
+    pullSecretError: string | undefined,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const fresh = await this.#readHost(signal);
+    const decision = this.#decide(fresh, pullSecretError);
+    const again = decision.action;
+    if (again.type !== "apply" || again.image !== action.image) {
+      this.#log.warn("staged image changed right before apply; not applying", {
+        wanted: action.image,
+      });
+      this.kick();
+      return;
+    }
+    if (decision.changed) {
+      const before = this.#current?.status;
+      if (!(await this.#write(decision.status))) {
+        this.kick();
+        return;
+      }
+      this.#logTransition(before, decision.status);
+    }
+    this.#log.info("applying staged image and rebooting", { ...again });
+    this.#applyInFlight = true;
+    const handle = this.#o.executor.apply({ soft: again.soft, method: again.method });
+    handle.exited.then((error) => {
+      if (error) {
+        this.#applyInFlight = false;
+        this.#recordFailure(again, error);
+      } else {
+        // bootc asked systemd to reboot; stay in flight until the reboot ends us.
+        this.#log.info("apply command returned; waiting for the reboot");
+        delete this.#failures[actionKey(again)];
+      }
+      this.kick();
+    });
+  }
+}

@@ -1,0 +1,372 @@
+import assert from "node:assert/strict";
+import type { ISecret } from "kubernetes-models/v1/Secret";
+import { type BootcNode, type BootcNodeSpec, findCondition } from "../lib/api/mod.ts";
+import { FakeClock } from "../lib/clock.ts";
+import { Agent } from "./agent.ts";
+import { FakeBootcHost, fakeEntry, FakeResource, waitFor } from "./testing.ts";
+
+const d = (c: string) => "sha256:" + c.repeat(64);
+const A = `registry.example/os@${d("a")}`;
+const B = `registry.example/os@${d("b")}`;
+const C = `registry.example/os@${d("c")}`;
+const NODE = "worker-1";
+
+function bootcNode(spec: Partial<BootcNodeSpec>): BootcNode {
+  return {
+    apiVersion: "node.bootc.dev/v1alpha1",
+    kind: "BootcNode",
+    metadata: { name: NODE },
+    spec: { desiredImage: A, desiredImageState: "Staged", rebootPolicy: "RebootOnly", ...spec },
+  };
+}
+
+interface Harness {
+  nodes: FakeResource<BootcNode>;
+  secrets: FakeResource<ISecret>;
+  host: FakeBootcHost;
+  clock: FakeClock;
+  hostRoot: string;
+  agent: Agent;
+  idle(): string | undefined;
+  degraded(): { status?: string; message?: string };
+  /** Stops the agent (like a crash: nothing is flushed), keeping API and host. */
+  stop(): Promise<void>;
+  /** Starts a fresh agent on the same API and host (a restarted pod). */
+  restart(): Promise<void>;
+  close(): Promise<void>;
+}
+
+async function start(spec: Partial<BootcNodeSpec>, host = new FakeBootcHost(A)): Promise<Harness> {
+  const nodes = new FakeResource<BootcNode>();
+  const secrets = new FakeResource<ISecret>();
+  const clock = new FakeClock("2026-05-01T10:00:00Z");
+  const hostRoot = await Deno.makeTempDir();
+  nodes.put(bootcNode(spec));
+  let controller = new AbortController();
+  let done: Promise<void> = Promise.resolve();
+  const h: Harness = {
+    nodes,
+    secrets,
+    host,
+    clock,
+    hostRoot,
+    agent: undefined as unknown as Agent,
+    idle: () => {
+      const c = findCondition(nodes.peek(NODE)?.status?.conditions, "Idle");
+      return c ? `${c.status}/${c.reason}` : undefined;
+    },
+    degraded: () => {
+      const c = findCondition(nodes.peek(NODE)?.status?.conditions, "Degraded");
+      return { status: c?.status, message: c?.message };
+    },
+    stop: async () => {
+      controller.abort();
+      await done;
+    },
+    restart: async () => {
+      await h.stop();
+      controller = new AbortController();
+      h.agent = new Agent({
+        nodeName: NODE,
+        nodes,
+        secrets: () => secrets,
+        executor: host,
+        hostRoot,
+        clock,
+        retry: { initialMs: 1_000, maxMs: 8_000 },
+      });
+      done = h.agent.run(controller.signal);
+    },
+    close: async () => {
+      await h.stop();
+      await Deno.remove(hostRoot, { recursive: true });
+    },
+  };
+  await h.restart();
+  return h;
+}
+
+/** Polls an async `check` until it holds. */
+async function eventually(check: () => Promise<boolean>, what: string) {
+  const deadline = Date.now() + 5_000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** Advances the fake clock step by step until `check` holds. */
+async function advanceUntil(h: Harness, check: () => boolean, what: string, stepMs = 1_000) {
+  await waitFor(() => {
+    if (check()) return true;
+    h.clock.advance(stepMs);
+    return false;
+  }, what);
+}
+
+Deno.test("agent: Idle → Staging (persisted before the pull) → Staged, writing only transitions", async () => {
+  const h = await start({ desiredImage: B });
+  try {
+    const seenAtStage: (string | undefined)[] = [];
+    h.host.beforeCommand = (call) => {
+      if (call.startsWith("stage")) seenAtStage.push(h.idle());
+    };
+    await waitFor(() => h.idle() === "False/Staged", "Staged");
+    assert.deepEqual(seenAtStage, ["False/Staging"]);
+    assert.deepEqual(h.host.calls, ["version", "status", "mask", "status", `stage ${B}`, "status"]);
+    assert.equal(h.nodes.count("patch", "status"), 2, "one write for Staging, one for Staged");
+    const status = h.nodes.peek(NODE)!.status!;
+    assert.equal(status.staged?.image, B);
+    assert.equal(status.staged?.downloadOnly, true);
+    assert.equal(status.booted?.image, A);
+    assert.equal(status.autoUpdatesDisabled, true);
+    assert.equal(status.bootcVersion, "1.16.10");
+    assert.equal(h.degraded().status, "False");
+
+    // Host change signals and polls re-read bootc but write nothing new.
+    for (let i = 0; i < 3; i++) {
+      const reads = h.host.calls.length;
+      h.agent.kick();
+      await waitFor(() => h.host.calls.length > reads, "a status read");
+    }
+    h.clock.advance(5 * 60_000);
+    await waitFor(() => h.host.calls.filter((c) => c === "status").length >= 6, "poll");
+    assert.equal(h.nodes.count("patch", "status"), 2);
+    assert.equal(h.nodes.count("watch"), 1);
+    assert.equal(h.nodes.count("list"), 1);
+    assert.deepEqual(
+      h.nodes.calls.filter((c) => c.verb === "watch").map((c) => c.fieldSelector),
+      [`metadata.name=${NODE}`],
+    );
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("agent: Booted re-reads status right before, persists Rebooting, applies once; Idle after reboot", async () => {
+  const host = new FakeBootcHost(A);
+  host.staged = fakeEntry(B, { downloadOnly: true });
+  const h = await start({
+    desiredImage: B,
+    desiredImageState: "Booted",
+    rebootPolicy: "AllowSoftReboot",
+  }, host);
+  try {
+    let idleAtApply: string | undefined;
+    h.host.beforeCommand = (call) => {
+      if (call.startsWith("apply")) idleAtApply = h.idle();
+    };
+    await waitFor(() => h.host.rebootRequested, "apply");
+    assert.equal(idleAtApply, "False/Rebooting");
+    const applyAt = h.host.calls.indexOf("apply switch soft");
+    assert.equal(h.host.calls[applyAt - 1], "status", "status read right before apply");
+    // While the command runs, nothing else happens.
+    h.agent.kick();
+    h.clock.advance(10 * 60_000);
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(h.host.calls.filter((c) => c.startsWith("apply")).length, 1);
+
+    // The host reboots into B; the pod restarts.
+    await h.stop();
+    h.host.reboot();
+    await h.restart();
+    await waitFor(() => h.idle() === "True/Idle", "Idle after reboot");
+    const status = h.nodes.peek(NODE)!.status!;
+    assert.equal(status.booted?.image, B);
+    assert.equal(status.rollback?.image, A);
+    assert.equal(status.staged, undefined);
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("agent: the staged digest is checked right before apply (--from-downloaded applies anything)", async () => {
+  const host = new FakeBootcHost(A);
+  host.staged = fakeEntry(B, { downloadOnly: true });
+  let statusReads = 0;
+  let stagedAtApply: string | undefined;
+  host.beforeCommand = (call) => {
+    // Right after the read that decides to apply, another image gets staged.
+    if (call === "status" && ++statusReads === 2) {
+      queueMicrotask(() => host.staged = fakeEntry(C, { downloadOnly: true }));
+    }
+    if (call.startsWith("apply")) stagedAtApply = host.staged?.image?.image.image;
+  };
+  const h = await start({ desiredImage: B, desiredImageState: "Booted" }, host);
+  try {
+    await waitFor(() => h.host.rebootRequested, "apply");
+    assert.equal(stagedAtApply, B, "C was replaced by B before applying");
+    assert.ok(h.host.calls.indexOf(`stage ${B}`) < h.host.calls.indexOf("apply switch"));
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("agent: a failing apply is Degraded with bootc's message and retried after backoff", async () => {
+  const host = new FakeBootcHost(A);
+  host.staged = fakeEntry(B, { downloadOnly: true });
+  const h = await start({ desiredImage: B, desiredImageState: "Booted" }, host);
+  try {
+    await waitFor(() => h.host.rebootRequested, "apply");
+    h.host.finishApply("bootc switch --from-downloaded --apply: error: Rebooting: access denied");
+    await waitFor(() => h.degraded().status === "True", "Degraded");
+    assert.match(h.degraded().message!, /error: Rebooting: access denied/);
+    assert.equal(h.idle(), "False/Rebooting");
+    await advanceUntil(
+      h,
+      () => h.host.calls.filter((c) => c.startsWith("apply")).length === 2,
+      "retried apply",
+    );
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("agent: desiredImage changed while staging → re-stage, never apply the old image", async () => {
+  const h = await start({ desiredImage: B });
+  try {
+    const release = h.host.holdStages();
+    await waitFor(() => h.host.calls.includes(`stage ${B}`), "stage B");
+    h.nodes.put(bootcNode({ desiredImage: C, desiredImageState: "Booted" }));
+    release();
+    await waitFor(() => h.host.calls.includes(`stage ${C}`), "stage C");
+    await waitFor(() => h.host.rebootRequested, "apply of C");
+    assert.equal(h.host.staged?.image?.image.image, C);
+    assert.equal(h.idle(), "False/Rebooting");
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("agent: killed mid-stage, the restarted daemon stages again", async () => {
+  const h = await start({ desiredImage: B });
+  try {
+    h.host.holdStages();
+    await waitFor(() => h.host.calls.includes(`stage ${B}`), "stage");
+    assert.equal(h.idle(), "False/Staging");
+    await h.stop(); // the pull dies with it: nothing staged
+    const release = h.host.holdStages();
+    release();
+    h.host.calls.length = 0;
+    await h.restart();
+    await waitFor(() => h.idle() === "False/Staged", "Staged after restart");
+    assert.deepEqual(h.host.calls, ["version", "status", "mask", "status", `stage ${B}`, "status"]);
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("agent: an unexpected reboot discards the locked stage → re-staged", async () => {
+  const h = await start({ desiredImage: B });
+  try {
+    await waitFor(() => h.idle() === "False/Staged", "Staged");
+    await h.stop();
+    h.host.reboot();
+    assert.equal(h.host.booted?.image?.image.image, A, "a locked stage is not applied");
+    await h.restart();
+    await waitFor(() => h.host.calls.filter((c) => c === `stage ${B}`).length === 2, "re-stage");
+    await waitFor(() => h.idle() === "False/Staged", "Staged again");
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("agent: stage errors are Degraded with bootc's error line and retried", async () => {
+  const host = new FakeBootcHost(A);
+  host.stageError = "error: Switching: Pulling: manifest unknown";
+  const h = await start({ desiredImage: B }, host);
+  try {
+    await waitFor(() => h.degraded().status === "True", "Degraded");
+    assert.equal(h.degraded().message, `bootc switch --download-only: ${host.stageError}`);
+    assert.equal(h.idle(), "False/Staging");
+    h.host.stageError = undefined;
+    await advanceUntil(h, () => h.idle() === "False/Staged", "recovered");
+    assert.equal(h.degraded().status, "False");
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("agent: bootc status errors and booted: null are Degraded", async () => {
+  const h = await start({ desiredImage: B }, new FakeBootcHost(null));
+  try {
+    await waitFor(() => h.degraded().status === "True", "Degraded");
+    assert.match(h.degraded().message!, /no booted deployment \(booted: null\)/);
+    assert.equal(h.host.calls.some((c) => c.startsWith("stage")), false);
+    h.host.booted = fakeEntry(A);
+    h.host.statusError = "error: Loading sysroot: Timeout waiting for /boot";
+    h.agent.kick();
+    await waitFor(
+      () => /Loading sysroot/.test(h.degraded().message ?? ""),
+      "status error reported",
+    );
+    h.host.statusError = undefined;
+    await advanceUntil(h, () => h.idle() === "False/Staged", "recovered");
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("agent: pull Secret written atomically with mode 0600, rotated, removed; missing → Degraded", async () => {
+  const auth1 = JSON.stringify({ auths: { "registry.example": { auth: btoa("u:p1") } } });
+  const auth2 = JSON.stringify({ auths: { "registry.example": { auth: btoa("u:p2") } } });
+  const secret = (content: string): ISecret => ({
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: { name: "regcred", namespace: "bootc-operator" },
+    type: "kubernetes.io/dockerconfigjson",
+    data: { ".dockerconfigjson": btoa(content) },
+  });
+  const ref = { name: "regcred", namespace: "bootc-operator" };
+  const h = await start({ desiredImage: A });
+  const file = `${h.hostRoot}/run/ostree/auth.json`;
+  const read = () => Deno.readTextFile(file).catch(() => undefined);
+  try {
+    await waitFor(() => h.idle() === "True/Idle", "Idle");
+    // A reference to a Secret that does not exist.
+    h.nodes.put(bootcNode({ desiredImage: A, pullSecretRef: ref, pullSecretHash: "h1" }));
+    await waitFor(() => h.degraded().status === "True", "Degraded");
+    assert.equal(h.degraded().message, "pull secret bootc-operator/regcred: Secret not found");
+    // The Secret appears: retried with backoff.
+    h.secrets.put(secret(auth1));
+    await advanceUntil(h, () => h.degraded().status === "False", "installed");
+    assert.equal(await read(), auth1);
+    assert.equal((await Deno.stat(file)).mode! & 0o777, 0o600);
+    const gets = h.secrets.count("get");
+    // Rotation: the controller bumps the hash.
+    h.secrets.put(secret(auth2));
+    h.agent.kick();
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(h.secrets.count("get"), gets, "no GET without a hash change (no Secret watch)");
+    h.nodes.put(bootcNode({ desiredImage: A, pullSecretRef: ref, pullSecretHash: "h2" }));
+    await waitFor(() => h.secrets.count("get") === gets + 1, "re-fetch");
+    await eventually(async () => (await read()) === auth2, "rotated file");
+    const leftovers = [...Deno.readDirSync(`${h.hostRoot}/run/ostree`)].map((e) => e.name);
+    assert.deepEqual(leftovers.sort(), ["auth.json", "auth.json.bootc-operator"]);
+    // The reference goes away: the file goes too.
+    h.nodes.put(bootcNode({ desiredImage: A }));
+    await eventually(async () => (await read()) === undefined, "removed file");
+    // A key missing from the Secret is named.
+    h.secrets.put({ ...secret(auth1), data: {} });
+    h.nodes.put(bootcNode({ desiredImage: A, pullSecretRef: ref, pullSecretHash: "h3" }));
+    await waitFor(() => /key \.dockerconfigjson missing/.test(h.degraded().message ?? ""), "key");
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("agent: BootcNode status rewritten when someone else clobbers it", async () => {
+  const h = await start({ desiredImage: A });
+  try {
+    await waitFor(() => h.idle() === "True/Idle", "Idle");
+    const node = h.nodes.peek(NODE)!;
+    await h.nodes.patch(NODE, [{ op: "add", path: "/status", value: {} }], {
+      type: "json",
+      subresource: "status",
+    });
+    assert.equal(node.status !== undefined, true);
+    await waitFor(() => h.idle() === "True/Idle", "rewritten");
+  } finally {
+    await h.close();
+  }
+});
