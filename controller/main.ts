@@ -1,0 +1,162 @@
+/**
+ * The controller executable: parses flags, builds the client, the Pool
+ * Reconciler, the metrics/probe server and (by default) a Lease leader
+ * election, and shuts down cleanly on SIGTERM/SIGINT.
+ *
+ * ```
+ * deno run --allow-all controller/main.ts [--kubeconfig PATH] [--namespace bootc-operator]
+ *   [--metrics-addr :8080] [--registry-poll-interval 5m] [--insecure-registry HOST]...
+ *   [--registry-ca-file PATH] [--leader-elect=true|false] [--leader-election-id ID]
+ * ```
+ *
+ * @module
+ */
+import { parseArgs } from "node:util";
+import { EventRecorder, KubeClient, LeaderElector } from "../lib/kube/mod.ts";
+import { createLogger } from "../lib/log.ts";
+import { ControllerMetrics } from "./metrics.ts";
+import { PoolReconciler } from "./reconciler.ts";
+import { RegistryImageResolver } from "./resolver.ts";
+import { startServer } from "./server.ts";
+
+/** Parsed command line. */
+export interface ControllerFlags {
+  kubeconfig?: string;
+  namespace: string;
+  metricsAddr: string;
+  registryPollIntervalMs: number;
+  insecureRegistries: string[];
+  registryCaFile?: string;
+  leaderElect: boolean;
+  leaderElectionId: string;
+}
+
+/** Parses a Go-style duration ("90s", "5m", "1h30m", "250ms"); a bare number is seconds. */
+export function parseDuration(text: string): number {
+  if (/^\d+(\.\d+)?$/.test(text)) return Number(text) * 1000;
+  const units: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+  let total = 0;
+  let rest = text;
+  while (rest.length > 0) {
+    const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)/.exec(rest);
+    if (!m) throw new Error(`invalid duration ${JSON.stringify(text)} (e.g. 30s, 5m, 1h)`);
+    total += Number(m[1]) * units[m[2]];
+    rest = rest.slice(m[0].length);
+  }
+  if (total <= 0) throw new Error(`duration ${JSON.stringify(text)} must be positive`);
+  return total;
+}
+
+function parseBool(name: string, value: string | undefined): boolean {
+  if (value === undefined || value === "" || value === "true") return true;
+  if (value === "false") return false;
+  throw new Error(`--${name} must be true or false, not ${JSON.stringify(value)}`);
+}
+
+/** Parses the controller's flags. */
+export function parseFlags(args: string[]): ControllerFlags {
+  // --leader-elect may be given bare or as --leader-elect=false.
+  const normalized = args.map((a) => a === "--leader-elect" ? "--leader-elect=true" : a);
+  const { values } = parseArgs({
+    args: normalized,
+    strict: true,
+    options: {
+      kubeconfig: { type: "string" },
+      namespace: { type: "string", default: "bootc-operator" },
+      "metrics-addr": { type: "string", default: ":8080" },
+      "registry-poll-interval": { type: "string", default: "5m" },
+      "insecure-registry": { type: "string", multiple: true, default: [] },
+      "registry-ca-file": { type: "string" },
+      "leader-elect": { type: "string", default: "true" },
+      "leader-election-id": { type: "string", default: "bootc-operator-controller" },
+    },
+  });
+  return {
+    kubeconfig: values.kubeconfig,
+    namespace: values.namespace!,
+    metricsAddr: values["metrics-addr"]!,
+    registryPollIntervalMs: parseDuration(values["registry-poll-interval"]!),
+    insecureRegistries: values["insecure-registry"] ?? [],
+    registryCaFile: values["registry-ca-file"],
+    leaderElect: parseBool("leader-elect", values["leader-elect"]),
+    leaderElectionId: values["leader-election-id"]!,
+  };
+}
+
+/** Runs the controller until `signal` aborts. */
+export async function runController(flags: ControllerFlags, signal: AbortSignal): Promise<void> {
+  const log = createLogger({ fields: { component: "controller" } });
+  const client = await KubeClient.fromEnvironment({ path: flags.kubeconfig });
+  const identity = `${Deno.hostname()}-${crypto.randomUUID().slice(0, 8)}`;
+  const metrics = new ControllerMetrics();
+  const caCertPem = flags.registryCaFile
+    ? await Deno.readTextFile(flags.registryCaFile)
+    : undefined;
+  const reconciler = new PoolReconciler({
+    client,
+    resolver: new RegistryImageResolver({
+      insecureRegistries: flags.insecureRegistries,
+      caCertPem,
+    }),
+    events: new EventRecorder({
+      client,
+      component: "bootc-operator-controller",
+      host: identity,
+      namespace: flags.namespace,
+      logger: log,
+    }),
+    metrics,
+    logger: log,
+    planner: { defaultPollIntervalMs: flags.registryPollIntervalMs },
+  });
+  const server = startServer({
+    addr: flags.metricsAddr,
+    signal,
+    metrics: metrics.registry,
+    ready: () => reconciler.hasSynced(),
+    logger: log,
+  });
+  const caches = reconciler.startCaches(signal);
+  try {
+    if (!flags.leaderElect) {
+      await reconciler.runWorkers(signal);
+    } else {
+      const elector = new LeaderElector({
+        client,
+        namespace: flags.namespace,
+        name: flags.leaderElectionId,
+        identity,
+        logger: log,
+      });
+      while (!signal.aborted) {
+        await elector.run({
+          onStartedLeading: (leading) => reconciler.runWorkers(leading),
+          onStoppedLeading: () => log.info("stopped leading", { identity }),
+        }, signal);
+      }
+    }
+  } catch (e) {
+    if (!signal.aborted) throw e;
+  } finally {
+    await caches.catch(() => {});
+    await server.finished;
+    client.close();
+  }
+  log.info("controller stopped");
+}
+
+if (import.meta.main) {
+  let flags: ControllerFlags;
+  try {
+    flags = parseFlags(Deno.args);
+  } catch (e) {
+    console.error(`controller: ${(e as Error).message}`);
+    Deno.exit(2);
+  }
+  const ac = new AbortController();
+  for (const sig of ["SIGTERM", "SIGINT"] as const) {
+    Deno.addSignalListener(sig, () => ac.abort(new Error(`received ${sig}`)));
+  }
+  await runController(flags, ac.signal);
+  Deno.exit(0);
+}

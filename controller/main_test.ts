@@ -1,0 +1,53 @@
+import assert from "node:assert/strict";
+import { parseDuration, parseFlags } from "./main.ts";
+
+Deno.test("parseFlags: defaults", () => {
+  const f = parseFlags([]);
+  assert.equal(f.namespace, "bootc-operator");
+  assert.equal(f.metricsAddr, ":8080");
+  assert.equal(f.registryPollIntervalMs, 300_000);
+  assert.deepEqual(f.insecureRegistries, []);
+  assert.equal(f.leaderElect, true);
+  assert.equal(f.leaderElectionId, "bootc-operator-controller");
+});
+
+Deno.test("parseFlags: every flag, repeatable --insecure-registry, --leader-elect=false", () => {
+  const f = parseFlags([
+    "--kubeconfig",
+    "/k",
+    "--namespace=ops",
+    "--metrics-addr",
+    "127.0.0.1:9090",
+    "--registry-poll-interval",
+    "90s",
+    "--insecure-registry",
+    "a:5000",
+    "--insecure-registry=b:5000",
+    "--registry-ca-file",
+    "/ca.pem",
+    "--leader-elect=false",
+    "--leader-election-id",
+    "x",
+  ]);
+  assert.deepEqual(f, {
+    kubeconfig: "/k",
+    namespace: "ops",
+    metricsAddr: "127.0.0.1:9090",
+    registryPollIntervalMs: 90_000,
+    insecureRegistries: ["a:5000", "b:5000"],
+    registryCaFile: "/ca.pem",
+    leaderElect: false,
+    leaderElectionId: "x",
+  });
+  assert.equal(parseFlags(["--leader-elect"]).leaderElect, true);
+  assert.throws(() => parseFlags(["--leader-elect=maybe"]), /true or false/);
+  assert.throws(() => parseFlags(["--bogus"]), /bogus/);
+});
+
+Deno.test("parseDuration", () => {
+  assert.equal(parseDuration("5m"), 300_000);
+  assert.equal(parseDuration("1h30m"), 5_400_000);
+  assert.equal(parseDuration("250ms"), 250);
+  assert.equal(parseDuration("45"), 45_000);
+  assert.throws(() => parseDuration("5 minutes"), /invalid duration/);
+});

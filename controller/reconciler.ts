@@ -1,0 +1,645 @@
+/**
+ * The Pool Reconciler's imperative shell: informers keep caches of pools,
+ * nodes, BootcNodes, pull Secrets and PDBs; watch events map to pool keys on a
+ * work queue (one reconcile per pool at a time); each reconcile gathers the
+ * planner's inputs from the caches (plus the pods of the nodes it drains, listed
+ * fresh), calls {@linkcode planPool}, applies the actions in order, writes the
+ * status when it changed, records events and requeues.
+ *
+ * Writes are level-triggered and idempotent: every in-flight fact lives in the
+ * API (slot, prior cordon and drained-at annotations), so a new process picks
+ * up where an old one stopped. After writing, a reconcile waits until its own
+ * writes are visible in the caches, so the next one never plans on stale data
+ * (which could hand out a slot twice).
+ *
+ * @module
+ */
+import type { INode } from "kubernetes-models/v1/Node";
+import type { IPodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBudget";
+import type { ISecret } from "kubernetes-models/v1/Secret";
+import {
+  type BootcNode,
+  type BootcNodePool,
+  CONTROLLER_FIELD_MANAGER,
+  LABEL_POOL,
+} from "../lib/api/mod.ts";
+import { type Clock, systemClock } from "../lib/clock.ts";
+import {
+  Informer,
+  isAlreadyExists,
+  isNotFound,
+  type KubeClient,
+  type KubeObject,
+  labelIndex,
+  type ResourceClient,
+  Resources,
+  WorkQueue,
+} from "../lib/kube/mod.ts";
+import { type Logger, silentLogger } from "../lib/log.ts";
+import { evictPods, type PodLike, summarizePod } from "./drain.ts";
+import { EffectiveState } from "./effective_state.ts";
+import type { ControllerMetrics } from "./metrics.ts";
+import {
+  type Action,
+  owningPool,
+  type Plan,
+  type PlannedEvent,
+  type PlannerOptions,
+  planPool,
+  POOL_FINALIZER,
+  type ResolutionMemo,
+  resolutionNeed,
+} from "./planner.ts";
+import { statusEqual } from "./pool_status.ts";
+import { dockerConfigOf, type ImageResolver, secretDataHash } from "./resolver.ts";
+import { matchesSelector } from "./selector.ts";
+import type { NodeSummary, PdbSummary, PodSummary, PoolSummary } from "./types.ts";
+
+/** A Node as cached. */
+export type Node = INode & KubeObject;
+/** A Secret as cached. */
+export type Secret = ISecret & KubeObject;
+/** A PodDisruptionBudget as cached. */
+export type Pdb = IPodDisruptionBudget & KubeObject;
+
+/** Where events go (lib/kube's EventRecorder fits). */
+export interface EventSink {
+  record(
+    involved: KubeObject,
+    type: "Normal" | "Warning",
+    reason: string,
+    message: string,
+  ): Promise<void>;
+}
+
+/** Options of {@linkcode PoolReconciler}. */
+export interface PoolReconcilerOptions {
+  client: KubeClient;
+  resolver: ImageResolver;
+  events?: EventSink;
+  metrics?: ControllerMetrics;
+  clock?: Clock;
+  logger?: Logger;
+  planner?: PlannerOptions;
+  /** Pools reconciled in parallel (never the same pool twice; default 2). */
+  workers?: number;
+  /** How long a reconcile waits for the caches to show its own writes (default 10 s). */
+  cacheWaitMs?: number;
+  /** Longest back-off between drain passes whose evictions were refused (default 60 s). */
+  maxDrainBackoffMs?: number;
+}
+
+/** Counts of the writes a reconciler made, by kind (for tests and reports). */
+export type WriteCounts = Record<string, number>;
+
+interface Written {
+  store: "bootcNodes" | "nodes" | "pools";
+  name: string;
+  resourceVersion?: string;
+  deleted?: boolean;
+}
+
+const nodeSummaries = new WeakMap<Node, NodeSummary>();
+
+/** Builds (and caches per object) the planner's view of a Node. */
+export function summarizeNode(node: Node): NodeSummary {
+  const cached = nodeSummaries.get(node);
+  if (cached) return cached;
+  const ready = node.status?.conditions?.find((c) => c.type === "Ready");
+  const summary: NodeSummary = {
+    name: node.metadata?.name ?? "",
+    uid: node.metadata?.uid,
+    labels: node.metadata?.labels ?? {},
+    unschedulable: node.spec?.unschedulable === true,
+    ready: ready?.status === "True",
+    readySince: ready?.lastTransitionTime as string | undefined,
+  };
+  nodeSummaries.set(node, summary);
+  return summary;
+}
+
+/** Summarises a PDB for the planner. */
+export function summarizePdb(pdb: Pdb): PdbSummary {
+  return {
+    namespace: pdb.metadata?.namespace ?? "",
+    name: pdb.metadata?.name ?? "",
+    selector: pdb.spec?.selector as PdbSummary["selector"],
+    disruptionsAllowed: pdb.status?.disruptionsAllowed ?? 0,
+  };
+}
+
+function readyStatus(node: Node): string | undefined {
+  return node.status?.conditions?.find((c) => c.type === "Ready")?.status;
+}
+
+/** True when a Node update matters to pools: labels, Ready or spec.unschedulable changed. */
+export function nodeChangeMatters(oldNode: Node, newNode: Node): boolean {
+  return JSON.stringify(oldNode.metadata?.labels ?? {}) !==
+      JSON.stringify(newNode.metadata?.labels ?? {}) ||
+    readyStatus(oldNode) !== readyStatus(newNode) ||
+    (oldNode.spec?.unschedulable === true) !== (newNode.spec?.unschedulable === true);
+}
+
+/** True when a pool update needs a reconcile (spec or lifecycle, not our own status writes). */
+export function poolChangeMatters(oldPool: BootcNodePool, newPool: BootcNodePool): boolean {
+  return oldPool.metadata.generation !== newPool.metadata.generation ||
+    oldPool.metadata.deletionTimestamp !== newPool.metadata.deletionTimestamp ||
+    JSON.stringify(oldPool.metadata.finalizers ?? []) !==
+      JSON.stringify(newPool.metadata.finalizers ?? []);
+}
+
+function newerOrEqual(have: string | undefined, want: string | undefined): boolean {
+  if (want === undefined) return true;
+  if (have === undefined) return false;
+  if (/^\d+$/.test(have) && /^\d+$/.test(want)) return BigInt(have) >= BigInt(want);
+  return have === want;
+}
+
+/** The Pool Reconciler; see the module documentation. */
+export class PoolReconciler {
+  /** Cache of BootcNodePools. */
+  readonly pools: Informer<BootcNodePool>;
+  /** Cache of Nodes. */
+  readonly nodes: Informer<Node>;
+  /** Cache of BootcNodes (indexed by pool label). */
+  readonly bootcNodes: Informer<BootcNode>;
+  /** Cache of pull Secrets (type kubernetes.io/dockerconfigjson). */
+  readonly secrets: Informer<Secret>;
+  /** Cache of PodDisruptionBudgets. */
+  readonly pdbs: Informer<Pdb>;
+  /** Writes made so far, by kind. */
+  readonly writes: WriteCounts = {};
+
+  #client: KubeClient;
+  #resolver: ImageResolver;
+  #events?: EventSink;
+  #metrics?: ControllerMetrics;
+  #clock: Clock;
+  #log: Logger;
+  #plannerOptions: PlannerOptions;
+  #workers: number;
+  #cacheWaitMs: number;
+  #maxDrainBackoffMs: number;
+  #queue?: WorkQueue<string>;
+  #memos = new Map<string, ResolutionMemo>();
+  #onceKeys = new Set<string>();
+  #drainRefusals = new Map<string, number>();
+  #poolClient: ResourceClient<BootcNodePool>;
+  #bootcNodeClient: ResourceClient<BootcNode>;
+  #nodeClient: ResourceClient<Node>;
+
+  /** Creates the informers; nothing runs until {@linkcode startCaches} / {@linkcode runWorkers}. */
+  constructor(options: PoolReconcilerOptions) {
+    this.#client = options.client;
+    this.#resolver = options.resolver;
+    this.#events = options.events;
+    this.#metrics = options.metrics;
+    this.#clock = options.clock ?? systemClock;
+    this.#log = (options.logger ?? silentLogger).with({ component: "pool-reconciler" });
+    this.#plannerOptions = options.planner ?? {};
+    this.#workers = options.workers ?? 2;
+    this.#cacheWaitMs = options.cacheWaitMs ?? 10_000;
+    this.#maxDrainBackoffMs = options.maxDrainBackoffMs ?? 60_000;
+    const c = options.client;
+    this.#poolClient = c.resource<BootcNodePool>(Resources.bootcNodePools);
+    this.#bootcNodeClient = c.resource<BootcNode>(Resources.bootcNodes);
+    this.#nodeClient = c.resource<Node>(Resources.nodes);
+    const common = { clock: this.#clock, logger: this.#log };
+    this.pools = new Informer<BootcNodePool>({ resource: this.#poolClient, ...common });
+    this.nodes = new Informer<Node>({ resource: this.#nodeClient, ...common });
+    this.bootcNodes = new Informer<BootcNode>({
+      resource: this.#bootcNodeClient,
+      indexers: { pool: labelIndex<BootcNode>(LABEL_POOL) },
+      ...common,
+    });
+    this.secrets = new Informer<Secret>({
+      resource: c.resource<Secret>(Resources.secrets),
+      fieldSelector: "type=kubernetes.io/dockerconfigjson",
+      ...common,
+    });
+    this.pdbs = new Informer<Pdb>({
+      resource: c.resource<Pdb>(Resources.poddisruptionbudgets),
+      ...common,
+    });
+    this.#wireHandlers();
+  }
+
+  #enqueue(name: string | undefined) {
+    if (name) this.#queue?.add(name);
+  }
+
+  /** Pools whose selector matches the node's labels, plus the pool owning its BootcNode. */
+  poolsForNode(nodeName: string, labels: Record<string, string> | undefined): string[] {
+    const out = new Set<string>();
+    for (const pool of this.pools.store.list()) {
+      if (labels && matchesSelector(pool.spec.nodeSelector, labels)) {
+        out.add(pool.metadata.name ?? "");
+      }
+    }
+    const bn = this.bootcNodes.store.get(nodeName);
+    const owner = bn ? owningPool(bn) : undefined;
+    if (owner) out.add(owner);
+    return [...out];
+  }
+
+  #wireHandlers() {
+    this.pools.onAdd((p) => this.#enqueue(p.metadata.name));
+    this.pools.onUpdate((o, n) => {
+      if (poolChangeMatters(o, n)) this.#enqueue(n.metadata.name);
+    });
+    this.pools.onDelete((p) => {
+      this.#memos.delete(p.metadata.name ?? "");
+      this.#metrics?.poolNodes.deleteMatching({ pool: p.metadata.name ?? "" });
+      this.#metrics?.slotsInUse.deleteMatching({ pool: p.metadata.name ?? "" });
+    });
+    const onNode = (n: Node) => {
+      for (const p of this.poolsForNode(n.metadata?.name ?? "", n.metadata?.labels)) {
+        this.#enqueue(p);
+      }
+    };
+    this.nodes.onAdd(onNode);
+    this.nodes.onUpdate((o, n) => {
+      if (!nodeChangeMatters(o, n)) return;
+      // Pools the node matched before matter too: they must let it go.
+      for (const p of this.poolsForNode(o.metadata?.name ?? "", o.metadata?.labels)) {
+        this.#enqueue(p);
+      }
+      onNode(n);
+    });
+    this.nodes.onDelete(onNode);
+    const onBootcNode = (bn: BootcNode) => {
+      this.#enqueue(owningPool(bn));
+      // A BootcNode going away may free a contested node for another pool.
+      const node = this.nodes.store.get(bn.metadata.name ?? "");
+      if (node) onNode(node);
+    };
+    this.bootcNodes.onAdd(onBootcNode);
+    this.bootcNodes.onUpdate((_o, n) => onBootcNode(n));
+    this.bootcNodes.onDelete(onBootcNode);
+    const onSecret = (s: Secret) => {
+      for (const pool of this.pools.store.list()) {
+        const ref = pool.spec.pullSecretRef;
+        if (ref && ref.name === s.metadata?.name && ref.namespace === s.metadata?.namespace) {
+          this.#enqueue(pool.metadata.name);
+        }
+      }
+    };
+    this.secrets.onAdd(onSecret);
+    this.secrets.onUpdate((_o, n) => onSecret(n));
+    this.secrets.onDelete(onSecret);
+  }
+
+  /** All informers, for starting and sync checks. */
+  #informers(): Informer<KubeObject>[] {
+    return [
+      this.pools,
+      this.nodes,
+      this.bootcNodes,
+      this.secrets,
+      this.pdbs,
+    ] as unknown as Informer<KubeObject>[];
+  }
+
+  /** Runs the informers until `signal` aborts; resolves once they stopped. */
+  async startCaches(signal: AbortSignal): Promise<void> {
+    await Promise.all(this.#informers().map((i) => i.start(signal)));
+  }
+
+  /** True once every cache has done its first list. */
+  hasSynced(): boolean {
+    return this.#informers().every((i) => i.hasSynced());
+  }
+
+  /** Resolves once every cache is synced. */
+  async waitForSync(signal?: AbortSignal): Promise<void> {
+    await Promise.all(this.#informers().map((i) => i.waitForSync(signal)));
+  }
+
+  /**
+   * Processes pools until `signal` aborts (run it while leading). Waits for the
+   * caches, enqueues every pool, and on abort lets in-flight reconciles finish.
+   */
+  async runWorkers(signal: AbortSignal): Promise<void> {
+    if (this.#queue) throw new Error("workers already running");
+    await this.waitForSync(signal);
+    const queue = new WorkQueue<string>({ clock: this.#clock, logger: this.#log });
+    this.#queue = queue;
+    const stop = () => void queue.shutDown();
+    signal.addEventListener("abort", stop, { once: true });
+    try {
+      for (const p of this.pools.store.list()) queue.add(p.metadata.name ?? "");
+      await queue.run((key) => this.#timedReconcile(key), { concurrency: this.#workers });
+    } finally {
+      signal.removeEventListener("abort", stop);
+      this.#queue = undefined;
+    }
+  }
+
+  async #timedReconcile(name: string): Promise<void> {
+    const started = performance.now();
+    try {
+      await this.reconcile(name);
+    } catch (e) {
+      this.#metrics?.reconcileErrors.inc({ pool: name });
+      throw e;
+    } finally {
+      this.#metrics?.reconcileDuration.observe(
+        { pool: name },
+        (performance.now() - started) / 1000,
+      );
+    }
+  }
+
+  async #pullSecret(pool: BootcNodePool): Promise<{ hash?: string; dockerConfig?: string }> {
+    const ref = pool.spec.pullSecretRef;
+    if (!ref) return {};
+    const secret = this.secrets.store.getByName(ref.name, ref.namespace);
+    if (!secret) return {};
+    return {
+      hash: await secretDataHash(secret.data as Record<string, string> | undefined),
+      dockerConfig: dockerConfigOf(secret.data as Record<string, string> | undefined),
+    };
+  }
+
+  async #listPods(nodes: readonly string[]): Promise<Map<string, PodSummary[]>> {
+    const pods = this.#client.resource<PodLike>(Resources.pods);
+    const out = new Map<string, PodSummary[]>();
+    await Promise.all(nodes.map(async (n) => {
+      const list = await pods.list({ fieldSelector: `spec.nodeName=${n}` });
+      out.set(n, list.items.map(summarizePod));
+    }));
+    return out;
+  }
+
+  /** One reconcile of pool `name` (what the work queue runs). */
+  async reconcile(name: string): Promise<void> {
+    const log = this.#log.with({ pool: name });
+    const pool = this.pools.store.get(name);
+    if (!pool) {
+      this.#memos.delete(name);
+      return;
+    }
+    const now = this.#clock.now();
+    const secret = await this.#pullSecret(pool);
+    const need = resolutionNeed(pool, now, this.#memos.get(name), this.#plannerOptions);
+    if (need.kind === "resolve" && !pool.metadata.deletionTimestamp) {
+      let memo: ResolutionMemo;
+      try {
+        const r = await this.#resolver.resolve(need.ref, { dockerConfigJson: secret.dockerConfig });
+        memo = { generation: pool.metadata.generation, at: now, result: { ok: true, ...r } };
+      } catch (e) {
+        const message = e instanceof Error ? e.message : String(e);
+        log.warn("image resolution failed", { ref: need.ref, error: message });
+        memo = { generation: pool.metadata.generation, at: now, result: { ok: false, message } };
+      }
+      this.#memos.set(name, memo);
+    }
+
+    const pools: PoolSummary[] = this.pools.store.list().map((p) => ({
+      name: p.metadata.name ?? "",
+      uid: p.metadata.uid,
+      selector: p.spec.nodeSelector,
+    }));
+    const nodes = new Map<string, NodeSummary>();
+    for (const n of this.nodes.store.list()) nodes.set(n.metadata?.name ?? "", summarizeNode(n));
+    const bootcNodes = new Map<string, BootcNode>();
+    for (const bn of this.bootcNodes.store.list()) bootcNodes.set(bn.metadata.name ?? "", bn);
+    const pdbs = this.pdbs.store.list().map(summarizePdb);
+    const baseInput = {
+      pool,
+      pools,
+      nodes,
+      bootcNodes,
+      pdbs,
+      resolution: this.#memos.get(name),
+      pullSecretHash: secret.hash,
+      now,
+      options: this.#plannerOptions,
+    };
+    let podsByNode = new Map<string, PodSummary[]>();
+    let plan = planPool({ ...baseInput, podsByNode, podsListed: new Set() });
+    if (plan.needPods.length > 0) {
+      podsByNode = await this.#listPods(plan.needPods);
+      plan = planPool({ ...baseInput, podsByNode, podsListed: new Set(podsByNode.keys()) });
+    }
+
+    const written: Written[] = [];
+    let refused = 0;
+    try {
+      for (const action of plan.actions) {
+        refused += await this.#apply(pool, action, written, log);
+      }
+      if (plan.status && !statusEqual(pool.status, plan.status)) {
+        const updated = await this.#poolClient.updateStatus(
+          { ...pool, status: plan.status },
+          { fieldManager: CONTROLLER_FIELD_MANAGER },
+        );
+        this.#count("poolStatus");
+        written.push({
+          store: "pools",
+          name,
+          resourceVersion: updated.metadata?.resourceVersion,
+        });
+      }
+    } finally {
+      await this.#recordEvents(pool, plan.events);
+      this.#observe(name, plan);
+      await this.#awaitCaches(written, log);
+    }
+    this.#requeue(name, plan, refused);
+  }
+
+  #count(kind: string) {
+    this.writes[kind] = (this.writes[kind] ?? 0) + 1;
+    this.#metrics?.apiWrites.inc({ kind });
+  }
+
+  /** Applies one action; returns how many evictions were refused. */
+  async #apply(
+    pool: BootcNodePool,
+    action: Action,
+    written: Written[],
+    log: Logger,
+  ): Promise<number> {
+    const opts = { fieldManager: CONTROLLER_FIELD_MANAGER };
+    const poolName = pool.metadata.name ?? "";
+    switch (action.kind) {
+      case "createBootcNode": {
+        try {
+          const created = await this.#bootcNodeClient.create(action.object, opts);
+          this.#count("createBootcNode");
+          written.push({
+            store: "bootcNodes",
+            name: action.node,
+            resourceVersion: created.metadata?.resourceVersion,
+          });
+        } catch (e) {
+          if (!isAlreadyExists(e)) throw e;
+        }
+        return 0;
+      }
+      case "patchBootcNode": {
+        const updated = await this.#bootcNodeClient.patch(action.node, action.patch, {
+          type: "merge",
+          ...opts,
+        });
+        this.#count("patchBootcNode");
+        written.push({
+          store: "bootcNodes",
+          name: action.node,
+          resourceVersion: updated.metadata?.resourceVersion,
+        });
+        log.info(action.why, { node: action.node });
+        if (action.observe?.metric === "drain_seconds") {
+          this.#metrics?.drainDuration.observe({ pool: poolName }, action.observe.seconds);
+        } else if (action.observe?.metric === "update_seconds") {
+          this.#metrics?.nodeUpdateDuration.observe({ pool: poolName }, action.observe.seconds);
+        }
+        return 0;
+      }
+      case "deleteBootcNode": {
+        try {
+          await this.#bootcNodeClient.delete(action.node, {
+            preconditions: action.uid ? { uid: action.uid } : undefined,
+          });
+          this.#count("deleteBootcNode");
+        } catch (e) {
+          if (!isNotFound(e)) throw e;
+        }
+        written.push({ store: "bootcNodes", name: action.node, deleted: true });
+        log.info("released node", { node: action.node });
+        return 0;
+      }
+      case "patchNode": {
+        try {
+          const updated = await this.#nodeClient.patch(action.node, action.patch, {
+            type: "merge",
+            ...opts,
+          });
+          this.#count("patchNode");
+          written.push({
+            store: "nodes",
+            name: action.node,
+            resourceVersion: updated.metadata?.resourceVersion,
+          });
+          log.info(action.why, { node: action.node });
+        } catch (e) {
+          if (!isNotFound(e)) throw e;
+        }
+        return 0;
+      }
+      case "evict": {
+        const outcomes = await evictPods((ns, pod) => {
+          this.#count("evict");
+          return this.#client.evict(ns, pod);
+        }, action.pods);
+        let refused = 0;
+        for (const o of outcomes) {
+          if (o.result === "refused") {
+            refused++;
+            log.info("eviction refused", { node: action.node, pod: o.pod, reason: o.message });
+          } else if (o.result === "failed") {
+            log.warn("eviction failed", { node: action.node, pod: o.pod, error: o.error });
+          }
+        }
+        const evicted = outcomes.filter((o) => o.result === "evicted").length;
+        if (evicted > 0) log.info("evicted pods", { node: action.node, count: evicted });
+        return refused;
+      }
+      case "addFinalizer":
+      case "removeFinalizer": {
+        const current = pool.metadata.finalizers ?? [];
+        const finalizers = action.kind === "addFinalizer"
+          ? [...current, POOL_FINALIZER]
+          : current.filter((f) => f !== POOL_FINALIZER);
+        try {
+          const updated = await this.#poolClient.patch(poolName, {
+            metadata: { finalizers, resourceVersion: pool.metadata.resourceVersion },
+          }, { type: "merge", ...opts });
+          this.#count("poolFinalizer");
+          written.push({
+            store: "pools",
+            name: poolName,
+            resourceVersion: updated.metadata?.resourceVersion,
+          });
+        } catch (e) {
+          if (!isNotFound(e)) throw e;
+        }
+        return 0;
+      }
+    }
+  }
+
+  async #recordEvents(pool: BootcNodePool, events: readonly PlannedEvent[]) {
+    if (!this.#events) return;
+    const records: Promise<void>[] = [];
+    for (const e of events) {
+      if (e.onceKey) {
+        if (this.#onceKeys.has(e.onceKey)) continue;
+        this.#onceKeys.add(e.onceKey);
+      }
+      const involved: KubeObject = e.regarding.kind === "BootcNodePool"
+        ? { apiVersion: pool.apiVersion, kind: "BootcNodePool", metadata: pool.metadata }
+        : {
+          apiVersion: pool.apiVersion,
+          kind: "BootcNode",
+          metadata: {
+            name: e.regarding.name,
+            uid: this.bootcNodes.store.get(e.regarding.name)?.metadata.uid,
+          },
+        };
+      records.push(this.#events.record(involved, e.type, e.reason, e.message));
+    }
+    await Promise.all(records);
+  }
+
+  #observe(name: string, plan: Plan) {
+    if (!this.#metrics || !plan.status) return;
+    for (const state of Object.values(EffectiveState)) {
+      this.#metrics.poolNodes.set({ pool: name, state }, plan.counts[state]);
+    }
+    this.#metrics.slotsInUse.set({ pool: name }, plan.status.slotsInUse ?? 0);
+  }
+
+  #requeue(name: string, plan: Plan, refused: number) {
+    let delay = plan.requeueAfterMs;
+    if (refused > 0) {
+      // Evictions refused by a PDB: back off exponentially between passes.
+      const n = (this.#drainRefusals.get(name) ?? 0) + 1;
+      this.#drainRefusals.set(name, n);
+      const base = this.#plannerOptions.drainPollMs ?? 5_000;
+      const backoff = Math.min(base * 2 ** (n - 1), this.#maxDrainBackoffMs);
+      delay = delay === undefined ? backoff : Math.max(delay, backoff);
+    } else if (!plan.draining) {
+      this.#drainRefusals.delete(name);
+    }
+    if (delay !== undefined) this.#queue?.addAfter(name, delay);
+  }
+
+  /** Waits until the caches show this reconcile's writes (bounded). */
+  async #awaitCaches(written: readonly Written[], log: Logger) {
+    if (written.length === 0) return;
+    const deadline = Date.now() + this.#cacheWaitMs;
+    const visible = (w: Written) => {
+      const store = w.store === "pools"
+        ? this.pools.store
+        : w.store === "nodes"
+        ? this.nodes.store
+        : this.bootcNodes.store;
+      const obj = (store as { get(k: string): KubeObject | undefined }).get(w.name);
+      if (w.deleted) return obj === undefined;
+      return obj !== undefined && newerOrEqual(obj.metadata?.resourceVersion, w.resourceVersion);
+    };
+    let pending = written.filter((w) => !visible(w));
+    while (pending.length > 0) {
+      if (Date.now() >= deadline) {
+        log.warn("caches did not catch up with our writes", {
+          pending: pending.map((w) => `${w.store}/${w.name}`),
+        });
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 10));
+      pending = pending.filter((w) => !visible(w));
+    }
+  }
+}
