@@ -265,6 +265,39 @@ export class SimulatedHost {
     }
   }
 
+  /**
+   * SIGKILLs the bootc process holding the sysroot lock (a pending `--apply`), as systemd does at
+   * reboot, and waits until it is gone. Returns its pid, or null when no process held the lock.
+   */
+  async killLockHolder(opts: { timeoutMs?: number } = {}): Promise<number | null> {
+    const owner = await lockOwner(this.paths);
+    if (!owner) return null;
+    try {
+      Deno.kill(owner.pid, "SIGKILL");
+    } catch (e) {
+      if (!(e instanceof Deno.errors.NotFound)) throw e;
+    }
+    const deadline = Date.now() + (opts.timeoutMs ?? 10_000);
+    while (await lockOwner(this.paths)) {
+      if (Date.now() > deadline) throw new Error(`bootc process ${owner.pid} did not die`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    return owner.pid;
+  }
+
+  /**
+   * Edits the deployments under the sysroot lock, for states bootc cannot reach by itself in a
+   * test (e.g. an `incompatible` or `pinned` deployment, a `usrOverlay`).
+   */
+  async editState(edit: (state: HostState) => HostState): Promise<void> {
+    const lock = await lockSysroot(this.paths, ["editState"]);
+    try {
+      await writeHostState(this.paths, edit(await readHostState(this.paths)));
+    } finally {
+      await lock.release();
+    }
+  }
+
   /** Changes machine settings (takes effect for the next bootc call). */
   async updateSettings(patch: Partial<SimSettings>): Promise<void> {
     await writeSettings(this.paths, { ...await readSettings(this.paths), ...patch });

@@ -208,23 +208,28 @@ Deno.test("bootc simulator: staging, applying, rollback and locking against a re
       },
     );
 
-    await t.step("reboot() refuses while an --apply still holds the sysroot lock", async () => {
-      const host = await SimulatedHost.create({ image: img("v1") });
-      try {
-        await runBootc(host, ["switch", "--download-only", img("v2")]);
-        const apply = startBootc(host, ["upgrade", "--from-downloaded", "--apply"]);
-        await host.waitForRebootRequest({ timeoutMs: 20_000 });
-        await assert.rejects(() => host.reboot(), /still holds the sysroot lock/);
-        await apply.kill();
-        await host.reboot();
-        assert.equal(
-          at(await statusJson(host), "status", "booted", "image", "imageDigest"),
-          v2.digest,
-        );
-      } finally {
-        await host.destroy();
-      }
-    });
+    await t.step(
+      "reboot() refuses while an --apply holds the sysroot lock; killLockHolder kills it",
+      async () => {
+        const host = await SimulatedHost.create({ image: img("v1") });
+        try {
+          await runBootc(host, ["switch", "--download-only", img("v2")]);
+          const apply = startBootc(host, ["upgrade", "--from-downloaded", "--apply"]);
+          await host.waitForRebootRequest({ timeoutMs: 20_000 });
+          await assert.rejects(() => host.reboot(), /still holds the sysroot lock/);
+          assert.ok(await host.killLockHolder(), "the --apply process held the lock");
+          assert.equal((await apply.done).code, 137, "SIGKILLed");
+          assert.equal(await host.killLockHolder(), null);
+          await host.reboot();
+          assert.equal(
+            at(await statusJson(host), "status", "booted", "image", "imageDigest"),
+            v2.digest,
+          );
+        } finally {
+          await host.destroy();
+        }
+      },
+    );
 
     await t.step("status blocks while a switch holds the lock for its pull", async () => {
       const host = await SimulatedHost.create({ image: img("v1"), pullDelayMs: 1500 });

@@ -83,6 +83,26 @@ Deno.test("bootc simulator: digests, multi-arch indexes, containers, failures, c
       }
     });
 
+    await t.step(
+      "an incompatible (locally layered) booted entry has no image and no spec",
+      async () => {
+        const host = await SimulatedHost.create({ image: `${reg.host}/os:v1` });
+        try {
+          await host.editState((s) => ({ ...s, booted: { ...s.booted!, incompatible: true } }));
+          const doc = await statusJson(host);
+          assert.equal(at(doc, "status", "booted", "incompatible"), true);
+          assert.equal(at(doc, "status", "booted", "image"), null);
+          assert.equal(at(doc, "spec", "image"), null);
+          assert.equal(at(doc, "status", "type"), null);
+          const up = await runBootc(host, ["upgrade"]);
+          assert.equal(up.code, 1);
+          assert.match(up.stderr, /^error: Upgrading: /);
+        } finally {
+          await host.destroy();
+        }
+      },
+    );
+
     await t.step("a status failure exits 1 with one error: line", async () => {
       const host = await SimulatedHost.create({ image: `${reg.host}/os:v1` });
       try {

@@ -174,8 +174,10 @@ export async function lockOwner(paths: SimPaths): Promise<{ pid: number; argv: s
     return null;
   }
   try {
-    await Deno.stat(`/proc/${owner.pid}`);
-    return owner;
+    // A zombie (killed, not yet reaped by its parent) holds no lock any more.
+    const stat = await Deno.readTextFile(`/proc/${owner.pid}/stat`);
+    const procState = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+    return procState === "Z" || procState === "X" ? null : owner;
   } catch {
     return null;
   }
