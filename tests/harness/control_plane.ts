@@ -172,6 +172,8 @@ export interface ControlPlane {
   readonly startupMs: number;
   /** Log file of each started component. */
   readonly logPaths: Partial<Record<ComponentName, string>>;
+  /** Process id of each started component (the latest one after a restart). */
+  readonly pids: Partial<Record<ComponentName, number>>;
   /** The last lines of a component's log. */
   logTail(component: ComponentName, lines?: number): Promise<string>;
   /** Runs kubectl against this control plane (never throws on a non-zero exit). */
@@ -280,6 +282,10 @@ class KubeControlPlane implements ControlPlane {
     this.apiServerUrl = apiServerUrl(layout);
     this.etcdUrl = etcdUrl(layout);
     this.caCertPath = layout.pki.caCert;
+  }
+
+  get pids(): Partial<Record<ComponentName, number>> {
+    return Object.fromEntries([...this.#processes].map(([name, p]) => [name, p.pid]));
   }
 
   get client(): KubeClient {
@@ -680,7 +686,12 @@ class KubeControlPlane implements ControlPlane {
     if (!Number.isSafeInteger(revision) || revision <= 0) {
       throw new Error(`etcd returned no revision: ${JSON.stringify(range)}`);
     }
-    await post("/v3/kv/compaction", { revision: String(revision), physical: true });
+    try {
+      await post("/v3/kv/compaction", { revision: String(revision), physical: true });
+    } catch (e) {
+      // Nothing was written since the last compaction: already compacted to here.
+      if (!/required revision has been compacted/.test(errorText(e))) throw e;
+    }
     return revision;
   }
 

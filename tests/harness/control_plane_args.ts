@@ -93,6 +93,9 @@ export function apiServerArgs(layout: ControlPlaneLayout): string[] {
     `--service-account-signing-key-file=${pki.serviceAccountKey}`,
     // No kube-proxy or real network: do not publish the default Service's endpoints.
     "--endpoint-reconciler-type=none",
+    // It taints every new node not-ready:NoSchedule until the node-lifecycle
+    // controller lifts it; that controller is not run (see DEFAULT_CONTROLLERS).
+    "--disable-admission-plugins=TaintNodesByCondition",
     // Close open watches on SIGTERM instead of waiting for them (restartApiServer()).
     "--shutdown-watch-termination-grace-period=1s",
     "--profiling=false",
