@@ -197,25 +197,36 @@ export class LeaderElector {
     }
   }
 
+  /**
+   * Clears holderIdentity so another candidate can take over at once. Reads
+   * the lease first: an aborted renewal may have been committed without us
+   * seeing its new resourceVersion.
+   */
   async #release() {
-    const lease = this.#observed;
-    if (!lease || lease.spec?.holderIdentity !== this.#identity) return;
-    try {
-      const now = microTime(this.#clock.now());
-      await this.#leases.update({
-        ...lease,
-        spec: {
-          ...lease.spec,
-          holderIdentity: null,
-          leaseDurationSeconds: 1,
-          acquireTime: now,
-          renewTime: now,
-        },
-      });
-      this.#log.info("released leadership");
-    } catch (e) {
-      this.#log.warn("releasing the lease failed", { error: e });
+    for (let attempt = 0; attempt < 3; attempt++) {
+      try {
+        const lease = await this.#leases.get(this.#name);
+        if (lease.spec?.holderIdentity !== this.#identity) return;
+        const now = microTime(this.#clock.now());
+        this.#observed = await this.#leases.update({
+          ...lease,
+          spec: {
+            ...lease.spec,
+            holderIdentity: null,
+            leaseDurationSeconds: 1,
+            acquireTime: now,
+            renewTime: now,
+          },
+        });
+        this.#log.info("released leadership");
+        return;
+      } catch (e) {
+        if (isConflict(e)) continue;
+        this.#log.warn("releasing the lease failed", { error: e });
+        return;
+      }
     }
+    this.#log.warn("releasing the lease failed: repeated conflicts");
   }
 
   /** Sleeps a retry period with up to 20% jitter; false when aborted. */

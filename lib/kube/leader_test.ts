@@ -13,6 +13,8 @@ function leaseApi() {
     rv: 0,
     down: false,
     writes: [] as string[],
+    /** The next update is committed but its response is lost. */
+    loseNextResponse: false,
   };
   const transport = fakeTransport((req) => {
     if (state.down) return statusResponse(503, "ServiceUnavailable");
@@ -39,6 +41,10 @@ function leaseApi() {
         metadata: { ...body.metadata, resourceVersion: String(++state.rv) },
       };
       state.writes.push(`update ${body.spec?.holderIdentity ?? "<none>"}`);
+      if (state.loseNextResponse) {
+        state.loseNextResponse = false;
+        throw new TypeError("connection reset");
+      }
       return jsonResponse(state.lease);
     }
     return statusResponse(400, "BadRequest");
@@ -188,4 +194,25 @@ Deno.test("leader work that fails makes the elector step down and release", asyn
   }, new AbortController().signal);
   assert.equal(stopped, true);
   assert.equal(state.lease?.spec?.holderIdentity, null);
+});
+
+Deno.test("release re-reads the lease when a renewal was committed but its response lost", async () => {
+  const { state, client } = leaseApi();
+  const clock = new FakeClock();
+  const a = elector(client, "a", clock);
+  const ac = new AbortController();
+  const running = a.run({ onStartedLeading: () => {}, onStoppedLeading: () => {} }, ac.signal);
+  await tick();
+  assert.equal(a.isLeader(), true);
+  state.loseNextResponse = true;
+  await advance(clock, 2000); // the renewal is committed, the elector never sees the new resourceVersion
+  assert.equal(state.loseNextResponse, false);
+  assert.equal(a.isLeader(), true, "one failed renewal is within the renew deadline");
+  ac.abort();
+  await running;
+  assert.equal(
+    state.lease?.spec?.holderIdentity,
+    null,
+    "released despite the stale resourceVersion",
+  );
 });
