@@ -104,6 +104,7 @@ export class Fleet {
       labels: options.labels,
       unschedulable: options.unschedulable,
     });
+    if (options.unschedulable) this.#options.tracker?.markPreCordoned(name);
     const member: FleetNode = {
       name,
       host,

@@ -73,6 +73,11 @@ export class InvariantTracker {
     this.#now = options.now ?? Date.now;
   }
 
+  /** Records that the user cordoned `node` before the rollout. */
+  markPreCordoned(node: string): void {
+    this.#preCordoned.add(node);
+  }
+
   /** Changes the limit of a pool (for scenarios that edit maxUnavailable). */
   setLimit(pool: string, limit: PoolLimit): void {
     this.#limits.set(pool, limit);

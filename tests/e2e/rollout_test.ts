@@ -1,0 +1,146 @@
+/**
+ * End-to-end rollout scenarios: the real controller and daemons (built
+ * executables, least-privilege credentials) on a real control plane, real
+ * registry and simulated bootc hosts, each checked by the invariant tracker.
+ */
+import assert from "node:assert/strict";
+import type { INode } from "kubernetes-models/v1/Node";
+import { findCondition } from "../../lib/api/mod.ts";
+import { Resources } from "../../lib/kube/mod.ts";
+import { startStack } from "../harness/stack.ts";
+import {
+  addNodes,
+  assertInvariants,
+  getPool,
+  idleReason,
+  patchPoolSpec,
+  poolSpec,
+  waitConverged,
+  waitNodes,
+} from "./scenario.ts";
+
+Deno.test("rollouts: full, rollback, pause/resume, rollover, soft reboot", async (t) => {
+  const stack = await startStack({
+    limits: { main: { maxUnavailable: 2 }, soft: { maxUnavailable: 1 } },
+  });
+  try {
+    const { v1, v2, repository } = stack.images;
+    const nodes = await addNodes(stack, "main", 5, {
+      image: `${repository}:stable`,
+      unschedulable: ["main-5"],
+    });
+    await stack.createPool("main", poolSpec("main", `${repository}:stable`, { maxUnavailable: 2 }));
+    await waitConverged(stack, "main", v1.digest, 5);
+
+    await t.step("full rollout: moving the tag updates every node, 2 at a time", async () => {
+      const writesBefore = await stack.apiWrites();
+      const rebootsBefore = stack.fleet.rebootCount;
+      const started = Date.now();
+      await stack.registry.tagExisting("bootc/os", "v2", "stable");
+      const pool = await waitConverged(stack, "main", v2.digest, 5);
+      const seconds = (Date.now() - started) / 1000;
+      assert.equal(stack.fleet.rebootCount - rebootsBefore, 5);
+      assert.equal(pool.status?.deployedDigest, v2.digest);
+      assert.equal(pool.status?.updateAvailable, false);
+      assert.equal(findCondition(pool.status?.conditions, "UpToDate")?.reason, "AllUpdated");
+      await assertInvariants(stack, nodes);
+      assert.ok(stack.tracker.maxDisrupted <= 2);
+      const writes = await stack.apiWrites();
+      const perNode = (writes.total - writesBefore.total) / 5;
+      console.log(
+        `full rollout of 5 nodes (maxUnavailable 2): ${seconds.toFixed(1)}s, ` +
+          `${
+            perNode.toFixed(1)
+          } API writes per node, most disrupted at once ${stack.tracker.maxDisrupted}`,
+      );
+    });
+
+    await t.step("rollback: pinning the previous digest rolls every node back", async () => {
+      await patchPoolSpec(stack, "main", { image: { ref: `${repository}@${v1.digest}` } });
+      await waitConverged(stack, "main", v1.digest, 5);
+      await assertInvariants(stack, nodes);
+    });
+
+    await t.step("pause stops new slots while staging goes on; resume finishes", async () => {
+      await patchPoolSpec(stack, "main", {
+        image: { ref: `${repository}@${v2.digest}` },
+        rollout: { paused: true },
+      });
+      await waitNodes(
+        stack,
+        "main",
+        (bns) => bns.length === 5 && bns.every((bn) => idleReason(bn) === "Staged"),
+        "every node should stage v2 while paused",
+      );
+      const rebootsPaused = stack.fleet.rebootCount;
+      await new Promise((r) => setTimeout(r, 3000));
+      assert.equal(stack.fleet.rebootCount, rebootsPaused, "no reboot while paused");
+      const paused = await getPool(stack, "main");
+      assert.equal(findCondition(paused.status?.conditions, "UpToDate")?.reason, "Paused");
+      assert.equal(paused.status?.slotsInUse ?? 0, 0);
+      await patchPoolSpec(stack, "main", { rollout: { paused: false } });
+      await waitConverged(stack, "main", v2.digest, 5);
+      await assertInvariants(stack, nodes);
+    });
+
+    await t.step(
+      "rollover: the tag moves again mid-rollout and every node ends on v3",
+      async () => {
+        const v3 = await stack.registry.pushImage({
+          repository: "bootc/os",
+          tag: "v3",
+          version: "3.0",
+        });
+        await stack.registry.tagExisting("bootc/os", "v1", "stable");
+        await patchPoolSpec(stack, "main", {
+          image: { ref: `${repository}:stable` },
+          rollout: { maxUnavailable: 1 },
+        });
+        stack.tracker.setLimit("main", { maxUnavailable: 1 });
+        // Wait until the rollout to v1 has rebooted at least one node, then move the tag.
+        await waitNodes(
+          stack,
+          "main",
+          (bns) => bns.some((bn) => bn.status?.booted?.imageDigest === v1.digest),
+          "one node should reach v1 before the tag moves",
+        );
+        await stack.registry.tagExisting("bootc/os", "v3", "stable");
+        await waitConverged(stack, "main", v3.digest, 5, 180_000);
+        await assertInvariants(stack, nodes);
+      },
+    );
+
+    await t.step("soft reboots are used when the pool allows them", async () => {
+      const softNodes = await addNodes(stack, "soft", 2, { softRebootCapable: true });
+      const events: boolean[] = [];
+      await stack.createPool(
+        "soft",
+        poolSpec("soft", `${repository}@${v1.digest}`, {}, {
+          disruption: { rebootPolicy: "AllowSoftReboot" },
+        }),
+      );
+      await waitConverged(stack, "soft", v1.digest, 2);
+      const bootIds = await Promise.all(
+        softNodes.map((n) => stack.fleet.nodes.get(n)!.host.bootId()),
+      );
+      await patchPoolSpec(stack, "soft", { image: { ref: `${repository}@${v2.digest}` } });
+      await waitConverged(stack, "soft", v2.digest, 2);
+      for (const [i, n] of softNodes.entries()) {
+        // A soft reboot keeps the boot ID (bootc-host.md).
+        events.push((await stack.fleet.nodes.get(n)!.host.bootId()) === bootIds[i]);
+      }
+      assert.deepEqual(events, [true, true], "both nodes soft-rebooted");
+      await assertInvariants(stack, softNodes);
+    });
+
+    await t.step("a user's cordon survives every rollout", async () => {
+      const node = await stack.cp.client.resource<INode>(Resources.nodes).get("main-5");
+      assert.equal(node.spec?.unschedulable, true);
+    });
+  } catch (error) {
+    console.error(`stack logs kept in ${stack.logDir}`);
+    await stack.stop({ keepLogs: true });
+    throw error;
+  }
+  await stack.stop();
+});

@@ -1,0 +1,187 @@
+/**
+ * Shared steps of the end-to-end scenarios: fleets on a stack, pool edits,
+ * convergence waits and the invariant verdict.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import type { INode } from "kubernetes-models/v1/Node";
+import {
+  ANNOTATION_IN_REBOOT_SLOT,
+  type BootcNode,
+  type BootcNodePool,
+  findCondition,
+  LABEL_POOL,
+} from "../../lib/api/mod.ts";
+import { Resources } from "../../lib/kube/mod.ts";
+import type { Stack } from "../harness/stack.ts";
+import { waitFor } from "../harness/wait.ts";
+
+/** Adds `count` nodes named `<prefix>-<i>` labelled `pool=<prefix>`, booted into `image`. */
+export async function addNodes(
+  stack: Stack,
+  prefix: string,
+  count: number,
+  options: { image?: string; softRebootCapable?: boolean; unschedulable?: string[] } = {},
+): Promise<string[]> {
+  const names = Array.from({ length: count }, (_, i) => `${prefix}-${i + 1}`);
+  await Promise.all(names.map((name) =>
+    stack.fleet.addNode(name, {
+      image: options.image ?? `${stack.images.repository}@${stack.images.v1.digest}`,
+      labels: { pool: prefix },
+      softRebootCapable: options.softRebootCapable,
+      unschedulable: options.unschedulable?.includes(name),
+    })
+  ));
+  return names;
+}
+
+/** Reads a pool. */
+export function getPool(stack: Stack, name: string): Promise<BootcNodePool> {
+  return stack.cp.client.resource<BootcNodePool>(Resources.bootcNodePools).get(name);
+}
+
+/** Merge-patches a pool's spec. */
+export async function patchPoolSpec(
+  stack: Stack,
+  name: string,
+  spec: Record<string, unknown>,
+): Promise<void> {
+  await stack.cp.client.resource<BootcNodePool>(Resources.bootcNodePools).patch(name, { spec }, {
+    type: "merge",
+  });
+}
+
+/** The BootcNodes of a pool. */
+export async function poolNodes(stack: Stack, pool: string): Promise<BootcNode[]> {
+  const list = await stack.cp.client.resource<BootcNode>(Resources.bootcNodes).list({
+    labelSelector: `${LABEL_POOL}=${pool}`,
+  });
+  return list.items;
+}
+
+/** Short text of the pool and its nodes, for failure messages. */
+export async function describePool(stack: Stack, pool: string): Promise<string> {
+  const p = await getPool(stack, pool).catch(() => undefined);
+  const nodes = await poolNodes(stack, pool).catch(() => []);
+  const conditions = (p?.status?.conditions ?? []).map((c) =>
+    `${c.type}=${c.status}/${c.reason}: ${c.message}`
+  ).join("; ");
+  const rows = nodes.map((bn) => {
+    const idle = findCondition(bn.status?.conditions, "Idle");
+    const deg = findCondition(bn.status?.conditions, "Degraded");
+    return `${bn.metadata.name}: booted=${bn.status?.booted?.imageDigest?.slice(7, 19)} ` +
+      `desired=${bn.spec.desiredImage.split("@")[1]?.slice(7, 19)} ${bn.spec.desiredImageState} ` +
+      `idle=${idle?.reason} degraded=${deg?.status}${
+        deg?.status === "True" ? `(${deg.message})` : ""
+      }` +
+      `${ANNOTATION_IN_REBOOT_SLOT in (bn.metadata.annotations ?? {}) ? " [slot]" : ""}`;
+  });
+  return `pool ${pool}: target=${p?.status?.targetDigest?.slice(7, 19)} ${conditions}\n  ` +
+    rows.join("\n  ") + `\n  fleet errors: ${stack.fleet.errors.join("; ") || "none"}`;
+}
+
+/**
+ * Waits until the pool targets `digest`, every one of its `count` nodes boots
+ * it, UpToDate is True, and no slot or cordon of ours is left.
+ */
+export async function waitConverged(
+  stack: Stack,
+  pool: string,
+  digest: string,
+  count: number,
+  timeoutMs = 120_000,
+): Promise<BootcNodePool> {
+  return await waitPool(
+    stack,
+    pool,
+    async () => {
+      const p = await getPool(stack, pool);
+      const nodes = await poolNodes(stack, pool);
+      const upToDate = findCondition(p.status?.conditions, "UpToDate");
+      const ok = p.status?.targetDigest === digest && upToDate?.status === "True" &&
+        nodes.length === count &&
+        nodes.every((bn) =>
+          bn.status?.booted?.imageDigest === digest &&
+          !(ANNOTATION_IN_REBOOT_SLOT in (bn.metadata.annotations ?? {}))
+        );
+      return ok ? p : undefined;
+    },
+    `pool ${pool} did not converge on ${digest.slice(7, 19)}`,
+    timeoutMs,
+  );
+}
+
+/** {@linkcode waitFor} whose failure message ends with the pool's state. */
+export async function waitPool<T>(
+  stack: Stack,
+  pool: string,
+  probe: () => Promise<T | undefined | false>,
+  message: string,
+  timeoutMs = 60_000,
+): Promise<T> {
+  try {
+    return await waitFor(probe, { timeoutMs, message, intervalMs: 200 });
+  } catch (error) {
+    const detail = await describePool(stack, pool);
+    throw new Error(`${error instanceof Error ? error.message : error}\n${detail}`, {
+      cause: error,
+    });
+  }
+}
+
+/** Asserts no invariant was violated and the end state is clean for `nodes`. */
+export async function assertInvariants(stack: Stack, nodes: string[]): Promise<void> {
+  const nodeList = await stack.cp.client.resource<INode>(Resources.nodes).list();
+  const bootcNodes = await stack.cp.client.resource<BootcNode>(Resources.bootcNodes).list();
+  const mine = new Set(nodes);
+  const problems = [
+    ...stack.tracker.violations,
+    ...stack.tracker.checkFinal(
+      nodeList.items.filter((n) => mine.has(n.metadata?.name ?? "")),
+      bootcNodes.items.filter((bn) => mine.has(bn.metadata.name ?? "")),
+    ),
+  ];
+  assert.deepEqual(problems, [], problems.join("\n"));
+  assert.deepEqual(stack.fleet.errors, []);
+}
+
+/** Pool spec for nodes labelled `pool=<name>`. */
+export function poolSpec(
+  name: string,
+  ref: string,
+  rollout: Record<string, unknown> = {},
+  extra: Record<string, unknown> = {},
+): Partial<BootcNodePool["spec"]> & { image: { ref: string } } {
+  return {
+    nodeSelector: { matchLabels: { pool: name } },
+    image: { ref },
+    rollout: rollout as BootcNodePool["spec"]["rollout"],
+    ...extra,
+  };
+}
+
+/** Waits until `predicate` holds for the pool's BootcNodes. */
+export async function waitNodes(
+  stack: Stack,
+  pool: string,
+  predicate: (nodes: BootcNode[]) => boolean,
+  message: string,
+  timeoutMs = 60_000,
+): Promise<BootcNode[]> {
+  return await waitPool(
+    stack,
+    pool,
+    async () => {
+      const nodes = await poolNodes(stack, pool);
+      return predicate(nodes) ? nodes : undefined;
+    },
+    message,
+    timeoutMs,
+  );
+}
+
+/** True when the BootcNode's Idle condition has `reason`. */
+export function idleReason(bn: BootcNode): string | undefined {
+  return findCondition(bn.status?.conditions, "Idle")?.reason;
+}
