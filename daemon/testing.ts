@@ -332,6 +332,10 @@ export class FakeBootcHost implements BootcExecutor {
     this.masked = true;
     return Promise.resolve();
   }
+
+  autoUpdatesMasked(): Promise<boolean> {
+    return Promise.resolve(this.masked);
+  }
 }
 
 /** Polls `check` until it returns true (real time), failing after `timeoutMs`. */

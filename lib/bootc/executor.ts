@@ -72,6 +72,8 @@ export interface BootcExecutor {
   apply(options: ApplyOptions): ApplyHandle;
   /** `systemctl mask --runtime --now bootc-fetch-apply-updates.timer`. */
   maskAutoUpdates(): Promise<void>;
+  /** True when `bootc-fetch-apply-updates.timer` is masked (`systemctl is-enabled`). */
+  autoUpdatesMasked(): Promise<boolean>;
 }
 
 /** Time limits of the host commands, in milliseconds. */
@@ -289,5 +291,25 @@ export class HostBootcExecutor implements BootcExecutor {
       this.#timeouts.systemctlMs,
       `systemctl mask ${AUTO_UPDATE_TIMER}`,
     );
+  }
+
+  /** @inheritdoc */
+  async autoUpdatesMasked(): Promise<boolean> {
+    const argv = [...this.#prefix, ...this.#systemctl, "is-enabled", AUTO_UPDATE_TIMER];
+    // is-enabled exits non-zero for masked and disabled units: read its answer, not its code.
+    let result: CommandResult;
+    try {
+      result = await runCommand(argv, {
+        timeoutMs: this.#timeouts.systemctlMs,
+        killGraceMs: this.#grace,
+        env: this.#env,
+      });
+    } catch (e) {
+      throw new BootcCommandError(
+        `systemctl is-enabled: cannot run ${argv[0]}: ${e instanceof Error ? e.message : e}`,
+      );
+    }
+    if (result.timedOut) throw new BootcCommandError("systemctl is-enabled: timed out", result);
+    return /^masked/.test(result.stdout.trim());
   }
 }

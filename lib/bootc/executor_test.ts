@@ -33,6 +33,7 @@ echo "prefix=\${PREFIXED-no} container=\${container-unset} $*" >> ${log}
 case "${mode}:$*" in
   slow:*) sleep 30 ;;
   *:--version) echo "bootc 1.16.10" ;;
+  *:systemctl\\ is-enabled*) echo "masked-runtime"; exit 1 ;;
   old:status\\ --format=json*) echo "error: unexpected argument '--format'" >&2; exit 2 ;;
   *:status*) cat ${dir}/status.json ;;
   fail:switch*) echo "Fetching" ; echo "error: Switching: Pulling: manifest unknown" >&2; exit 1 ;;
@@ -89,11 +90,13 @@ Deno.test("executor stages with the method the version allows", async () => {
     await h.executor.stage("q/os@sha256:" + "b".repeat(64), "switch-download-only");
     await h.executor.stage("q/os@sha256:" + "c".repeat(64), "switch-then-upgrade-download-only");
     await h.executor.maskAutoUpdates();
+    assert.equal(await h.executor.autoUpdatesMasked(), true);
     assert.deepEqual((await h.lines()).map((l) => l.split(" ").slice(2).join(" ")), [
       "switch --download-only q/os@sha256:" + "b".repeat(64),
       "switch q/os@sha256:" + "c".repeat(64),
       "upgrade --download-only",
       "systemctl mask --runtime --now bootc-fetch-apply-updates.timer",
+      "systemctl is-enabled bootc-fetch-apply-updates.timer",
     ]);
   } finally {
     await h.cleanup();

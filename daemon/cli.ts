@@ -1,0 +1,245 @@
+/**
+ * Command-line parsing of the daemon (pure; `main.ts` runs the result).
+ *
+ * @module
+ */
+import type { DesiredImageState, RebootPolicy } from "../lib/api/mod.ts";
+import { splitCommand } from "../lib/bootc/command.ts";
+
+/** Host access settings shared by `run` and `status`. */
+export interface HostSettings {
+  /** The host's root as seen by the daemon. */
+  hostRoot: string;
+  /** The bootc argv. */
+  bootcCommand: string[];
+  /** Put before every host command. */
+  hostExecPrefix: string[];
+  /** The systemctl argv. */
+  systemctlCommand: string[];
+  /** Run pulls and applies as transient host units. */
+  transientUnits: boolean;
+  /** `bootc status` time limit. */
+  statusTimeoutMs: number;
+  /** Pull/stage time limit. */
+  stageTimeoutMs: number;
+}
+
+/** Parsed `daemon run`. */
+export interface RunCommand extends HostSettings {
+  command: "run";
+  nodeName: string;
+  kubeconfig?: string;
+  context?: string;
+  pollIntervalMs: number;
+  statusBusyGraceMs: number;
+  logLevel?: string;
+}
+
+/** Parsed `daemon status`. */
+export interface StatusCommand extends HostSettings {
+  command: "status";
+  /** With a kubeconfig (or in a pod) and a node name, the spec and status come from the API. */
+  kubeconfig?: string;
+  context?: string;
+  nodeName?: string;
+  desiredImage?: string;
+  desiredImageState: DesiredImageState;
+  rebootPolicy: RebootPolicy;
+  logLevel?: string;
+}
+
+/** Parsed `daemon help`. */
+export interface HelpCommand {
+  command: "help";
+}
+
+/** Any parsed command. */
+export type Command = RunCommand | StatusCommand | HelpCommand;
+
+/** A command-line error (exit code 2). */
+export class UsageError extends Error {
+  override readonly name = "UsageError";
+}
+
+/** Default `--host-exec-prefix`. */
+export const DEFAULT_HOST_EXEC_PREFIX = "nsenter -m/proc/1/ns/mnt --";
+/** Default `--host-root`: PID 1's root, seen through `hostPID`. */
+export const DEFAULT_HOST_ROOT = "/proc/1/root";
+
+/** Usage text. */
+export const USAGE = `Usage: daemon <run|status|help> [flags]
+
+  run      watch this node's BootcNode and drive bootc (in a pod or standalone)
+  status   print, as JSON, the BootcNode status the daemon would write now
+
+Host flags (run, status):
+  --host-root DIR            host root as seen by the daemon (env HOST_ROOT; default ${DEFAULT_HOST_ROOT}, "/" standalone)
+  --bootc-command CMD        bootc command, split on whitespace (env BOOTC_COMMAND; default "bootc")
+  --host-exec-prefix CMD     prefix of every host command (env HOST_EXEC_PREFIX; default "${DEFAULT_HOST_EXEC_PREFIX}", "" standalone)
+  --systemctl-command CMD    systemctl command (env SYSTEMCTL_COMMAND; default "systemctl")
+  --transient-units          run pulls and applies as transient host units (systemd-run --wait --collect --pipe)
+  --status-timeout DUR       bootc status time limit (default 2m)
+  --stage-timeout DUR        pull/stage time limit (default 60m)
+  --log-level LEVEL          debug, info, warn, error (env LOG_LEVEL; default info)
+
+run:
+  --node-name NAME           this node (env NODE_NAME, from the downward API)
+  --kubeconfig FILE          kubeconfig (env KUBECONFIG; default in-cluster, then ~/.kube/config)
+  --context NAME             kubeconfig context
+  --poll-interval DUR        fallback poll of bootc status (env POLL_INTERVAL; default 5m)
+  --status-busy-grace DUR    how long a blocked bootc status is tolerated before Degraded (default 10m)
+
+status:
+  --node-name NAME (env NODE_NAME), --kubeconfig FILE, --context NAME
+                             read the spec and last status of this node's BootcNode from the API
+  --desired-image REF        otherwise: the desiredImage to evaluate against
+  --desired-image-state S    Staged (default) or Booted
+  --reboot-policy P          RebootOnly (default) or AllowSoftReboot
+
+Durations: 500ms, 30s, 5m, 1h, or a number of seconds.`;
+
+/** Parses `500ms`, `30s`, `5m`, `1h` or plain seconds into milliseconds. */
+export function parseDuration(text: string, flag: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim());
+  if (!m) throw new UsageError(`${flag}: invalid duration ${JSON.stringify(text)}`);
+  const n = Number(m[1]);
+  const unit = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 }[m[2] ?? "s"]!;
+  return Math.round(n * unit);
+}
+
+const BOOLEAN_FLAGS = new Set(["transient-units"]);
+const VALUE_FLAGS = new Set([
+  "host-root",
+  "bootc-command",
+  "host-exec-prefix",
+  "systemctl-command",
+  "status-timeout",
+  "stage-timeout",
+  "log-level",
+  "node-name",
+  "kubeconfig",
+  "context",
+  "poll-interval",
+  "status-busy-grace",
+  "desired-image",
+  "desired-image-state",
+  "reboot-policy",
+]);
+const RUN_ONLY = new Set(["poll-interval", "status-busy-grace"]);
+const STATUS_ONLY = new Set(["desired-image", "desired-image-state", "reboot-policy"]);
+
+function parseFlags(args: string[]): Map<string, string> {
+  const flags = new Map<string, string>();
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (!arg.startsWith("--")) throw new UsageError(`unexpected argument ${JSON.stringify(arg)}`);
+    const eq = arg.indexOf("=");
+    const name = arg.slice(2, eq >= 0 ? eq : undefined);
+    if (BOOLEAN_FLAGS.has(name)) {
+      const value = eq >= 0 ? arg.slice(eq + 1) : "true";
+      if (value !== "true" && value !== "false") {
+        throw new UsageError(`--${name}: expected true or false`);
+      }
+      flags.set(name, value);
+      continue;
+    }
+    if (!VALUE_FLAGS.has(name)) throw new UsageError(`unknown flag --${name}`);
+    let value: string;
+    if (eq >= 0) value = arg.slice(eq + 1);
+    else {
+      if (i + 1 >= args.length) throw new UsageError(`--${name} needs a value`);
+      value = args[++i];
+    }
+    flags.set(name, value);
+  }
+  return flags;
+}
+
+/** Parses the daemon's arguments; `env` supplies the documented environment fallbacks. */
+export function parseCommandLine(
+  args: string[],
+  env: (name: string) => string | undefined = () => undefined,
+): Command {
+  const [command, ...rest] = args;
+  if (command === undefined || command === "help" || command === "--help" || command === "-h") {
+    return { command: "help" };
+  }
+  if (command !== "run" && command !== "status") {
+    throw new UsageError(`unknown command ${JSON.stringify(command)}`);
+  }
+  const flags = parseFlags(rest);
+  for (const name of flags.keys()) {
+    if (command === "status" && RUN_ONLY.has(name)) {
+      throw new UsageError(`--${name} applies to run only`);
+    }
+    if (command === "run" && STATUS_ONLY.has(name)) {
+      throw new UsageError(`--${name} applies to status only`);
+    }
+  }
+  const get = (flag: string, envName?: string) =>
+    flags.get(flag) ?? (envName ? env(envName) : undefined);
+  const bootcCommand = splitCommand(get("bootc-command", "BOOTC_COMMAND") ?? "bootc");
+  if (bootcCommand.length === 0) throw new UsageError("--bootc-command must not be empty");
+  const systemctlCommand = splitCommand(
+    get("systemctl-command", "SYSTEMCTL_COMMAND") ?? "systemctl",
+  );
+  if (systemctlCommand.length === 0) throw new UsageError("--systemctl-command must not be empty");
+  const host: HostSettings = {
+    hostRoot: get("host-root", "HOST_ROOT") ?? DEFAULT_HOST_ROOT,
+    bootcCommand,
+    hostExecPrefix: splitCommand(
+      get("host-exec-prefix", "HOST_EXEC_PREFIX") ?? DEFAULT_HOST_EXEC_PREFIX,
+    ),
+    systemctlCommand,
+    transientUnits: (get("transient-units", "TRANSIENT_UNITS") ?? "false") === "true",
+    statusTimeoutMs: parseDuration(get("status-timeout") ?? "2m", "--status-timeout"),
+    stageTimeoutMs: parseDuration(get("stage-timeout") ?? "60m", "--stage-timeout"),
+  };
+  const logLevel = get("log-level", "LOG_LEVEL");
+  if (logLevel !== undefined && !["debug", "info", "warn", "error"].includes(logLevel)) {
+    throw new UsageError(`--log-level: expected debug, info, warn or error`);
+  }
+  const nodeName = get("node-name", "NODE_NAME");
+  if (command === "run") {
+    if (!nodeName) throw new UsageError("run needs --node-name (or NODE_NAME)");
+    return {
+      command,
+      ...host,
+      nodeName,
+      kubeconfig: flags.get("kubeconfig"),
+      context: flags.get("context"),
+      pollIntervalMs: parseDuration(
+        get("poll-interval", "POLL_INTERVAL") ?? "5m",
+        "--poll-interval",
+      ),
+      statusBusyGraceMs: parseDuration(get("status-busy-grace") ?? "10m", "--status-busy-grace"),
+      logLevel,
+    };
+  }
+  const state = flags.get("desired-image-state") ?? "Staged";
+  if (state !== "Staged" && state !== "Booted") {
+    throw new UsageError("--desired-image-state: expected Staged or Booted");
+  }
+  const policy = flags.get("reboot-policy") ?? "RebootOnly";
+  if (policy !== "RebootOnly" && policy !== "AllowSoftReboot") {
+    throw new UsageError("--reboot-policy: expected RebootOnly or AllowSoftReboot");
+  }
+  const kubeconfig = flags.get("kubeconfig");
+  if (kubeconfig && !nodeName) throw new UsageError("--kubeconfig needs --node-name");
+  if (kubeconfig && flags.has("desired-image")) {
+    throw new UsageError("--desired-image and --kubeconfig exclude each other");
+  }
+  const desiredImage = flags.get("desired-image");
+  return {
+    command,
+    ...host,
+    kubeconfig,
+    context: flags.get("context"),
+    // An explicit --desired-image means "evaluate offline", even in a pod with NODE_NAME.
+    nodeName: desiredImage === undefined ? nodeName : undefined,
+    desiredImage,
+    desiredImageState: state,
+    rebootPolicy: policy,
+    logLevel,
+  };
+}

@@ -1,0 +1,103 @@
+import assert from "node:assert/strict";
+import { parseCommandLine, parseDuration, UsageError } from "./cli.ts";
+
+Deno.test("cli: run defaults suit a privileged hostPID pod", () => {
+  const cmd = parseCommandLine(["run"], (n) => ({ NODE_NAME: "w1" } as Record<string, string>)[n]);
+  assert.equal(cmd.command, "run");
+  if (cmd.command !== "run") return;
+  assert.equal(cmd.nodeName, "w1");
+  assert.equal(cmd.hostRoot, "/proc/1/root");
+  assert.deepEqual(cmd.hostExecPrefix, ["nsenter", "-m/proc/1/ns/mnt", "--"]);
+  assert.deepEqual(cmd.bootcCommand, ["bootc"]);
+  assert.deepEqual(cmd.systemctlCommand, ["systemctl"]);
+  assert.equal(cmd.pollIntervalMs, 300_000);
+  assert.equal(cmd.transientUnits, false);
+});
+
+Deno.test("cli: standalone flags split commands on whitespace; empty prefix allowed", () => {
+  const cmd = parseCommandLine([
+    "run",
+    "--node-name=n",
+    "--kubeconfig",
+    "/k",
+    "--host-root",
+    "/",
+    "--host-exec-prefix",
+    "",
+    "--bootc-command",
+    "deno run -A sim.ts --sim-root /r",
+    "--systemctl-command=deno run -A sim.ts --sim-root /r systemctl",
+    "--poll-interval",
+    "30s",
+    "--transient-units",
+  ]);
+  assert.equal(cmd.command, "run");
+  if (cmd.command !== "run") return;
+  assert.deepEqual(cmd.hostExecPrefix, []);
+  assert.deepEqual(cmd.bootcCommand, ["deno", "run", "-A", "sim.ts", "--sim-root", "/r"]);
+  assert.deepEqual(cmd.systemctlCommand.at(-1), "systemctl");
+  assert.equal(cmd.kubeconfig, "/k");
+  assert.equal(cmd.pollIntervalMs, 30_000);
+  assert.equal(cmd.transientUnits, true);
+});
+
+Deno.test("cli: environment fallbacks", () => {
+  const env: Record<string, string> = {
+    NODE_NAME: "n",
+    HOST_ROOT: "/",
+    BOOTC_COMMAND: "/usr/bin/bootc",
+    HOST_EXEC_PREFIX: "",
+    SYSTEMCTL_COMMAND: "/usr/bin/systemctl",
+    POLL_INTERVAL: "1m",
+  };
+  const cmd = parseCommandLine(["run"], (n) => env[n]);
+  if (cmd.command !== "run") throw new Error("run expected");
+  assert.equal(cmd.hostRoot, "/");
+  assert.deepEqual(cmd.hostExecPrefix, []);
+  assert.deepEqual(cmd.bootcCommand, ["/usr/bin/bootc"]);
+  assert.equal(cmd.pollIntervalMs, 60_000);
+});
+
+Deno.test("cli: status evaluates offline or against the API", () => {
+  const offline = parseCommandLine([
+    "status",
+    "--desired-image",
+    "r/os@sha256:x",
+    "--desired-image-state=Booted",
+  ]);
+  assert.equal(offline.command, "status");
+  if (offline.command !== "status") return;
+  assert.equal(offline.desiredImage, "r/os@sha256:x");
+  assert.equal(offline.desiredImageState, "Booted");
+  assert.equal(offline.nodeName, undefined);
+  const api = parseCommandLine(["status", "--kubeconfig", "/k", "--node-name", "n"]);
+  if (api.command !== "status") throw new Error("status expected");
+  assert.equal(api.nodeName, "n");
+});
+
+Deno.test("cli: usage errors", () => {
+  const bad: string[][] = [
+    ["run"],
+    ["frobnicate"],
+    ["run", "--node-name", "n", "--nope"],
+    ["run", "--node-name", "n", "--desired-image", "x"],
+    ["status", "--poll-interval", "5m"],
+    ["status", "--desired-image-state", "Up"],
+    ["status", "--kubeconfig", "/k"],
+    ["run", "--node-name", "n", "--bootc-command", " "],
+    ["run", "--node-name", "n", "--poll-interval", "soon"],
+    ["run", "--node-name"],
+  ];
+  for (const args of bad) {
+    assert.throws(() => parseCommandLine(args), UsageError, args.join(" "));
+  }
+  assert.deepEqual(parseCommandLine([]), { command: "help" });
+});
+
+Deno.test("cli: durations", () => {
+  assert.equal(parseDuration("500ms", "f"), 500);
+  assert.equal(parseDuration("2m", "f"), 120_000);
+  assert.equal(parseDuration("1h", "f"), 3_600_000);
+  assert.equal(parseDuration("90", "f"), 90_000);
+  assert.throws(() => parseDuration("-1s", "f"), UsageError);
+});

@@ -1,0 +1,203 @@
+/**
+ * The bootc-operator node daemon.
+ *
+ * `run` watches this node's BootcNode and drives bootc; `status` prints the
+ * status the daemon would write, for debugging on a bootc host without a
+ * cluster. See daemon/README.md. Heavy modules (the Kubernetes client, the
+ * agent) are imported only by the command that needs them, to keep the
+ * resident memory of an idle daemon small.
+ *
+ * @module
+ */
+import {
+  type Command,
+  parseCommandLine,
+  type RunCommand,
+  type StatusCommand,
+  USAGE,
+  UsageError,
+} from "./cli.ts";
+import type { HostBootcExecutor } from "../lib/bootc/executor.ts";
+import { createLogger, type Logger, type LogLevel } from "../lib/log.ts";
+
+function env(name: string): string | undefined {
+  try {
+    return Deno.env.get(name);
+  } catch {
+    return undefined;
+  }
+}
+
+async function hostExecutor(cmd: RunCommand | StatusCommand): Promise<HostBootcExecutor> {
+  const { HostBootcExecutor } = await import("../lib/bootc/executor.ts");
+  return new HostBootcExecutor({
+    bootcCommand: cmd.bootcCommand,
+    systemctlCommand: cmd.systemctlCommand,
+    hostExecPrefix: cmd.hostExecPrefix,
+    transientUnits: cmd.transientUnits,
+    timeouts: { statusMs: cmd.statusTimeoutMs, stageMs: cmd.stageTimeoutMs },
+  });
+}
+
+async function run(cmd: RunCommand, log: Logger): Promise<number> {
+  const [{ KubeClient }, { Resources }, { Agent }, { watchHost }] = await Promise.all([
+    import("../lib/kube/client.ts"),
+    import("../lib/kube/resources.ts"),
+    import("./agent.ts"),
+    import("./host_watch.ts"),
+  ]);
+  const client = await KubeClient.fromEnvironment({ path: cmd.kubeconfig, context: cmd.context });
+  const controller = new AbortController();
+  const stop = (signal: string) => {
+    if (controller.signal.aborted) return;
+    log.info("stopping", { signal });
+    controller.abort();
+  };
+  const onTerm = () => stop("SIGTERM");
+  const onInt = () => stop("SIGINT");
+  Deno.addSignalListener("SIGTERM", onTerm);
+  Deno.addSignalListener("SIGINT", onInt);
+  try {
+    const agent = new Agent({
+      nodeName: cmd.nodeName,
+      nodes: client.resource(Resources.bootcNodes),
+      secrets: (namespace) => client.resource(Resources.secrets, namespace),
+      executor: await hostExecutor(cmd),
+      hostRoot: cmd.hostRoot,
+      pollIntervalMs: cmd.pollIntervalMs,
+      statusBusyGraceMs: cmd.statusBusyGraceMs,
+      logger: log,
+    });
+    log.info("starting", {
+      hostRoot: cmd.hostRoot,
+      bootcCommand: cmd.bootcCommand,
+      hostExecPrefix: cmd.hostExecPrefix,
+      pollIntervalMs: cmd.pollIntervalMs,
+    });
+    const watching = watchHost({
+      hostRoot: cmd.hostRoot,
+      onChange: () => agent.kick(),
+      logger: log,
+    }, controller.signal);
+    await agent.run(controller.signal);
+    await watching;
+    log.info("stopped");
+    return 0;
+  } finally {
+    Deno.removeSignalListener("SIGTERM", onTerm);
+    Deno.removeSignalListener("SIGINT", onInt);
+    client.close();
+  }
+}
+
+async function status(cmd: StatusCommand, log: Logger): Promise<number> {
+  const [{ decide }, { capabilitiesFromVersion }] = await Promise.all([
+    import("./decide.ts"),
+    import("../lib/bootc/version.ts"),
+  ]);
+  type Spec = import("../lib/api/mod.ts").BootcNodeSpec;
+  type Status = import("../lib/api/mod.ts").BootcNodeStatus;
+  let spec: Spec | undefined;
+  let previous: Status | undefined;
+  let generation: number | undefined;
+  if (cmd.nodeName) {
+    const [{ KubeClient }, { Resources }] = await Promise.all([
+      import("../lib/kube/client.ts"),
+      import("../lib/kube/resources.ts"),
+    ]);
+    const client = await KubeClient.fromEnvironment({ path: cmd.kubeconfig, context: cmd.context });
+    try {
+      const node = await client.resource<import("../lib/api/mod.ts").BootcNode>(
+        Resources.bootcNodes,
+      ).get(cmd.nodeName);
+      spec = node.spec;
+      previous = node.status;
+      generation = node.metadata?.generation;
+    } finally {
+      client.close();
+    }
+  } else if (cmd.desiredImage) {
+    spec = {
+      desiredImage: cmd.desiredImage,
+      desiredImageState: cmd.desiredImageState,
+      rebootPolicy: cmd.rebootPolicy,
+    };
+  }
+  const executor = await hostExecutor(cmd);
+  const now = new Date();
+  let capabilities;
+  try {
+    capabilities = capabilitiesFromVersion(await executor.version());
+  } catch (e) {
+    capabilities = { problem: `cannot run bootc --version: ${e instanceof Error ? e.message : e}` };
+  }
+  let host: import("./decide.ts").HostObservation;
+  try {
+    host = { ok: true, host: await executor.status() };
+  } catch (e) {
+    const timedOut = (e as { timedOut?: boolean }).timedOut === true;
+    // A one-shot read has no grace period: report what happened.
+    host = {
+      ok: false,
+      message: e instanceof Error ? e.message : String(e),
+      timedOut,
+      since: new Date(0),
+    };
+  }
+  let masked = false;
+  try {
+    masked = await executor.autoUpdatesMasked();
+  } catch (e) {
+    log.warn("cannot tell whether the auto-update timer is masked", { error: e });
+  }
+  const decision = decide({
+    spec,
+    status: previous,
+    generation,
+    host,
+    capabilities,
+    autoUpdatesMasked: masked,
+    now,
+  });
+  log.info("decision", {
+    action: decision.action,
+    changed: decision.changed,
+    source: cmd.nodeName ? "api" : cmd.desiredImage ? "flags" : "none",
+  });
+  console.log(JSON.stringify(decision.status, null, 2));
+  return 0;
+}
+
+/** Runs the daemon with `args`; resolves to the exit code. */
+export async function main(args: string[]): Promise<number> {
+  let cmd: Command;
+  try {
+    cmd = parseCommandLine(args, env);
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
+    console.error(`daemon: ${e.message}\n\n${USAGE}`);
+    return 2;
+  }
+  if (cmd.command === "help") {
+    console.log(USAGE);
+    return 0;
+  }
+  const log = createLogger({
+    level: cmd.logLevel as LogLevel | undefined,
+    fields: {
+      component: "daemon",
+      ...(cmd.command === "run" || cmd.nodeName ? { node: cmd.nodeName } : {}),
+    },
+  });
+  try {
+    return cmd.command === "run" ? await run(cmd, log) : await status(cmd, log);
+  } catch (e) {
+    log.error(`${cmd.command} failed`, { error: e });
+    return 1;
+  }
+}
+
+if (import.meta.main) {
+  // Exit explicitly: a detached bootc --apply may still run and must not hold the daemon.
+  Deno.exit(await main(Deno.args));
+}
