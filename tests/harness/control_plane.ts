@@ -244,6 +244,21 @@ function distinctFreePorts(count: number): number[] {
   return [...ports];
 }
 
+/** A signal that aborts (with an error naming the log) when `process` exits: stops waiting for it early. */
+function abortOnExit(process: ManagedProcess): AbortSignal {
+  const controller = new AbortController();
+  process.exited.then((status) =>
+    controller.abort(
+      new Error(
+        `${process.name} exited (code ${status.code}${
+          status.signal ? `, ${status.signal}` : ""
+        }); log: ${process.logPath}`,
+      ),
+    )
+  );
+  return controller.signal;
+}
+
 function errorText(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
@@ -310,11 +325,15 @@ class KubeControlPlane implements ControlPlane {
   async boot(started: number): Promise<void> {
     const etcd = this.#start("etcd", etcdArgs(this.#layout));
     await waitFor(async () => {
-      if (!etcd.running) throw new Error("etcd exited");
       const res = await fetch(`${this.etcdUrl}/health`, { signal: AbortSignal.timeout(1000) });
       const body = await res.json() as { health?: string };
       return body.health === "true";
-    }, { timeoutMs: 20_000, intervalMs: 50, message: "etcd to be healthy" });
+    }, {
+      timeoutMs: 20_000,
+      intervalMs: 50,
+      message: "etcd to be healthy",
+      signal: abortOnExit(etcd),
+    });
     await this.#startApiServer();
     // The rest only need a serving API server; start them together.
     const layout = this.#layout;
@@ -357,7 +376,6 @@ class KubeControlPlane implements ControlPlane {
     });
     try {
       await waitFor(async () => {
-        if (!apiServer.running) throw new Error("kube-apiserver exited");
         const res = await fetch(`${this.apiServerUrl}/readyz`, {
           client: http,
           signal: AbortSignal.timeout(2000),
@@ -369,6 +387,7 @@ class KubeControlPlane implements ControlPlane {
         timeoutMs: this.#options.startTimeoutMs ?? 90_000,
         intervalMs: 100,
         message: "kube-apiserver /readyz",
+        signal: abortOnExit(apiServer),
       });
     } finally {
       http.close();
