@@ -153,7 +153,8 @@ Deno.test("the controller Deployment: two replicas, probes, requests, locked-dow
   assert.equal(pod.securityContext.runAsNonRoot, true);
   assert.equal(pod.hostPID, undefined);
   const [container] = pod.containers;
-  assert.ok(container.args.includes("--leader-elect"));
+  assert.ok(container.args.includes("--leader-elect=true"));
+  assert.ok(container.args.includes("--metrics-addr=:8080"));
   const port = container.ports.find((p: Any) => p.name === container.livenessProbe.httpGet.port);
   assert.equal(port.containerPort, 8080);
   assert.equal(container.livenessProbe.httpGet.path, "/healthz");
