@@ -334,7 +334,9 @@ class KubeControlPlane implements ControlPlane {
       message: "etcd to be healthy",
       signal: abortOnExit(etcd),
     });
+    const etcdMs = performance.now() - started;
     await this.#startApiServer();
+    const apiServerMs = performance.now() - started;
     // The rest only need a serving API server; start them together.
     const layout = this.#layout;
     if (this.#options.controllerManager ?? true) {
@@ -362,7 +364,11 @@ class KubeControlPlane implements ControlPlane {
     }
     this.startupMs = Math.round(performance.now() - started);
     if (!this.#options.quiet) {
-      note(`ready in ${this.startupMs} ms at ${this.apiServerUrl} (logs: ${this.#logDir})`);
+      note(
+        `ready in ${this.startupMs} ms (etcd ${Math.round(etcdMs)}, apiserver ${
+          Math.round(apiServerMs)
+        }) at ${this.apiServerUrl}; logs: ${this.#logDir}`,
+      );
     }
   }
 
@@ -413,12 +419,16 @@ class KubeControlPlane implements ControlPlane {
       stdout: "piped",
       stderr: "piped",
     }).spawn();
+    let writeError: unknown;
     if (options.stdin !== undefined) {
       const writer = child.stdin.getWriter();
-      await writer.write(encoder.encode(options.stdin));
-      await writer.close();
+      // kubectl may exit before reading everything (bad flags); its stderr says why.
+      await writer.write(encoder.encode(options.stdin)).then(() => writer.close()).catch((e) => {
+        writeError = e;
+      });
     }
     const out = await child.output();
+    if (writeError !== undefined && out.success) throw writeError;
     const decoder = new TextDecoder();
     return {
       code: out.code,
