@@ -399,6 +399,25 @@ async function readPem(
   }
 }
 
+/**
+ * Parses kubeconfig text. JSON (also valid YAML) is parsed natively; only YAML
+ * loads the `yaml` package, lazily: it is CommonJS and pulls in Deno's Node
+ * compatibility layer, about 12 MiB of RSS a daemon on every node should not
+ * pay.
+ */
+async function parseYamlOrJson(text: string): Promise<unknown> {
+  const trimmed = text.trimStart();
+  if (trimmed.startsWith("{")) {
+    try {
+      return JSON.parse(trimmed);
+    } catch {
+      // Not JSON after all (YAML flow mapping): fall through.
+    }
+  }
+  const { parse } = await import("yaml");
+  return parse(text);
+}
+
 /** Loads a kubeconfig file (see {@linkcode parseKubeConfig}). */
 export async function loadKubeConfigFile(
   path: string,
@@ -428,8 +447,7 @@ export async function parseKubeConfig(
   text: string,
   options: ParseKubeConfigOptions = {},
 ): Promise<KubeConfig> {
-  const { parse } = await import("yaml");
-  const raw = (parse(text) ?? {}) as RawKubeConfig;
+  const raw = (await parseYamlOrJson(text) ?? {}) as RawKubeConfig;
   const baseDir = options.baseDir ?? Deno.cwd();
   const contextName = options.context ?? raw["current-context"];
   if (!contextName) throw new KubeConfigError("kubeconfig has no current-context");

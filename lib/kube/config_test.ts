@@ -238,3 +238,21 @@ Deno.test("in-cluster: env + service account dir; token re-read after a minute o
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("a JSON kubeconfig is parsed without the yaml package", async () => {
+  const cfg = await parseKubeConfig(JSON.stringify({
+    "current-context": "j",
+    clusters: [{ name: "c", cluster: { server: "https://j:6443" } }],
+    contexts: [{ name: "j", context: { cluster: "c", user: "u", namespace: "ns" } }],
+    users: [{ name: "u", user: { token: "jt" } }],
+  }));
+  assert.equal(cfg.server, "https://j:6443");
+  assert.equal(cfg.namespace, "ns");
+  assert.equal((await cfg.credentials!.get()).token, "jt");
+  // A YAML flow mapping that is not JSON still parses (through yaml).
+  const flow = await parseKubeConfig(
+    "{current-context: f, clusters: [{name: c, cluster: {server: 'https://f'}}], " +
+      "contexts: [{name: f, context: {cluster: c}}]}",
+  );
+  assert.equal(flow.server, "https://f");
+});
