@@ -144,10 +144,11 @@ Deno.test("pool reconciler on a real control plane", async (t) => {
     }, { timeoutMs: 30_000, message: "CRDs served" });
 
     await t.step("membership, conflicts, release and resolution errors", async () => {
-      await cp.createNode("m1", { labels: { suite: "m" } });
-      await cp.createNode("m2", { labels: { suite: "m", gpu: "yes" } });
+      // Both pools exist before the nodes: the contested node is taken by neither.
       await createPool("alpha", { selector: { suite: "m" }, ref: NEW });
       await createPool("beta", { selector: { gpu: "yes" }, ref: NEW });
+      await cp.createNode("m1", { labels: { suite: "m" } });
+      await cp.createNode("m2", { labels: { suite: "m", gpu: "yes" } });
       const alpha = await waitPool(
         "alpha",
         (p) => cond(p, "Degraded")?.reason === "NodeConflict" && p.status?.nodeCount === 1,
