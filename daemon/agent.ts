@@ -8,7 +8,8 @@
  * @module
  */
 import type { ISecret } from "kubernetes-models/v1/Secret";
-import { type BootcNode, type BootcNodeStatus, DAEMON_FIELD_MANAGER } from "../lib/api/mod.ts";
+import { DAEMON_FIELD_MANAGER } from "../lib/api/constants.ts";
+import type { BootcNode, BootcNodeStatus } from "../lib/api/schema.ts";
 import type { BootcExecutor } from "../lib/bootc/executor.ts";
 import { type BootcCapabilities, capabilitiesFromVersion } from "../lib/bootc/version.ts";
 import { type Clock, systemClock } from "../lib/clock.ts";

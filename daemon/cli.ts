@@ -3,7 +3,7 @@
  *
  * @module
  */
-import type { DesiredImageState, RebootPolicy } from "../lib/api/mod.ts";
+import type { DesiredImageState, RebootPolicy } from "../lib/api/schema.ts";
 import { splitCommand } from "../lib/bootc/command.ts";
 
 /** Host access settings shared by `run` and `status`. */

@@ -45,18 +45,16 @@
  *
  * @module
  */
-import {
-  type BootcNodeSpec,
-  type BootcNodeStatus,
-  type BootEntryStatus,
-  type Condition,
-  conditionsEqual,
-  findCondition,
-  IdleReason,
-  NodeConditionType,
-  NodeDegradedReason,
-  setCondition,
-} from "../lib/api/mod.ts";
+// Direct imports, not lib/api/mod.ts: the schema module builds TypeBox objects at load time,
+// which the daemon does not need (resident memory matters on every node).
+import { conditionsEqual, findCondition, setCondition } from "../lib/api/conditions.ts";
+import { IdleReason, NodeConditionType, NodeDegradedReason } from "../lib/api/constants.ts";
+import type {
+  BootcNodeSpec,
+  BootcNodeStatus,
+  BootEntryStatus,
+  Condition,
+} from "../lib/api/schema.ts";
 import { entryProvides } from "../lib/bootc/image_ref.ts";
 import type { BootEntry, Host } from "../lib/bootc/types.ts";
 import type { ApplyMethod, BootcCapabilities, StageMethod } from "../lib/bootc/version.ts";

@@ -95,8 +95,8 @@ async function status(cmd: StatusCommand, log: Logger): Promise<number> {
     import("./decide.ts"),
     import("../lib/bootc/version.ts"),
   ]);
-  type Spec = import("../lib/api/mod.ts").BootcNodeSpec;
-  type Status = import("../lib/api/mod.ts").BootcNodeStatus;
+  type Spec = import("../lib/api/schema.ts").BootcNodeSpec;
+  type Status = import("../lib/api/schema.ts").BootcNodeStatus;
   let spec: Spec | undefined;
   let previous: Status | undefined;
   let generation: number | undefined;
@@ -107,7 +107,7 @@ async function status(cmd: StatusCommand, log: Logger): Promise<number> {
     ]);
     const client = await KubeClient.fromEnvironment({ path: cmd.kubeconfig, context: cmd.context });
     try {
-      const node = await client.resource<import("../lib/api/mod.ts").BootcNode>(
+      const node = await client.resource<import("../lib/api/schema.ts").BootcNode>(
         Resources.bootcNodes,
       ).get(cmd.nodeName);
       spec = node.spec;

@@ -12,7 +12,7 @@
  * @module
  */
 import type { ISecret } from "kubernetes-models/v1/Secret";
-import type { BootcNodeSpec } from "../lib/api/mod.ts";
+import type { BootcNodeSpec } from "../lib/api/schema.ts";
 import { DEFAULT_RETRY, retryDelay, type RetryPolicy } from "./decide.ts";
 
 /** The key of a `kubernetes.io/dockerconfigjson` Secret. */

@@ -1,0 +1,470 @@
+/**
+ * The daemon as a real child process against a real API server (etcd +
+ * kube-apiserver with the CRDs), the bootc simulator and a real registry.
+ */
+import assert from "node:assert/strict";
+import type { ISecret } from "kubernetes-models/v1/Secret";
+import { type BootcNode, findCondition } from "../lib/api/mod.ts";
+import { Resources } from "../lib/kube/resources.ts";
+import type { ResourceClient } from "../lib/kube/types.ts";
+import { SimulatedHost } from "../tests/bootc_sim/mod.ts";
+import { type ControlPlane, startControlPlane } from "../tests/harness/control_plane.ts";
+import { startRegistry, type TestRegistry } from "../tests/harness/registry.ts";
+import { waitFor } from "../tests/harness/wait.ts";
+
+const MAIN = new URL("./main.ts", import.meta.url).pathname;
+const CRDS = new URL("../crds/", import.meta.url).pathname;
+const NAMESPACE = "bootc-operator";
+
+/** A daemon child process; its JSON-lines log is kept for failure messages. */
+class DaemonProcess {
+  readonly child: Deno.ChildProcess;
+  readonly log: string[] = [];
+  readonly #done: Promise<void>;
+
+  constructor(args: string[]) {
+    const child = new Deno.Command(Deno.execPath(), {
+      args: ["run", "--allow-all", MAIN, ...args],
+      stdout: "null",
+      stderr: "piped",
+      stdin: "null",
+    }).spawn();
+    this.child = child;
+    this.#done = (async () => {
+      const lines = child.stderr.pipeThrough(new TextDecoderStream());
+      let buffer = "";
+      for await (const chunk of lines) {
+        buffer += chunk;
+        const parts = buffer.split("\n");
+        buffer = parts.pop()!;
+        this.log.push(...parts);
+      }
+      if (buffer) this.log.push(buffer);
+    })();
+  }
+
+  /** Sends `signal` and waits for the exit; returns the exit status. */
+  async stop(signal: Deno.Signal = "SIGKILL"): Promise<Deno.CommandStatus> {
+    try {
+      this.child.kill(signal);
+    } catch {
+      // Already gone.
+    }
+    const status = await this.child.status;
+    await this.#done;
+    return status;
+  }
+
+  tail(n = 30): string {
+    return this.log.slice(-n).join("\n");
+  }
+}
+
+interface Node {
+  name: string;
+  host: SimulatedHost;
+  daemon?: DaemonProcess;
+}
+
+function daemonArgs(cp: ControlPlane, node: Node, extra: string[] = []): string[] {
+  const sim = node.host.command().join(" ");
+  return [
+    "run",
+    "--kubeconfig",
+    cp.kubeconfigPath,
+    "--node-name",
+    node.name,
+    "--host-root",
+    node.host.root,
+    "--host-exec-prefix",
+    "",
+    "--bootc-command",
+    sim,
+    "--systemctl-command",
+    `${sim} systemctl`,
+    "--poll-interval",
+    "3s",
+    "--status-timeout",
+    "30s",
+    ...extra,
+  ];
+}
+
+function condition(node: BootcNode | undefined, type: string): string | undefined {
+  const c = findCondition(node?.status?.conditions, type);
+  return c ? `${c.status}/${c.reason}` : undefined;
+}
+
+Deno.test({
+  name: "daemon process: real API server, bootc simulator and registry",
+  // Child processes and the API server's HTTP client outlive single steps by design.
+  sanitizeOps: true,
+  sanitizeResources: true,
+}, async (t) => {
+  let cp: ControlPlane | undefined;
+  let registry: TestRegistry | undefined;
+  let authRegistry: TestRegistry | undefined;
+  const nodes: Node[] = [];
+  try {
+    [cp, registry, authRegistry] = await Promise.all([
+      startControlPlane({ kwok: false, controllerManager: false, scheduler: false, quiet: true }),
+      startRegistry(),
+      startRegistry({ auth: "htpasswd", users: { alice: "a-secret", bob: "b-secret" } }),
+    ]);
+    for await (const entry of Deno.readDir(CRDS)) await cp.applyYaml(`${CRDS}${entry.name}`);
+    await cp.createNamespace(NAMESPACE);
+    const api = cp;
+    const bootcNodes: ResourceClient<BootcNode> = cp.client.resource<BootcNode>(
+      Resources.bootcNodes,
+    );
+    const secrets: ResourceClient<ISecret> = cp.client.resource<ISecret>(
+      Resources.secrets,
+      NAMESPACE,
+    );
+    const repo = `${registry.host}/os`;
+    const pushed = await Promise.all(
+      ["1", "2", "3"].map((v) =>
+        registry!.pushImage({ repository: "os", tag: `v${v}`, version: v })
+      ),
+    );
+    const [v1, v2, v3] = pushed.map((p) => `${repo}@${p.digest}`);
+
+    const start = (node: Node, extra: string[] = []) => {
+      node.daemon = new DaemonProcess(daemonArgs(api, node, extra));
+    };
+    const get = (name: string) => bootcNodes.get(name);
+    const waitForNode = async (
+      node: Node,
+      check: (n: BootcNode) => boolean,
+      message: string,
+      timeoutMs = 60_000,
+    ) =>
+      await waitFor(async () => {
+        const n = await get(node.name);
+        return check(n) ? n : undefined;
+      }, {
+        timeoutMs,
+        intervalMs: 200,
+        message: () => `${node.name}: ${message}\n--- daemon log ---\n${node.daemon?.tail()}`,
+      });
+    // A merge patch of the spec does not race with the daemon's status writes.
+    const setSpec = async (
+      node: Node,
+      spec: { [K in keyof BootcNode["spec"]]?: BootcNode["spec"][K] | null },
+    ) => {
+      await bootcNodes.patch(node.name, { spec }, { type: "merge" });
+    };
+    const newNode = async (name: string, image: string, spec: Partial<BootcNode["spec"]> = {}) => {
+      const host = await SimulatedHost.create({ image });
+      const node: Node = { name, host };
+      nodes.push(node);
+      await bootcNodes.create({
+        apiVersion: "node.bootc.dev/v1alpha1",
+        kind: "BootcNode",
+        metadata: { name },
+        spec: {
+          desiredImage: image,
+          desiredImageState: "Staged",
+          rebootPolicy: "RebootOnly",
+          ...spec,
+        },
+      });
+      return node;
+    };
+    /** The harness's reboot: kill the daemon and the pending --apply, reboot, restart. */
+    const reboot = async (node: Node) => {
+      await node.daemon?.stop("SIGKILL");
+      await node.host.killLockHolder();
+      await node.host.reboot();
+      start(node);
+    };
+
+    const a = await newNode("node-a", v1);
+
+    await t.step("Idle on start-up, auto-update timer masked and reported", async () => {
+      start(a);
+      const n = await waitForNode(
+        a,
+        (n) => condition(n, "Idle") === "True/Idle" && n.status?.autoUpdatesDisabled === true,
+        "Idle with autoUpdatesDisabled",
+      );
+      assert.equal(condition(n, "Degraded"), "False/Healthy");
+      assert.equal(n.status?.booted?.image, v1);
+      assert.equal(n.status?.bootcVersion, "1.16.10");
+      const { units } = await a.host.readState();
+      const timer = units["bootc-fetch-apply-updates.timer"];
+      assert.equal(timer.runtimeMasked, true);
+      assert.equal(timer.active, false);
+    });
+
+    await t.step("Idle → Staging → Staged (locked)", async () => {
+      await setSpec(a, { desiredImage: v2 });
+      const n = await waitForNode(a, (n) => condition(n, "Idle") === "False/Staged", "Staged");
+      assert.equal(n.status?.staged?.image, v2);
+      assert.equal(n.status?.staged?.downloadOnly, true);
+      const { state } = await a.host.readState();
+      assert.equal(state.staged?.downloadOnly, true);
+      assert.ok(
+        a.daemon!.log.some((l) => l.includes('"idle":"False/Staging"')),
+        "Staging was written before the pull",
+      );
+    });
+
+    await t.step("re-stage when desiredImage changes while staged", async () => {
+      await setSpec(a, { desiredImage: v3 });
+      const n = await waitForNode(
+        a,
+        (n) => condition(n, "Idle") === "False/Staged" && n.status?.staged?.image === v3,
+        "Staged v3",
+      );
+      assert.equal(n.status?.booted?.image, v1);
+    });
+
+    await t.step("Booted → Rebooting (persisted) → reboot → Idle", async () => {
+      await setSpec(a, { desiredImageState: "Booted" });
+      const request = await a.host.waitForRebootRequest({ timeoutMs: 60_000 });
+      assert.deepEqual(request.command.slice(-3), ["switch", "--from-downloaded", "--apply"]);
+      const n = await get(a.name);
+      assert.equal(condition(n, "Idle"), "False/Rebooting", "persisted before the reboot");
+      await reboot(a);
+      const after = await waitForNode(a, (n) => condition(n, "Idle") === "True/Idle", "Idle");
+      assert.equal(after.status?.booted?.image, v3);
+      assert.equal(after.status?.rollback?.image, v1);
+      assert.equal(after.status?.staged, undefined);
+    });
+
+    await t.step("kill -9 mid-stage, restart: staging resumes", async () => {
+      await a.host.setPullDelayMs(3_000);
+      await setSpec(a, { desiredImage: v2, desiredImageState: "Staged" });
+      await waitForNode(a, (n) => condition(n, "Idle") === "False/Staging", "Staging");
+      await a.daemon!.stop("SIGKILL");
+      start(a);
+      const n = await waitForNode(
+        a,
+        (n) => condition(n, "Idle") === "False/Staged" && n.status?.staged?.image === v2,
+        "Staged after restart",
+      );
+      assert.equal(n.status?.staged?.downloadOnly, true);
+      await a.host.setPullDelayMs(0);
+    });
+
+    await t.step("unexpected reboot discards the locked stage: re-staged", async () => {
+      await reboot(a);
+      const { state } = await a.host.readState();
+      assert.equal(state.staged, null, "the locked stage is gone after the reboot");
+      // The API still shows the old Staged status: wait for the host to be staged again.
+      await waitFor(async () => (await a.host.readState()).state.staged?.downloadOnly === true, {
+        timeoutMs: 60_000,
+        message: () => `host re-staged\n${a.daemon?.tail()}`,
+      });
+      const n = await waitForNode(
+        a,
+        (n) => condition(n, "Idle") === "False/Staged" && n.status?.staged?.image === v2,
+        "re-staged",
+      );
+      assert.equal(n.status?.booted?.image, v3);
+      assert.ok(
+        a.daemon!.log.some((l) => l.includes('"idle":"False/Staging"')),
+        "went through Staging again",
+      );
+    });
+
+    await t.step("idle: one watch, no writes; RSS", async () => {
+      await new Promise((r) => setTimeout(r, 4_000)); // settle
+      const before = await apiMetrics(api);
+      const windowMs = 20_000;
+      await new Promise((r) => setTimeout(r, windowMs));
+      const after = await apiMetrics(api);
+      const delta = (verb: string) =>
+        (after.requests.get(`bootcnodes|${verb}`) ?? 0) -
+        (before.requests.get(`bootcnodes|${verb}`) ?? 0);
+      const writes = ["POST", "PUT", "PATCH", "DELETE"].map(delta).reduce((x, y) => x + y, 0);
+      const reads = ["GET", "LIST"].map(delta).reduce((x, y) => x + y, 0);
+      const rss = await rssKiB(a.daemon!.child.pid);
+      console.log(
+        `[idle ${windowMs / 1000}s] bootcnodes: open watches ${after.watches}, new watches ${
+          delta("WATCH")
+        }, reads ${reads}, writes ${writes}; daemon RSS ${(rss / 1024).toFixed(1)} MiB`,
+      );
+      assert.equal(after.watches, 1, "exactly one open watch on bootcnodes");
+      assert.equal(delta("WATCH"), 0);
+      assert.equal(writes, 0);
+      assert.equal(reads, 0);
+    });
+
+    await t.step("graceful SIGTERM", async () => {
+      const status = await a.daemon!.stop("SIGTERM");
+      assert.equal(status.code, 0, a.daemon!.tail());
+      const last = JSON.parse(a.daemon!.log.at(-1)!);
+      assert.equal(last.msg, "stopped");
+      assert.equal(last.node, "node-a");
+      a.daemon = undefined;
+    });
+
+    await t.step("standalone status prints the status it would write", async () => {
+      const sim = a.host.command().join(" ");
+      const common = [
+        "run",
+        "--allow-all",
+        MAIN,
+        "status",
+        "--host-root",
+        a.host.root,
+        "--host-exec-prefix",
+        "",
+        "--bootc-command",
+        sim,
+        "--systemctl-command",
+        `${sim} systemctl`,
+      ];
+      const offline = await new Deno.Command(Deno.execPath(), {
+        args: [...common, "--desired-image", v2, "--desired-image-state", "Booted"],
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      assert.equal(offline.code, 0, new TextDecoder().decode(offline.stderr));
+      const status = JSON.parse(new TextDecoder().decode(offline.stdout));
+      assert.equal(status.booted.image, v3);
+      assert.equal(status.staged.image, v2);
+      assert.equal(status.autoUpdatesDisabled, true);
+      const idle = findCondition(status.conditions, "Idle");
+      assert.equal(`${idle?.status}/${idle?.reason}`, "False/Rebooting");
+      // Nothing was applied: status is read-only.
+      assert.equal(await a.host.rebootRequested(), false);
+      const fromApi = await new Deno.Command(Deno.execPath(), {
+        args: [...common, "--kubeconfig", api.kubeconfigPath, "--node-name", a.name],
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      assert.equal(fromApi.code, 0, new TextDecoder().decode(fromApi.stderr));
+      const written = (await get(a.name)).status;
+      assert.deepEqual(JSON.parse(new TextDecoder().decode(fromApi.stdout)), written);
+    });
+
+    await t.step("pull secret: missing → Degraded, write, rotate, remove", async () => {
+      const authRepo = `${authRegistry!.host}/os`;
+      const [p1, p2] = await Promise.all([
+        authRegistry!.pushImage({ repository: "os", tag: "v1", version: "1" }),
+        authRegistry!.pushImage({ repository: "os", tag: "v2", version: "2" }),
+      ]);
+      const alice = JSON.parse(authRegistry!.dockerConfigJson("alice"));
+      const host = await SimulatedHost.create({
+        image: `${authRepo}@${p1.digest}`,
+        etcAuth: alice,
+      });
+      // Only the operator's credentials remain.
+      await Deno.remove(`${host.root}/etc/ostree/auth.json`);
+      const b: Node = { name: "node-b", host };
+      nodes.push(b);
+      const ref = { name: "regcred", namespace: NAMESPACE };
+      await bootcNodes.create({
+        apiVersion: "node.bootc.dev/v1alpha1",
+        kind: "BootcNode",
+        metadata: { name: b.name },
+        spec: {
+          desiredImage: `${authRepo}@${p2.digest}`,
+          desiredImageState: "Staged",
+          rebootPolicy: "RebootOnly",
+          pullSecretRef: ref,
+          pullSecretHash: "h1",
+        },
+      });
+      start(b, ["--poll-interval", "1s"]);
+      let n = await waitForNode(
+        b,
+        (n) => findCondition(n.status?.conditions, "Degraded")?.status === "True",
+        "Degraded for the missing Secret",
+      );
+      assert.match(
+        findCondition(n.status?.conditions, "Degraded")!.message,
+        /pull secret bootc-operator\/regcred: Secret not found/,
+      );
+      const secret = (user: string): ISecret => ({
+        apiVersion: "v1",
+        kind: "Secret",
+        metadata: { name: "regcred", namespace: NAMESPACE },
+        type: "kubernetes.io/dockerconfigjson",
+        data: { ".dockerconfigjson": btoa(authRegistry!.dockerConfigJson(user)) },
+      });
+      await secrets.create(secret("alice"));
+      await setSpec(b, { pullSecretHash: "h2" });
+      n = await waitForNode(
+        b,
+        (n) =>
+          condition(n, "Idle") === "False/Staged" && condition(n, "Degraded") === "False/Healthy",
+        "Staged with the Secret's credentials",
+      );
+      const authFile = `${host.root}/run/ostree/auth.json`;
+      assert.deepEqual(JSON.parse(await Deno.readTextFile(authFile)), alice);
+      assert.equal((await Deno.stat(authFile)).mode! & 0o777, 0o600);
+      // Rotation: new content, the controller bumps the hash.
+      const current = await secrets.get("regcred");
+      await secrets.update({ ...current, data: secret("bob").data });
+      await setSpec(b, { pullSecretHash: "h3" });
+      const bob = JSON.parse(authRegistry!.dockerConfigJson("bob"));
+      await waitFor(async () => {
+        const text = await Deno.readTextFile(authFile).catch(() => "");
+        return text && JSON.stringify(JSON.parse(text)) === JSON.stringify(bob);
+      }, { timeoutMs: 30_000, message: () => `rotated auth file\n${b.daemon?.tail()}` });
+      // The reference goes away: the file is removed.
+      await setSpec(b, { pullSecretRef: null, pullSecretHash: null });
+      await waitFor(
+        async () => !(await Deno.stat(authFile).then(() => true, () => false)),
+        { timeoutMs: 30_000, message: () => `auth file removed\n${b.daemon?.tail()}` },
+      );
+    });
+
+    await t.step("not a bootc host (container detected): Degraded, nothing staged", async () => {
+      const c = await newNode("node-c", v1, {});
+      await c.host.setInContainer(true);
+      await setSpec(c, { desiredImage: v2 });
+      // The daemon drops `container` from bootc's environment; the marker file is what is seen.
+      start(c);
+      const n = await waitForNode(
+        c,
+        (n) => condition(n, "Degraded") === "True/Error",
+        "Degraded for booted: null",
+      );
+      assert.match(findCondition(n.status?.conditions, "Degraded")!.message, /booted: null/);
+      assert.equal((await c.host.readState()).state.staged, null);
+    });
+  } finally {
+    for (const node of nodes) {
+      await node.daemon?.stop("SIGKILL");
+      await node.host.killLockHolder().catch(() => null);
+      await node.host.destroy();
+    }
+    await Promise.all([cp?.stop(), registry?.stop(), authRegistry?.stop()]);
+  }
+});
+
+/** apiserver_request_total by `resource|verb`, and open WATCHes on bootcnodes. */
+async function apiMetrics(
+  cp: ControlPlane,
+): Promise<{ requests: Map<string, number>; watches: number }> {
+  const res = await cp.client.transport.request({ method: "GET", path: "/metrics" });
+  const text = await res.text();
+  const requests = new Map<string, number>();
+  let watches = 0;
+  for (const line of text.split("\n")) {
+    const m = /^(\w+)\{(.*)\} ([0-9.e+]+)$/.exec(line);
+    if (!m) continue;
+    const labels = Object.fromEntries(
+      [...m[2].matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]),
+    );
+    if (labels.resource !== "bootcnodes") continue;
+    if (m[1] === "apiserver_request_total") {
+      const key = `bootcnodes|${labels.verb}`;
+      requests.set(key, (requests.get(key) ?? 0) + Number(m[3]));
+    }
+    if (m[1] === "apiserver_longrunning_requests" && labels.verb === "WATCH") {
+      watches += Number(m[3]);
+    }
+  }
+  return { requests, watches };
+}
+
+async function rssKiB(pid: number): Promise<number> {
+  const status = await Deno.readTextFile(`/proc/${pid}/status`);
+  return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? NaN);
+}
