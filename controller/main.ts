@@ -102,7 +102,7 @@ export async function runController(flags: ControllerFlags, signal: AbortSignal)
       client,
       component: "bootc-operator-controller",
       host: identity,
-      namespace: flags.namespace,
+      // Pools, BootcNodes and Nodes are cluster-scoped: their events must live in "default".
       logger: log,
     }),
     metrics,

@@ -45,7 +45,10 @@ export interface EventRecorderOptions {
   component: string;
   /** `source.host` / `reportingInstance`, e.g. the node name. */
   host?: string;
-  /** Namespace for events about cluster-scoped objects (default "default"). */
+  /**
+   * Namespace for events about cluster-scoped objects (default "default"). The API
+   * server accepts only "default" there; the option exists for servers that differ.
+   */
   namespace?: string;
   clock?: Clock;
   logger?: Logger;

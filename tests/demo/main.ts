@@ -159,12 +159,7 @@ export async function runDemo(options: DemoOptions): Promise<void> {
       if (e.type.startsWith("reboot")) out(`  ${e.node}: ${e.type}${e.soft ? " (soft)" : ""}\n`);
     },
   });
-  let stopping = false;
-  const stop = async () => {
-    if (stopping) return;
-    stopping = true;
-    await stack.stop({ keepLogs: options.keep });
-  };
+  let failed = true;
   try {
     out(
       `  control plane up in ${(stack.cp.startupMs / 1000).toFixed(1)}s; logs in ${stack.logDir}\n`,
@@ -247,9 +242,11 @@ export async function runDemo(options: DemoOptions): Promise<void> {
       out(`  ${stack.cp.binDir}/kubectl get bootcnodepools,bootcnodes -o wide\nCtrl-C stops it.\n`);
       await new Promise<void>((resolve) => Deno.addSignalListener("SIGINT", () => resolve()));
     }
+    failed = false;
   } finally {
     out("Tearing down…\n");
-    await stop();
+    await stack.stop({ keepLogs: options.keep || failed });
+    if (failed) out(`Logs kept in ${stack.logDir}\n`);
   }
 }
 
