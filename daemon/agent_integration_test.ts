@@ -12,7 +12,8 @@ import { type ControlPlane, startControlPlane } from "../tests/harness/control_p
 import { startRegistry, type TestRegistry } from "../tests/harness/registry.ts";
 import { waitFor } from "../tests/harness/wait.ts";
 
-const MAIN = new URL("./main.ts", import.meta.url).pathname;
+/** The daemon entry point; DAEMON_ENTRY runs a build (e.g. dist/daemon.js) instead. */
+const MAIN = Deno.env.get("DAEMON_ENTRY") ?? new URL("./main.ts", import.meta.url).pathname;
 const CRDS = new URL("../crds/", import.meta.url).pathname;
 const NAMESPACE = "bootc-operator";
 
