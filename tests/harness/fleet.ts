@@ -71,6 +71,8 @@ export interface FleetNode {
   rebooting: boolean;
   /** When false, the supervisor does not restart the daemon (fault scenarios). */
   daemonAllowed: boolean;
+  /** While true, a rebooting machine stays down (NotReady, no daemon): it "never comes back". */
+  holdDown: boolean;
   daemonStarts: number;
   reboots: number;
 }
@@ -110,6 +112,7 @@ export class Fleet {
       host,
       rebooting: false,
       daemonAllowed: true,
+      holdDown: false,
       daemonStarts: 0,
       reboots: 0,
     };
@@ -254,6 +257,9 @@ export class Fleet {
       await cp.setNodeReady(member.name, false);
       await new Promise((r) => setTimeout(r, soft ? 50 : this.#options.rebootDelayMs ?? 300));
       await member.host.reboot(options.unexpected ? { soft: false } : {});
+      while (member.holdDown && !this.#abort.signal.aborted) {
+        await new Promise((r) => setTimeout(r, 100));
+      }
       await cp.setNodeReady(member.name, true);
       member.reboots++;
       this.rebootCount++;
