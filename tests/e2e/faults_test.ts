@@ -1,0 +1,185 @@
+/**
+ * End-to-end fault scenarios: the controller SIGKILLed in each phase of a node's
+ * update, a daemon killed mid-stage, the API server restarted and etcd compacted
+ * mid-rollout, and an unexpected reboot of a staged node. Every rollout must
+ * still converge with the invariants intact: nothing left cordoned, no slot
+ * leaked, never more than maxUnavailable nodes disrupted.
+ */
+import assert from "node:assert/strict";
+import type { INode } from "kubernetes-models/v1/Node";
+import {
+  ANNOTATION_DRAINED_AT,
+  ANNOTATION_IN_REBOOT_SLOT,
+  type BootcNode,
+} from "../../lib/api/mod.ts";
+import { Resources } from "../../lib/kube/mod.ts";
+import { type Stack, startStack } from "../harness/stack.ts";
+import {
+  addNodes,
+  assertInvariants,
+  idleReason,
+  patchPoolSpec,
+  poolSpec,
+  waitConverged,
+  waitNodes,
+  waitPool,
+} from "./scenario.ts";
+
+const annotations = (bn: BootcNode) => bn.metadata.annotations ?? {};
+const inSlot = (bn: BootcNode) => ANNOTATION_IN_REBOOT_SLOT in annotations(bn);
+
+async function restartControllerAfterKill(stack: Stack, phase: string): Promise<void> {
+  await stack.killController();
+  console.log(`controller SIGKILLed while ${phase}`);
+  await new Promise((r) => setTimeout(r, 500));
+  await stack.startController();
+}
+
+Deno.test("faults: controller killed in every phase, daemon killed, API server restart, etcd compaction, unexpected reboot", async (t) => {
+  const stack = await startStack({
+    limits: { faults: { maxUnavailable: 1 } },
+    rebootDelayMs: 2000,
+  });
+  const { v1, v2, repository } = stack.images;
+  try {
+    const nodes = await addNodes(stack, "faults", 4);
+    // Slow pods make every drain take a few seconds, so the draining phase can be hit.
+    for (const name of nodes) {
+      await stack.cp.createPod("default", `slow-${name}`, {
+        nodeName: name,
+        labels: { app: "slow" },
+        terminationGracePeriodSeconds: 4,
+      });
+    }
+    await stack.createPool(
+      "faults",
+      poolSpec("faults", `${repository}@${v1.digest}`, { minReadySeconds: 3 }),
+    );
+    await waitConverged(stack, "faults", v1.digest, 4);
+
+    await t.step(
+      "controller SIGKILLed while staging, draining, rebooting and uncordoning",
+      async () => {
+        for (const name of nodes) await stack.fleet.nodes.get(name)!.host.setPullDelayMs(1500);
+        await patchPoolSpec(stack, "faults", { image: { ref: `${repository}@${v2.digest}` } });
+        await waitNodes(
+          stack,
+          "faults",
+          (bns) => bns.some((bn) => idleReason(bn) === "Staging"),
+          "staging",
+        );
+        await restartControllerAfterKill(stack, "staging");
+
+        await waitNodes(
+          stack,
+          "faults",
+          (bns) => bns.some((bn) => inSlot(bn) && !(ANNOTATION_DRAINED_AT in annotations(bn))),
+          "a node draining",
+        );
+        await restartControllerAfterKill(stack, "draining");
+
+        await waitNodes(
+          stack,
+          "faults",
+          (bns) => bns.some((bn) => idleReason(bn) === "Rebooting"),
+          "rebooting",
+        );
+        await restartControllerAfterKill(stack, "rebooting");
+
+        await waitNodes(
+          stack,
+          "faults",
+          (bns) => bns.some((bn) => inSlot(bn) && bn.status?.booted?.imageDigest === v2.digest),
+          "a node back on the target, waiting to be uncordoned",
+        );
+        await restartControllerAfterKill(stack, "uncordoning");
+
+        await waitConverged(stack, "faults", v2.digest, 4, 180_000);
+        await assertInvariants(stack, nodes);
+      },
+    );
+
+    await t.step("a daemon SIGKILLed mid-stage restages and the rollout finishes", async () => {
+      await stack.fleet.nodes.get("faults-2")!.host.setPullDelayMs(4000);
+      await patchPoolSpec(stack, "faults", { image: { ref: `${repository}@${v1.digest}` } });
+      await waitNodes(
+        stack,
+        "faults",
+        (bns) => idleReason(bns.find((bn) => bn.metadata.name === "faults-2")!) === "Staging",
+        "faults-2 staging",
+      );
+      const starts = stack.fleet.nodes.get("faults-2")!.daemonStarts;
+      await stack.fleet.killDaemon("faults-2");
+      await waitConverged(stack, "faults", v1.digest, 4, 180_000);
+      assert.ok(stack.fleet.nodes.get("faults-2")!.daemonStarts > starts, "daemon restarted");
+      await assertInvariants(stack, nodes);
+      for (const name of nodes) await stack.fleet.nodes.get(name)!.host.setPullDelayMs(0);
+    });
+
+    await t.step("the API server restarted mid-rollout", async () => {
+      await patchPoolSpec(stack, "faults", { image: { ref: `${repository}@${v2.digest}` } });
+      await waitNodes(stack, "faults", (bns) => bns.some(inSlot), "a node in a slot");
+      await stack.cp.restartApiServer();
+      await waitConverged(stack, "faults", v2.digest, 4, 180_000);
+      await assertInvariants(stack, nodes);
+    });
+
+    await t.step("etcd compacted mid-rollout", async () => {
+      await patchPoolSpec(stack, "faults", { image: { ref: `${repository}@${v1.digest}` } });
+      await waitNodes(stack, "faults", (bns) => bns.some(inSlot), "a node in a slot");
+      const revision = await stack.cp.compactEtcd();
+      assert.ok(revision > 0);
+      // Watches resumed from a compacted revision must relist (410 Gone).
+      await stack.cp.restartApiServer();
+      await waitConverged(stack, "faults", v1.digest, 4, 180_000);
+      await assertInvariants(stack, nodes);
+    });
+
+    await t.step(
+      "an unexpected reboot of a staged node does not apply the locked stage",
+      async () => {
+        await patchPoolSpec(stack, "faults", {
+          image: { ref: `${repository}@${v2.digest}` },
+          rollout: { paused: true },
+        });
+        await waitNodes(
+          stack,
+          "faults",
+          (bns) =>
+            bns.every((bn) => idleReason(bn) === "Staged" && bn.status?.staged?.downloadOnly),
+          "every node staged (locked)",
+        );
+        await stack.fleet.unexpectedReboot("faults-3");
+        const state = await stack.fleet.nodes.get("faults-3")!.host.readState();
+        assert.equal(
+          state.state.booted?.image?.imageDigest,
+          v1.digest,
+          "the locked stage was discarded",
+        );
+        // The daemon comes back, sees nothing staged and stages (locked) again.
+        const host = stack.fleet.nodes.get("faults-3")!.host;
+        await waitPool(stack, "faults", async () => {
+          const s = (await host.readState()).state;
+          return s.staged?.image?.imageDigest === v2.digest && s.staged.downloadOnly &&
+            s.booted?.image?.imageDigest === v1.digest;
+        }, "faults-3 should restage v2, locked, after the unexpected reboot");
+        await waitNodes(
+          stack,
+          "faults",
+          (bns) => idleReason(bns.find((b) => b.metadata.name === "faults-3")!) === "Staged",
+          "faults-3 reports Staged again",
+        );
+        const node = await stack.cp.client.resource<INode>(Resources.nodes).get("faults-3");
+        assert.notEqual(node.spec?.unschedulable, true);
+        await patchPoolSpec(stack, "faults", { rollout: { paused: false } });
+        await waitConverged(stack, "faults", v2.digest, 4, 180_000);
+        await assertInvariants(stack, nodes);
+      },
+    );
+  } catch (error) {
+    console.error(`stack logs kept in ${stack.logDir}`);
+    await stack.stop({ keepLogs: true });
+    throw error;
+  }
+  await stack.stop();
+});
