@@ -194,9 +194,9 @@ export class Fleet {
             this.#track(this.#rebootCycle(member, { unexpected: false }));
           }
         }
-      } catch (error) {
+      } catch {
+        // The API server may be restarting (a fault scenario): try again next round.
         if (signal.aborted) break;
-        this.errors.push(`supervisor: ${error instanceof Error ? error.message : error}`);
       }
       await new Promise((resolve) => setTimeout(resolve, 150));
     }
@@ -247,20 +247,21 @@ export class Fleet {
       const request = await member.host.rebootRequest();
       const soft = request?.soft ?? false;
       if (!options.unexpected) {
-        this.#options.tracker?.observeReboot(member.name, await this.#evictablePods(member.name));
+        const pods = await retry(() => this.#evictablePods(member.name));
+        this.#options.tracker?.observeReboot(member.name, pods);
       }
       this.#options.onEvent?.({ type: "reboot-started", node: member.name, soft });
       // The machine goes down: the daemon and the bootc process waiting for systemd die.
       await member.daemon?.stop({ graceMs: 0 });
       member.daemon = undefined;
       await killHostProcesses(member.host.root);
-      await cp.setNodeReady(member.name, false);
+      await retry(() => cp.setNodeReady(member.name, false));
       await new Promise((r) => setTimeout(r, soft ? 50 : this.#options.rebootDelayMs ?? 300));
       await member.host.reboot(options.unexpected ? { soft: false } : {});
       while (member.holdDown && !this.#abort.signal.aborted) {
         await new Promise((r) => setTimeout(r, 100));
       }
-      await cp.setNodeReady(member.name, true);
+      await retry(() => cp.setNodeReady(member.name, true));
       member.reboots++;
       this.rebootCount++;
       this.#options.onEvent?.({ type: "reboot-finished", node: member.name, soft });
@@ -293,6 +294,19 @@ export class Fleet {
         await m.host.destroy();
       }),
     );
+  }
+}
+
+/** Retries `fn` for up to a minute: the API server may be restarting under a fault scenario. */
+async function retry<T>(fn: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    try {
+      return await fn();
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((r) => setTimeout(r, 250));
+    }
   }
 }
 
