@@ -145,6 +145,33 @@ function converged(snap: Snapshot, digest: string, nodes: number): boolean {
     ) && snap.nodes.every((n) => !n.spec?.unschedulable);
 }
 
+/** When the first node entered a slot after `since`. */
+function firstSlotAt(stack: Stack, since: number): number | undefined {
+  const starts = stack.tracker.intervals.map((i) => i.start).filter((t) => t >= since);
+  return starts.length ? Math.min(...starts) : undefined;
+}
+
+/** Peak resident memory (VmHWM) of a process in MiB, or "-" when it is gone. */
+function vmHwm(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const status = Deno.readTextFileSync(`/proc/${pid}/status`);
+    const kb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1]);
+    return Number.isFinite(kb) ? Math.round(kb / 102.4) / 10 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function peakRss(stack: Stack): { controller: string; daemon: string } {
+  const daemons = [...stack.fleet.nodes.values()].map((m) => vmHwm(m.daemon?.pid))
+    .filter((v): v is number => v !== undefined);
+  return {
+    controller: String(vmHwm(stack.controller?.pid) ?? "-"),
+    daemon: daemons.length ? String(Math.max(...daemons)) : "-",
+  };
+}
+
 /** Runs the demo. */
 export async function runDemo(options: DemoOptions): Promise<void> {
   const encoder = new TextEncoder();
@@ -224,12 +251,30 @@ export async function runDemo(options: DemoOptions): Promise<void> {
       ...stack.tracker.violations,
       ...stack.tracker.checkFinal(final.nodes, final.bootcNodes),
     ];
-    const delays = stack.tracker.handoffDelays().sort((a, b) => a - b);
-    const median = delays.length ? delays[Math.floor(delays.length / 2)] : undefined;
+    const median = (values: number[]) =>
+      values.length ? [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] : undefined;
+    const handoff = median(stack.tracker.handoffDelays());
+    const cycles = stack.tracker.intervals.filter((i) => i.end !== undefined && i.start >= started)
+      .map((i) => i.end! - i.start);
+    const cycle = median(cycles) ?? 0;
+    const staging = (firstSlotAt(stack, started) ?? started) - started;
+    const ideal = Math.ceil(options.nodes / slots) * cycle + staging;
+    const rss = peakRss(stack);
     out(`\nRollout to v2 finished in ${duration.toFixed(1)}s.\n`);
     out(`  reboots:                     ${stack.fleet.rebootCount - rebootsBefore}\n`);
     out(`  most nodes unavailable:      ${stack.tracker.maxDisrupted} (maxUnavailable ${slots})\n`);
-    out(`  slot freed → next cordon:    median ${median ?? "-"} ms\n`);
+    out(
+      `  ideal:                       ${
+        (ideal / 1000).toFixed(1)
+      }s = ceil(${options.nodes}/${slots})` +
+        ` × ${(cycle / 1000).toFixed(1)}s per-node cycle (median) + ${
+          (staging / 1000).toFixed(1)
+        }s until the first slot\n`,
+    );
+    out(`  slot freed → next cordon:    median ${handoff ?? "-"} ms\n`);
+    out(
+      `  peak RSS:                    controller ${rss.controller} MiB, daemon ${rss.daemon} MiB (max)\n`,
+    );
     out(
       `  API writes:                  ${writes} (${
         (writes / options.nodes).toFixed(1)
