@@ -274,7 +274,13 @@ async function ensureBuildOnce(options: BuildOptions): Promise<Executables> {
     result = await build({ ...options, root, outDir, mode, only: undefined });
   }
   const path = (name: Target["name"]) => result!.targets.find((t) => t.name === name)!.executable;
-  return { controller: [path("controller")], daemon: [path("daemon")] };
+  if (result!.mode === "compile") {
+    return { controller: [path("controller")], daemon: [path("daemon")] };
+  }
+  // The launcher finds `deno` on PATH or in $DENO; a machine that runs Deno only through
+  // `npx deno` has none on PATH, so hand it this very executable.
+  const launch = (name: Target["name"]) => ["/usr/bin/env", `DENO=${Deno.execPath()}`, path(name)];
+  return { controller: launch("controller"), daemon: launch("daemon") };
 }
 
 /**
