@@ -14,7 +14,10 @@ export function findCondition(
 }
 
 /** True when the condition of `type` exists with status "True". */
-export function isConditionTrue(conditions: readonly Condition[] | undefined, type: string): boolean {
+export function isConditionTrue(
+  conditions: readonly Condition[] | undefined,
+  type: string,
+): boolean {
   return findCondition(conditions, type)?.status === "True";
 }
 

@@ -96,11 +96,12 @@ const Conditions = Type.Array(Condition, {
 const MaxUnavailable = Type.Unsafe<number | string>({
   "x-kubernetes-int-or-string": true,
   default: 1,
-  description: "How many nodes may be in a reboot slot (cordoned, draining or rebooting) at once: " +
+  description:
+    "How many nodes may be in a reboot slot (cordoned, draining or rebooting) at once: " +
     "an integer >= 1 or a percentage of the pool's nodes, rounded up (at least 1).",
   ...validations({
     rule: "type(self) == int ? self >= 1 : self.matches('^(100|[1-9][0-9]?)%$')",
-    message: "must be an integer >= 1 or a percentage from 1% to 100% (for example 1, 3 or \"25%\")",
+    message: 'must be an integer >= 1 or a percentage from 1% to 100% (for example 1, 3 or "25%")',
   }),
 });
 
@@ -207,11 +208,13 @@ export const BootcNodeSpec = Type.Object({
     description: "The digest-pinned image this node should run.",
     ...validations({
       rule: `self.matches(r'${DIGEST_PINNED_PATTERN}')`,
-      message: "must be pinned by digest (<repository>@sha256:<64 hex digits>); tags are resolved " +
+      message:
+        "must be pinned by digest (<repository>@sha256:<64 hex digits>); tags are resolved " +
         "by the BootcNodePool, not here",
     }, {
       rule: `self.matches(r'${IMAGE_REFERENCE_PATTERN}')`,
-      message: "must be a container image reference such as quay.io/example/os@sha256:<64 hex digits>",
+      message:
+        "must be a container image reference such as quay.io/example/os@sha256:<64 hex digits>",
     }),
   }),
   desiredImageState: StringEnum(DesiredImageStateValues, {

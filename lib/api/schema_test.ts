@@ -57,7 +57,9 @@ Deno.test("CRDs are cluster-scoped with a status subresource, short names and co
     assert.ok(spec.names.shortNames.length > 0);
     const version = versionSchema(crd);
     assert.deepEqual(version.subresources, { status: {} });
-    assert.ok(version.additionalPrinterColumns.some((c: { priority?: number }) => c.priority === 1));
+    assert.ok(
+      version.additionalPrinterColumns.some((c: { priority?: number }) => c.priority === 1),
+    );
   }
 });
 
@@ -77,7 +79,9 @@ Deno.test("pool schema defaults and requires what the design says", () => {
   assert.deepEqual(spec.properties.image.required, ["ref"]);
   // No TypeBox-only keywords leak into the structural schema.
   const text = JSON.stringify(schema);
-  assert.ok(!text.includes("anyOf") && !text.includes("const") && !text.includes("patternProperties"));
+  assert.ok(
+    !text.includes("anyOf") && !text.includes("const") && !text.includes("patternProperties"),
+  );
 });
 
 Deno.test("node schema: desiredImageState enum defaulting to Staged", () => {
