@@ -1,0 +1,188 @@
+/**
+ * Measures the controller's resident memory with N nodes in its caches
+ * (default 1,000): starts a control plane (no kwok), runs controller/main.ts
+ * as a child process, samples its RSS from /proc before and after creating N
+ * realistic Node objects (Ready condition, 30 images) and a paused pool that
+ * selects them all (so N BootcNodes are created and cached too), then stops
+ * the controller with SIGTERM and checks it exits cleanly.
+ *
+ *   deno run --allow-all tools/measure_controller_rss.ts [N]
+ */
+import { Resources } from "../lib/kube/mod.ts";
+import type { BootcNodePool } from "../lib/api/mod.ts";
+import { startControlPlane } from "../tests/harness/control_plane.ts";
+import { freePort } from "../tests/harness/process.ts";
+import { waitFor } from "../tests/harness/wait.ts";
+
+const n = Number(Deno.args[0] ?? 1000);
+
+async function rssMiB(pid: number): Promise<number> {
+  const status = await Deno.readTextFile(`/proc/${pid}/status`);
+  const kb = Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0);
+  return kb / 1024;
+}
+
+async function settleRss(pid: number, ms = 5000): Promise<{ last: number; max: number }> {
+  let max = 0;
+  let last = 0;
+  for (let waited = 0; waited < ms; waited += 500) {
+    last = await rssMiB(pid);
+    max = Math.max(max, last);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  return { last, max };
+}
+
+async function inBatches<T>(items: T[], size: number, fn: (item: T) => Promise<unknown>) {
+  for (let i = 0; i < items.length; i += size) await Promise.all(items.slice(i, i + size).map(fn));
+}
+
+const cp = await startControlPlane({ kwok: false, controllerManager: false, scheduler: false });
+let child: Deno.ChildProcess | undefined;
+try {
+  for (const crd of ["bootcnodepools", "bootcnodes"]) {
+    await cp.applyYaml(
+      await Deno.readTextFile(new URL(`../crds/${crd}.node.bootc.dev.yaml`, import.meta.url)),
+    );
+  }
+  const pools = cp.client.resource<BootcNodePool>(Resources.bootcNodePools);
+  await waitFor(async () => (await pools.list(), true), { timeoutMs: 30_000, message: "CRDs" });
+
+  const port = freePort();
+  child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--allow-all",
+      new URL("../controller/main.ts", import.meta.url).pathname,
+      "--kubeconfig",
+      cp.kubeconfigPath,
+      "--leader-elect=false",
+      "--metrics-addr",
+      `127.0.0.1:${port}`,
+    ],
+    stdout: "null",
+    stderr: "null",
+    env: { LOG_LEVEL: "warn" },
+  }).spawn();
+  const pid = child.pid;
+  await waitFor(
+    async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200 || false,
+    {
+      timeoutMs: 60_000,
+      message: "controller ready",
+      intervalMs: 250,
+    },
+  ).catch((e) => {
+    throw e;
+  });
+  const idle = await settleRss(pid, 3000);
+
+  const nodes = cp.client.resource(Resources.nodes);
+  const names = Array.from({ length: n }, (_, i) => `node-${String(i).padStart(5, "0")}`);
+  const images = Array.from({ length: 30 }, (_, i) => ({
+    names: [
+      `registry.example/team/app-${i}@sha256:${String(i).padStart(64, "0")}`,
+      `registry.example/team/app-${i}:v1.${i}`,
+    ],
+    sizeBytes: 100_000_000 + i,
+  }));
+  await inBatches(names, 25, async (name) => {
+    const created = await nodes.create({
+      apiVersion: "v1",
+      kind: "Node",
+      metadata: {
+        name,
+        labels: {
+          "node-role.kubernetes.io/worker": "",
+          "kubernetes.io/hostname": name,
+          "kubernetes.io/arch": "amd64",
+          "topology.kubernetes.io/zone": `zone-${name.length % 3}`,
+        },
+      },
+    });
+    const now = new Date().toISOString().replace(/\.\d{3}Z$/, "Z");
+    await nodes.updateStatus({
+      ...created,
+      status: {
+        conditions: [
+          {
+            type: "Ready",
+            status: "True",
+            reason: "KubeletReady",
+            message: "kubelet is posting ready status",
+            lastHeartbeatTime: now,
+            lastTransitionTime: now,
+          },
+          ...["MemoryPressure", "DiskPressure", "PIDPressure"].map((type) => ({
+            type,
+            status: "False",
+            reason: `KubeletHas${type.startsWith("Mem") ? "Sufficient" : "No"}${type}`,
+            message: "ok",
+            lastHeartbeatTime: now,
+            lastTransitionTime: now,
+          })),
+        ],
+        capacity: { cpu: "16", memory: "65536Mi", pods: "110" },
+        allocatable: { cpu: "15800m", memory: "64000Mi", pods: "110" },
+        addresses: [{ type: "InternalIP", address: "10.0.0.1" }, {
+          type: "Hostname",
+          address: name,
+        }],
+        nodeInfo: {
+          architecture: "amd64",
+          bootID: crypto.randomUUID(),
+          containerRuntimeVersion: "cri-o://1.33.0",
+          kernelVersion: "6.12.0",
+          kubeProxyVersion: "",
+          kubeletVersion: "v1.36.3",
+          machineID: crypto.randomUUID().replaceAll("-", ""),
+          operatingSystem: "linux",
+          osImage: "Fedora bootc",
+          systemUUID: crypto.randomUUID(),
+        },
+        images,
+      },
+    } as never);
+  });
+  await pools.create({
+    apiVersion: "node.bootc.dev/v1alpha1",
+    kind: "BootcNodePool",
+    metadata: { name: "workers" },
+    spec: {
+      nodeSelector: { matchLabels: { "node-role.kubernetes.io/worker": "" } },
+      image: { ref: `quay.io/example/os@sha256:${"b".repeat(64)}` },
+      rollout: {
+        maxUnavailable: "10%",
+        paused: true,
+        drainTimeoutSeconds: 600,
+        rebootTimeoutSeconds: 1800,
+        minReadySeconds: 0,
+      },
+      disruption: { rebootPolicy: "RebootOnly" },
+    },
+  });
+  await waitFor(async () => (await pools.get("workers")).status?.nodeCount === n, {
+    timeoutMs: 300_000,
+    intervalMs: 1000,
+    message: `pool status counts ${n} nodes`,
+  });
+  const loaded = await settleRss(pid, 5000);
+  const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const p50 = /bootc_reconcile_duration_seconds_count\{pool="workers"\} (\d+)/.exec(metrics)?.[1];
+  child.kill("SIGTERM");
+  const status = await child.status;
+  child = undefined;
+  console.log(
+    `controller RSS: ${idle.last.toFixed(0)} MiB idle (no nodes); ` +
+      `${loaded.last.toFixed(0)} MiB with ${n} Nodes + ${n} BootcNodes cached ` +
+      `(max ${
+        loaded.max.toFixed(0)
+      } MiB); ${p50} reconciles; exit code after SIGTERM ${status.code}`,
+  );
+} finally {
+  if (child) {
+    child.kill("SIGKILL");
+    await child.status;
+  }
+  await cp.stop();
+}
