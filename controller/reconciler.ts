@@ -243,11 +243,19 @@ export class PoolReconciler {
   }
 
   #wireHandlers() {
-    this.pools.onAdd((p) => this.#enqueue(p.metadata.name));
+    // Conflicts are between pools: a pool that appears, goes or changes its selector can
+    // start or end a conflict in any other pool, so every pool looks again.
+    const enqueueAllPools = () => {
+      for (const p of this.pools.store.list()) this.#enqueue(p.metadata.name);
+    };
+    this.pools.onAdd(enqueueAllPools);
     this.pools.onUpdate((o, n) => {
-      if (poolChangeMatters(o, n)) this.#enqueue(n.metadata.name);
+      if (JSON.stringify(o.spec.nodeSelector) !== JSON.stringify(n.spec.nodeSelector)) {
+        enqueueAllPools();
+      } else if (poolChangeMatters(o, n)) this.#enqueue(n.metadata.name);
     });
     this.pools.onDelete((p) => {
+      enqueueAllPools();
       this.#memos.delete(p.metadata.name ?? "");
       this.#metrics?.poolNodes.deleteMatching({ pool: p.metadata.name ?? "" });
       this.#metrics?.slotsInUse.deleteMatching({ pool: p.metadata.name ?? "" });
