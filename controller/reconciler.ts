@@ -155,6 +155,38 @@ function newerOrEqual(have: string | undefined, want: string | undefined): boole
   return have === want;
 }
 
+/** Drops `metadata.managedFields`, which the controller never reads, from a cached object. */
+export function withoutManagedFields<T extends KubeObject>(object: T): T {
+  if (!object.metadata?.managedFields) return object;
+  const { managedFields: _, ...metadata } = object.metadata;
+  return { ...object, metadata };
+}
+
+/**
+ * Keeps only what the controller reads of a Node (identity, labels, annotations,
+ * `spec.unschedulable`, the Ready condition). Nodes are the biggest objects in the
+ * cache (image lists, capacity, managedFields); the controller only ever patches
+ * them, never writes a cached copy back, so a trimmed cache is safe.
+ */
+export function trimNode(node: Node): Node {
+  const m = node.metadata ?? {};
+  return {
+    apiVersion: node.apiVersion,
+    kind: node.kind,
+    metadata: {
+      name: m.name,
+      uid: m.uid,
+      resourceVersion: m.resourceVersion,
+      creationTimestamp: m.creationTimestamp,
+      deletionTimestamp: m.deletionTimestamp,
+      labels: m.labels,
+      annotations: m.annotations,
+    },
+    spec: node.spec?.unschedulable === undefined ? {} : { unschedulable: node.spec.unschedulable },
+    status: { conditions: (node.status?.conditions ?? []).filter((c) => c.type === "Ready") },
+  } as Node;
+}
+
 /** The Pool Reconciler; see the module documentation. */
 export class PoolReconciler {
   /** Cache of BootcNodePools. */
@@ -205,20 +237,27 @@ export class PoolReconciler {
     this.#bootcNodeClient = c.resource<BootcNode>(Resources.bootcNodes);
     this.#nodeClient = c.resource<Node>(Resources.nodes);
     const common = { clock: this.#clock, logger: this.#log };
-    this.pools = new Informer<BootcNodePool>({ resource: this.#poolClient, ...common });
-    this.nodes = new Informer<Node>({ resource: this.#nodeClient, ...common });
+    this.pools = new Informer<BootcNodePool>({
+      resource: this.#poolClient,
+      transform: withoutManagedFields,
+      ...common,
+    });
+    this.nodes = new Informer<Node>({ resource: this.#nodeClient, transform: trimNode, ...common });
     this.bootcNodes = new Informer<BootcNode>({
       resource: this.#bootcNodeClient,
       indexers: { pool: labelIndex<BootcNode>(LABEL_POOL) },
+      transform: withoutManagedFields,
       ...common,
     });
     this.secrets = new Informer<Secret>({
       resource: c.resource<Secret>(Resources.secrets),
       fieldSelector: "type=kubernetes.io/dockerconfigjson",
+      transform: withoutManagedFields,
       ...common,
     });
     this.pdbs = new Informer<Pdb>({
       resource: c.resource<Pdb>(Resources.poddisruptionbudgets),
+      transform: withoutManagedFields,
       ...common,
     });
     this.#wireHandlers();

@@ -30,6 +30,11 @@ export interface InformerOptions<T extends KubeObject> {
   random?: () => number;
   /** Page size of the initial list (default 500). */
   pageSize?: number;
+  /**
+   * Trims each object before it is stored and handed to handlers (e.g. drop
+   * managedFields or a Node's image list), so a large cache costs less memory.
+   */
+  transform?: (object: T) => T;
 }
 
 /** Called for a new object. */
@@ -139,7 +144,8 @@ export class Informer<T extends KubeObject> {
       limit: this.#opts.pageSize ?? 500,
       signal,
     });
-    const diff = this.store.replace(list.items);
+    const transform = this.#opts.transform;
+    const diff = this.store.replace(transform ? list.items.map(transform) : list.items);
     this.#resourceVersion = list.metadata.resourceVersion;
     for (const o of diff.deleted) this.#call("delete", this.#delete, o);
     for (const [o, n] of diff.updated) this.#call("update", this.#update, o, n);
@@ -171,14 +177,15 @@ export class Informer<T extends KubeObject> {
         if (rv) this.#resourceVersion = rv;
         continue;
       }
-      const key = objectKey(ev.object);
+      const object = this.#opts.transform ? this.#opts.transform(ev.object) : ev.object;
+      const key = objectKey(object);
       if (ev.type === "DELETED") {
         const old = this.store.delete(key);
-        this.#call("delete", this.#delete, old ?? ev.object);
+        this.#call("delete", this.#delete, old ?? object);
       } else {
-        const old = this.store.upsert(ev.object);
-        if (old) this.#call("update", this.#update, old, ev.object);
-        else this.#call("add", this.#add, ev.object);
+        const old = this.store.upsert(object);
+        if (old) this.#call("update", this.#update, old, object);
+        else this.#call("add", this.#add, object);
       }
       if (rv) this.#resourceVersion = rv;
     }

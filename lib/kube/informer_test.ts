@@ -222,3 +222,30 @@ Deno.test("waitForSync rejects when its signal aborts first; start twice throws"
   await running;
   assert.equal(inf.hasSynced(), false);
 });
+
+Deno.test("informer transform trims objects before they are stored or handed out", async () => {
+  const api = fakeApi([[obj("a", "1", { keep: "yes" })]], ["10"]);
+  const client = new KubeClient({ transport: api.transport });
+  const inf = new Informer({
+    resource: client.resource<KubeObject>(Resources.pods, "ns"),
+    clock: new FakeClock(),
+    transform: (o) => ({
+      metadata: { name: o.metadata?.name, namespace: "ns", labels: o.metadata?.labels },
+    }),
+  });
+  const seen: KubeObject[] = [];
+  inf.onAdd((o) => seen.push(o));
+  const ac = new AbortController();
+  const running = inf.start(ac.signal);
+  await inf.waitForSync(ac.signal);
+  await until(() => api.watches.length === 1, "watch");
+  api.watches[0].stream.send(watchLine("ADDED", obj("b", "11")));
+  await until(() => seen.length === 2, "watch event");
+  for (const o of [...seen, ...inf.store.list()]) {
+    assert.equal(o.apiVersion, undefined, "untrimmed object escaped the transform");
+    assert.equal(o.metadata?.resourceVersion, undefined);
+  }
+  assert.deepEqual(inf.store.get("ns/a")?.metadata?.labels, { keep: "yes" });
+  ac.abort();
+  await running;
+});
