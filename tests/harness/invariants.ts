@@ -13,6 +13,7 @@
  * @module
  */
 import type { INode } from "kubernetes-models/v1/Node";
+import { Informer, type KubeClient, Resources } from "../../lib/kube/mod.ts";
 import {
   ANNOTATION_DRAINED_AT,
   ANNOTATION_IN_REBOOT_SLOT,
@@ -226,4 +227,35 @@ export class InvariantTracker {
     }
     return delays;
   }
+}
+
+/** A running invariant watch; `stop()` ends it. */
+export interface InvariantWatch {
+  /** Resolves once both informers have listed. */
+  synced: Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Feeds every Node and BootcNode event to `tracker` until stopped. */
+export function watchInvariants(client: KubeClient, tracker: InvariantTracker): InvariantWatch {
+  const ac = new AbortController();
+  const nodes = new Informer<INode>({ resource: client.resource<INode>(Resources.nodes) });
+  nodes.onAdd((n) => tracker.observeNode(n));
+  nodes.onUpdate((_, n) => tracker.observeNode(n));
+  nodes.onDelete((n) => tracker.deleteNode(n.metadata?.name ?? ""));
+  const bootcNodes = new Informer<BootcNode>({
+    resource: client.resource<BootcNode>(Resources.bootcNodes),
+  });
+  bootcNodes.onAdd((bn) => tracker.observeBootcNode(bn));
+  bootcNodes.onUpdate((_, bn) => tracker.observeBootcNode(bn));
+  bootcNodes.onDelete((bn) => tracker.deleteBootcNode(bn.metadata.name ?? ""));
+  const running = Promise.all([nodes.start(ac.signal), bootcNodes.start(ac.signal)]);
+  return {
+    synced: Promise.all([nodes.waitForSync(ac.signal), bootcNodes.waitForSync(ac.signal)])
+      .then(() => {}),
+    async stop() {
+      ac.abort();
+      await running;
+    },
+  };
 }

@@ -8,14 +8,11 @@
  * @module
  */
 import { API_VERSION, type BootcNodePool, POOL } from "../../lib/api/mod.ts";
-import type { INode } from "kubernetes-models/v1/Node";
-import { type BootcNode } from "../../lib/api/mod.ts";
-import { Informer, Resources } from "../../lib/kube/mod.ts";
-import { silentLogger } from "../../lib/log.ts";
+import { Resources } from "../../lib/kube/mod.ts";
 import { ensureBuild } from "../../tools/build.ts";
 import { type ControlPlane, startControlPlane } from "./control_plane.ts";
 import { Fleet, type FleetEvent } from "./fleet.ts";
-import { InvariantTracker } from "./invariants.ts";
+import { InvariantTracker, type InvariantWatch, watchInvariants } from "./invariants.ts";
 import { freePort, type ManagedProcess, startProcess } from "./process.ts";
 import { startRegistry, type TestRegistry } from "./registry.ts";
 
@@ -77,29 +74,6 @@ export interface Stack {
   stop(options?: { keepLogs?: boolean }): Promise<void>;
 }
 
-/** Feeds every Node and BootcNode event to the tracker until `signal` aborts. */
-function watchInvariants(
-  cp: ControlPlane,
-  tracker: InvariantTracker,
-  signal: AbortSignal,
-): Promise<void>[] {
-  const nodes = new Informer<INode>({
-    resource: cp.client.resource<INode>(Resources.nodes),
-    logger: silentLogger,
-  });
-  nodes.onAdd((n) => tracker.observeNode(n));
-  nodes.onUpdate((_, n) => tracker.observeNode(n));
-  nodes.onDelete((n) => tracker.deleteNode(n.metadata?.name ?? ""));
-  const bootcNodes = new Informer<BootcNode>({
-    resource: cp.client.resource<BootcNode>(Resources.bootcNodes),
-    logger: silentLogger,
-  });
-  bootcNodes.onAdd((bn) => tracker.observeBootcNode(bn));
-  bootcNodes.onUpdate((_, bn) => tracker.observeBootcNode(bn));
-  bootcNodes.onDelete((bn) => tracker.deleteBootcNode(bn.metadata.name ?? ""));
-  return [nodes.start(signal), bootcNodes.start(signal)];
-}
-
 /** Starts the stack; see the module doc. */
 export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const ownsLogDir = options.logDir === undefined;
@@ -113,8 +87,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   ]);
   let fleet: Fleet | undefined;
   let controller: ManagedProcess | undefined;
-  const watchAbort = new AbortController();
-  const watchers: Promise<void>[] = [];
+  let invariantWatch: InvariantWatch | undefined;
   try {
     const repository = `${registry.host}/bootc/os`;
     const v1 = await registry.pushImage({ repository: "bootc/os", tag: "v1", version: "1.0" });
@@ -133,7 +106,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     }
 
     const tracker = new InvariantTracker({ limits: options.limits ?? {} });
-    watchers.push(...watchInvariants(cp, tracker, watchAbort.signal));
+    invariantWatch = watchInvariants(cp.client, tracker);
     const tokenKubeconfig = async (serviceAccount: string, node?: string) => {
       if (!leastPrivilege) return cp.kubeconfigPath;
       const token = await cp.mintToken({
@@ -209,8 +182,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       },
       apiWrites: () => apiWrites(cp),
       async stop(stopOptions = {}) {
-        watchAbort.abort();
-        await Promise.allSettled(watchers);
+        await invariantWatch?.stop();
         await controller?.stop({ graceMs: 2000 });
         await fleet?.stop();
         await Promise.allSettled([cp.stop(), registry.stop()]);
@@ -222,8 +194,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     if (options.startController ?? true) await stack.startController();
     return stack;
   } catch (error) {
-    watchAbort.abort();
-    await Promise.allSettled(watchers);
+    await invariantWatch?.stop();
     await controller?.stop({ graceMs: 0 });
     await fleet?.stop();
     await Promise.allSettled([cp.stop(), registry.stop()]);
