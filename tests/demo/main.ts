@@ -275,10 +275,12 @@ export async function runDemo(options: DemoOptions): Promise<void> {
     out(
       `  peak RSS:                    controller ${rss.controller} MiB, daemon ${rss.daemon} MiB (max)\n`,
     );
+    const breakdown = Object.entries(writesAfter.byResource)
+      .map(([k, v]) => [k, v - (writesBefore.byResource[k] ?? 0)] as const)
+      .filter(([, v]) => v > 0).map(([k, v]) => `${k} ${v}`).join(", ");
     out(
-      `  API writes:                  ${writes} (${
-        (writes / options.nodes).toFixed(1)
-      } per node)\n`,
+      `  API writes:                  ${writes} (${(writes / options.nodes).toFixed(1)} per node;` +
+        ` ${breakdown})\n`,
     );
     out(`  invariants:                  ${problems.length ? problems.join("; ") : "all held"}\n`);
     if (problems.length) throw new Error("invariants violated");
