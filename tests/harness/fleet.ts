@@ -86,6 +86,8 @@ export class Fleet {
   #busy = new Set<Promise<unknown>>();
   /** Reboots performed so far. */
   rebootCount = 0;
+  /** Node writes the supervisor itself made (readiness flips), to tell them from the operator's. */
+  nodeWrites = 0;
   /** Errors from the supervisor loop (reported by scenarios). */
   readonly errors: string[] = [];
 
@@ -256,12 +258,14 @@ export class Fleet {
       member.daemon = undefined;
       await killHostProcesses(member.host.root);
       await retry(() => cp.setNodeReady(member.name, false));
+      this.nodeWrites++;
       await new Promise((r) => setTimeout(r, soft ? 50 : this.#options.rebootDelayMs ?? 300));
       await member.host.reboot(options.unexpected ? { soft: false } : {});
       while (member.holdDown && !this.#abort.signal.aborted) {
         await new Promise((r) => setTimeout(r, 100));
       }
       await retry(() => cp.setNodeReady(member.name, true));
+      this.nodeWrites++;
       member.reboots++;
       this.rebootCount++;
       this.#options.onEvent?.({ type: "reboot-finished", node: member.name, soft });

@@ -69,7 +69,11 @@ export interface Stack {
   ): Promise<
     BootcNodePool
   >;
-  /** API requests that wrote (POST/PUT/PATCH/DELETE) so far, from the API server's metrics. */
+  /**
+   * Writes (POST/PUT/PATCH/DELETE) to the resources the operator writes, from the API
+   * server's metrics; take a difference around the interval of interest and subtract
+   * `fleet.nodeWrites` (the supervisor's own readiness flips) from `nodes`.
+   */
   apiWrites(): Promise<{ total: number; byResource: Record<string, number> }>;
   stop(options?: { keepLogs?: boolean }): Promise<void>;
 }
@@ -224,12 +228,14 @@ export async function apiWrites(
     if (!["bootcnodes", "bootcnodepools", "nodes", "pods", "events"].includes(labels.resource)) {
       continue;
     }
-    // kwok and the harness write Node and Pod status (heartbeats, readiness): not ours.
+    // kwok and the harness write Node and Pod status (heartbeats, readiness) and delete
+    // evicted pods: not the operator's writes. The operator's pod writes are evictions.
     if (
       (labels.resource === "nodes" || labels.resource === "pods") && labels.subresource === "status"
     ) {
       continue;
     }
+    if (labels.resource === "pods" && labels.subresource !== "eviction") continue;
     const value = Number(line.slice(line.lastIndexOf(" ") + 1));
     const key = `${labels.resource}${labels.subresource ? "/" + labels.subresource : ""}`;
     byResource[key] = (byResource[key] ?? 0) + value;
