@@ -5,9 +5,10 @@
  */
 import assert from "node:assert/strict";
 import type { INode } from "kubernetes-models/v1/Node";
-import { findCondition } from "../../lib/api/mod.ts";
+import { ANNOTATION_IN_REBOOT_SLOT, type BootcNode, findCondition } from "../../lib/api/mod.ts";
 import { Resources } from "../../lib/kube/mod.ts";
 import { startStack } from "../harness/stack.ts";
+import { waitFor } from "../harness/wait.ts";
 import {
   addNodes,
   assertInvariants,
@@ -18,6 +19,8 @@ import {
   waitConverged,
   waitNodes,
 } from "./scenario.ts";
+
+const inSlot = (bn: BootcNode) => ANNOTATION_IN_REBOOT_SLOT in (bn.metadata.annotations ?? {});
 
 Deno.test("rollouts: full, rollback, pause/resume, rollover, soft reboot", async (t) => {
   const stack = await startStack({
@@ -113,6 +116,30 @@ Deno.test("rollouts: full, rollback, pause/resume, rollover, soft reboot", async
         await stack.registry.tagExisting("bootc/os", "v3", "stable");
         await waitConverged(stack, "main", v3.digest, 5, 180_000);
         await assertInvariants(stack, nodes);
+      },
+    );
+
+    await t.step(
+      "two replicas: the leader is SIGKILLed mid-rollout, the standby finishes",
+      async () => {
+        const standby = await stack.startStandbyController();
+        const metricsUrl = `http://127.0.0.1:${standby.metricsPort}`;
+        // The standby syncs its caches and reports ready while the leader holds the Lease.
+        await waitFor(async () => {
+          const res = await fetch(`${metricsUrl}/readyz`).catch(() => undefined);
+          await res?.body?.cancel();
+          return res?.ok;
+        }, { timeoutMs: 30_000, message: "standby controller ready" });
+        await patchPoolSpec(stack, "main", { image: { ref: `${repository}@${v2.digest}` } });
+        await waitNodes(stack, "main", (bns) => bns.some(inSlot), "a node in a slot");
+        await stack.killController();
+        // Lease expiry (15 s) + takeover, then the rest of the rollout.
+        await waitConverged(stack, "main", v2.digest, 5, 180_000);
+        await assertInvariants(stack, nodes);
+        const res = await fetch(`${metricsUrl}/metrics`);
+        const metrics = await res.text();
+        assert.match(metrics, /bootc_pool_nodes\{[^}]*pool="main"[^}]*\} 5/);
+        assert.match(metrics, /bootc_pool_slots_in_use\{pool="main"\} 0/);
       },
     );
 

@@ -62,6 +62,11 @@ export interface Stack {
   startController(): Promise<ManagedProcess>;
   /** SIGKILLs the controller. */
   killController(): Promise<void>;
+  /**
+   * Starts a second controller replica (its own process, metrics port and log) that
+   * contends for the same leader-election Lease.
+   */
+  startStandbyController(): Promise<{ process: ManagedProcess; metricsPort: number }>;
   /** Creates a pool. */
   createPool(
     name: string,
@@ -91,6 +96,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   ]);
   let fleet: Fleet | undefined;
   let controller: ManagedProcess | undefined;
+  const standbys: ManagedProcess[] = [];
   let invariantWatch: InvariantWatch | undefined;
   try {
     const repository = `${registry.host}/bootc/os`;
@@ -136,6 +142,29 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     const controllerKubeconfig = await tokenKubeconfig("bootc-operator-controller");
     const controllerMetricsPort = freePort();
     let controllerStarts = 0;
+    const launchController = (metricsPort: number) => {
+      const [command, ...prefix] = executables.controller;
+      controllerStarts++;
+      return startProcess({
+        name: "controller",
+        command,
+        args: [
+          ...prefix,
+          "--kubeconfig",
+          controllerKubeconfig,
+          "--namespace",
+          OPERATOR_NAMESPACE,
+          "--metrics-addr",
+          `127.0.0.1:${metricsPort}`,
+          "--registry-poll-interval",
+          "2s",
+          "--insecure-registry",
+          registry.host,
+          ...(options.controllerArgs ?? []),
+        ],
+        logPath: `${logDir}/controller-${controllerStarts}.log`,
+      });
+    };
     const stack: Stack = {
       cp,
       registry,
@@ -149,28 +178,14 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       },
       async startController() {
         if (controller?.running) await controller.stop({ graceMs: 0 });
-        const [command, ...prefix] = executables.controller;
-        controllerStarts++;
-        controller = startProcess({
-          name: "controller",
-          command,
-          args: [
-            ...prefix,
-            "--kubeconfig",
-            controllerKubeconfig,
-            "--namespace",
-            OPERATOR_NAMESPACE,
-            "--metrics-addr",
-            `127.0.0.1:${controllerMetricsPort}`,
-            "--registry-poll-interval",
-            "2s",
-            "--insecure-registry",
-            registry.host,
-            ...(options.controllerArgs ?? []),
-          ],
-          logPath: `${logDir}/controller-${controllerStarts}.log`,
-        });
+        controller = launchController(controllerMetricsPort);
         return controller;
+      },
+      startStandbyController() {
+        const metricsPort = freePort();
+        const process = launchController(metricsPort);
+        standbys.push(process);
+        return Promise.resolve({ process, metricsPort });
       },
       async killController() {
         await controller?.stop({ graceMs: 0 });
@@ -187,7 +202,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       apiWrites: () => apiWrites(cp),
       async stop(stopOptions = {}) {
         await invariantWatch?.stop();
-        await controller?.stop({ graceMs: 2000 });
+        await Promise.all([controller, ...standbys].map((p) => p?.stop({ graceMs: 2000 })));
         await fleet?.stop();
         await Promise.allSettled([cp.stop(), registry.stop()]);
         if (ownsLogDir && !stopOptions.keepLogs) {
