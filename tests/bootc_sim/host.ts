@@ -154,7 +154,8 @@ export class SimulatedHost {
   /** The argv that runs this host's `bootc` (append bootc's arguments). */
   command(): string[] {
     return [
-      "deno",
+      // The running Deno, not `deno` from PATH: a machine may run Deno only through npx.
+      Deno.execPath(),
       "run",
       "--allow-all",
       "--quiet",
