@@ -5,6 +5,8 @@
  * @module
  */
 
+import { systemClock } from "../../lib/clock.ts";
+
 /** Options of {@linkcode waitFor}. */
 export interface WaitForOptions {
   /** Give up after this long. */
@@ -48,20 +50,7 @@ export function describeObservation(value: unknown): string {
   return text.length > 2000 ? `${text.slice(0, 2000)}…` : text;
 }
 
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
-}
+const sleep = systemClock.sleep;
 
 /**
  * Calls `probe` until it returns something other than `undefined`, `null` or
