@@ -4,6 +4,7 @@
  * registry and simulated bootc hosts, each checked by the invariant tracker.
  */
 import assert from "node:assert/strict";
+import type { IEvent as CoreEvent } from "kubernetes-models/v1/Event";
 import type { INode } from "kubernetes-models/v1/Node";
 import { ANNOTATION_IN_REBOOT_SLOT, type BootcNode, findCondition } from "../../lib/api/mod.ts";
 import { Resources } from "../../lib/kube/mod.ts";
@@ -56,6 +57,24 @@ Deno.test("rollouts: full, rollback, pause/resume, rollover, soft reboot", async
       // eviction, events, and a share of the pool's status writes. A regression that
       // writes on every reconcile or heartbeat would blow well past this.
       assert.ok(perNode < 40, `${perNode} API writes per node`);
+      // Every transition left an event users can see with `kubectl get events`.
+      const events = await stack.cp.client.resource<CoreEvent>(Resources.events, "default").list();
+      const reasons = new Set(
+        events.items.filter((e) =>
+          e.involvedObject?.name === "main" || nodes.includes(e.involvedObject?.name ?? "")
+        ).map((e) => e.reason),
+      );
+      for (
+        const reason of [
+          "TargetChanged",
+          "SlotAssigned",
+          "DrainStarted",
+          "DrainCompleted",
+          "RebootRequested",
+          "NodeUpdated",
+          "RolloutComplete",
+        ]
+      ) assert.ok(reasons.has(reason), `no ${reason} event; saw ${[...reasons].join(", ")}`);
       console.log(
         `full rollout of 5 nodes (maxUnavailable 2): ${seconds.toFixed(1)}s, ` +
           `${

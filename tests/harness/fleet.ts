@@ -56,6 +56,8 @@ export interface FleetNodeOptions {
   architecture?: string;
   softRebootCapable?: boolean;
   bootcVersion?: string;
+  /** Registries the host reaches over plain HTTP (default: the boot image's, on loopback). */
+  insecureRegistries?: string[];
   /** Number of ordinary workload pods to place on the node (default 1). */
   pods?: number;
   /** Namespace of those pods (default "default"). */
@@ -103,6 +105,7 @@ export class Fleet {
       architecture: options.architecture,
       softRebootCapable: options.softRebootCapable,
       bootcVersion: options.bootcVersion,
+      insecureRegistries: options.insecureRegistries,
     });
     await cp.createNode(name, {
       labels: options.labels,
