@@ -65,6 +65,15 @@ try {
     metadata: { name: "idle-node" },
     spec: { desiredImage: pinned, desiredImageState: "Staged", rebootPolicy: "RebootOnly" },
   });
+  // In a pod the daemon reads its service-account files and never parses YAML; a JSON
+  // kubeconfig takes the same path here (YAML would load the `yaml` package and Deno's
+  // Node compatibility layer, about 13 MiB more).
+  const kubeconfig = `${logDir}/kubeconfig.json`;
+  const { parse } = await import("yaml");
+  await Deno.writeTextFile(
+    kubeconfig,
+    JSON.stringify(parse(await Deno.readTextFile(cp.kubeconfigPath))),
+  );
   const [command, ...prefix] = executables.daemon;
   const daemon = startProcess({
     name: "daemon",
@@ -73,7 +82,7 @@ try {
       ...prefix,
       "run",
       "--kubeconfig",
-      cp.kubeconfigPath,
+      kubeconfig,
       "--node-name",
       "idle-node",
       "--host-root",
