@@ -16,6 +16,8 @@ import {
   patchPoolSpec,
   poolNodes,
   poolSpec,
+  step,
+  stopStack,
   waitConverged,
   waitNodes,
   waitPool,
@@ -55,7 +57,7 @@ Deno.test("failures: bad image, halt, blocked drain, conflicts, membership chang
   const { v1, v2, repository } = stack.images;
   const missing = "sha256:" + "0".repeat(64);
   try {
-    await t.step("a nonexistent image: Degraded, and no reboot anywhere", async () => {
+    await step(t, "a nonexistent image: Degraded, and no reboot anywhere", async () => {
       const nodes = await addNodes(stack, "bad", 3);
       await stack.createPool("bad", poolSpec("bad", `${repository}:no-such-tag`));
       const pool = await waitPool(stack, "bad", async () => {
@@ -98,7 +100,7 @@ Deno.test("failures: bad image, halt, blocked drain, conflicts, membership chang
       await deletePool(stack, "bad");
     });
 
-    await t.step("two nodes that never come back halt the rollout", async () => {
+    await step(t, "two nodes that never come back halt the rollout", async () => {
       const nodes = await addNodes(stack, "halt", 4);
       await stack.createPool(
         "halt",
@@ -141,7 +143,7 @@ Deno.test("failures: bad image, halt, blocked drain, conflicts, membership chang
       await deletePool(stack, "halt");
     });
 
-    await t.step("a PDB blocking a drain: timeout names the pod and the PDB", async () => {
+    await step(t, "a PDB blocking a drain: timeout names the pod and the PDB", async () => {
       const nodes = await addNodes(stack, "pdb", 2);
       await stack.cp.createPod("default", "guarded", {
         nodeName: "pdb-1",
@@ -186,51 +188,55 @@ Deno.test("failures: bad image, halt, blocked drain, conflicts, membership chang
       await deletePool(stack, "pdb");
     });
 
-    await t.step("overlapping pools: the contested node is not taken; both report it", async () => {
-      const left = await addNodes(stack, "left", 1);
-      const right = await addNodes(stack, "right", 1);
-      await stack.fleet.addNode("both-1", {
-        image: `${repository}@${v1.digest}`,
-        labels: { pool: "left", extra: "right" },
-      });
-      await stack.createPool("left", poolSpec("left", `${repository}@${v1.digest}`));
-      await stack.createPool("right", {
-        nodeSelector: {
-          matchExpressions: [{ key: "pool", operator: "In", values: ["right"] }],
-        },
-        image: { ref: `${repository}@${v1.digest}` },
-      });
-      await waitConverged(stack, "right", v1.digest, 1);
-      // Now make the contested node match "right" too.
-      await stack.cp.client.resource<INode>(Resources.nodes).patch("both-1", {
-        metadata: { labels: { pool: "left" } },
-      }, { type: "merge" });
-      await patchPoolSpec(stack, "right", {
-        nodeSelector: {
-          matchExpressions: [{ key: "pool", operator: "In", values: ["right", "left"] }],
-        },
-      });
-      for (const [pool, other] of [["left", "right"], ["right", "left"]]) {
-        const p = await waitPool(stack, pool, async () => {
-          const got = await getPool(stack, pool);
-          return findCondition(got.status?.conditions, "Degraded")?.reason === "NodeConflict" &&
-            got;
-        }, `pool ${pool} should report NodeConflict`);
-        const message = findCondition(p.status?.conditions, "Degraded")!.message;
-        assert.match(message, new RegExp(other));
-      }
-      // Uncontested nodes still roll out.
-      await patchPoolSpec(stack, "right", {
-        nodeSelector: { matchLabels: { pool: "right" } },
-        image: { ref: `${repository}@${v2.digest}` },
-      });
-      await waitConverged(stack, "right", v2.digest, 1);
-      await assertInvariants(stack, [...left, ...right, "both-1"]);
-      await deletePool(stack, "right");
-      await deletePool(stack, "left");
-    });
+    await step(
+      t,
+      "overlapping pools: the contested node is not taken; both report it",
+      async () => {
+        const left = await addNodes(stack, "left", 1);
+        const right = await addNodes(stack, "right", 1);
+        await stack.fleet.addNode("both-1", {
+          image: `${repository}@${v1.digest}`,
+          labels: { pool: "left", extra: "right" },
+        });
+        await stack.createPool("left", poolSpec("left", `${repository}@${v1.digest}`));
+        await stack.createPool("right", {
+          nodeSelector: {
+            matchExpressions: [{ key: "pool", operator: "In", values: ["right"] }],
+          },
+          image: { ref: `${repository}@${v1.digest}` },
+        });
+        await waitConverged(stack, "right", v1.digest, 1);
+        // Now make the contested node match "right" too.
+        await stack.cp.client.resource<INode>(Resources.nodes).patch("both-1", {
+          metadata: { labels: { pool: "left" } },
+        }, { type: "merge" });
+        await patchPoolSpec(stack, "right", {
+          nodeSelector: {
+            matchExpressions: [{ key: "pool", operator: "In", values: ["right", "left"] }],
+          },
+        });
+        for (const [pool, other] of [["left", "right"], ["right", "left"]]) {
+          const p = await waitPool(stack, pool, async () => {
+            const got = await getPool(stack, pool);
+            return findCondition(got.status?.conditions, "Degraded")?.reason === "NodeConflict" &&
+              got;
+          }, `pool ${pool} should report NodeConflict`);
+          const message = findCondition(p.status?.conditions, "Degraded")!.message;
+          assert.match(message, new RegExp(other));
+        }
+        // Uncontested nodes still roll out.
+        await patchPoolSpec(stack, "right", {
+          nodeSelector: { matchLabels: { pool: "right" } },
+          image: { ref: `${repository}@${v2.digest}` },
+        });
+        await waitConverged(stack, "right", v2.digest, 1);
+        await assertInvariants(stack, [...left, ...right, "both-1"]);
+        await deletePool(stack, "right");
+        await deletePool(stack, "left");
+      },
+    );
 
-    await t.step("a node added and one removed mid-rollout", async () => {
+    await step(t, "a node added and one removed mid-rollout", async () => {
       const nodes = await addNodes(stack, "churn", 3);
       await stack.createPool("churn", poolSpec("churn", `${repository}@${v1.digest}`));
       await waitConverged(stack, "churn", v1.digest, 3);
@@ -261,5 +267,5 @@ Deno.test("failures: bad image, halt, blocked drain, conflicts, membership chang
     await stack.stop({ keepLogs: true });
     throw error;
   }
-  await stack.stop();
+  await stopStack(stack);
 });

@@ -20,6 +20,8 @@ import {
   idleReason,
   patchPoolSpec,
   poolSpec,
+  step,
+  stopStack,
   waitConverged,
   waitNodes,
   waitPool,
@@ -57,7 +59,8 @@ Deno.test("faults: controller killed in every phase, daemon killed, API server r
     );
     await waitConverged(stack, "faults", v1.digest, 4);
 
-    await t.step(
+    await step(
+      t,
       "controller SIGKILLed while staging, draining, rebooting and uncordoning",
       async () => {
         for (const name of nodes) await stack.fleet.nodes.get(name)!.host.setPullDelayMs(1500);
@@ -99,7 +102,7 @@ Deno.test("faults: controller killed in every phase, daemon killed, API server r
       },
     );
 
-    await t.step("a daemon SIGKILLed mid-stage restages and the rollout finishes", async () => {
+    await step(t, "a daemon SIGKILLed mid-stage restages and the rollout finishes", async () => {
       await stack.fleet.nodes.get("faults-2")!.host.setPullDelayMs(4000);
       await patchPoolSpec(stack, "faults", { image: { ref: `${repository}@${v1.digest}` } });
       await waitNodes(
@@ -116,7 +119,7 @@ Deno.test("faults: controller killed in every phase, daemon killed, API server r
       for (const name of nodes) await stack.fleet.nodes.get(name)!.host.setPullDelayMs(0);
     });
 
-    await t.step("the API server restarted mid-rollout", async () => {
+    await step(t, "the API server restarted mid-rollout", async () => {
       await patchPoolSpec(stack, "faults", { image: { ref: `${repository}@${v2.digest}` } });
       await waitNodes(stack, "faults", (bns) => bns.some(inSlot), "a node in a slot");
       await stack.cp.restartApiServer();
@@ -124,7 +127,7 @@ Deno.test("faults: controller killed in every phase, daemon killed, API server r
       await assertInvariants(stack, nodes);
     });
 
-    await t.step("etcd compacted mid-rollout", async () => {
+    await step(t, "etcd compacted mid-rollout", async () => {
       await patchPoolSpec(stack, "faults", { image: { ref: `${repository}@${v1.digest}` } });
       await waitNodes(stack, "faults", (bns) => bns.some(inSlot), "a node in a slot");
       const revision = await stack.cp.compactEtcd();
@@ -135,7 +138,8 @@ Deno.test("faults: controller killed in every phase, daemon killed, API server r
       await assertInvariants(stack, nodes);
     });
 
-    await t.step(
+    await step(
+      t,
       "an unexpected reboot of a staged node does not apply the locked stage",
       async () => {
         await patchPoolSpec(stack, "faults", {
@@ -181,5 +185,5 @@ Deno.test("faults: controller killed in every phase, daemon killed, API server r
     await stack.stop({ keepLogs: true });
     throw error;
   }
-  await stack.stop();
+  await stopStack(stack);
 });

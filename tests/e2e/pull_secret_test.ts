@@ -18,6 +18,8 @@ import {
   getPool,
   poolNodes,
   poolSpec,
+  step,
+  stopStack,
   waitConverged,
   waitPool,
 } from "./scenario.ts";
@@ -48,7 +50,8 @@ Deno.test("pull secrets: tag resolution and pulls use the pool's Secret", async 
       OPERATOR_NAMESPACE,
     );
 
-    await t.step(
+    await step(
+      t,
       "without the Secret: resolution fails with a message; nothing reboots",
       async () => {
         await stack.createPool(
@@ -68,7 +71,8 @@ Deno.test("pull secrets: tag resolution and pulls use the pool's Secret", async 
       },
     );
 
-    await t.step(
+    await step(
+      t,
       "with the Secret: resolved, pulled with it on every host, rolled out",
       async () => {
         await secrets.create({
@@ -96,7 +100,7 @@ Deno.test("pull secrets: tag resolution and pulls use the pool's Secret", async 
       },
     );
 
-    await t.step("rotating the Secret bumps the hash and reaches every host", async () => {
+    await step(t, "rotating the Secret bumps the hash and reaches every host", async () => {
       const before = (await poolNodes(stack, "private")).map((bn) => bn.spec.pullSecretHash);
       const rotated = secure.dockerConfigJson("alice", "wonderland");
       const withNote = JSON.stringify({ ...JSON.parse(rotated), note: "rotated" });
@@ -122,6 +126,6 @@ Deno.test("pull secrets: tag resolution and pulls use the pool's Secret", async 
     await secure.stop();
     throw error;
   }
-  await stack.stop();
+  await stopStack(stack);
   await secure.stop();
 });

@@ -17,6 +17,8 @@ import {
   idleReason,
   patchPoolSpec,
   poolSpec,
+  step,
+  stopStack,
   waitConverged,
   waitNodes,
 } from "./scenario.ts";
@@ -36,7 +38,7 @@ Deno.test("rollouts: full, rollback, pause/resume, rollover, soft reboot", async
     await stack.createPool("main", poolSpec("main", `${repository}:stable`, { maxUnavailable: 2 }));
     await waitConverged(stack, "main", v1.digest, 5);
 
-    await t.step("full rollout: moving the tag updates every node, 2 at a time", async () => {
+    await step(t, "full rollout: moving the tag updates every node, 2 at a time", async () => {
       const writesBefore = await stack.apiWrites();
       const nodeWritesBefore = stack.fleet.nodeWrites;
       const rebootsBefore = stack.fleet.rebootCount;
@@ -83,13 +85,13 @@ Deno.test("rollouts: full, rollback, pause/resume, rollover, soft reboot", async
       );
     });
 
-    await t.step("rollback: pinning the previous digest rolls every node back", async () => {
+    await step(t, "rollback: pinning the previous digest rolls every node back", async () => {
       await patchPoolSpec(stack, "main", { image: { ref: `${repository}@${v1.digest}` } });
       await waitConverged(stack, "main", v1.digest, 5);
       await assertInvariants(stack, nodes);
     });
 
-    await t.step("pause stops new slots while staging goes on; resume finishes", async () => {
+    await step(t, "pause stops new slots while staging goes on; resume finishes", async () => {
       await patchPoolSpec(stack, "main", {
         image: { ref: `${repository}@${v2.digest}` },
         rollout: { paused: true },
@@ -111,7 +113,8 @@ Deno.test("rollouts: full, rollback, pause/resume, rollover, soft reboot", async
       await assertInvariants(stack, nodes);
     });
 
-    await t.step(
+    await step(
+      t,
       "rollover: the tag moves again mid-rollout and every node ends on v3",
       async () => {
         const v3 = await stack.registry.pushImage({
@@ -138,7 +141,8 @@ Deno.test("rollouts: full, rollback, pause/resume, rollover, soft reboot", async
       },
     );
 
-    await t.step(
+    await step(
+      t,
       "two replicas: the leader is SIGKILLed mid-rollout, the standby finishes",
       async () => {
         const standby = await stack.startStandbyController();
@@ -162,7 +166,7 @@ Deno.test("rollouts: full, rollback, pause/resume, rollover, soft reboot", async
       },
     );
 
-    await t.step("soft reboots are used when the pool allows them", async () => {
+    await step(t, "soft reboots are used when the pool allows them", async () => {
       const softNodes = await addNodes(stack, "soft", 2, { softRebootCapable: true });
       const events: boolean[] = [];
       await stack.createPool(
@@ -185,7 +189,7 @@ Deno.test("rollouts: full, rollback, pause/resume, rollover, soft reboot", async
       await assertInvariants(stack, softNodes);
     });
 
-    await t.step("a user's cordon survives every rollout", async () => {
+    await step(t, "a user's cordon survives every rollout", async () => {
       const node = await stack.cp.client.resource<INode>(Resources.nodes).get("main-5");
       assert.equal(node.spec?.unschedulable, true);
     });
@@ -194,5 +198,5 @@ Deno.test("rollouts: full, rollback, pause/resume, rollover, soft reboot", async
     await stack.stop({ keepLogs: true });
     throw error;
   }
-  await stack.stop();
+  await stopStack(stack);
 });

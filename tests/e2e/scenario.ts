@@ -185,3 +185,22 @@ export async function waitNodes(
 export function idleReason(bn: BootcNode): string | undefined {
   return findCondition(bn.status?.conditions, "Idle")?.reason;
 }
+
+let stepFailed = false;
+
+/** Runs a test step and remembers whether it failed (a failed step does not throw). */
+export async function step(
+  t: Deno.TestContext,
+  name: string,
+  fn: (t: Deno.TestContext) => Promise<void>,
+): Promise<boolean> {
+  const ok = await t.step(name, fn);
+  if (!ok) stepFailed = true;
+  return ok;
+}
+
+/** Stops the stack, keeping (and naming) its logs when any step failed. */
+export async function stopStack(stack: Stack): Promise<void> {
+  if (stepFailed) console.error(`a step failed: stack logs kept in ${stack.logDir}`);
+  await stack.stop({ keepLogs: stepFailed });
+}

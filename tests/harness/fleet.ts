@@ -14,7 +14,7 @@
  */
 import type { INode } from "kubernetes-models/v1/Node";
 import type { IPod } from "kubernetes-models/v1/Pod";
-import { LABEL_MANAGED } from "../../lib/api/mod.ts";
+import { type BootcNode, LABEL_MANAGED } from "../../lib/api/mod.ts";
 import { Resources } from "../../lib/kube/mod.ts";
 import { SimulatedHost } from "../bootc_sim/host.ts";
 import type { ControlPlane } from "./control_plane.ts";
@@ -253,7 +253,10 @@ export class Fleet {
       const soft = request?.soft ?? false;
       if (!options.unexpected) {
         const pods = await retry(() => this.#evictablePods(member.name));
-        this.#options.tracker?.observeReboot(member.name, pods);
+        const current = await retry(() =>
+          cp.client.resource<BootcNode>(Resources.bootcNodes).get(member.name)
+        );
+        this.#options.tracker?.observeReboot(member.name, pods, current);
       }
       this.#options.onEvent?.({ type: "reboot-started", node: member.name, soft });
       // The machine goes down: the daemon and the bootc process waiting for systemd die.

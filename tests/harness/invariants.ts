@@ -134,14 +134,19 @@ export class InvariantTracker {
   /**
    * Records that a host is about to reboot, with whether its node still has pods a
    * drain should have evicted. A reboot is legal only after a finished drain.
+   * `current` is the BootcNode read from the API at reboot time: the informer feeding
+   * this tracker may lag (it backs off while the API server restarts), so the drain
+   * check uses the authoritative read when there is one.
    */
-  observeReboot(node: string, evictablePods: string[]): void {
+  observeReboot(node: string, evictablePods: string[], current?: BootcNode): void {
     this.reboots.push({ node, at: this.#now() });
     const v = this.#view(node);
-    if (v.desiredImageState !== "Booted" || !v.drainedAt) {
+    const desiredImageState = current ? current.spec.desiredImageState : v.desiredImageState;
+    const drainedAt = current ? current.metadata.annotations?.[ANNOTATION_DRAINED_AT] : v.drainedAt;
+    if (desiredImageState !== "Booted" || !drainedAt) {
       this.violations.push(
-        `${node} rebooted without a finished drain (desiredImageState=${v.desiredImageState}, ` +
-          `drained-at=${v.drainedAt ?? "unset"})`,
+        `${node} rebooted without a finished drain (desiredImageState=${desiredImageState}, ` +
+          `drained-at=${drainedAt ?? "unset"})`,
       );
     }
     if (evictablePods.length > 0) {
@@ -239,12 +244,16 @@ export interface InvariantWatch {
 /** Feeds every Node and BootcNode event to `tracker` until stopped. */
 export function watchInvariants(client: KubeClient, tracker: InvariantTracker): InvariantWatch {
   const ac = new AbortController();
-  const nodes = new Informer<INode>({ resource: client.resource<INode>(Resources.nodes) });
+  // Reconnect faster than the operator does after an API server restart, so the
+  // tracker's view does not lag behind what the controller and daemons act on.
+  const backoff = { initialMs: 100, maxMs: 1000, factor: 2, jitter: 0.2 };
+  const nodes = new Informer<INode>({ resource: client.resource<INode>(Resources.nodes), backoff });
   nodes.onAdd((n) => tracker.observeNode(n));
   nodes.onUpdate((_, n) => tracker.observeNode(n));
   nodes.onDelete((n) => tracker.deleteNode(n.metadata?.name ?? ""));
   const bootcNodes = new Informer<BootcNode>({
     resource: client.resource<BootcNode>(Resources.bootcNodes),
+    backoff,
   });
   bootcNodes.onAdd((bn) => tracker.observeBootcNode(bn));
   bootcNodes.onUpdate((_, bn) => tracker.observeBootcNode(bn));

@@ -93,3 +93,14 @@ Deno.test("handoff delay is measured from a slot freed to the next node disrupte
   tracker.observeBootcNode(bootcNode("b", { slot: true }));
   assert.deepEqual(tracker.handoffDelays(), [30]);
 });
+
+Deno.test("the reboot check trusts an authoritative read over a lagging view", () => {
+  const tracker = new InvariantTracker({ limits: { workers: { maxUnavailable: 1 } } });
+  // The informer has not yet delivered the drain (e.g. it is backing off after an API restart).
+  tracker.observeBootcNode(bootcNode("a", { slot: true }));
+  tracker.observeReboot("a", [], bootcNode("a", { slot: true, drained: true, booted: true }));
+  assert.deepEqual(tracker.violations, []);
+  // And a fresh read that shows no drain is still a violation.
+  tracker.observeReboot("a", [], bootcNode("a", { slot: true }));
+  assert.match(tracker.violations[0], /a rebooted without a finished drain/);
+});
