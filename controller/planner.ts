@@ -19,6 +19,7 @@ import {
   type BootcNodePoolStatus,
   type BootcNodeSpec,
   findCondition,
+  holdsRebootSlot,
   LABEL_MANAGED,
   LABEL_POOL,
   NODE,
@@ -427,14 +428,7 @@ export function planPool(input: PlanInput): Plan {
           spec,
         },
       });
-      if (!Object.hasOwn(node.labels, LABEL_MANAGED)) {
-        actions.push({
-          kind: "patchNode",
-          node: name,
-          patch: { metadata: { labels: { [LABEL_MANAGED]: "" } } },
-          why: "label managed",
-        });
-      }
+      labelManaged(node);
       poolEvent("Normal", "NodeAdded", `node ${name} joined the pool`);
       members.push({ node, state: EffectiveState.Pending, inSlot: false });
       continue;
@@ -771,10 +765,21 @@ export function planPool(input: PlanInput): Plan {
     poolEvent("Normal", "NodeRemoved", `node ${name} left the pool: ${why}`);
   }
 
+  /** Labels a member Node `bootc.dev/managed` (so the daemon DaemonSet runs there) if it is not yet. */
+  function labelManaged(node: NodeSummary): void {
+    if (Object.hasOwn(node.labels, LABEL_MANAGED)) return;
+    actions.push({
+      kind: "patchNode",
+      node: node.name,
+      patch: { metadata: { labels: { [LABEL_MANAGED]: "" } } },
+      why: "label managed",
+    });
+  }
+
   function syncMember(node: NodeSummary, bn: BootcNode, t: Target, d: DesiredImage): Member {
     const name = node.name;
     const annotations = bn.metadata.annotations ?? {};
-    const inSlot = annotations[ANNOTATION_IN_REBOOT_SLOT] !== undefined;
+    const inSlot = holdsRebootSlot(bn);
     const imageChanged = bn.spec.desiredImage !== t.image;
     const wantedSpec: BootcNodeSpec = {
       ...bn.spec,
@@ -844,14 +849,7 @@ export function planPool(input: PlanInput): Plan {
         nodeEvent(name, "Normal", "DesiredImageChanged", `node ${name} should now run ${t.image}`);
       }
     }
-    if (!Object.hasOwn(node.labels, LABEL_MANAGED)) {
-      actions.push({
-        kind: "patchNode",
-        node: name,
-        patch: { metadata: { labels: { [LABEL_MANAGED]: "" } } },
-        why: "label managed",
-      });
-    }
+    labelManaged(node);
     const view: BootcNode = {
       ...bn,
       metadata: { ...bn.metadata, annotations: viewAnnotations },

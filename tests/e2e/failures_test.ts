@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import type { INode } from "kubernetes-models/v1/Node";
-import { ANNOTATION_IN_REBOOT_SLOT, type BootcNodePool, findCondition } from "../../lib/api/mod.ts";
+import { type BootcNodePool, findCondition, holdsRebootSlot } from "../../lib/api/mod.ts";
 import { Resources } from "../../lib/kube/mod.ts";
 import { startStack } from "../harness/stack.ts";
 import {
@@ -22,9 +22,6 @@ import {
   waitNodes,
   waitPool,
 } from "./scenario.ts";
-
-const inSlot = (bn: { metadata: { annotations?: Record<string, string> } }) =>
-  ANNOTATION_IN_REBOOT_SLOT in (bn.metadata.annotations ?? {});
 
 /** Deletes a pool and waits until the controller has released its nodes. */
 async function deletePool(
@@ -90,7 +87,10 @@ Deno.test("failures: bad image, halt, blocked drain, conflicts, membership chang
       assert.equal(degradedPool.status?.degradedCount, 3);
       await new Promise((r) => setTimeout(r, 2000));
       assert.equal(stack.fleet.rebootCount, reboots, "no node rebooted");
-      assert.ok((await poolNodes(stack, "bad")).every((bn) => !inSlot(bn)), "no slot taken");
+      assert.ok(
+        (await poolNodes(stack, "bad")).every((bn) => !holdsRebootSlot(bn)),
+        "no slot taken",
+      );
 
       // Fixing the image recovers the pool.
       await patchPoolSpec(stack, "bad", { image: { ref: `${repository}@${v2.digest}` } });
@@ -126,11 +126,13 @@ Deno.test("failures: bad image, halt, blocked drain, conflicts, membership chang
         findCondition(halted.status?.conditions, "Degraded")!.message,
         /halt-\d.*halt-\d/,
       );
-      const down = (await poolNodes(stack, "halt")).filter(inSlot).map((bn) => bn.metadata.name);
+      const down = (await poolNodes(stack, "halt")).filter(holdsRebootSlot).map((bn) =>
+        bn.metadata.name
+      );
       assert.equal(down.length, 2);
       // No third node is taken while halted.
       await new Promise((r) => setTimeout(r, 3000));
-      const stillInSlot = (await poolNodes(stack, "halt")).filter(inSlot).map((bn) =>
+      const stillInSlot = (await poolNodes(stack, "halt")).filter(holdsRebootSlot).map((bn) =>
         bn.metadata.name
       );
       assert.deepEqual(stillInSlot.sort(), down.sort());
@@ -244,10 +246,10 @@ Deno.test("failures: bad image, halt, blocked drain, conflicts, membership chang
       const slotted = await waitNodes(
         stack,
         "churn",
-        (bns) => bns.some(inSlot),
+        (bns) => bns.some(holdsRebootSlot),
         "one node should take a slot",
       );
-      const holder = slotted.find(inSlot)!.metadata.name!;
+      const holder = slotted.find(holdsRebootSlot)!.metadata.name!;
       // The slot holder's machine is deleted; a new node joins.
       await stack.fleet.removeNode(holder);
       await stack.fleet.addNode("churn-9", {

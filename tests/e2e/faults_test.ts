@@ -7,11 +7,7 @@
  */
 import assert from "node:assert/strict";
 import type { INode } from "kubernetes-models/v1/Node";
-import {
-  ANNOTATION_DRAINED_AT,
-  ANNOTATION_IN_REBOOT_SLOT,
-  type BootcNode,
-} from "../../lib/api/mod.ts";
+import { ANNOTATION_DRAINED_AT, type BootcNode, holdsRebootSlot } from "../../lib/api/mod.ts";
 import { Resources } from "../../lib/kube/mod.ts";
 import { type Stack, startStack } from "../harness/stack.ts";
 import {
@@ -28,7 +24,6 @@ import {
 } from "./scenario.ts";
 
 const annotations = (bn: BootcNode) => bn.metadata.annotations ?? {};
-const inSlot = (bn: BootcNode) => ANNOTATION_IN_REBOOT_SLOT in annotations(bn);
 
 async function restartControllerAfterKill(stack: Stack, phase: string): Promise<void> {
   await stack.killController();
@@ -76,7 +71,8 @@ Deno.test("faults: controller killed in every phase, daemon killed, API server r
         await waitNodes(
           stack,
           "faults",
-          (bns) => bns.some((bn) => inSlot(bn) && !(ANNOTATION_DRAINED_AT in annotations(bn))),
+          (bns) =>
+            bns.some((bn) => holdsRebootSlot(bn) && !(ANNOTATION_DRAINED_AT in annotations(bn))),
           "a node draining",
         );
         await restartControllerAfterKill(stack, "draining");
@@ -92,7 +88,8 @@ Deno.test("faults: controller killed in every phase, daemon killed, API server r
         await waitNodes(
           stack,
           "faults",
-          (bns) => bns.some((bn) => inSlot(bn) && bn.status?.booted?.imageDigest === v2.digest),
+          (bns) =>
+            bns.some((bn) => holdsRebootSlot(bn) && bn.status?.booted?.imageDigest === v2.digest),
           "a node back on the target, waiting to be uncordoned",
         );
         await restartControllerAfterKill(stack, "uncordoning");
@@ -121,7 +118,7 @@ Deno.test("faults: controller killed in every phase, daemon killed, API server r
 
     await step(t, "the API server restarted mid-rollout", async () => {
       await patchPoolSpec(stack, "faults", { image: { ref: `${repository}@${v2.digest}` } });
-      await waitNodes(stack, "faults", (bns) => bns.some(inSlot), "a node in a slot");
+      await waitNodes(stack, "faults", (bns) => bns.some(holdsRebootSlot), "a node in a slot");
       await stack.cp.restartApiServer();
       await waitConverged(stack, "faults", v2.digest, 4, 180_000);
       await assertInvariants(stack, nodes);
@@ -129,7 +126,7 @@ Deno.test("faults: controller killed in every phase, daemon killed, API server r
 
     await step(t, "etcd compacted mid-rollout", async () => {
       await patchPoolSpec(stack, "faults", { image: { ref: `${repository}@${v1.digest}` } });
-      await waitNodes(stack, "faults", (bns) => bns.some(inSlot), "a node in a slot");
+      await waitNodes(stack, "faults", (bns) => bns.some(holdsRebootSlot), "a node in a slot");
       const revision = await stack.cp.compactEtcd();
       assert.ok(revision > 0);
       // Watches resumed from a compacted revision must relist (410 Gone).

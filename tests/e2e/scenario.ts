@@ -7,10 +7,10 @@
 import assert from "node:assert/strict";
 import type { INode } from "kubernetes-models/v1/Node";
 import {
-  ANNOTATION_IN_REBOOT_SLOT,
   type BootcNode,
   type BootcNodePool,
   findCondition,
+  holdsRebootSlot,
   LABEL_POOL,
 } from "../../lib/api/mod.ts";
 import { Resources } from "../../lib/kube/mod.ts";
@@ -75,7 +75,7 @@ export async function describePool(stack: Stack, pool: string): Promise<string> 
       `idle=${idle?.reason} degraded=${deg?.status}${
         deg?.status === "True" ? `(${deg.message})` : ""
       }` +
-      `${ANNOTATION_IN_REBOOT_SLOT in (bn.metadata.annotations ?? {}) ? " [slot]" : ""}`;
+      `${holdsRebootSlot(bn) ? " [slot]" : ""}`;
   });
   return `pool ${pool}: target=${p?.status?.targetDigest?.slice(7, 19)} ${conditions}\n  ` +
     rows.join("\n  ") + `\n  fleet errors: ${stack.fleet.errors.join("; ") || "none"}`;
@@ -103,7 +103,7 @@ export async function waitConverged(
         nodes.length === count &&
         nodes.every((bn) =>
           bn.status?.booted?.imageDigest === digest &&
-          !(ANNOTATION_IN_REBOOT_SLOT in (bn.metadata.annotations ?? {}))
+          !holdsRebootSlot(bn)
         );
       return ok ? p : undefined;
     },

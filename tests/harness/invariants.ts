@@ -16,9 +16,9 @@ import type { INode } from "kubernetes-models/v1/Node";
 import { Informer, type KubeClient, Resources } from "../../lib/kube/mod.ts";
 import {
   ANNOTATION_DRAINED_AT,
-  ANNOTATION_IN_REBOOT_SLOT,
   type BootcNode,
   findCondition,
+  holdsRebootSlot,
   IdleReason,
   LABEL_POOL,
   NodeConditionType,
@@ -115,7 +115,7 @@ export class InvariantTracker {
     const v = this.#view(name);
     const annotations = bn.metadata.annotations ?? {};
     v.pool = bn.metadata.labels?.[LABEL_POOL] ?? bn.metadata.ownerReferences?.[0]?.name ?? v.pool;
-    v.inSlot = ANNOTATION_IN_REBOOT_SLOT in annotations;
+    v.inSlot = holdsRebootSlot(bn);
     v.drainedAt = annotations[ANNOTATION_DRAINED_AT];
     v.desiredImageState = bn.spec.desiredImageState;
     const idle = findCondition(bn.status?.conditions, NodeConditionType.Idle);
@@ -208,8 +208,7 @@ export class InvariantTracker {
       }
     }
     for (const bn of bootcNodes) {
-      const annotations = bn.metadata.annotations ?? {};
-      if (ANNOTATION_IN_REBOOT_SLOT in annotations) {
+      if (holdsRebootSlot(bn)) {
         problems.push(`${bn.metadata.name} still holds a reboot slot`);
       }
     }
