@@ -32,21 +32,37 @@ export const LABEL_MANAGED = "bootc.dev/managed";
 /** Label on a BootcNode naming its pool, for `kubectl get bootcnodes -l bootc.dev/pool=NAME`. */
 export const LABEL_POOL = "bootc.dev/pool";
 /**
- * Annotation on a BootcNode holding a reboot slot. Its value is the RFC 3339 time the
- * slot was taken; the drain timeout is measured from it. The annotation is the truth
- * about slot occupancy and survives controller restarts.
+ * Annotation on a **Node** holding a reboot slot. Its value is the RFC 3339 time the
+ * slot was taken; the drain timeout is measured from it. Together with
+ * {@linkcode ANNOTATION_WAS_CORDONED} and {@linkcode ANNOTATION_DRAINED_AT} it forms the
+ * Node's disruption record: the facts live on the Node, not the BootcNode, so deleting
+ * a BootcNode mid-flight loses nothing.
  */
 export const ANNOTATION_IN_REBOOT_SLOT = "bootc.dev/in-reboot-slot";
+/** Annotation on a Node naming the pool that holds its reboot slot. */
+export const ANNOTATION_SLOT_POOL = "bootc.dev/reboot-slot-pool";
 /**
- * Annotation on a BootcNode recording whether its Node was already unschedulable
- * ("true") or not ("false") before the operator cordoned it, so exactly that is restored.
+ * Annotation recording whether the Node was already unschedulable ("true") or not
+ * ("false") before the operator cordoned it, so exactly that is restored. Written on the
+ * Node in the same write that cordons it (never overwritten while it stands) and mirrored
+ * on the BootcNode as a backup, so either copy survives the loss of the other.
  */
 export const ANNOTATION_WAS_CORDONED = "bootc.dev/was-cordoned";
 /**
- * Annotation on a BootcNode recording the RFC 3339 time its drain finished and the
- * reboot was requested; the reboot deadline is measured from it.
+ * Annotation on a Node recording the RFC 3339 time its drain finished and the reboot was
+ * requested; the reboot deadline is measured from it.
  */
 export const ANNOTATION_DRAINED_AT = "bootc.dev/drained-at";
+/**
+ * Annotation on a Node naming the digest-pinned image its finished drain was for. The
+ * daemon applies a staged image only when this equals its BootcNode's desiredImage.
+ */
+export const ANNOTATION_DRAINED_FOR = "bootc.dev/drained-for";
+/**
+ * Annotation on a BootcNode: RFC 3339 time the controller last changed its desiredImage;
+ * the staging and daemon-report deadlines are measured from it.
+ */
+export const ANNOTATION_DESIRED_SINCE = "bootc.dev/desired-since";
 
 /** Field manager the controller uses for its writes. */
 export const CONTROLLER_FIELD_MANAGER = "bootc-operator-controller";
@@ -57,6 +73,42 @@ export const DAEMON_FIELD_MANAGER = "bootc-operator-daemon";
 export const NodeConditionType = {
   Idle: "Idle",
   Degraded: "Degraded",
+  /**
+   * Written by the daemon: whether it may apply the staged image now (True only with a
+   * reboot slot and a finished drain for this target, checked on the Node).
+   */
+  RebootAllowed: "RebootAllowed",
+  /**
+   * Written by the controller: True when the node's status has not caught up with its
+   * spec within a deadline (reasons in {@linkcode StalledReason}).
+   */
+  Stalled: "Stalled",
+} as const;
+
+/** Reasons of the BootcNode RebootAllowed condition. */
+export const RebootAllowedReason = {
+  /** True: the Node holds a reboot slot and its drain finished for the desired image. */
+  SlotAndDrain: "SlotAndDrain",
+  /** False: no reboot was requested. */
+  NotRequested: "NotRequested",
+  /** False: Booted was requested but the Node holds no reboot slot. */
+  NoRebootSlot: "NoRebootSlot",
+  /** False: the Node holds a slot but no finished drain for the desired image. */
+  AwaitingDrain: "AwaitingDrain",
+  /** False: the BootcNode is not owned by a BootcNodePool; the daemon does nothing. */
+  NotOwned: "NotOwned",
+} as const;
+
+/** Reasons of the BootcNode Stalled condition. */
+export const StalledReason = {
+  /** False: the node is keeping up. */
+  Progressing: "Progressing",
+  /** No daemon has reported for this BootcNode's spec within the deadline. */
+  DaemonNotReporting: "DaemonNotReporting",
+  /** The desired image was not staged within the deadline. */
+  StagingTimeout: "StagingTimeout",
+  /** The node did not come back running the target and Ready within the deadline. */
+  RebootTimeout: "RebootTimeout",
 } as const;
 
 /** Reasons of the BootcNode Idle condition. */
@@ -69,6 +121,8 @@ export const IdleReason = {
   Staged: "Staged",
   /** False: reboot in progress. */
   Rebooting: "Rebooting",
+  /** True: the BootcNode has no owning pool; the daemon does nothing until one adopts it. */
+  NotOwned: "NotOwned",
 } as const;
 /** A reason of the BootcNode Idle condition. */
 export type IdleReason = typeof IdleReason[keyof typeof IdleReason];
@@ -104,6 +158,8 @@ export const PoolDegradedReason = {
   InvalidSpec: "InvalidSpec",
   /** The image reference could not be resolved (message has the registry's error). */
   ImageResolutionFailed: "ImageResolutionFailed",
+  /** A node's status has not caught up with its spec within a deadline (see Stalled). */
+  NodeStalled: "NodeStalled",
   /** Two or more nodes in reboot slots are unhealthy: no new slots are handed out. */
   RolloutHalted: "RolloutHalted",
   /** No issues. */
