@@ -1,7 +1,10 @@
 import assert from "node:assert/strict";
 import {
+  ANNOTATION_DESIRED_SINCE,
   ANNOTATION_DRAINED_AT,
+  ANNOTATION_DRAINED_FOR,
   ANNOTATION_IN_REBOOT_SLOT,
+  ANNOTATION_SLOT_POOL,
   ANNOTATION_WAS_CORDONED,
   type BootcNodePoolStatus,
   findCondition,
@@ -107,14 +110,22 @@ Deno.test("membership: a node that stops matching is unlabelled, uncordoned as b
   }));
   const release = ofKind(plan, "patchNode").find((a) => a.node === "gone");
   assert.deepEqual(release?.patch, {
-    metadata: { labels: { [LABEL_MANAGED]: null } },
+    metadata: {
+      annotations: {
+        [ANNOTATION_IN_REBOOT_SLOT]: null,
+        [ANNOTATION_SLOT_POOL]: null,
+        [ANNOTATION_WAS_CORDONED]: null,
+      },
+      labels: { [LABEL_MANAGED]: null },
+    },
     spec: { unschedulable: null },
   });
   assert.deepEqual(ofKind(plan, "deleteBootcNode").map((a) => a.node), ["gone"]);
-  // The slot is free again: "next" takes it in the same pass.
-  assert.deepEqual(withWhy(plan, "assign slot"), ["next"]);
-  const order = plan.actions.map((a) => a.kind);
-  assert.ok(order.indexOf("deleteBootcNode") < order.lastIndexOf("patchBootcNode"));
+  // The BootcNode goes first: a crash in between leaves the Node record for the orphan path.
+  const order = plan.actions.map((a) => `${a.kind}/${"node" in a ? a.node : ""}`);
+  assert.ok(order.indexOf("deleteBootcNode/gone") < order.indexOf("patchNode/gone"));
+  // "gone" still counted as disrupted in this pass (its release is not yet applied).
+  assert.deepEqual(withWhy(plan, "assign slot"), []);
 });
 
 Deno.test("membership: a node deleted while holding a slot frees it", () => {
@@ -138,7 +149,14 @@ Deno.test("membership: a node that stops matching keeps a cordon it had before",
     bootcNodes: [bootcNode("x", { phase: "staged", slotAt: EARLIER, wasCordoned: true })],
   }));
   assert.deepEqual(ofKind(plan, "patchNode")[0].patch, {
-    metadata: { labels: { [LABEL_MANAGED]: null } },
+    metadata: {
+      annotations: {
+        [ANNOTATION_IN_REBOOT_SLOT]: null,
+        [ANNOTATION_SLOT_POOL]: null,
+        [ANNOTATION_WAS_CORDONED]: null,
+      },
+      labels: { [LABEL_MANAGED]: null },
+    },
   });
 });
 
@@ -154,7 +172,11 @@ Deno.test("sync: a new target resets desiredImageState to Staged and drops drain
   }));
   const sync = ofKind(plan, "patchBootcNode").find((a) => a.why === "sync spec");
   assert.deepEqual(sync?.patch.spec, { desiredImage: image("c"), desiredImageState: "Staged" });
-  assert.deepEqual(sync?.patch.metadata, { annotations: { [ANNOTATION_DRAINED_AT]: null } });
+  assert.deepEqual(sync?.patch.metadata, { annotations: { [ANNOTATION_DESIRED_SINCE]: NOW } });
+  const undrain = ofKind(plan, "patchNode").find((a) => a.why === "withdraw drain (new image)");
+  assert.deepEqual(undrain?.patch, {
+    metadata: { annotations: { [ANNOTATION_DRAINED_AT]: null, [ANNOTATION_DRAINED_FOR]: null } },
+  });
   // Still holds its slot, and the staged image is the old one: no reboot request.
   assert.equal(withWhy(plan, "request reboot").length, 0);
   assert.equal(plan.status?.slotsInUse, 1);
@@ -196,7 +218,14 @@ for (const c of slotCases) {
     const assigned = withWhy(plan, "assign slot");
     assert.equal(assigned.length, c.want);
     assert.equal(plan.status?.slotsInUse, c.want);
-    assert.deepEqual(withWhy(plan, "cordon").sort(), assigned.sort());
+    for (const a of ofKind(plan, "patchNode").filter((x) => x.why === "assign slot")) {
+      assert.deepEqual(
+        a.patch.spec,
+        { unschedulable: true },
+        "the grant cordons in the same write",
+      );
+    }
+    assert.deepEqual(withWhy(plan, "mirror prior cordon state").sort(), assigned.sort());
   });
 }
 
@@ -204,13 +233,25 @@ Deno.test("slots: assignment records the prior cordon state and the time; alread
   const fleet = stagedFleet(2);
   fleet.nodes[0].unschedulable = true;
   const plan = planPool(input(pool({ maxUnavailable: 2 }), fleet));
-  const assigns = ofKind(plan, "patchBootcNode").filter((a) => a.why === "assign slot");
+  const assigns = ofKind(plan, "patchNode").filter((a) => a.why === "assign slot");
   const ann = (i: number) =>
     (assigns[i].patch.metadata as { annotations: Record<string, string> }).annotations;
   assert.equal(ann(0)[ANNOTATION_WAS_CORDONED], "true");
   assert.equal(ann(1)[ANNOTATION_WAS_CORDONED], "false");
   assert.equal(ann(0)[ANNOTATION_IN_REBOOT_SLOT], NOW);
-  assert.deepEqual(withWhy(plan, "cordon"), ["n01"]);
+  assert.equal(ann(0)[ANNOTATION_SLOT_POOL], "workers");
+  assert.equal(assigns[0].patch.spec, undefined, "already cordoned: not cordoned again");
+  assert.deepEqual(assigns[1].patch.spec, { unschedulable: true });
+  const mirrors = ofKind(plan, "patchBootcNode").filter((a) =>
+    a.why === "mirror prior cordon state"
+  );
+  assert.deepEqual(
+    mirrors.map((a) => (a.patch.metadata as { annotations: Record<string, string> }).annotations),
+    [{ [ANNOTATION_WAS_CORDONED]: "true" }, { [ANNOTATION_WAS_CORDONED]: "false" }],
+  );
+  // The Node record is written before the BootcNode mirror.
+  const order = plan.actions.map((a) => `${a.kind}/${"node" in a ? a.node : ""}`);
+  assert.ok(order.indexOf("patchNode/n00") < order.indexOf("patchBootcNode/n00"));
   assert.ok(plan.events.some((e) => e.reason === "SlotAssigned"));
 });
 
@@ -261,12 +302,17 @@ Deno.test("drain: evicts only what must leave, and requests the reboot once drai
   assert.ok(busy.requeueAfterMs !== undefined && busy.requeueAfterMs <= 5000);
 
   const done = planPool(input(pool(), { ...base, pods: [pod("ds", "n1", { daemonSet: true })] }));
-  const reboot = ofKind(done, "patchBootcNode").find((a) => a.why === "request reboot");
-  assert.deepEqual(reboot?.patch, {
-    metadata: { annotations: { [ANNOTATION_DRAINED_AT]: NOW } },
-    spec: { desiredImageState: "Booted" },
+  const drained = ofKind(done, "patchNode").find((a) => a.why === "record drain");
+  assert.deepEqual(drained?.patch, {
+    metadata: {
+      annotations: { [ANNOTATION_DRAINED_AT]: NOW, [ANNOTATION_DRAINED_FOR]: image("b") },
+    },
   });
-  assert.deepEqual(reboot?.observe, { metric: "drain_seconds", seconds: 60 });
+  assert.deepEqual(drained?.observe, { metric: "drain_seconds", seconds: 60 });
+  const reboot = ofKind(done, "patchBootcNode").find((a) => a.why === "request reboot");
+  assert.deepEqual(reboot?.patch, { spec: { desiredImageState: "Booted" } });
+  // The Node records the finished drain before Booted is asked for.
+  assert.ok(done.actions.indexOf(drained!) < done.actions.indexOf(reboot!));
 
   // Not before the cordon is visible in the cache.
   const uncordoned = planPool(input(pool(), {
@@ -391,15 +437,31 @@ for (const c of releaseCases) {
         state: "Booted",
       })],
     }));
-    assert.equal(withWhy(plan, "release slot").length, c.released ? 1 : 0);
-    assert.equal(withWhy(plan, "restore cordon").length, c.uncordon ? 1 : 0);
+    const nodeRelease = ofKind(plan, "patchNode").find((a) => a.why === "release slot");
+    const bnRelease = ofKind(plan, "patchBootcNode").find((a) => a.why === "release slot");
+    assert.equal(nodeRelease !== undefined, c.released);
+    assert.equal(nodeRelease?.patch.spec !== undefined, c.uncordon);
     assert.equal(plan.status?.slotsInUse, c.released ? 0 : 1);
     if (c.released) {
-      const rel = ofKind(plan, "patchBootcNode").find((a) => a.why === "release slot");
-      assert.deepEqual(rel?.observe, { metric: "update_seconds", seconds: 600 });
+      assert.deepEqual(nodeRelease?.observe, { metric: "update_seconds", seconds: 600 });
+      assert.deepEqual(nodeRelease?.patch.metadata, {
+        annotations: Object.fromEntries(
+          [
+            ANNOTATION_IN_REBOOT_SLOT,
+            ANNOTATION_SLOT_POOL,
+            ANNOTATION_WAS_CORDONED,
+            ANNOTATION_DRAINED_AT,
+            ANNOTATION_DRAINED_FOR,
+          ].map((k) => [k, null]),
+        ),
+      });
+      // The mirror and the reboot request go first, then the Node record.
+      assert.deepEqual(bnRelease?.patch, {
+        metadata: { annotations: { [ANNOTATION_WAS_CORDONED]: null } },
+        spec: { desiredImageState: "Staged" },
+      });
+      assert.deepEqual(plan.actions, [bnRelease, nodeRelease]);
       assert.ok(plan.events.some((e) => e.reason === "NodeUpdated"));
-      const order = plan.actions.map((a) => a.kind === "patchNode" ? "node" : a.kind);
-      if (c.uncordon) assert.deepEqual(order, ["node", "patchBootcNode"]);
     }
     if (!c.released && c.minReadySeconds) assert.equal(plan.requeueAfterMs, 20_000);
   });
@@ -645,7 +707,7 @@ Deno.test("deletion: a pool being deleted hands its nodes back, then drops its f
     nodes: [node("a", { unschedulable: true })],
     bootcNodes: [bootcNode("a", { phase: "staged", slotAt: EARLIER, wasCordoned: false })],
   }));
-  assert.deepEqual(plan.actions.map((a) => a.kind), ["patchNode", "deleteBootcNode"]);
+  assert.deepEqual(plan.actions.map((a) => a.kind), ["deleteBootcNode", "patchNode"]);
   assert.equal(plan.status, undefined);
   const empty = planPool(input(p, { nodes: [node("a")] }));
   assert.deepEqual(empty.actions, [{ kind: "removeFinalizer" }]);

@@ -37,9 +37,11 @@ export interface PoolIssue {
 /** Most severe first: the Degraded condition carries the first issue's reason. */
 const ISSUE_ORDER: readonly PoolIssue["reason"][] = [
   PoolDegradedReason.InvalidSpec,
+  PoolDegradedReason.PullSecretInvalid,
   PoolDegradedReason.ImageResolutionFailed,
   PoolDegradedReason.RolloutHalted,
   PoolDegradedReason.NodeConflict,
+  PoolDegradedReason.NodeStalled,
   PoolDegradedReason.NodeDegraded,
 ];
 

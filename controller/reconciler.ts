@@ -27,6 +27,7 @@ import { type Clock, systemClock } from "../lib/clock.ts";
 import {
   Informer,
   isAlreadyExists,
+  isConflict,
   isNotFound,
   type KubeClient,
   type KubeObject,
@@ -41,6 +42,7 @@ import { EffectiveState } from "./effective_state.ts";
 import type { ControllerMetrics } from "./metrics.ts";
 import {
   type Action,
+  type Observation,
   owningPool,
   type Plan,
   type PlannedEvent,
@@ -110,6 +112,7 @@ export function summarizeNode(node: Node): NodeSummary {
     name: node.metadata?.name ?? "",
     uid: node.metadata?.uid,
     labels: node.metadata?.labels ?? {},
+    annotations: node.metadata?.annotations,
     unschedulable: node.spec?.unschedulable === true,
     ready: ready?.status === "True",
     readySince: ready?.lastTransitionTime as string | undefined,
@@ -537,10 +540,27 @@ export class PoolReconciler {
           resourceVersion: updated.metadata?.resourceVersion,
         });
         log.info(action.why, { node: action.node });
-        if (action.observe?.metric === "drain_seconds") {
-          this.#metrics?.drainDuration.observe({ pool: poolName }, action.observe.seconds);
-        } else if (action.observe?.metric === "update_seconds") {
-          this.#metrics?.nodeUpdateDuration.observe({ pool: poolName }, action.observe.seconds);
+        this.#observeAction(poolName, action.observe);
+        return 0;
+      }
+      case "patchBootcNodeStatus": {
+        try {
+          const updated = await this.#bootcNodeClient.patch(action.node, action.patch, {
+            type: "merge",
+            subresource: "status",
+            ...opts,
+          });
+          this.#count("patchBootcNodeStatus");
+          written.push({
+            store: "bootcNodes",
+            name: action.node,
+            resourceVersion: updated.metadata?.resourceVersion,
+          });
+          log.info(action.why, { node: action.node });
+        } catch (e) {
+          // The daemon wrote in between (or the object is gone): the next reconcile sees it.
+          if (!isConflict(e) && !isNotFound(e)) throw e;
+          this.#queue?.addAfter(poolName, 1_000);
         }
         return 0;
       }
@@ -570,6 +590,7 @@ export class PoolReconciler {
             resourceVersion: updated.metadata?.resourceVersion,
           });
           log.info(action.why, { node: action.node });
+          this.#observeAction(poolName, action.observe);
         } catch (e) {
           if (!isNotFound(e)) throw e;
         }
@@ -614,6 +635,14 @@ export class PoolReconciler {
         }
         return 0;
       }
+    }
+  }
+
+  #observeAction(pool: string, observe: Observation | undefined) {
+    if (observe?.metric === "drain_seconds") {
+      this.#metrics?.drainDuration.observe({ pool }, observe.seconds);
+    } else if (observe?.metric === "update_seconds") {
+      this.#metrics?.nodeUpdateDuration.observe({ pool }, observe.seconds);
     }
   }
 

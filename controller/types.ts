@@ -22,6 +22,8 @@ export interface NodeSummary {
   name: string;
   uid?: string;
   labels: Record<string, string>;
+  /** The Node's annotations (the operator's disruption record lives here). */
+  annotations?: Record<string, string>;
   /** `spec.unschedulable`. */
   unschedulable: boolean;
   /** The Ready condition is True. */

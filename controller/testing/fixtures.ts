@@ -5,7 +5,9 @@
  */
 import {
   ANNOTATION_DRAINED_AT,
+  ANNOTATION_DRAINED_FOR,
   ANNOTATION_IN_REBOOT_SLOT,
+  ANNOTATION_SLOT_POOL,
   ANNOTATION_WAS_CORDONED,
   API_VERSION,
   type BootcNode,
@@ -216,6 +218,7 @@ export function input(
     now?: string;
     resolution?: PlanInput["resolution"];
     pullSecretHash?: string;
+    pullSecretIssue?: PlanInput["pullSecretIssue"];
   } = {},
 ): PlanInput {
   const podsByNode = new Map<string, PodSummary[]>();
@@ -224,6 +227,32 @@ export function input(
     list.push(x);
     podsByNode.set(x.nodeName, list);
   }
+  // bootcNode()'s slot options describe the Node's disruption record: move it there,
+  // leaving the BootcNode's mirror of the prior cordon state.
+  const nodes = (opts.nodes ?? []).map((n) => ({ ...n }));
+  for (const bn of opts.bootcNodes ?? []) {
+    const a = bn.metadata.annotations ?? {};
+    const n = nodes.find((x) => x.name === bn.metadata.name);
+    if (!n || a[ANNOTATION_IN_REBOOT_SLOT] === undefined) continue;
+    n.annotations = {
+      ...n.annotations,
+      [ANNOTATION_IN_REBOOT_SLOT]: a[ANNOTATION_IN_REBOOT_SLOT],
+      [ANNOTATION_SLOT_POOL]: bn.metadata.labels?.[LABEL_POOL] ?? "workers",
+      [ANNOTATION_WAS_CORDONED]: a[ANNOTATION_WAS_CORDONED] ?? "false",
+      ...(a[ANNOTATION_DRAINED_AT] !== undefined
+        ? {
+          [ANNOTATION_DRAINED_AT]: a[ANNOTATION_DRAINED_AT],
+          [ANNOTATION_DRAINED_FOR]: bn.spec.desiredImage,
+        }
+        : {}),
+    };
+  }
+  const bootcNodes = (opts.bootcNodes ?? []).map((bn) => {
+    const a = { ...bn.metadata.annotations };
+    delete a[ANNOTATION_IN_REBOOT_SLOT];
+    delete a[ANNOTATION_DRAINED_AT];
+    return { ...bn, metadata: { ...bn.metadata, annotations: a } };
+  });
   return {
     pool: p,
     pools: [p, ...(opts.otherPools ?? [])].map((q) => ({
@@ -231,12 +260,13 @@ export function input(
       uid: q.metadata.uid,
       selector: q.spec.nodeSelector,
     })),
-    nodes: new Map((opts.nodes ?? []).map((n) => [n.name, n])),
-    bootcNodes: new Map((opts.bootcNodes ?? []).map((b) => [b.metadata.name ?? "", b])),
+    nodes: new Map(nodes.map((n) => [n.name, n])),
+    bootcNodes: new Map(bootcNodes.map((b) => [b.metadata.name ?? "", b])),
     podsByNode,
     pdbs: opts.pdbs ?? [],
     resolution: opts.resolution,
     pullSecretHash: opts.pullSecretHash,
+    pullSecretIssue: opts.pullSecretIssue,
     now: new Date(opts.now ?? "2026-01-01T01:00:00Z"),
   };
 }

@@ -1,0 +1,369 @@
+/**
+ * Planning step 2, membership: which nodes belong to the pool, their
+ * BootcNodes created and kept in sync with the target, nodes that left handed
+ * back, and nodes that carry this pool's disruption record without being members
+ * any more released, so nothing stays cordoned.
+ *
+ * @module
+ */
+import {
+  ANNOTATION_DESIRED_SINCE,
+  API_VERSION,
+  type BootcNode,
+  type BootcNodePool,
+  type BootcNodeSpec,
+  LABEL_MANAGED,
+  LABEL_POOL,
+  NODE,
+  POOL,
+  PoolDegradedReason,
+} from "../lib/api/mod.ts";
+import { nodeDisrupted, recordOf, releasePatch, undrainPatch } from "./disruption.ts";
+import { type DesiredImage, EffectiveState, effectiveState } from "./effective_state.ts";
+import { listNames, type MergePatch, type PlanBuilder, type PlanInput } from "./plan.ts";
+import { matchesSelector, selectorError } from "./selector.ts";
+import { formatTime } from "./slots.ts";
+import type { NodeSummary, Target } from "./types.ts";
+
+/** Finalizer that lets the controller hand nodes back (labels, cordons) when a pool is deleted. */
+export const POOL_FINALIZER = "node.bootc.dev/release-nodes";
+
+/** A member node as the later steps see it. */
+export interface Member {
+  node: NodeSummary;
+  /** The BootcNode as it will be after this plan's sync (undefined: being created). */
+  bn?: BootcNode;
+  state: EffectiveState;
+  /** True while the operator has work to finish or undo on this node (it counts as disrupted). */
+  disrupted: boolean;
+}
+
+/** Name of the pool that controls `bn`, from its controller ownerReference. */
+export function owningPool(bn: BootcNode): string | undefined {
+  return bn.metadata.ownerReferences?.find((o) => o.kind === POOL.kind && o.controller)?.name;
+}
+
+/** The controller ownerReference a pool puts on its BootcNodes. */
+export function ownerReference(pool: BootcNodePool) {
+  return {
+    apiVersion: API_VERSION,
+    kind: POOL.kind,
+    name: pool.metadata.name ?? "",
+    uid: pool.metadata.uid ?? "",
+    controller: true,
+    blockOwnerDeletion: true,
+  };
+}
+
+/** The BootcNodes a pool owns. */
+export function ownedBootcNodes(input: PlanInput): BootcNode[] {
+  const name = input.pool.metadata.name ?? "";
+  return [...input.bootcNodes.values()].filter((bn) => owningPool(bn) === name);
+}
+
+/**
+ * Hands a node back: its BootcNode goes first (with its mirror of the prior cordon
+ * state), then the Node's record is removed and its cordon state restored, so a
+ * crash in between leaves a record that {@linkcode releaseOrphans} finishes.
+ */
+export function releaseNode(
+  input: PlanInput,
+  plan: PlanBuilder,
+  name: string,
+  bn: BootcNode | undefined,
+  why: string,
+): void {
+  const node = input.nodes.get(name);
+  if (bn) plan.act({ kind: "deleteBootcNode", node: name, uid: bn.metadata.uid });
+  if (node) {
+    const patch = releasePatch(node, bn, { unlabel: true });
+    if (patch) plan.act({ kind: "patchNode", node: name, patch, why: "release node" });
+  }
+  plan.poolEvent("Normal", "NodeRemoved", `node ${name} left the pool: ${why}`);
+}
+
+/**
+ * Nodes carrying this pool's disruption record (or, for a record naming a pool
+ * that no longer exists, the first pool by name) that are no longer members and
+ * that no other single pool will adopt: restore them so nothing stays cordoned.
+ * Returns how many were released.
+ */
+export function releaseOrphans(
+  input: PlanInput,
+  plan: PlanBuilder,
+  members: ReadonlySet<string>,
+): number {
+  const poolName = input.pool.metadata.name ?? "";
+  const valid = input.pools.filter((p) => selectorError(p.selector) === undefined);
+  const names = new Set(input.pools.map((p) => p.name));
+  const first = [...names].sort()[0] === poolName;
+  let released = 0;
+  for (const node of input.nodes.values()) {
+    if (members.has(node.name)) continue;
+    const bn = input.bootcNodes.get(node.name);
+    if (bn && owningPool(bn) !== undefined) continue; // its owner releases or keeps it
+    if (!nodeDisrupted(node, bn)) continue;
+    const recordPool = recordOf(node).pool;
+    const mine = recordPool === poolName ||
+      (first && (recordPool === undefined || !names.has(recordPool)));
+    if (!mine) continue;
+    const matching = valid.filter((p) => matchesSelector(p.selector, node.labels));
+    const adopter = matching.length === 1 && matching[0].name !== poolName;
+    if (adopter) continue;
+    const patch = releasePatch(node, bn, { unlabel: false });
+    if (patch) {
+      plan.act({ kind: "patchNode", node: node.name, patch, why: "restore orphaned node" });
+      plan.poolEvent(
+        "Warning",
+        "OrphanRestored",
+        `node ${node.name} carried this pool's disruption record but is no longer a member ` +
+          `(its BootcNode was deleted or its labels changed); restored its cordon state`,
+      );
+      released++;
+    }
+  }
+  return released;
+}
+
+/** What step 2 settled. */
+export interface Membership {
+  members: Member[];
+  /** Nodes handed back in this plan that were still disrupted (they count until released). */
+  releasing: number;
+}
+
+/** Step 2: membership and BootcNode sync. */
+export function planMembership(
+  input: PlanInput,
+  plan: PlanBuilder,
+  target: Target | undefined,
+): Membership {
+  const { pool, now } = input;
+  const poolName = pool.metadata.name ?? "";
+  const desired: DesiredImage | undefined = target
+    ? { image: target.image, platforms: target.platforms }
+    : undefined;
+  const selector = pool.spec.nodeSelector;
+  const otherPools = input.pools.filter((p) =>
+    p.name !== poolName && selectorError(p.selector) === undefined
+  );
+  const matching = new Set<string>();
+  for (const node of input.nodes.values()) {
+    if (matchesSelector(selector, node.labels)) matching.add(node.name);
+  }
+  let releasing = 0;
+  for (const bn of ownedBootcNodes(input)) {
+    const name = bn.metadata.name ?? "";
+    const node = input.nodes.get(name);
+    if (node && nodeDisrupted(node, bn) && !matching.has(name)) releasing++;
+    if (!node) releaseNode(input, plan, name, bn, "node was deleted");
+    else if (!matching.has(name)) {
+      releaseNode(input, plan, name, bn, "node no longer matches the pool's nodeSelector");
+    }
+  }
+
+  const conflicts = new Map<string, string[]>();
+  const addConflict = (other: string, node: string) => {
+    const list = conflicts.get(other) ?? [];
+    list.push(node);
+    conflicts.set(other, list);
+  };
+  const members: Member[] = [];
+  const rebootPolicy = pool.spec.disruption?.rebootPolicy ?? "RebootOnly";
+  for (const name of [...matching].sort()) {
+    const node = input.nodes.get(name)!;
+    const bn = input.bootcNodes.get(name);
+    const owner = bn ? owningPool(bn) : undefined;
+    if (owner !== undefined && owner !== poolName) {
+      addConflict(owner, name);
+      continue;
+    }
+    const others = otherPools.filter((p) => matchesSelector(p.selector, node.labels));
+    for (const o of others) addConflict(o.name, name);
+    if (owner === undefined && others.length > 0) continue; // contested: nobody takes it
+    if (bn?.metadata.deletionTimestamp) {
+      // An old BootcNode still going away: while the node is disrupted it still counts.
+      if (nodeDisrupted(node, undefined)) releasing++;
+      continue;
+    }
+    const disrupted = nodeDisrupted(node, bn);
+    if (!desired || !target) {
+      members.push({ node, state: EffectiveState.Pending, disrupted, bn });
+      continue;
+    }
+    if (!bn) {
+      const spec: BootcNodeSpec = {
+        desiredImage: target.image,
+        desiredImageState: "Staged",
+        rebootPolicy,
+        ...(pool.spec.pullSecretRef ? { pullSecretRef: { ...pool.spec.pullSecretRef } } : {}),
+        ...(input.pullSecretHash ? { pullSecretHash: input.pullSecretHash } : {}),
+      };
+      plan.act({
+        kind: "createBootcNode",
+        node: name,
+        object: {
+          apiVersion: API_VERSION,
+          kind: NODE.kind,
+          metadata: {
+            name,
+            labels: { [LABEL_POOL]: poolName },
+            annotations: { [ANNOTATION_DESIRED_SINCE]: formatTime(now) },
+            ownerReferences: [ownerReference(pool)],
+          },
+          spec,
+        },
+      });
+      labelManaged(plan, node);
+      if (disrupted) {
+        plan.nodeEvent(
+          name,
+          "Warning",
+          "BootcNodeRecreated",
+          `the BootcNode of node ${name} was deleted while the operator was updating the node ` +
+            `(it still carries the disruption record); recreated it and resuming the update`,
+        );
+      } else {
+        plan.poolEvent("Normal", "NodeAdded", `node ${name} joined the pool`);
+      }
+      members.push({ node, state: EffectiveState.Pending, disrupted });
+      continue;
+    }
+    members.push(syncMember(input, plan, node, bn, target, desired));
+  }
+  for (const [other, nodes] of [...conflicts].sort(([a], [b]) => a < b ? -1 : 1)) {
+    plan.issues.push({
+      reason: PoolDegradedReason.NodeConflict,
+      message: `node(s) ${listNames(nodes.sort())} also match pool ${other}`,
+    });
+  }
+  releasing += releaseOrphans(input, plan, new Set(members.map((m) => m.node.name)));
+  return { members, releasing };
+}
+
+/** Labels a member Node `bootc.dev/managed` (so the daemon DaemonSet runs there) if it is not yet. */
+export function labelManaged(plan: PlanBuilder, node: NodeSummary): void {
+  if (Object.hasOwn(node.labels, LABEL_MANAGED)) return;
+  plan.act({
+    kind: "patchNode",
+    node: node.name,
+    patch: { metadata: { labels: { [LABEL_MANAGED]: "" } } },
+    why: "label managed",
+  });
+}
+
+/**
+ * Brings an existing BootcNode in line with the target: desired image, reboot
+ * policy, pull secret, pool label and ownership. A new image revokes any reboot
+ * approval for the old one (Booted back to Staged, the Node's finished drain
+ * withdrawn). Booted stands only on a node whose Node records a finished drain for
+ * exactly this image; anything else (a hand edit, a lost record) is reset, with a
+ * warning naming the node.
+ */
+function syncMember(
+  input: PlanInput,
+  plan: PlanBuilder,
+  node: NodeSummary,
+  bn: BootcNode,
+  t: Target,
+  d: DesiredImage,
+): Member {
+  const { pool, now } = input;
+  const poolName = pool.metadata.name ?? "";
+  const name = node.name;
+  const annotations = bn.metadata.annotations ?? {};
+  const imageChanged = bn.spec.desiredImage !== t.image;
+  const wantedSpec: BootcNodeSpec = {
+    ...bn.spec,
+    desiredImage: t.image,
+    rebootPolicy: pool.spec.disruption?.rebootPolicy ?? "RebootOnly",
+    pullSecretRef: pool.spec.pullSecretRef ? { ...pool.spec.pullSecretRef } : undefined,
+    pullSecretHash: input.pullSecretHash,
+  };
+  const viewAnnotations = { ...annotations };
+  const annotationPatch: Record<string, string | null> = {};
+  let viewNode = node;
+  if (imageChanged) {
+    wantedSpec.desiredImageState = "Staged";
+    annotationPatch[ANNOTATION_DESIRED_SINCE] = formatTime(now);
+    viewAnnotations[ANNOTATION_DESIRED_SINCE] = formatTime(now);
+    const undrain = undrainPatch(node);
+    if (undrain) {
+      plan.act({
+        kind: "patchNode",
+        node: name,
+        patch: undrain,
+        why: "withdraw drain (new image)",
+      });
+      const nodeAnnotations = { ...node.annotations };
+      for (const k of Object.keys((undrain.metadata as MergePatch).annotations as MergePatch)) {
+        delete nodeAnnotations[k];
+      }
+      viewNode = { ...node, annotations: nodeAnnotations };
+    }
+  }
+  let state = effectiveState({ ...bn, spec: wantedSpec }, d);
+  const record = recordOf(viewNode);
+  const approved = record.slotAt !== undefined && record.drainedFor === wantedSpec.desiredImage;
+  if (
+    wantedSpec.desiredImageState === "Booted" && state !== EffectiveState.UpToDate && !approved
+  ) {
+    wantedSpec.desiredImageState = "Staged";
+    state = effectiveState({ ...bn, spec: wantedSpec }, d);
+    if (!imageChanged) {
+      plan.nodeEvent(
+        name,
+        "Warning",
+        "UnauthorizedRebootRequest",
+        `node ${name} was set to desiredImageState: Booted without a reboot slot and a ` +
+          `finished drain (by hand, or its record was lost); reset to Staged`,
+      );
+    }
+  }
+  const specPatch: MergePatch = {};
+  for (
+    const key of ["desiredImage", "desiredImageState", "rebootPolicy", "pullSecretHash"] as const
+  ) {
+    if (bn.spec[key] !== wantedSpec[key]) specPatch[key] = wantedSpec[key] ?? null;
+  }
+  if (
+    JSON.stringify(bn.spec.pullSecretRef ?? null) !==
+      JSON.stringify(wantedSpec.pullSecretRef ?? null)
+  ) {
+    specPatch.pullSecretRef = wantedSpec.pullSecretRef ?? null;
+  }
+  const metaPatch: MergePatch = {};
+  if (bn.metadata.labels?.[LABEL_POOL] !== poolName) {
+    metaPatch.labels = { [LABEL_POOL]: poolName };
+  }
+  if (
+    owningPool(bn) === undefined ||
+    bn.metadata.ownerReferences?.find((o) => o.kind === POOL.kind && o.controller)?.uid !==
+      pool.metadata.uid
+  ) {
+    // Adopt an orphan (or one left by an earlier pool of the same name).
+    metaPatch.ownerReferences = [ownerReference(pool)];
+  }
+  const view: BootcNode = {
+    ...bn,
+    metadata: { ...bn.metadata, annotations: viewAnnotations },
+    spec: wantedSpec,
+  };
+  if (Object.keys(annotationPatch).length > 0) metaPatch.annotations = annotationPatch;
+  const patch: MergePatch = {};
+  if (Object.keys(specPatch).length > 0) patch.spec = specPatch;
+  if (Object.keys(metaPatch).length > 0) patch.metadata = metaPatch;
+  if (Object.keys(patch).length > 0) {
+    plan.act({ kind: "patchBootcNode", node: name, patch, why: "sync spec" });
+    if (imageChanged) {
+      plan.nodeEvent(
+        name,
+        "Normal",
+        "DesiredImageChanged",
+        `node ${name} should now run ${t.image}`,
+      );
+    }
+  }
+  labelManaged(plan, node);
+  return { node: viewNode, bn: view, state, disrupted: nodeDisrupted(viewNode, view) };
+}

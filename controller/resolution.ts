@@ -1,0 +1,144 @@
+/**
+ * Planning step 1, the target: whether the pool's tag needs resolving, and the
+ * digest-pinned target the pool rolls out (a digest ref as is; a tag from the
+ * latest resolution, else the last target in status).
+ *
+ * @module
+ */
+import {
+  type BootcNodePool,
+  findCondition,
+  type PlatformDigest,
+  PoolConditionType,
+  PoolDegradedReason,
+} from "../lib/api/mod.ts";
+import { type ImageRefParts, splitImageRef } from "./image_ref.ts";
+import { type PlanBuilder, PLANNER_DEFAULTS, type PlannerOptions } from "./plan.ts";
+import { formatTime, parseTime } from "./slots.ts";
+import type { Target } from "./types.ts";
+
+/** Result of one registry resolution of a tag. */
+export type ResolveResult =
+  | { ok: true; digest: string; platforms?: PlatformDigest[] }
+  | { ok: false; message: string };
+
+/** The latest resolution attempt the shell remembers for a pool (lost on restart, on purpose). */
+export interface ResolutionMemo {
+  /** The pool generation the attempt was made for. */
+  generation: number | undefined;
+  at: Date;
+  result: ResolveResult;
+}
+
+/** What step 1 needs from the shell. */
+export type ResolutionNeed =
+  | { kind: "invalid"; message: string }
+  | { kind: "pinned"; parts: ImageRefParts }
+  | { kind: "resolve"; ref: string; parts: ImageRefParts }
+  | { kind: "fresh"; parts: ImageRefParts; nextAt: Date };
+
+/** Poll interval of a pool in milliseconds. */
+export function pollIntervalMs(pool: BootcNodePool, options: PlannerOptions = {}): number {
+  const s = pool.spec.image.pollIntervalSeconds;
+  return s !== undefined && s > 0
+    ? s * 1000
+    : (options.defaultPollIntervalMs ?? PLANNER_DEFAULTS.defaultPollIntervalMs);
+}
+
+/**
+ * Does this reconcile have to ask the registry? A digest ref never does; a tag
+ * does when the spec changed, the last attempt failed and its retry is due, or
+ * the poll interval has passed.
+ */
+export function resolutionNeed(
+  pool: BootcNodePool,
+  now: Date,
+  memo: ResolutionMemo | undefined,
+  options: PlannerOptions = {},
+): ResolutionNeed {
+  let parts: ImageRefParts;
+  try {
+    parts = splitImageRef(pool.spec.image.ref);
+  } catch (e) {
+    return { kind: "invalid", message: (e as Error).message };
+  }
+  if (parts.digest) return { kind: "pinned", parts };
+  const interval = pollIntervalMs(pool, options);
+  const generation = pool.metadata.generation;
+  const due = (nextAt: Date): ResolutionNeed =>
+    now.getTime() >= nextAt.getTime()
+      ? { kind: "resolve", ref: pool.spec.image.ref, parts }
+      : { kind: "fresh", parts, nextAt };
+  if (memo && memo.generation === generation) {
+    const wait = memo.result.ok
+      ? interval
+      : Math.min(interval, options.resolveRetryMs ?? PLANNER_DEFAULTS.resolveRetryMs);
+    return due(new Date(memo.at.getTime() + wait));
+  }
+  const status = pool.status;
+  const last = parseTime(status?.lastResolvedTime);
+  const failedBefore = findCondition(status?.conditions, PoolConditionType.Degraded)?.reason ===
+    PoolDegradedReason.ImageResolutionFailed;
+  if (
+    !last || !status?.targetImage || status.observedGeneration !== generation || failedBefore ||
+    !status.targetImage.startsWith(`${parts.repository}@`)
+  ) {
+    return { kind: "resolve", ref: pool.spec.image.ref, parts };
+  }
+  return due(new Date(last.getTime() + interval));
+}
+
+/** The target recorded in a pool's status, if any. */
+export function priorTarget(pool: BootcNodePool): Target | undefined {
+  const s = pool.status;
+  if (!s?.targetDigest || !s.targetImage) return undefined;
+  return { digest: s.targetDigest, image: s.targetImage, platforms: s.targetPlatforms };
+}
+
+/** What step 1 settled. */
+export interface Resolution {
+  target?: Target;
+  lastResolvedTime?: string;
+}
+
+/**
+ * Step 1: the target. A failed resolution keeps the last target (in-flight nodes
+ * finish on it) and reports `ImageResolutionFailed`.
+ */
+export function resolveTarget(
+  pool: BootcNodePool,
+  need: Exclude<ResolutionNeed, { kind: "invalid" }>,
+  memo: ResolutionMemo | undefined,
+  plan: PlanBuilder,
+): Resolution {
+  const parts = need.parts;
+  const current = memo?.generation === pool.metadata.generation ? memo : undefined;
+  let out: Resolution;
+  if (need.kind === "pinned") {
+    const digest = parts.digest ?? "";
+    const prior = pool.status?.targetDigest === digest ? pool.status?.targetPlatforms : undefined;
+    out = { target: { digest, image: `${parts.repository}@${digest}`, platforms: prior } };
+  } else if (current?.result.ok) {
+    out = {
+      target: {
+        digest: current.result.digest,
+        image: `${parts.repository}@${current.result.digest}`,
+        platforms: current.result.platforms,
+      },
+      lastResolvedTime: formatTime(current.at),
+    };
+  } else {
+    out = { target: priorTarget(pool), lastResolvedTime: pool.status?.lastResolvedTime };
+    if (current && !current.result.ok) {
+      plan.issues.push({
+        reason: PoolDegradedReason.ImageResolutionFailed,
+        message: `resolving ${pool.spec.image.ref}: ${current.result.message}`,
+      });
+    }
+  }
+  if (need.kind === "fresh") plan.wakeAt(need.nextAt);
+  if (out.target && out.target.digest !== pool.status?.targetDigest) {
+    plan.poolEvent("Normal", "TargetChanged", `rolling out ${out.target.image}`);
+  }
+  return out;
+}

@@ -1,0 +1,180 @@
+/**
+ * Planning step 5, stalled nodes: a BootcNode whose status has not caught up
+ * with its spec within a deadline gets a `Stalled` condition (reasons
+ * DaemonNotReporting, StagingTimeout, RebootTimeout), an event, and counts in
+ * the pool's message and Degraded condition. The deadlines are pool fields.
+ *
+ * @module
+ */
+import {
+  ANNOTATION_DESIRED_SINCE,
+  type BootcNode,
+  type Condition,
+  findCondition,
+  NodeConditionType,
+  PoolDegradedReason,
+  setCondition,
+  StalledReason,
+} from "../lib/api/mod.ts";
+import { recordOf } from "./disruption.ts";
+import { EffectiveState } from "./effective_state.ts";
+import type { RolloutContext, StallFinding } from "./in_flight.ts";
+import type { Member } from "./membership.ts";
+import { listNames } from "./plan.ts";
+import { formatTime, parseTime } from "./slots.ts";
+
+/** Default of `spec.rollout.stagingTimeoutSeconds`. */
+export const DEFAULT_STAGING_TIMEOUT_SECONDS = 1800;
+/** Default of `spec.rollout.daemonReportTimeoutSeconds`. */
+export const DEFAULT_DAEMON_REPORT_TIMEOUT_SECONDS = 300;
+
+/** The deadlines of a pool, in milliseconds. */
+export interface StallDeadlines {
+  stagingMs: number;
+  daemonReportMs: number;
+}
+
+/** Reads the deadlines from a pool's rollout spec. */
+export function stallDeadlines(rollout: Record<string, unknown> | undefined): StallDeadlines {
+  const n = (v: unknown, d: number) => (typeof v === "number" && v > 0 ? v : d) * 1000;
+  return {
+    stagingMs: n(rollout?.stagingTimeoutSeconds, DEFAULT_STAGING_TIMEOUT_SECONDS),
+    daemonReportMs: n(rollout?.daemonReportTimeoutSeconds, DEFAULT_DAEMON_REPORT_TIMEOUT_SECONDS),
+  };
+}
+
+/**
+ * Why a member is stalled now, if it is (RebootTimeout is found by the in-flight
+ * step); otherwise when to look again.
+ */
+export function findStall(
+  m: Member,
+  deadlines: StallDeadlines,
+  now: Date,
+): { finding?: StallFinding; nextAt?: Date } {
+  const bn = m.bn;
+  if (!bn) return {};
+  const record = recordOf(m.node);
+  const times = [
+    parseTime(bn.metadata.creationTimestamp),
+    parseTime(bn.metadata.annotations?.[ANNOTATION_DESIRED_SINCE]),
+    record.drainedFor === bn.spec.desiredImage ? parseTime(record.drainedAt) : undefined,
+  ].filter((t): t is Date => t !== undefined);
+  if (times.length === 0) return {};
+  const since = new Date(Math.max(...times.map((t) => t.getTime())));
+  const generation = bn.metadata.generation;
+  const observed = bn.status?.observedGeneration;
+  const unreported = !bn.status || (generation !== undefined && (observed ?? -1) < generation);
+  if (unreported) {
+    const at = new Date(since.getTime() + deadlines.daemonReportMs);
+    if (now < at) return { nextAt: at };
+    return {
+      finding: {
+        reason: StalledReason.DaemonNotReporting,
+        message: `no daemon has reported on node ${m.node.name}'s current spec for ` +
+          `${deadlines.daemonReportMs / 1000}s (is the bootc daemon running there?)`,
+        since: at,
+      },
+    };
+  }
+  if (m.state === EffectiveState.Pending || m.state === EffectiveState.Staging) {
+    const desiredSince = parseTime(bn.metadata.annotations?.[ANNOTATION_DESIRED_SINCE]) ??
+      parseTime(bn.metadata.creationTimestamp);
+    if (!desiredSince) return {};
+    const at = new Date(desiredSince.getTime() + deadlines.stagingMs);
+    if (now < at) return { nextAt: at };
+    return {
+      finding: {
+        reason: StalledReason.StagingTimeout,
+        message: `node ${m.node.name} has not staged ${bn.spec.desiredImage} within ` +
+          `${deadlines.stagingMs / 1000}s`,
+        since: at,
+      },
+    };
+  }
+  return {};
+}
+
+/** The Stalled condition a BootcNode should carry, or undefined to leave it as is. */
+export function stalledCondition(
+  bn: BootcNode,
+  finding: StallFinding | undefined,
+): Omit<Condition, "lastTransitionTime"> | undefined {
+  const current = findCondition(bn.status?.conditions, NodeConditionType.Stalled);
+  if (finding) {
+    return {
+      type: NodeConditionType.Stalled,
+      status: "True",
+      reason: finding.reason,
+      message: finding.message,
+    };
+  }
+  if (current?.status === "True") {
+    return {
+      type: NodeConditionType.Stalled,
+      status: "False",
+      reason: StalledReason.Progressing,
+      message: "The node's status keeps up with its spec",
+    };
+  }
+  return undefined;
+}
+
+/** Step 5: Stalled conditions, events and the pool's NodeStalled issue. */
+export function reportStalled(members: readonly Member[], ctx: RolloutContext): void {
+  const { plan, input } = ctx;
+  const deadlines = stallDeadlines(input.pool.spec.rollout as Record<string, unknown> | undefined);
+  const stalledNames: string[] = [];
+  const issueParts: string[] = [];
+  for (const m of members) {
+    const bn = m.bn;
+    if (!bn) continue;
+    const name = m.node.name;
+    let finding = ctx.stalled.get(name);
+    if (!finding) {
+      const found = findStall(m, deadlines, input.now);
+      if (found.nextAt) plan.wakeAt(found.nextAt);
+      finding = found.finding;
+      if (finding) {
+        ctx.stalled.set(name, finding);
+        ctx.stuck.add(name);
+        issueParts.push(`${name} (${finding.reason}: ${finding.message})`);
+      }
+    }
+    if (finding) {
+      stalledNames.push(name);
+      plan.nodeEvent(
+        name,
+        "Warning",
+        finding.reason,
+        finding.message,
+        `stalled/${name}/${finding.reason}/${formatTime(finding.since)}`,
+      );
+    }
+    const wanted = stalledCondition(bn, finding);
+    if (!wanted) continue;
+    const current = findCondition(bn.status?.conditions, NodeConditionType.Stalled);
+    if (
+      current?.status === wanted.status && current.reason === wanted.reason &&
+      current.message === wanted.message
+    ) continue;
+    plan.act({
+      kind: "patchBootcNodeStatus",
+      node: name,
+      patch: {
+        metadata: { resourceVersion: bn.metadata.resourceVersion },
+        status: { conditions: setCondition(bn.status?.conditions, wanted, input.now) },
+      },
+      why: finding ? `stalled: ${finding.reason}` : "no longer stalled",
+    });
+  }
+  if (issueParts.length > 0) {
+    plan.issues.push({
+      reason: PoolDegradedReason.NodeStalled,
+      message: `${issueParts.length} node(s) stalled: ${listNames(issueParts, 3)}`,
+    });
+  }
+  if (stalledNames.length > 0) {
+    plan.notes.push(`${stalledNames.length} stalled (${listNames(stalledNames.sort(), 3)})`);
+  }
+}
