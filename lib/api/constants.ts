@@ -156,6 +156,11 @@ export const PoolDegradedReason = {
   NodeDegraded: "NodeDegraded",
   /** Pool spec contains invalid values the CRD schema cannot catch. */
   InvalidSpec: "InvalidSpec",
+  /**
+   * The pool's pull Secret has the supported type but malformed content (message names the
+   * Secret and the problem); hosts keep the credentials they had.
+   */
+  PullSecretInvalid: "PullSecretInvalid",
   /** The image reference could not be resolved (message has the registry's error). */
   ImageResolutionFailed: "ImageResolutionFailed",
   /** A node's status has not caught up with its spec within a deadline (see Stalled). */
