@@ -14,9 +14,20 @@ export interface ResolvedTarget {
   platforms?: PlatformDigest[];
 }
 
+/** Options of one {@linkcode ImageResolver.resolve} call. */
+export interface ResolveOptions {
+  /** The pull Secret's `.dockerconfigjson`, if the pool names one. */
+  dockerConfigJson?: string;
+  /**
+   * Aborts the resolution (its timeout ran out, or no pool wants it any more).
+   * Implementations must stop their requests and settle promptly.
+   */
+  signal?: AbortSignal;
+}
+
 /** Resolves image references; errors carry a message meant for users. */
 export interface ImageResolver {
-  resolve(ref: string, options: { dockerConfigJson?: string }): Promise<ResolvedTarget>;
+  resolve(ref: string, options: ResolveOptions): Promise<ResolvedTarget>;
 }
 
 /** Options of {@linkcode RegistryImageResolver}. */
@@ -27,6 +38,8 @@ export interface RegistryImageResolverOptions {
   caCertPem?: string;
   /** Per-request timeout (default: the registry client's). */
   timeoutMs?: number;
+  /** The `fetch` to use (tests); every request also follows the resolution's signal. */
+  fetch?: typeof fetch;
 }
 
 /** {@linkcode ImageResolver} on lib/registry: one short-lived client per resolution. */
@@ -38,13 +51,26 @@ export class RegistryImageResolver implements ImageResolver {
     this.#options = options;
   }
 
-  /** Resolves `ref` with the pull secret's `.dockerconfigjson`, if any. */
-  async resolve(ref: string, options: { dockerConfigJson?: string }): Promise<ResolvedTarget> {
+  /** Resolves `ref` with the pull secret's `.dockerconfigjson`, if any, until `signal` aborts. */
+  async resolve(ref: string, options: ResolveOptions): Promise<ResolvedTarget> {
+    const signal = options.signal;
+    signal?.throwIfAborted();
+    const base = this.#options.fetch ?? globalThis.fetch;
+    // The registry client has its own per-request timeout; the caller's signal must
+    // also cut every request short, so it is joined to each request's own signal.
+    const fetchWithSignal: typeof fetch = signal
+      ? (input, init) =>
+        base(input, {
+          ...init,
+          signal: init?.signal ? AbortSignal.any([init.signal, signal]) : signal,
+        })
+      : base;
     const client = new RegistryClient({
       dockerConfigJson: options.dockerConfigJson,
       insecureRegistries: this.#options.insecureRegistries,
       caCertPem: this.#options.caCertPem,
       timeoutMs: this.#options.timeoutMs,
+      fetch: fetchWithSignal,
     });
     try {
       const resolved = await client.resolve(ref);
