@@ -94,6 +94,7 @@ export async function runController(flags: ControllerFlags, signal: AbortSignal)
     : undefined;
   const reconciler = new PoolReconciler({
     client,
+    namespace: flags.namespace,
     resolver: new RegistryImageResolver({
       insecureRegistries: flags.insecureRegistries,
       caCertPem,

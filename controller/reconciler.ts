@@ -53,7 +53,11 @@ import {
   resolutionNeed,
 } from "./planner.ts";
 import { statusEqual } from "./pool_status.ts";
-import { dockerConfigOf, type ImageResolver, secretDataHash } from "./resolver.ts";
+import { daemonSecretNames } from "./daemon_access.ts";
+import { DaemonAccessSync } from "./daemon_access_sync.ts";
+import type { PoolIssue } from "./pool_status.ts";
+import { needsLookup, pullSecretVerdict, type SecretLookup } from "./pull_secret.ts";
+import { type ImageResolver, secretDataHash } from "./resolver.ts";
 import { matchesSelector } from "./selector.ts";
 import type { NodeSummary, PdbSummary, PodSummary, PoolSummary } from "./types.ts";
 
@@ -87,6 +91,11 @@ export interface PoolReconcilerOptions {
   workers?: number;
   /** How long a reconcile waits for the caches to show its own writes (default 10 s). */
   cacheWaitMs?: number;
+  /**
+   * The operator's namespace (default "bootc-operator"): pull Secrets must live there, and the
+   * daemon's pull-secret Role there is kept to the Secrets pools name.
+   */
+  namespace?: string;
   /** Longest back-off between drain passes whose evictions were refused (default 60 s). */
   maxDrainBackoffMs?: number;
 }
@@ -198,7 +207,7 @@ export class PoolReconciler {
   readonly nodes: Informer<Node>;
   /** Cache of BootcNodes (indexed by pool label). */
   readonly bootcNodes: Informer<BootcNode>;
-  /** Cache of pull Secrets (type kubernetes.io/dockerconfigjson). */
+  /** Cache of pull Secrets (type kubernetes.io/dockerconfigjson, operator namespace only). */
   readonly secrets: Informer<Secret>;
   /** Cache of PodDisruptionBudgets. */
   readonly pdbs: Informer<Pdb>;
@@ -215,6 +224,8 @@ export class PoolReconciler {
   #workers: number;
   #cacheWaitMs: number;
   #maxDrainBackoffMs: number;
+  #namespace: string;
+  #daemonAccess: DaemonAccessSync;
   #queue?: WorkQueue<string>;
   #memos = new Map<string, ResolutionMemo>();
   #onceKeys = new Set<string>();
@@ -235,6 +246,7 @@ export class PoolReconciler {
     this.#workers = options.workers ?? 2;
     this.#cacheWaitMs = options.cacheWaitMs ?? 10_000;
     this.#maxDrainBackoffMs = options.maxDrainBackoffMs ?? 60_000;
+    this.#namespace = options.namespace ?? "bootc-operator";
     const c = options.client;
     this.#poolClient = c.resource<BootcNodePool>(Resources.bootcNodePools);
     this.#bootcNodeClient = c.resource<BootcNode>(Resources.bootcNodes);
@@ -253,7 +265,7 @@ export class PoolReconciler {
       ...common,
     });
     this.secrets = new Informer<Secret>({
-      resource: c.resource<Secret>(Resources.secrets),
+      resource: c.resource<Secret>(Resources.secrets, this.#namespace),
       fieldSelector: "type=kubernetes.io/dockerconfigjson",
       transform: withoutManagedFields,
       ...common,
@@ -261,6 +273,14 @@ export class PoolReconciler {
     this.pdbs = new Informer<Pdb>({
       resource: c.resource<Pdb>(Resources.poddisruptionbudgets),
       transform: withoutManagedFields,
+      ...common,
+    });
+    this.#daemonAccess = new DaemonAccessSync({
+      client: c,
+      namespace: this.#namespace,
+      desiredNames: () => this.#daemonSecretNames(),
+      triggers: [this.pools, this.secrets] as unknown as Informer<KubeObject>[],
+      onWrite: () => this.#count("daemonRole"),
       ...common,
     });
     this.#wireHandlers();
@@ -376,12 +396,17 @@ export class PoolReconciler {
     this.#queue = queue;
     const stop = () => void queue.shutDown();
     signal.addEventListener("abort", stop, { once: true });
+    // The daemon's pull-secret Role follows the pools while this replica leads.
+    const accessStop = new AbortController();
+    const access = this.#daemonAccess.run(accessStop.signal);
     try {
       for (const p of this.pools.store.list()) queue.add(p.metadata.name ?? "");
       await queue.run((key) => this.#timedReconcile(key), { concurrency: this.#workers });
     } finally {
       signal.removeEventListener("abort", stop);
       this.#queue = undefined;
+      accessStop.abort();
+      await access;
     }
   }
 
@@ -400,14 +425,68 @@ export class PoolReconciler {
     }
   }
 
-  async #pullSecret(pool: BootcNodePool): Promise<{ hash?: string; dockerConfig?: string }> {
+  /** The pull Secrets the daemons may read: named by a pool and usable (see daemon_access.ts). */
+  #daemonSecretNames(): string[] {
+    const namespace = this.#namespace;
+    return daemonSecretNames(
+      this.pools.store.list().map((p) => ({ pullSecretRef: p.spec.pullSecretRef })),
+      namespace,
+      (name) => {
+        const cached = this.secrets.store.getByName(name, namespace);
+        return cached !== undefined &&
+          pullSecretVerdict({ name, namespace }, namespace, { found: true, secret: cached }).grant;
+      },
+    );
+  }
+
+  /** Finds a Secret in the operator namespace: in the cache, else with a GET. */
+  async #lookupSecret(name: string): Promise<SecretLookup> {
+    const cached = this.secrets.store.getByName(name, this.#namespace);
+    if (cached) return { found: true, secret: cached };
+    // The cache holds kubernetes.io/dockerconfigjson Secrets only: a GET tells a missing
+    // Secret from one of another type, so the pool's message can say which.
+    try {
+      const secret = await this.#client.resource<Secret>(Resources.secrets, this.#namespace).get(
+        name,
+      );
+      return { found: true, secret };
+    } catch (e) {
+      if (isNotFound(e)) return { found: false };
+      throw e;
+    }
+  }
+
+  /**
+   * The pool's pull Secret: its hash for the BootcNodes, its `.dockerconfigjson` for tag
+   * resolution and any problem with it (controller/pull_secret.ts). Before the plan writes
+   * the reference into BootcNodes, the daemons are allowed to read the Secret.
+   */
+  async #pullSecret(
+    pool: BootcNodePool,
+  ): Promise<{ hash?: string; dockerConfig?: string; issue?: PoolIssue }> {
     const ref = pool.spec.pullSecretRef;
     if (!ref) return {};
-    const secret = this.secrets.store.getByName(ref.name, ref.namespace);
-    if (!secret) return {};
+    const lookup: SecretLookup = needsLookup(ref, this.#namespace)
+      ? await this.#lookupSecret(ref.name)
+      : { found: false };
+    const verdict = pullSecretVerdict(ref, this.#namespace, lookup);
+    if (verdict.grant) {
+      try {
+        await this.#daemonAccess.ensure();
+      } catch (e) {
+        // The daemons will report the refused read on their BootcNodes; the loop retries.
+        this.#log.warn("cannot allow the daemons to read the pull secret", {
+          pool: pool.metadata.name,
+          error: e instanceof Error ? e.message : String(e),
+        });
+      }
+    }
     return {
-      hash: await secretDataHash(secret.data as Record<string, string> | undefined),
-      dockerConfig: dockerConfigOf(secret.data as Record<string, string> | undefined),
+      hash: verdict.grant && lookup.found
+        ? await secretDataHash(lookup.secret.data as Record<string, string> | undefined)
+        : undefined,
+      dockerConfig: verdict.dockerConfigJson,
+      issue: verdict.issue,
     };
   }
 
@@ -463,6 +542,7 @@ export class PoolReconciler {
       pdbs,
       resolution: this.#memos.get(name),
       pullSecretHash: secret.hash,
+      pullSecretIssue: secret.issue,
       now,
       options: this.#plannerOptions,
     };
