@@ -9,14 +9,19 @@
  * with mode 0600. When the reference goes away the file is removed, but only
  * if it is still the one the daemon wrote (a marker file holds its hash).
  *
+ * The Secret is checked first by the rule the controller applies too
+ * (lib/registry/pull_secret.ts: type `kubernetes.io/dockerconfigjson`, the
+ * `.dockerconfigjson` key, a well-formed `auths` object): a Secret that fails
+ * it is reported and never written, so the auth file the host has stays.
+ *
  * @module
  */
 import type { ISecret } from "kubernetes-models/v1/Secret";
 import type { BootcNodeSpec } from "../lib/api/schema.ts";
+import { isForbidden } from "../lib/kube/errors.ts";
+import { checkPullSecret } from "../lib/registry/pull_secret.ts";
 import { DEFAULT_RETRY, retryDelay, type RetryPolicy } from "./decide.ts";
 
-/** The key of a `kubernetes.io/dockerconfigjson` Secret. */
-export const DOCKER_CONFIG_KEY = ".dockerconfigjson";
 /** The auth file path below the host root. */
 export const AUTH_FILE = "run/ostree/auth.json";
 /** Marker next to the auth file: the SHA-256 of the content the daemon wrote. */
@@ -51,11 +56,6 @@ function refKey(spec: BootcNodeSpec | undefined): string {
 async function sha256(text: string): Promise<string> {
   const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
   return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
-
-function decodeBase64(value: string): string {
-  const bin = atob(value);
-  return new TextDecoder().decode(Uint8Array.from(bin, (c) => c.charCodeAt(0)));
 }
 
 async function readOrUndefined(path: string): Promise<string | undefined> {
@@ -155,26 +155,21 @@ export class PullSecretInstaller {
         this.#installed = key;
         return { outcome: removed ? "removed" : "unchanged" };
       }
-      const secret = await this.#get(ref.namespace, ref.name);
-      if (!secret) return this.#fail(`pull secret ${name}: Secret not found`);
-      const encoded = secret.data?.[DOCKER_CONFIG_KEY];
-      if (encoded === undefined) {
-        return this.#fail(`pull secret ${name}: key ${DOCKER_CONFIG_KEY} missing`);
-      }
-      let content: string;
+      let secret: ISecret | undefined;
       try {
-        content = decodeBase64(encoded);
-        const parsed = JSON.parse(content);
-        if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
-          throw new Error("not a JSON object");
-        }
+        secret = await this.#get(ref.namespace, ref.name);
       } catch (e) {
+        if (!isForbidden(e)) throw e;
         return this.#fail(
-          `pull secret ${name}: key ${DOCKER_CONFIG_KEY} is not valid JSON (${
-            e instanceof Error ? e.message : e
-          })`,
+          `pull secret ${name}: the daemon may not read it (daemons may read only the Secrets ` +
+            "that pools name in the operator's namespace, as the controller grants them)",
         );
       }
+      if (!secret) return this.#fail(`pull secret ${name}: Secret not found`);
+      // Checked before anything is written: a bad Secret never replaces a good auth file.
+      const check = checkPullSecret(secret);
+      if (!check.ok) return this.#fail(`pull secret ${name} ${check.message}`);
+      const content = check.dockerConfigJson;
       await Deno.mkdir(`${this.#hostRoot}/run/ostree`, { recursive: true, mode: 0o755 });
       await writeFileAtomic(this.authFile, content, 0o600);
       await writeFileAtomic(this.#markerFile, (await sha256(content)) + "\n", 0o600);

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import type { ISecret } from "kubernetes-models/v1/Secret";
+import { ForbiddenError } from "../lib/kube/errors.ts";
 import { AUTH_FILE, PullSecretInstaller, writeFileAtomic } from "./pull_secret.ts";
 
 const ref = { name: "regcred", namespace: "ops" };
@@ -10,11 +11,12 @@ const spec = (hash?: string, withRef = true) => ({
   ...(withRef ? { pullSecretRef: ref, pullSecretHash: hash } : {}),
 });
 
-function secret(content: string): ISecret {
+function secret(content: string, type = "kubernetes.io/dockerconfigjson"): ISecret {
   return {
     apiVersion: "v1",
     kind: "Secret",
     metadata: { name: "regcred", namespace: "ops" },
+    type,
     data: { ".dockerconfigjson": btoa(content) },
   };
 }
@@ -49,7 +51,7 @@ Deno.test("PullSecretInstaller: one GET per reference/hash, backoff after failur
     assert.equal(gets.length, 2);
     current = secret("not json");
     r = await installer.sync(spec("h2"), at(3_000));
-    assert.match(r.error!, /ops\/regcred: key \.dockerconfigjson is not valid JSON/);
+    assert.match(r.error!, /ops\/regcred is not a valid \.dockerconfigjson: it is not JSON/);
     assert.equal(await Deno.readTextFile(`${root}/${AUTH_FILE}`), '{"auths":{}}', "kept");
   } finally {
     await Deno.remove(root, { recursive: true });
@@ -85,5 +87,57 @@ Deno.test("writeFileAtomic replaces the file in one step and leaves no temp file
     assert.deepEqual([...Deno.readDirSync(dir)].map((e) => e.name), ["f"]);
   } finally {
     await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("PullSecretInstaller never replaces a good auth file with a bad Secret", async () => {
+  const root = await Deno.makeTempDir();
+  const good = '{"auths":{"r.example":{"auth":"' + btoa("alice:pw") + '"}}}';
+  let current: ISecret | Error = secret(good);
+  const installer = new PullSecretInstaller({
+    hostRoot: root,
+    retry: { initialMs: 1, maxMs: 1 },
+    getSecret: () => current instanceof Error ? Promise.reject(current) : Promise.resolve(current),
+  });
+  const t0 = new Date("2026-01-01T00:00:00Z");
+  let n = 0;
+  try {
+    assert.equal((await installer.sync(spec("good"), t0)).outcome, "written");
+    const bad: [ISecret | Error, RegExp][] = [
+      [
+        secret(good, "Opaque"),
+        /^pull secret ops\/regcred has type Opaque; only kubernetes\.io\/dockerconfigjson/,
+      ],
+      [
+        { ...secret(good), data: { other: btoa("x") } },
+        /^pull secret ops\/regcred has no \.dockerconfigjson key$/,
+      ],
+      [secret('{"auths":"x"}'), /is not a valid \.dockerconfigjson: it has no "auths" object$/],
+      [secret("[]"), /is not a valid \.dockerconfigjson: it is not a JSON object$/],
+      [
+        secret('{"auths":{"r.example":{"auth":"%%%"}}}'),
+        /the "auth" of "r\.example" is not base64 of "username:password"$/,
+      ],
+      [
+        new ForbiddenError({ status: 403, reason: "Forbidden", message: "forbidden" }),
+        /^pull secret ops\/regcred: the daemon may not read it/,
+      ],
+    ];
+    for (const [value, want] of bad) {
+      current = value;
+      // A new hash each time, as the controller sets it when the Secret changes.
+      const r = await installer.sync(spec(`bad-${++n}`), new Date(t0.getTime() + n * 1000));
+      assert.equal(r.outcome, "failed", String(want));
+      assert.match(r.error!, want);
+      assert.equal(await Deno.readTextFile(`${root}/${AUTH_FILE}`), good, "the good file stays");
+    }
+    // Fixed: the next hash installs it.
+    const fixed = '{"auths":{"r.example":{"auth":"' + btoa("alice:new") + '"}}}';
+    current = secret(fixed);
+    const r = await installer.sync(spec("fixed"), new Date(t0.getTime() + 60_000));
+    assert.equal(r.outcome, "written");
+    assert.equal(await Deno.readTextFile(`${root}/${AUTH_FILE}`), fixed);
+  } finally {
+    await Deno.remove(root, { recursive: true });
   }
 });
