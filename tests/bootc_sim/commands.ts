@@ -5,6 +5,7 @@
  * @module
  */
 
+import { awaitApplyVerdict, isApply, recordApplyInvocation } from "./apply_gate.ts";
 import { parseBootcArgs } from "./cli.ts";
 import type { BootcCommand, SoftRebootMode } from "./cli.ts";
 import {
@@ -59,6 +60,9 @@ export type CommandOutcome = number | "hang";
 /** bootc failed: `error: <context>: <cause>` on stderr, exit 1. */
 class BootcError extends Error {}
 
+/** How long a gated `--apply` waits for the harness's verdict before it fails. */
+const APPLY_GATE_TIMEOUT_MS = 300_000;
+
 async function exists(path: string): Promise<boolean> {
   try {
     await Deno.lstat(path);
@@ -93,6 +97,23 @@ export async function runBootc(ctx: CommandContext): Promise<CommandOutcome> {
   }
   const cmd = parsed.command;
   try {
+    // Every --apply is recorded the moment it is invoked, before it changes anything, and (with
+    // the gate on) waits for the harness's verdict: see apply_gate.ts.
+    let invocation: string | undefined;
+    if (isApply(cmd)) {
+      invocation = (await recordApplyInvocation(ctx.paths, ctx.argv)).id;
+      if (settings.applyGate) {
+        const verdict = await awaitApplyVerdict(ctx.paths, invocation, {
+          timeoutMs: APPLY_GATE_TIMEOUT_MS,
+        });
+        if (!verdict) {
+          throw new BootcError(
+            `bootc simulator: apply gate: no verdict on invocation ${invocation} from the ` +
+              `harness within ${APPLY_GATE_TIMEOUT_MS / 1000} s`,
+          );
+        }
+      }
+    }
     switch (cmd.kind) {
       case "version":
         ctx.out(`bootc ${settings.bootcVersion}\n`);
@@ -103,7 +124,7 @@ export async function runBootc(ctx: CommandContext): Promise<CommandOutcome> {
       case "status":
         return await status(ctx, settings, cmd);
       default:
-        return await mutate(ctx, settings, cmd);
+        return await mutate(ctx, settings, cmd, invocation);
     }
   } catch (e) {
     if (e instanceof BootcError) {
@@ -163,6 +184,8 @@ interface Session {
   settings: SimSettings;
   lock: SysrootLock;
   state: HostState;
+  /** The recorded `--apply` invocation, if this is one. */
+  invocation?: string;
 }
 
 async function save(s: Session, opts: { touch: boolean }): Promise<void> {
@@ -231,7 +254,12 @@ async function softRebootThenApply(
   if (opts.apply) {
     s.state = {
       ...s.state,
-      rebootRequest: { soft, command: ["bootc", ...s.ctx.argv], at: new Date().toISOString() },
+      rebootRequest: {
+        soft,
+        command: ["bootc", ...s.ctx.argv],
+        at: new Date().toISOString(),
+        invocation: s.invocation ?? null,
+      },
     };
   }
   if (decision.soft || opts.apply) await save(s, { touch: false });
@@ -242,6 +270,7 @@ async function mutate(
   ctx: CommandContext,
   settings: SimSettings,
   cmd: Exclude<BootcCommand, { kind: "version" | "help" | "status" }>,
+  invocation: string | undefined,
 ): Promise<CommandOutcome> {
   if (await detectContainer(ctx, settings)) {
     throw new BootcError(
@@ -254,7 +283,13 @@ async function mutate(
   const lock = await lockSysroot(ctx.paths, ["bootc", ...ctx.argv]);
   let outcome: CommandOutcome = 1;
   try {
-    const s: Session = { ctx, settings, lock, state: await readHostState(ctx.paths) };
+    const s: Session = {
+      ctx,
+      settings,
+      lock,
+      state: await readHostState(ctx.paths),
+      invocation,
+    };
     if (!s.state.booted) {
       throw new BootcError("Initializing storage: Not currently booted into an OSTree system");
     }

@@ -17,6 +17,12 @@ import {
   type SimSettings,
 } from "./model.ts";
 import { parseImageReference } from "../../lib/registry/mod.ts";
+import {
+  type ApplyRecord,
+  type ApplyVerdict,
+  readApplyRecords,
+  writeApplyVerdict,
+} from "./apply_gate.ts";
 import { pullImage, readHostAuth } from "./registry_pull.ts";
 import { buildHost, type Json } from "./status.ts";
 import {
@@ -60,6 +66,11 @@ export interface CreateHostOptions {
   pullDelayMs?: number;
   /** An extra CA (PEM) the host trusts (for a registry started with `tls: true`). */
   caCertPem?: string;
+  /**
+   * Every `--apply` waits for the harness's verdict ({@linkcode SimulatedHost.answerApply})
+   * before it asks for a reboot (default false). See `apply_gate.ts`.
+   */
+  applyGate?: boolean;
   /** Auth file to place at `/etc/ostree/auth.json` before the initial pull. */
   etcAuth?: AuthJson;
 }
@@ -120,6 +131,7 @@ export class SimulatedHost {
         composefs: opts.composefs ?? false,
         pullDelayMs: opts.pullDelayMs ?? 0,
         caCertPem: opts.caCertPem ?? null,
+        applyGate: opts.applyGate ?? false,
       };
       await createLayout(host.paths, settings.composefs);
       if (opts.etcAuth) await host.writeAuthFile("etc", opts.etcAuth);
@@ -208,6 +220,26 @@ export class SimulatedHost {
       if (Date.now() > deadline) throw new Error(`no reboot requested on ${this.root}`);
       await new Promise((r) => setTimeout(r, opts.intervalMs ?? 50));
     }
+  }
+
+  /** Every `--apply` invocation recorded so far, oldest first, with the verdict once given. */
+  applyInvocations(): Promise<ApplyRecord[]> {
+    return readApplyRecords(this.paths);
+  }
+
+  /** The recorded `--apply` invocations that have no verdict yet (gated ones are waiting). */
+  async pendingApplies(): Promise<ApplyRecord[]> {
+    return (await this.applyInvocations()).filter((r) => r.verdict === undefined);
+  }
+
+  /** Records the harness's verdict on an invocation; a gated `--apply` then proceeds. */
+  answerApply(id: string, verdict: Omit<ApplyVerdict, "judgedAt">): Promise<void> {
+    return writeApplyVerdict(this.paths, id, { ...verdict, judgedAt: new Date().toISOString() });
+  }
+
+  /** Turns the apply gate on or off (takes effect for the next bootc call). */
+  setApplyGate(on: boolean): Promise<void> {
+    return this.updateSettings({ applyGate: on });
   }
 
   /** The current boot ID (also in `<root>/proc/sys/kernel/random/boot_id`). */

@@ -11,6 +11,7 @@ export {
   SimulatedHost,
   type SimulatedHostSnapshot,
 } from "./host.ts";
+export type { ApplyInvocation, ApplyRecord, ApplyVerdict } from "./apply_gate.ts";
 export type { Deployment, HostState, PulledImage, RebootRequest, SimSettings } from "./model.ts";
 export type { UnitsState, UnitState } from "./systemctl.ts";
 export { AUTO_UPDATE_TIMER } from "./systemctl.ts";

@@ -55,6 +55,11 @@ export interface RebootRequest {
   command: string[];
   /** When it was asked (ISO 8601). */
   at: string;
+  /**
+   * The id of the recorded `--apply` invocation that asked for it (see `apply_gate.ts`), so the
+   * harness can tie the reboot it performs to the verdict it gave on that invocation.
+   */
+  invocation?: string | null;
 }
 
 /** The deployments and boot state (written by bootc commands under the sysroot lock). */
@@ -101,6 +106,12 @@ export interface SimSettings {
   composefs: boolean;
   /** An extra CA (PEM) the host trusts, for registries served over TLS by a test CA. */
   caCertPem: string | null;
+  /**
+   * When true, every `--apply` waits after recording its invocation until the harness has
+   * written its verdict on it (see `apply_gate.ts`), before it changes anything or asks for a
+   * reboot. Off by default: nothing waits unless a harness answers.
+   */
+  applyGate: boolean;
 }
 
 /** Default settings of a new simulated host. */
@@ -115,6 +126,7 @@ export const DEFAULT_SETTINGS: SimSettings = {
   notBootc: false,
   composefs: false,
   caCertPem: null,
+  applyGate: false,
 };
 
 /** Parses a bootc version (`1.16.10`, `1.10`) into comparable numbers. */

@@ -209,6 +209,58 @@ Deno.test("bootc simulator: staging, applying, rollback and locking against a re
     );
 
     await t.step(
+      "every --apply is recorded when invoked; with the gate on it waits for the verdict",
+      async () => {
+        const host = await SimulatedHost.create({ image: img("v1"), applyGate: true });
+        try {
+          assert.equal((await runBootc(host, ["switch", "--download-only", img("v2")])).code, 0);
+          assert.deepEqual(await host.applyInvocations(), [], "staging is no apply");
+          const before = Date.now();
+          const apply = startBootc(host, ["switch", "--from-downloaded", "--apply"]);
+          let pending = await host.pendingApplies();
+          for (let i = 0; pending.length === 0 && i < 400; i++) {
+            await new Promise((r) => setTimeout(r, 50));
+            pending = await host.pendingApplies();
+          }
+          assert.equal(pending.length, 1, "the invocation is recorded");
+          const [invocation] = pending;
+          assert.deepEqual(invocation.command, ["switch", "--from-downloaded", "--apply"]);
+          // The process start time: after we spawned it (clock ticks are 10 ms), before now.
+          const invokedAt = Date.parse(invocation.invokedAt);
+          assert.ok(invokedAt >= before - 20 && invokedAt <= Date.now(), invocation.invokedAt);
+          // Gated: nothing is unlocked and no reboot is asked for until the harness answers.
+          assert.ok(await apply.stillRunningAfter(300));
+          assert.equal(await host.rebootRequested(), false);
+          assert.equal((await host.readState()).state.staged?.downloadOnly, true, "still locked");
+          await host.answerApply(invocation.id, {
+            allowed: true,
+            reason: "SlotAndDrain",
+            message: "test",
+          });
+          const request = await host.waitForRebootRequest({ timeoutMs: 20_000 });
+          assert.equal(request.invocation, invocation.id, "the request names its invocation");
+          assert.equal((await host.readState()).state.staged?.downloadOnly, false, "unlocked");
+          assert.deepEqual(await host.pendingApplies(), []);
+          assert.equal((await host.applyInvocations())[0].verdict?.reason, "SlotAndDrain");
+          await apply.kill();
+          await host.reboot();
+          // Without the gate an --apply is still recorded, and goes ahead on its own.
+          await host.setApplyGate(false);
+          const rollback = startBootc(host, ["rollback", "--apply"]);
+          const second = await host.waitForRebootRequest({ timeoutMs: 20_000 });
+          const records = await host.applyInvocations();
+          assert.equal(records.length, 2);
+          assert.deepEqual(records[1].command, ["rollback", "--apply"]);
+          assert.equal(second.invocation, records[1].id);
+          assert.equal(records[1].verdict, undefined);
+          await rollback.kill();
+        } finally {
+          await host.destroy();
+        }
+      },
+    );
+
+    await t.step(
       "reboot() refuses while an --apply holds the sysroot lock; killLockHolder kills it",
       async () => {
         const host = await SimulatedHost.create({ image: img("v1") });

@@ -33,6 +33,8 @@ export interface SimPaths {
   composefsDeployDir: string;
   /** `/proc/sys/kernel/random/boot_id`. */
   bootIdFile: string;
+  /** Recorded `--apply` invocations and the harness's verdicts on them (`apply_gate.ts`). */
+  appliesDir: string;
 }
 
 /** The paths of a simulated host rooted at `root`. */
@@ -49,10 +51,12 @@ export function simPaths(root: string): SimPaths {
     bootcDir: `${root}/sysroot/ostree/bootc`,
     composefsDeployDir: `${root}/sysroot/state/deploy`,
     bootIdFile: `${root}/proc/sys/kernel/random/boot_id`,
+    appliesDir: `${simDir}/applies`,
   };
 }
 
-async function writeAtomic(path: string, text: string): Promise<void> {
+/** Replaces `path` with `text` atomically (write a temporary file, rename it over). */
+export async function writeAtomic(path: string, text: string): Promise<void> {
   const tmp = `${path}.${Deno.pid}.${crypto.randomUUID()}.tmp`;
   await Deno.writeTextFile(tmp, text);
   await Deno.rename(tmp, path);
@@ -96,6 +100,7 @@ export async function writeUnits(paths: SimPaths, units: UnitsState): Promise<vo
  */
 export async function createLayout(paths: SimPaths, composefs: boolean): Promise<void> {
   await Deno.mkdir(paths.simDir, { recursive: true });
+  await Deno.mkdir(paths.appliesDir, { recursive: true });
   await Deno.mkdir(`${paths.root}/proc/sys/kernel/random`, { recursive: true });
   await Deno.mkdir(`${paths.root}/run`, { recursive: true });
   await Deno.mkdir(`${paths.root}/etc`, { recursive: true });
