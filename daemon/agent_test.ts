@@ -349,7 +349,7 @@ Deno.test("agent: pull Secret written atomically with mode 0600, rotated, remove
     // A key missing from the Secret is named.
     h.secrets.put({ ...secret(auth1), data: {} });
     h.nodes.put(bootcNode({ desiredImage: A, pullSecretRef: ref, pullSecretHash: "h3" }));
-    await waitFor(() => /key \.dockerconfigjson missing/.test(h.degraded().message ?? ""), "key");
+    await waitFor(() => /has no \.dockerconfigjson key/.test(h.degraded().message ?? ""), "key");
   } finally {
     await h.close();
   }
