@@ -5,17 +5,37 @@
  * wakes on a spec change, a host change signal, the poll interval and backoff
  * deadlines, and after every command it runs it reads bootc status again.
  *
+ * The spec alone never reboots the node. When an apply is due the shell GETs
+ * its own Node (no watch: an idle daemon reads nothing) for the reboot slot and
+ * finished drain the controller records there, and immediately before invoking
+ * bootc it reads the Node and the BootcNode once more from the API server
+ * (authoritative GETs, not the watch cache) and checks `rebootAuthorization`
+ * again. A failed read refuses. Refusals, reboots and failed stages are also
+ * recorded as Events on the BootcNode.
+ *
  * @module
  */
 import type { ISecret } from "kubernetes-models/v1/Secret";
-import { DAEMON_FIELD_MANAGER } from "../lib/api/constants.ts";
+// Direct imports, not lib/api/mod.ts (see decide.ts).
+import {
+  type NodeForReboot,
+  ownedByPool,
+  type RebootAuthorization,
+  rebootAuthorization,
+} from "../lib/api/annotations.ts";
+import { findCondition } from "../lib/api/conditions.ts";
+import {
+  DAEMON_FIELD_MANAGER,
+  NodeConditionType,
+  RebootAllowedReason,
+} from "../lib/api/constants.ts";
 import type { BootcNode, BootcNodeStatus } from "../lib/api/schema.ts";
 import type { BootcExecutor } from "../lib/bootc/executor.ts";
 import { type BootcCapabilities, capabilitiesFromVersion } from "../lib/bootc/version.ts";
 import { type Clock, systemClock } from "../lib/clock.ts";
 import { isNotFound } from "../lib/kube/errors.ts";
 import { Informer } from "../lib/kube/informer.ts";
-import type { ResourceClient } from "../lib/kube/types.ts";
+import type { KubeObject, ResourceClient } from "../lib/kube/types.ts";
 import { type Logger, silentLogger } from "../lib/log.ts";
 import {
   type Action,
@@ -23,6 +43,7 @@ import {
   actionKey,
   decide,
   type Decision,
+  DEFAULT_REBOOT_RECHECK_MS,
   DEFAULT_RETRY,
   type HostObservation,
   retryDelay,
@@ -31,12 +52,42 @@ import {
 } from "./decide.ts";
 import { PullSecretInstaller } from "./pull_secret.ts";
 
+/** What the daemon reads of its own core/v1 Node. */
+export type CoreNode = KubeObject & NodeForReboot;
+
+/** Where the agent records Events ({@linkcode EventRecorder} fits). */
+export interface EventSink {
+  /** Records an event about `involved`; never rejects. */
+  record(
+    involved: KubeObject,
+    type: "Normal" | "Warning",
+    reason: string,
+    message: string,
+  ): Promise<void>;
+}
+
+/** Reasons of the Events the daemon records on its BootcNode. */
+export const DaemonEventReason = {
+  /** Warning: Booted was requested but the Node does not authorize a reboot. */
+  RebootRefused: "RebootRefused",
+  /** Normal: the staged image is being applied and the node reboots. */
+  Rebooting: "Rebooting",
+  /** Warning: the apply command failed. */
+  ApplyFailed: "ApplyFailed",
+  /** Warning: pulling/staging the desired image failed. */
+  StagingFailed: "StagingFailed",
+} as const;
+
 /** Options of {@linkcode Agent}. */
 export interface AgentOptions {
-  /** This node's name (= the BootcNode's name). */
+  /** This node's name (= the BootcNode's name = the Node's name). */
   nodeName: string;
   /** BootcNode access (cluster scoped). */
   nodes: ResourceClient<BootcNode>;
+  /** core/v1 Node access: only `get` of this node, when an apply is due. */
+  coreNodes: ResourceClient<CoreNode>;
+  /** Events about the BootcNode (default: none recorded). */
+  events?: EventSink;
   /** Secret access in a namespace (for the one-shot pull Secret GET). */
   secrets: (namespace: string) => ResourceClient<ISecret>;
   /** The host seam. */
@@ -49,6 +100,8 @@ export interface AgentOptions {
   retry?: RetryPolicy;
   /** See {@linkcode DecideInput.statusBusyGraceMs}. */
   statusBusyGraceMs?: number;
+  /** How soon the Node is read again while a requested reboot is refused (default 30 s). */
+  rebootRecheckMs?: number;
   clock?: Clock;
   logger?: Logger;
 }
@@ -96,6 +149,10 @@ export class Agent {
   #writeFailures = 0;
   #kicked = false;
   #wake?: () => void;
+  /** The Node as read in this reconcile (undefined: not read; `error`: the read failed). */
+  #nodeRead?: { node?: CoreNode; error?: string };
+  /** Event writes in flight (awaited before run returns). */
+  #pending = new Set<Promise<void>>();
 
   /** Creates the agent; call {@linkcode Agent.run}. */
   constructor(options: AgentOptions) {
@@ -135,9 +192,11 @@ export class Agent {
     informer.onUpdate((old, node) => {
       const specChanged = old.metadata?.generation !== node.metadata?.generation ||
         JSON.stringify(old.spec) !== JSON.stringify(node.spec);
+      // A pool adopting (or releasing) the BootcNode changes metadata only.
+      const ownerChanged = ownedByPool(old) !== ownedByPool(node);
       // A status someone else changed (not our own echo) is rewritten, level-triggered.
       const foreignStatus = !statusEqual(node.status, this.#written);
-      this.#observe(node, specChanged || foreignStatus);
+      this.#observe(node, specChanged || ownerChanged || foreignStatus);
     });
     informer.onDelete(() => {
       this.#current = undefined;
@@ -160,7 +219,47 @@ export class Agent {
       if (!signal.aborted) throw e;
     } finally {
       await informerDone.catch(() => {});
+      await Promise.all(this.#pending);
     }
+  }
+
+  /** Records an Event on the BootcNode in the background (awaited when run ends). */
+  #record(type: "Normal" | "Warning", reason: string, text: string): void {
+    const involved = this.#current;
+    const sink = this.#o.events;
+    if (!involved || !sink) return;
+    const pending = sink.record(involved, type, reason, text).catch(() => {});
+    this.#pending.add(pending);
+    pending.finally(() => this.#pending.delete(pending));
+  }
+
+  /** GETs this node's Node for the reboot gate; a failure is remembered (and refuses). */
+  async #readNode(signal: AbortSignal): Promise<CoreNode | undefined> {
+    try {
+      const node = await this.#o.coreNodes.get(this.#o.nodeName, { signal });
+      this.#nodeRead = { node };
+      return node;
+    } catch (e) {
+      if (signal.aborted) throw e;
+      this.#nodeRead = { error: message(e) };
+      this.#log.warn("reading the Node failed; not rebooting", { error: e });
+      return undefined;
+    }
+  }
+
+  /** rebootAuthorization of the Node read in this reconcile; undefined when it was not read. */
+  #authorization(bn: BootcNode): RebootAuthorization | undefined {
+    const read = this.#nodeRead;
+    if (!read) return undefined;
+    const answer = rebootAuthorization(read.node, bn);
+    if (read.error !== undefined && answer.reason === RebootAllowedReason.NoRebootSlot) {
+      return {
+        ...answer,
+        message: `Booted was requested but the Node could not be read (${read.error}); ` +
+          "keeping the image staged",
+      };
+    }
+    return answer;
   }
 
   #observe(node: BootcNode, kick: boolean): void {
@@ -233,6 +332,9 @@ export class Agent {
     const node = this.#current!;
     return decide({
       spec: node.spec,
+      owned: ownedByPool(node),
+      reboot: this.#authorization(node),
+      rebootRecheckMs: this.#o.rebootRecheckMs,
       generation: node.metadata?.generation,
       status: node.status,
       host,
@@ -280,22 +382,43 @@ export class Agent {
     }
   }
 
+  /** Logs a written transition; a reboot newly refused is also an Event (once per transition). */
   #logTransition(before: BootcNodeStatus | undefined, after: BootcNodeStatus): void {
-    const idle = after.conditions?.find((c) => c.type === "Idle");
-    const degraded = after.conditions?.find((c) => c.type === "Degraded");
-    const old = before?.conditions?.find((c) => c.type === "Idle");
+    const idle = findCondition(after.conditions, NodeConditionType.Idle);
+    const degraded = findCondition(after.conditions, NodeConditionType.Degraded);
+    const old = findCondition(before?.conditions, NodeConditionType.Idle);
+    const allowed = findCondition(after.conditions, NodeConditionType.RebootAllowed);
+    const wasAllowed = findCondition(before?.conditions, NodeConditionType.RebootAllowed);
     this.#log.info("status changed", {
       idle: idle ? `${idle.status}/${idle.reason}` : undefined,
       previousIdle: old ? `${old.status}/${old.reason}` : undefined,
+      rebootAllowed: allowed ? `${allowed.status}/${allowed.reason}` : undefined,
       degraded: degraded ? `${degraded.status}/${degraded.reason}` : undefined,
       degradedMessage: degraded?.status === "True" ? degraded.message : undefined,
     });
+    const refusedNow = allowed?.status === "False" &&
+      allowed.reason !== RebootAllowedReason.NotRequested;
+    const changed = allowed?.status !== wasAllowed?.status ||
+      allowed?.reason !== wasAllowed?.reason || allowed?.message !== wasAllowed?.message;
+    if (refusedNow && changed) {
+      this.#log.warn("reboot refused", { reason: allowed.reason, message: allowed.message });
+      this.#record(
+        "Warning",
+        DaemonEventReason.RebootRefused,
+        `${allowed.reason}: ${allowed.message}`,
+      );
+    }
   }
 
   /** One reconcile; returns when to run again at the latest (backoff deadlines). */
   async #reconcile(signal: AbortSignal): Promise<Date | undefined> {
     if (!this.#current) return undefined;
-    const secret = await this.#pullSecrets.sync(this.#current.spec, this.#clock.now());
+    // Each reconcile reads the Node afresh (only if an apply is due): no stale authorization.
+    this.#nodeRead = undefined;
+    // A BootcNode no pool owns is not acted on: not even its pull Secret is fetched.
+    const secret = ownedByPool(this.#current)
+      ? await this.#pullSecrets.sync(this.#current.spec, this.#clock.now())
+      : { outcome: "unchanged" as const, error: undefined };
     if (secret.outcome === "written" || secret.outcome === "removed") {
       this.#log.info(`pull secret ${secret.outcome}`, { path: this.#pullSecrets.authFile });
     } else if (secret.outcome === "failed") {
@@ -329,8 +452,12 @@ export class Agent {
         deadlines.push(decision.retryAt);
         break;
       }
+      if (action.type === "readNode") {
+        await this.#readNode(signal);
+        continue;
+      }
       if (action.type === "apply") {
-        await this.#apply(action, secret.error, signal);
+        deadlines.push(await this.#apply(action, secret.error, signal));
         break;
       }
       await this.#runAction(action, signal);
@@ -341,7 +468,10 @@ export class Agent {
     return due.length ? new Date(Math.min(...due.map((d) => d.getTime()))) : undefined;
   }
 
-  async #runAction(action: Exclude<Action, { type: "none" | "apply" }>, signal: AbortSignal) {
+  async #runAction(
+    action: Exclude<Action, { type: "none" | "apply" | "readNode" }>,
+    signal: AbortSignal,
+  ) {
     const ex = this.#o.executor;
     this.#log.info("running", { ...action });
     try {
@@ -361,44 +491,112 @@ export class Agent {
     } catch (e) {
       if (signal.aborted) throw e;
       this.#recordFailure(action, e);
+      if (action.type === "stage") {
+        this.#record(
+          "Warning",
+          DaemonEventReason.StagingFailed,
+          `Staging ${action.image} failed: ${message(e)}`,
+        );
+      }
     }
   }
 
   /**
-   * Applies the staged image: reads bootc status once more right before (the
-   * staged digest must still be the desired one: `--from-downloaded` applies
-   * whatever is staged), persists Rebooting, then starts the command detached.
+   * Applies the staged image, after checking everything once more right before:
+   * bootc status (the staged digest must still be the desired one:
+   * `--from-downloaded` applies whatever is staged) and authoritative GETs of the
+   * BootcNode and the Node (the reboot must still be authorized: slot, cordon and
+   * a finished drain for this image). Persists Rebooting, then starts the command
+   * detached. Returns when to reconcile again if it did not apply.
    */
   async #apply(
     action: Extract<Action, { type: "apply" }>,
     pullSecretError: string | undefined,
     signal: AbortSignal,
-  ): Promise<void> {
+  ): Promise<Date | undefined> {
     const fresh = await this.#readHost(signal);
+    const recheck = () =>
+      new Date(
+        this.#clock.now().getTime() + (this.#o.rebootRecheckMs ?? DEFAULT_REBOOT_RECHECK_MS),
+      );
+    let bn: BootcNode;
+    try {
+      bn = await this.#o.nodes.get(this.#o.nodeName, { signal });
+    } catch (e) {
+      if (signal.aborted) throw e;
+      this.#log.warn("reading the BootcNode right before apply failed; not applying", {
+        error: e,
+      });
+      return recheck();
+    }
+    this.#observe(bn, false);
+    const node = await this.#readNode(signal);
+    const auth = rebootAuthorization(node, bn);
     const decision = this.#decide(fresh, pullSecretError);
     const again = decision.action;
-    if (again.type !== "apply" || again.image !== action.image) {
+    if (
+      again.type === "apply" &&
+      (again.image !== action.image || bn.spec.desiredImage !== action.image)
+    ) {
       this.#log.warn("staged image changed right before apply; not applying", {
         wanted: action.image,
       });
       this.kick();
-      return;
+      return undefined;
+    }
+    if (again.type !== "apply") {
+      // Refused (the decision says why, in RebootAllowed) or no longer due.
+      this.#log.warn("not applying: checked right before invoking bootc", {
+        reason: auth.reason,
+        message: auth.message,
+        next: again.type,
+      });
+      if (decision.changed && (decision.persistFirst || again.type === "none")) {
+        const before = this.#current?.status;
+        if (await this.#write(decision.status)) this.#logTransition(before, decision.status);
+      }
+      if (again.type !== "none") this.kick();
+      return decision.retryAt;
+    }
+    if (!auth.allowed) {
+      // decide saw another BootcNode than the one just read: trust the rule on the fresh reads.
+      this.#log.warn("reboot not authorized right before apply; not applying", { ...auth });
+      this.#record("Warning", DaemonEventReason.RebootRefused, `${auth.reason}: ${auth.message}`);
+      return recheck();
     }
     if (decision.changed) {
       const before = this.#current?.status;
       if (!(await this.#write(decision.status))) {
         this.kick();
-        return;
+        return undefined;
       }
       this.#logTransition(before, decision.status);
     }
+    // The write's answer is the API server's BootcNode too: the spec must not have moved.
+    const written = this.#current;
+    if (!written || !rebootAuthorization(node, written).allowed) {
+      this.#log.warn("BootcNode changed while persisting Rebooting; not applying");
+      this.kick();
+      return undefined;
+    }
     this.#log.info("applying staged image and rebooting", { ...again });
+    this.#record(
+      "Normal",
+      DaemonEventReason.Rebooting,
+      `Applying ${again.image} and rebooting` +
+        (again.soft ? " (soft reboot when possible)" : "") + `: ${auth.message}`,
+    );
     this.#applyInFlight = true;
     const handle = this.#o.executor.apply({ soft: again.soft, method: again.method });
     handle.exited.then((error) => {
       if (error) {
         this.#applyInFlight = false;
         this.#recordFailure(again, error);
+        this.#record(
+          "Warning",
+          DaemonEventReason.ApplyFailed,
+          `Applying ${again.image} failed: ${message(error)}`,
+        );
       } else {
         // bootc asked systemd to reboot; stay in flight until the reboot ends us.
         this.#log.info("apply command returned; waiting for the reboot");
@@ -406,5 +604,6 @@ export class Agent {
       }
       this.kick();
     });
+    return undefined;
   }
 }

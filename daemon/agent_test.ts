@@ -1,9 +1,25 @@
 import assert from "node:assert/strict";
 import type { ISecret } from "kubernetes-models/v1/Secret";
-import { type BootcNode, type BootcNodeSpec, findCondition } from "../lib/api/mod.ts";
+import {
+  ANNOTATION_DRAINED_AT,
+  ANNOTATION_DRAINED_FOR,
+  ANNOTATION_IN_REBOOT_SLOT,
+  ANNOTATION_SLOT_POOL,
+  ANNOTATION_WAS_CORDONED,
+  type BootcNode,
+  type BootcNodeSpec,
+  findCondition,
+} from "../lib/api/mod.ts";
 import { FakeClock } from "../lib/clock.ts";
-import { Agent } from "./agent.ts";
-import { FakeBootcHost, fakeEntry, FakeResource, waitFor } from "./testing.ts";
+import { Agent, type CoreNode } from "./agent.ts";
+import {
+  FakeBootcHost,
+  fakeEntry,
+  FakeEvents,
+  FakeResource,
+  poolOwner,
+  waitFor,
+} from "./testing.ts";
 
 const d = (c: string) => "sha256:" + c.repeat(64);
 const A = `registry.example/os@${d("a")}`;
@@ -11,23 +27,58 @@ const B = `registry.example/os@${d("b")}`;
 const C = `registry.example/os@${d("c")}`;
 const NODE = "worker-1";
 
-function bootcNode(spec: Partial<BootcNodeSpec>): BootcNode {
+/** The BootcNode as the controller writes it (owned by a pool), unless `owned` is false. */
+function bootcNode(spec: Partial<BootcNodeSpec>, owned = true): BootcNode {
   return {
     apiVersion: "node.bootc.dev/v1alpha1",
     kind: "BootcNode",
-    metadata: { name: NODE },
+    metadata: { name: NODE, ...(owned ? { ownerReferences: poolOwner() } : {}) },
     spec: { desiredImage: A, desiredImageState: "Staged", rebootPolicy: "RebootOnly", ...spec },
   };
 }
 
+/** The Node annotations of a reboot slot (no drain yet). */
+const SLOT = {
+  [ANNOTATION_IN_REBOOT_SLOT]: "2026-05-01T09:58:00Z",
+  [ANNOTATION_SLOT_POOL]: "workers",
+  [ANNOTATION_WAS_CORDONED]: "false",
+};
+
+/** The Node annotations of a slot whose drain finished for `image`. */
+function drainedFor(image: string): Record<string, string> {
+  return {
+    ...SLOT,
+    [ANNOTATION_DRAINED_AT]: "2026-05-01T09:59:00Z",
+    [ANNOTATION_DRAINED_FOR]: image,
+  };
+}
+
+/** This node's core/v1 Node with these annotations (cordoned unless told). */
+function coreNode(annotations: Record<string, string> = {}, unschedulable = false): CoreNode {
+  return {
+    apiVersion: "v1",
+    kind: "Node",
+    metadata: { name: NODE, annotations },
+    spec: { unschedulable },
+  };
+}
+
+/** A Node the controller has cordoned, drained for `image` and handed a reboot slot. */
+function readyToReboot(image: string): CoreNode {
+  return coreNode(drainedFor(image), true);
+}
+
 interface Harness {
   nodes: FakeResource<BootcNode>;
+  coreNodes: FakeResource<CoreNode>;
+  events: FakeEvents;
   secrets: FakeResource<ISecret>;
   host: FakeBootcHost;
   clock: FakeClock;
   hostRoot: string;
   agent: Agent;
   idle(): string | undefined;
+  rebootAllowed(): string | undefined;
   degraded(): { status?: string; message?: string };
   /** Stops the agent (like a crash: nothing is flushed), keeping API and host. */
   stop(): Promise<void>;
@@ -36,16 +87,32 @@ interface Harness {
   close(): Promise<void>;
 }
 
-async function start(spec: Partial<BootcNodeSpec>, host = new FakeBootcHost(A)): Promise<Harness> {
+interface StartOptions {
+  /** This node's Node (default: schedulable, no operator annotations). */
+  node?: CoreNode;
+  /** False: a BootcNode no pool owns. */
+  owned?: boolean;
+}
+
+async function start(
+  spec: Partial<BootcNodeSpec>,
+  host = new FakeBootcHost(A),
+  options: StartOptions = {},
+): Promise<Harness> {
   const nodes = new FakeResource<BootcNode>();
+  const coreNodes = new FakeResource<CoreNode>();
+  const events = new FakeEvents();
   const secrets = new FakeResource<ISecret>();
   const clock = new FakeClock("2026-05-01T10:00:00Z");
   const hostRoot = await Deno.makeTempDir();
-  nodes.put(bootcNode(spec));
+  nodes.put(bootcNode(spec, options.owned ?? true));
+  coreNodes.put(options.node ?? coreNode());
   let controller = new AbortController();
   let done: Promise<void> = Promise.resolve();
   const h: Harness = {
     nodes,
+    coreNodes,
+    events,
     secrets,
     host,
     clock,
@@ -53,6 +120,10 @@ async function start(spec: Partial<BootcNodeSpec>, host = new FakeBootcHost(A)):
     agent: undefined as unknown as Agent,
     idle: () => {
       const c = findCondition(nodes.peek(NODE)?.status?.conditions, "Idle");
+      return c ? `${c.status}/${c.reason}` : undefined;
+    },
+    rebootAllowed: () => {
+      const c = findCondition(nodes.peek(NODE)?.status?.conditions, "RebootAllowed");
       return c ? `${c.status}/${c.reason}` : undefined;
     },
     degraded: () => {
@@ -69,6 +140,8 @@ async function start(spec: Partial<BootcNodeSpec>, host = new FakeBootcHost(A)):
       h.agent = new Agent({
         nodeName: NODE,
         nodes,
+        coreNodes,
+        events,
         secrets: () => secrets,
         executor: host,
         hostRoot,
@@ -134,6 +207,10 @@ Deno.test("agent: Idle → Staging (persisted before the pull) → Staged, writi
     assert.equal(h.nodes.count("patch", "status"), 2);
     assert.equal(h.nodes.count("watch"), 1);
     assert.equal(h.nodes.count("list"), 1);
+    assert.equal(h.nodes.count("get"), 0);
+    assert.equal(h.coreNodes.calls.length, 0, "the Node is read only when an apply is due");
+    assert.equal(h.rebootAllowed(), undefined, "never asked to reboot: no RebootAllowed");
+    assert.deepEqual(h.events.events, []);
     assert.deepEqual(
       h.nodes.calls.filter((c) => c.verb === "watch").map((c) => c.fieldSelector),
       [`metadata.name=${NODE}`],
@@ -143,23 +220,39 @@ Deno.test("agent: Idle → Staging (persisted before the pull) → Staged, writi
   }
 });
 
-Deno.test("agent: Booted re-reads status right before, persists Rebooting, applies once; Idle after reboot", async () => {
+Deno.test("agent: Booted re-reads status, Node and BootcNode right before, persists Rebooting, applies once; Idle after reboot", async () => {
   const host = new FakeBootcHost(A);
   host.staged = fakeEntry(B, { downloadOnly: true });
-  const h = await start({
-    desiredImage: B,
-    desiredImageState: "Booted",
-    rebootPolicy: "AllowSoftReboot",
-  }, host);
+  const h = await start(
+    {
+      desiredImage: B,
+      desiredImageState: "Booted",
+      rebootPolicy: "AllowSoftReboot",
+    },
+    host,
+    { node: readyToReboot(B) },
+  );
   try {
     let idleAtApply: string | undefined;
+    let allowedAtApply: string | undefined;
+    let readsAtApply: number[] = [];
     h.host.beforeCommand = (call) => {
-      if (call.startsWith("apply")) idleAtApply = h.idle();
+      if (call.startsWith("apply")) {
+        idleAtApply = h.idle();
+        allowedAtApply = h.rebootAllowed();
+        readsAtApply = [h.coreNodes.count("get"), h.nodes.count("get")];
+      }
     };
     await waitFor(() => h.host.rebootRequested, "apply");
     assert.equal(idleAtApply, "False/Rebooting");
+    assert.equal(allowedAtApply, "True/SlotAndDrain");
+    // One Node read to decide, then the Node and the BootcNode once more right before bootc.
+    assert.deepEqual(readsAtApply, [2, 1]);
     const applyAt = h.host.calls.indexOf("apply switch soft");
     assert.equal(h.host.calls[applyAt - 1], "status", "status read right before apply");
+    await waitFor(() => h.events.of("Rebooting").length === 1, "Rebooting event");
+    assert.match(h.events.of("Rebooting")[0].message, /Applying .*b{64} and rebooting/);
+    assert.equal(h.events.of("Rebooting")[0].involved, `BootcNode/${NODE}`);
     // While the command runs, nothing else happens.
     h.agent.kick();
     h.clock.advance(10 * 60_000);
@@ -192,7 +285,9 @@ Deno.test("agent: the staged digest is checked right before apply (--from-downlo
     }
     if (call.startsWith("apply")) stagedAtApply = host.staged?.image?.image.image;
   };
-  const h = await start({ desiredImage: B, desiredImageState: "Booted" }, host);
+  const h = await start({ desiredImage: B, desiredImageState: "Booted" }, host, {
+    node: readyToReboot(B),
+  });
   try {
     await waitFor(() => h.host.rebootRequested, "apply");
     assert.equal(stagedAtApply, B, "C was replaced by B before applying");
@@ -205,13 +300,17 @@ Deno.test("agent: the staged digest is checked right before apply (--from-downlo
 Deno.test("agent: a failing apply is Degraded with bootc's message and retried after backoff", async () => {
   const host = new FakeBootcHost(A);
   host.staged = fakeEntry(B, { downloadOnly: true });
-  const h = await start({ desiredImage: B, desiredImageState: "Booted" }, host);
+  const h = await start({ desiredImage: B, desiredImageState: "Booted" }, host, {
+    node: readyToReboot(B),
+  });
   try {
     await waitFor(() => h.host.rebootRequested, "apply");
     h.host.finishApply("bootc switch --from-downloaded --apply: error: Rebooting: access denied");
     await waitFor(() => h.degraded().status === "True", "Degraded");
     assert.match(h.degraded().message!, /error: Rebooting: access denied/);
     assert.equal(h.idle(), "False/Rebooting");
+    await waitFor(() => h.events.of("ApplyFailed").length === 1, "ApplyFailed event");
+    assert.match(h.events.of("ApplyFailed")[0].message, /access denied/);
     await advanceUntil(
       h,
       () => h.host.calls.filter((c) => c.startsWith("apply")).length === 2,
@@ -223,7 +322,7 @@ Deno.test("agent: a failing apply is Degraded with bootc's message and retried a
 });
 
 Deno.test("agent: desiredImage changed while staging → re-stage, never apply the old image", async () => {
-  const h = await start({ desiredImage: B });
+  const h = await start({ desiredImage: B }, undefined, { node: readyToReboot(C) });
   try {
     const release = h.host.holdStages();
     await waitFor(() => h.host.calls.includes(`stage ${B}`), "stage B");
@@ -279,6 +378,9 @@ Deno.test("agent: stage errors are Degraded with bootc's error line and retried"
     await waitFor(() => h.degraded().status === "True", "Degraded");
     assert.equal(h.degraded().message, `bootc switch --download-only: ${host.stageError}`);
     assert.equal(h.idle(), "False/Staging");
+    assert.equal(h.events.of("StagingFailed").length, 1);
+    assert.equal(h.events.of("StagingFailed")[0].type, "Warning");
+    assert.match(h.events.of("StagingFailed")[0].message, /manifest unknown/);
     h.host.stageError = undefined;
     await advanceUntil(h, () => h.idle() === "False/Staged", "recovered");
     assert.equal(h.degraded().status, "False");
@@ -366,6 +468,218 @@ Deno.test("agent: BootcNode status rewritten when someone else clobbers it", asy
     });
     assert.equal(node.status !== undefined, true);
     await waitFor(() => h.idle() === "True/Idle", "rewritten");
+  } finally {
+    await h.close();
+  }
+});
+
+/** Lets the agent run a little (real time) without waiting on a condition that must not occur. */
+async function settle(h: Harness, rounds = 5) {
+  for (let i = 0; i < rounds; i++) {
+    const reads = h.host.calls.length;
+    h.agent.kick();
+    await waitFor(() => h.host.calls.length > reads, "a reconcile");
+  }
+}
+
+Deno.test("agent: Booted set by hand without a reboot slot: never applies, says why, re-checks the Node by reads only", async () => {
+  const host = new FakeBootcHost(A);
+  host.staged = fakeEntry(B, { downloadOnly: true });
+  const h = await start({ desiredImage: B, desiredImageState: "Booted" }, host, {
+    node: coreNode({}, false),
+  });
+  try {
+    await waitFor(() => h.rebootAllowed() === "False/NoRebootSlot", "RebootAllowed False");
+    assert.equal(h.idle(), "False/Staged");
+    assert.match(
+      findCondition(h.nodes.peek(NODE)!.status!.conditions, "RebootAllowed")!.message,
+      /holds no reboot slot/,
+    );
+    assert.equal(h.events.of("RebootRefused").length, 1);
+    assert.equal(h.events.of("RebootRefused")[0].type, "Warning");
+    assert.match(h.events.of("RebootRefused")[0].message, /^NoRebootSlot: /);
+    const writes = h.nodes.count("patch", "status");
+    // Host signals and the recheck deadline read the Node again; nothing is written or applied.
+    await settle(h);
+    const gets = h.coreNodes.count("get");
+    h.clock.advance(30_000);
+    await waitFor(() => h.coreNodes.count("get") > gets, "recheck of the Node");
+    assert.equal(h.host.calls.some((c) => c.startsWith("apply")), false);
+    assert.equal(h.host.rebootRequested, false);
+    assert.equal(h.host.staged?.downloadOnly, true, "still staged, locked");
+    assert.equal(h.nodes.count("patch", "status"), writes, "a refusal that repeats writes nothing");
+    assert.equal(h.events.of("RebootRefused").length, 1, "one event per transition");
+
+    // The controller takes a slot and drains (the Node changes, the BootcNode does not).
+    h.coreNodes.put(coreNode(SLOT, true));
+    await advanceUntil(h, () => h.rebootAllowed() === "False/AwaitingDrain", "AwaitingDrain");
+    assert.equal(h.events.of("RebootRefused").length, 2);
+    assert.equal(h.host.rebootRequested, false);
+    h.coreNodes.put(readyToReboot(B));
+    await advanceUntil(h, () => h.host.rebootRequested, "apply once drained");
+    assert.equal(h.rebootAllowed(), "True/SlotAndDrain");
+    assert.equal(h.idle(), "False/Rebooting");
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("agent: slot held, drain not finished (or finished for another image): AwaitingDrain, no apply", async () => {
+  for (
+    const node of [
+      coreNode(SLOT, true),
+      coreNode(drainedFor(C), true),
+      coreNode(drainedFor(B), false),
+    ]
+  ) {
+    const host = new FakeBootcHost(A);
+    host.staged = fakeEntry(B, { downloadOnly: true });
+    const h = await start({ desiredImage: B, desiredImageState: "Booted" }, host, { node });
+    try {
+      await waitFor(() => h.rebootAllowed() === "False/AwaitingDrain", "AwaitingDrain");
+      await settle(h);
+      assert.equal(h.idle(), "False/Staged");
+      assert.equal(h.host.rebootRequested, false);
+      assert.equal(h.events.of("RebootRefused").length, 1);
+    } finally {
+      await h.close();
+    }
+  }
+});
+
+Deno.test("agent: the Node cannot be read: refuse (never assume)", async () => {
+  const host = new FakeBootcHost(A);
+  host.staged = fakeEntry(B, { downloadOnly: true });
+  const h = await start({ desiredImage: B, desiredImageState: "Booted" }, host, {
+    node: readyToReboot(B),
+  });
+  h.coreNodes.failGet = new Error('nodes "worker-1" is forbidden');
+  try {
+    await waitFor(() => h.rebootAllowed() === "False/NoRebootSlot", "refused");
+    assert.match(
+      findCondition(h.nodes.peek(NODE)!.status!.conditions, "RebootAllowed")!.message,
+      /could not be read \(nodes "worker-1" is forbidden\)/,
+    );
+    await settle(h);
+    assert.equal(h.host.rebootRequested, false);
+    // Readable again: the next recheck applies.
+    h.coreNodes.failGet = undefined;
+    await advanceUntil(h, () => h.host.rebootRequested, "apply");
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("agent: slot withdrawn between the decision and bootc: the last-moment reads refuse", async () => {
+  const host = new FakeBootcHost(A);
+  host.staged = fakeEntry(B, { downloadOnly: true });
+  const h = await start({ desiredImage: B, desiredImageState: "Staged" }, host, {
+    node: readyToReboot(B),
+  });
+  try {
+    await waitFor(() => h.idle() === "False/Staged", "Staged");
+    // The first Node read (to decide) authorizes; the one right before bootc does not.
+    h.coreNodes.beforeGet = () => {
+      if (h.coreNodes.count("get") === 2) h.coreNodes.put(coreNode({}, false));
+    };
+    h.nodes.put(bootcNode({ desiredImage: B, desiredImageState: "Booted" }));
+    await waitFor(() => h.rebootAllowed() === "False/NoRebootSlot", "refused");
+    await settle(h);
+    assert.equal(h.host.calls.some((c) => c.startsWith("apply")), false);
+    assert.equal(h.idle(), "False/Staged");
+    assert.equal(h.events.of("RebootRefused").length, 1);
+    assert.equal(h.events.of("Rebooting").length, 0);
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("agent: spec back to Staged just before bootc (the watch lags): the BootcNode GET refuses", async () => {
+  const host = new FakeBootcHost(A);
+  host.staged = fakeEntry(B, { downloadOnly: true });
+  const h = await start({ desiredImage: B, desiredImageState: "Booted" }, host, {
+    node: readyToReboot(B),
+  });
+  try {
+    h.nodes.beforeGet = () => {
+      h.nodes.beforeGet = undefined;
+      h.nodes.put(bootcNode({ desiredImage: B, desiredImageState: "Staged" }));
+    };
+    await waitFor(
+      () => h.nodes.count("get") === 1 || h.host.rebootRequested,
+      "the last-moment BootcNode read",
+    );
+    await settle(h);
+    assert.equal(h.host.calls.some((c) => c.startsWith("apply")), false);
+    assert.equal(h.idle(), "False/Staged");
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("agent: a BootcNode no pool owns is never acted on until a pool adopts it", async () => {
+  const host = new FakeBootcHost(A);
+  host.staged = fakeEntry(B, { downloadOnly: false });
+  const ref = { name: "regcred", namespace: "bootc-operator" };
+  const h = await start(
+    { desiredImage: C, desiredImageState: "Booted", pullSecretRef: ref, pullSecretHash: "h1" },
+    host,
+    { owned: false, node: readyToReboot(C) },
+  );
+  try {
+    await waitFor(() => h.idle() === "True/NotOwned", "NotOwned");
+    await settle(h);
+    assert.deepEqual(
+      h.host.calls.filter((c) => c !== "status" && c !== "version"),
+      ["mask"],
+      "only the auto-update timer is masked",
+    );
+    assert.equal(h.host.staged?.downloadOnly, false, "not even locked");
+    assert.equal(h.coreNodes.calls.length, 0, "no Node read");
+    assert.equal(h.secrets.calls.length, 0, "no pull Secret fetched");
+    assert.equal(h.rebootAllowed(), "False/NotOwned");
+    assert.equal(h.degraded().status, "False");
+    assert.match(
+      findCondition(h.nodes.peek(NODE)!.status!.conditions, "Idle")!.message,
+      /not controlled by a BootcNodePool/,
+    );
+    // A pool adopts it (metadata only: no generation bump): the daemon starts working.
+    h.secrets.put({
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: "regcred", namespace: "bootc-operator" },
+      type: "kubernetes.io/dockerconfigjson",
+      data: {
+        ".dockerconfigjson": btoa(
+          JSON.stringify({ auths: { "registry.example": { auth: btoa("u:p") } } }),
+        ),
+      },
+    });
+    h.nodes.put(
+      bootcNode({
+        desiredImage: C,
+        desiredImageState: "Staged",
+        pullSecretRef: ref,
+        pullSecretHash: "h1",
+      }),
+    );
+    await waitFor(() => h.idle() === "False/Staged", "Staged once owned");
+    assert.equal(h.host.staged?.image?.image.image, C);
+    assert.equal(h.rebootAllowed(), "False/NotRequested");
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("agent: adoption is noticed without a spec change", async () => {
+  const h = await start({ desiredImage: B }, undefined, { owned: false });
+  try {
+    await waitFor(() => h.idle() === "True/NotOwned", "NotOwned");
+    const stored = h.nodes.peek(NODE)!;
+    const generation = stored.metadata.generation;
+    h.nodes.put({ ...stored, metadata: { ...stored.metadata, ownerReferences: poolOwner() } });
+    assert.equal(h.nodes.peek(NODE)!.metadata.generation, generation);
+    await waitFor(() => h.idle() === "False/Staged", "Staged once owned");
   } finally {
     await h.close();
   }

@@ -10,15 +10,17 @@
  *
  * State machine (Idle condition reasons):
  *
- * | host (booted / staged vs desired D)        | spec.desiredImageState | Idle            | action        |
- * |--------------------------------------------|------------------------|-----------------|---------------|
- * | booted D, nothing (or a copy of D) staged   | any                    | True/Idle       | none          |
- * | booted D, other image B staged              | any                    | False/Staging   | stage D ¹     |
- * | booted ≠ D, D staged, locked                | Staged                 | False/Staged    | none          |
- * | booted ≠ D, D staged, unlocked              | Staged                 | False/Staging   | lock ²        |
- * | booted ≠ D, D staged                        | Booted                 | False/Rebooting | apply ³       |
- * | booted ≠ D, nothing or other image staged   | any                    | False/Staging   | stage D ⁴     |
- * | after Rebooting: booted ≠ D, rollback = D   | any                    | unchanged       | none, Degraded ⁵ |
+ * | host (booted / staged vs desired D)           | spec.desiredImageState | Idle            | action           |
+ * |-----------------------------------------------|------------------------|-----------------|------------------|
+ * | booted D, nothing (or a copy of D) staged      | any                    | True/Idle       | none             |
+ * | booted D, other image B staged                 | any                    | False/Staging   | stage D ¹        |
+ * | booted ≠ D, D staged, locked                   | Staged                 | False/Staged    | none             |
+ * | booted ≠ D, D staged, unlocked                 | Staged                 | False/Staging   | lock ²           |
+ * | booted ≠ D, D staged, reboot authorized ⁶      | Booted                 | False/Rebooting | apply ³          |
+ * | booted ≠ D, D staged, reboot not authorized ⁶  | Booted                 | False/Staged    | none (or lock ²) |
+ * | booted ≠ D, nothing or other image staged      | any                    | False/Staging   | stage D ⁴        |
+ * | after Rebooting: booted ≠ D, rollback = D      | any                    | unchanged       | none, Degraded ⁵ |
+ * | any, BootcNode not controlled by a pool        | any                    | True/NotOwned   | none             |
  *
  * 1. bootc has no "unstage": left alone, B would boot on the next reboot (if
  *    unlocked) or stay the host's spec. Switching to the booted image stages a
@@ -35,6 +37,23 @@
  *    by a crash, and a desiredImage changed while staging or staged.
  * 5. The node booted D and came back on the previous image (boot assessment
  *    rolled back): applying again would loop, so report it and wait.
+ * 6. The spec alone never reboots a node: the shell reads its own Node and
+ *    passes `rebootAuthorization`'s answer (lib/api/annotations.ts: reboot
+ *    slot, cordon and a finished drain for D, from the controller's
+ *    annotations). Until it has read the Node, decide asks for it
+ *    (`readNode`); while the answer is no, the image stays staged (locked),
+ *    `RebootAllowed` says why and the Node is read again after
+ *    {@linkcode DEFAULT_REBOOT_RECHECK_MS}.
+ *
+ * A BootcNode no BootcNodePool controls (hand-made, or orphaned) is never acted
+ * on: nothing is staged, locked or applied (the auto-update timer is still
+ * masked: that only protects the host).
+ *
+ * `RebootAllowed` (written only when it says something: once Booted was
+ * requested or the condition exists) is True/SlotAndDrain when the apply was
+ * authorized, False with rebootAuthorization's reason when refused,
+ * False/NotRequested once the spec is back to Staged and False/NotOwned for a
+ * BootcNode no pool owns; otherwise it keeps its last value.
  *
  * Degraded (True/Error, message joined from every problem, else
  * False/Healthy): bootc status failing (a timeout is tolerated for a grace
@@ -47,8 +66,19 @@
  */
 // Direct imports, not lib/api/mod.ts: the schema module builds TypeBox objects at load time,
 // which the daemon does not need (resident memory matters on every node).
-import { conditionsEqual, findCondition, setCondition } from "../lib/api/conditions.ts";
-import { IdleReason, NodeConditionType, NodeDegradedReason } from "../lib/api/constants.ts";
+import type { RebootAuthorization } from "../lib/api/annotations.ts";
+import {
+  type ConditionInput,
+  conditionsEqual,
+  findCondition,
+  setCondition,
+} from "../lib/api/conditions.ts";
+import {
+  IdleReason,
+  NodeConditionType,
+  NodeDegradedReason,
+  RebootAllowedReason,
+} from "../lib/api/constants.ts";
 import type {
   BootcNodeSpec,
   BootcNodeStatus,
@@ -81,6 +111,11 @@ export type Action =
   | { type: "stage"; image: string; method: StageMethod }
   /** Lock the staged deployment (`bootc upgrade --download-only`). */
   | { type: "lockStaged" }
+  /**
+   * An apply is due: GET this node's Node, then decide again with
+   * {@linkcode DecideInput.reboot} set. Nothing is written before.
+   */
+  | { type: "readNode" }
   /** Persist Rebooting first, re-check the staged digest, then apply detached. */
   | { type: "apply"; image: string; soft: boolean; method: ApplyMethod };
 
@@ -108,10 +143,34 @@ export const DEFAULT_RETRY: RetryPolicy = { initialMs: 10_000, maxMs: 10 * 60_00
 /** How long a status timeout is tolerated before it is reported (default 10 min). */
 export const DEFAULT_STATUS_BUSY_GRACE_MS = 10 * 60_000;
 
+/**
+ * How soon the Node is read again while a requested reboot is not allowed
+ * (default 30 s): the controller may finish the drain without changing the
+ * BootcNode, which is all the daemon watches.
+ */
+export const DEFAULT_REBOOT_RECHECK_MS = 30_000;
+
+/** Message of Idle True/NotOwned. */
+export const NOT_OWNED_MESSAGE = "This BootcNode is not controlled by a BootcNodePool (no " +
+  "controller ownerReference): nothing is staged or applied until a pool adopts it";
+
 /** Input of {@linkcode decide}. */
 export interface DecideInput {
   /** The BootcNode spec; undefined when there is none (standalone `status` without a spec). */
   spec?: BootcNodeSpec;
+  /**
+   * True when a BootcNodePool controls the BootcNode (`ownedByPool`); a
+   * BootcNode nobody owns is never acted on.
+   */
+  owned: boolean;
+  /**
+   * `rebootAuthorization` of this node's Node (read for this decision)
+   * and the BootcNode; undefined when the Node has not been read, and then an
+   * apply that is due becomes a `readNode` action.
+   */
+  reboot?: RebootAuthorization;
+  /** See {@linkcode DEFAULT_REBOOT_RECHECK_MS}. */
+  rebootRecheckMs?: number;
   /** `metadata.generation` of the BootcNode, mirrored as `observedGeneration`. */
   generation?: number;
   /** The status as last persisted. */
@@ -207,6 +266,12 @@ interface Plan {
   idle?: IdleState;
   action: Action;
   problems: string[];
+  /** The RebootAllowed condition to set; undefined applies the default rule (see decide). */
+  rebootAllowed?: ConditionInput;
+  /** An apply is due but the Node has not been read: the shell must read it first. */
+  needsNode?: boolean;
+  /** A requested reboot was refused: read the Node again after the recheck delay. */
+  refused?: boolean;
 }
 
 const NONE: Action = { type: "none" };
@@ -259,6 +324,7 @@ function planUpdate(input: DecideInput, host: Host, spec: BootcNodeSpec): Plan {
   }
 
   if (entryProvides(staged, want)) {
+    let refusal: RebootAuthorization | undefined;
     if (spec.desiredImageState === "Booted") {
       const soft = spec.rebootPolicy === "AllowSoftReboot";
       if (previous === IdleReason.Rebooting && input.applyInFlight) {
@@ -268,12 +334,24 @@ function planUpdate(input: DecideInput, host: Host, spec: BootcNodeSpec): Plan {
           problems: [],
         };
       }
-      return {
-        idle: idle("False", IdleReason.Rebooting, rebootingMessage(want, soft)),
-        action: caps?.apply ? { type: "apply", image: want, soft, method: caps.apply } : NONE,
-        problems: [],
-      };
+      const apply: Action = caps?.apply
+        ? { type: "apply", image: want, soft, method: caps.apply }
+        : NONE;
+      const reboot = input.reboot;
+      if (!reboot) return { action: apply, problems: [], needsNode: apply.type === "apply" };
+      if (reboot.allowed) {
+        return {
+          idle: idle("False", IdleReason.Rebooting, rebootingMessage(want, soft)),
+          action: apply,
+          problems: [],
+          rebootAllowed: rebootAllowedCondition(reboot),
+        };
+      }
+      refusal = reboot;
     }
+    const refused = refusal
+      ? { rebootAllowed: rebootAllowedCondition(refusal), refused: true }
+      : {};
     if (staged?.downloadOnly === false) {
       return {
         idle: idle(
@@ -283,12 +361,20 @@ function planUpdate(input: DecideInput, host: Host, spec: BootcNodeSpec): Plan {
         ),
         action: caps?.apply ? { type: "lockStaged" } : NONE,
         problems: [],
+        ...refused,
       };
     }
     return {
-      idle: idle("False", IdleReason.Staged, "Image staged, awaiting desiredImageState: Booted"),
+      idle: idle(
+        "False",
+        IdleReason.Staged,
+        refusal
+          ? `Image staged, not rebooting: ${refusal.message}`
+          : "Image staged, awaiting desiredImageState: Booted",
+      ),
       action: NONE,
       problems: [],
+      ...refused,
     };
   }
 
@@ -298,26 +384,32 @@ function planUpdate(input: DecideInput, host: Host, spec: BootcNodeSpec): Plan {
   return { idle: idle("False", IdleReason.Staging, why), action: stage(), problems: [] };
 }
 
+/** The RebootAllowed condition for an answer of rebootAuthorization. */
+function rebootAllowedCondition(reboot: RebootAuthorization): ConditionInput {
+  return {
+    type: NodeConditionType.RebootAllowed,
+    status: reboot.allowed ? "True" : "False",
+    reason: reboot.reason,
+    message: reboot.message,
+  };
+}
+
 function rebootingMessage(image: string, soft: boolean): string {
   return `Applying ${image} and rebooting` + (soft ? " (soft reboot when possible)" : "");
 }
 
-/** Problems that stop any planning, plus the plan otherwise. */
-function plan(input: DecideInput): Plan {
+/** Problems of the host itself (none when it can be planned for), and its usable state. */
+function hostProblems(input: DecideInput): { problems: string[]; host?: Host } {
   const { host } = input;
   if (!host.ok) {
     const grace = input.statusBusyGraceMs ?? DEFAULT_STATUS_BUSY_GRACE_MS;
     const busy = host.timedOut && input.now.getTime() - host.since.getTime() < grace;
-    return {
-      action: NONE,
-      problems: busy ? [] : [`bootc status failed: ${host.message}`],
-    };
+    return { problems: busy ? [] : [`bootc status failed: ${host.message}`] };
   }
   const booted = host.host.status.booted;
-  if (!booted) return { action: NONE, problems: [NOT_A_BOOTC_HOST_MESSAGE] };
+  if (!booted) return { problems: [NOT_A_BOOTC_HOST_MESSAGE] };
   if (booted.incompatible) {
     return {
-      action: NONE,
       problems: [
         "the booted deployment is incompatible: it has local modifications (e.g. package " +
         "layering) that bootc cannot manage",
@@ -325,11 +417,32 @@ function plan(input: DecideInput): Plan {
     };
   }
   if (!booted.image) {
+    return { problems: ["the booted deployment is not container based; bootc cannot switch it"] };
+  }
+  return { problems: [], host: host.host };
+}
+
+/** Problems that stop any planning, plus the plan otherwise. */
+function plan(input: DecideInput): Plan {
+  const { problems, host } = hostProblems(input);
+  if (input.spec && !input.owned) {
+    const asked = input.spec.desiredImageState === "Booted" ||
+      findCondition(input.status?.conditions, NodeConditionType.RebootAllowed) !== undefined;
     return {
+      idle: idle("True", IdleReason.NotOwned, NOT_OWNED_MESSAGE),
       action: NONE,
-      problems: ["the booted deployment is not container based; bootc cannot switch it"],
+      problems,
+      rebootAllowed: asked
+        ? {
+          type: NodeConditionType.RebootAllowed,
+          status: "False",
+          reason: RebootAllowedReason.NotOwned,
+          message: "not controlled by a BootcNodePool: no reboot is allowed",
+        }
+        : undefined,
     };
   }
+  if (!host) return { action: NONE, problems };
   if (!input.spec) {
     return {
       idle: idle("True", IdleReason.Idle, "No BootcNode spec: nothing to do"),
@@ -337,7 +450,24 @@ function plan(input: DecideInput): Plan {
       problems: [],
     };
   }
-  return planUpdate(input, host.host, input.spec);
+  return planUpdate(input, host, input.spec);
+}
+
+/**
+ * The RebootAllowed condition when the plan did not evaluate the reboot gate:
+ * False/NotRequested once the spec no longer asks for Booted (only if the
+ * condition exists: a node that was never asked to reboot does not carry it),
+ * otherwise unchanged.
+ */
+function defaultRebootAllowed(input: DecideInput): ConditionInput | undefined {
+  if (!input.spec || input.spec.desiredImageState === "Booted") return undefined;
+  if (!findCondition(input.status?.conditions, NodeConditionType.RebootAllowed)) return undefined;
+  return {
+    type: NodeConditionType.RebootAllowed,
+    status: "False",
+    reason: RebootAllowedReason.NotRequested,
+    message: "desiredImageState is Staged: no reboot requested",
+  };
 }
 
 function canonical(value: unknown): string {
@@ -399,6 +529,12 @@ export function decide(input: DecideInput): Decision {
     action = NONE;
   }
   if (action.type !== "none" && backedOff(action)) action = NONE;
+  // Only an apply that is really due (not backing off) is worth reading the Node for.
+  if (p.needsNode && action.type === "apply") action = { type: "readNode" };
+  if (p.refused) {
+    const at = new Date(now.getTime() + (input.rebootRecheckMs ?? DEFAULT_REBOOT_RECHECK_MS));
+    if (!retryAt || at < retryAt) retryAt = at;
+  }
   // The auto-update timer would unlock a locked stage and reboot without a
   // drain: neutralise it first (a quick command), unless it is backing off.
   if (!input.autoUpdatesMasked) {
@@ -410,6 +546,8 @@ export function decide(input: DecideInput): Decision {
   if (p.idle) {
     conditions = setCondition(conditions, { type: NodeConditionType.Idle, ...p.idle }, now);
   }
+  const rebootAllowed = p.rebootAllowed ?? defaultRebootAllowed(input);
+  if (rebootAllowed) conditions = setCondition(conditions, rebootAllowed, now);
   const busyWithoutProblems = !input.host.ok && problems.length === 0;
   if (!busyWithoutProblems) {
     conditions = setCondition(

@@ -1,6 +1,15 @@
 import assert from "node:assert/strict";
 import type { BootcNodeSpec, BootcNodeStatus, Condition } from "../lib/api/mod.ts";
-import { findCondition } from "../lib/api/mod.ts";
+import {
+  ANNOTATION_DRAINED_AT,
+  ANNOTATION_DRAINED_FOR,
+  ANNOTATION_IN_REBOOT_SLOT,
+  ANNOTATION_SLOT_POOL,
+  ANNOTATION_WAS_CORDONED,
+  findCondition,
+  type NodeForReboot,
+  rebootAuthorization,
+} from "../lib/api/mod.ts";
 import type { BootEntry, Host } from "../lib/bootc/types.ts";
 import { capabilitiesFromVersion } from "../lib/bootc/version.ts";
 import {
@@ -8,9 +17,11 @@ import {
   type ActionFailure,
   decide,
   type DecideInput,
+  DEFAULT_REBOOT_RECHECK_MS,
   type HostObservation,
   mirrorEntry,
   NOT_A_BOOTC_HOST_MESSAGE,
+  NOT_OWNED_MESSAGE,
   statusEqual,
 } from "./decide.ts";
 
@@ -81,27 +92,68 @@ function spec(
   return { desiredImage, desiredImageState, rebootPolicy, ...extra };
 }
 
-function persisted(reason: string): BootcNodeStatus {
+/** A persisted status with this Idle reason (and optionally RebootAllowed status/reason). */
+function persisted(
+  reason: string,
+  rebootAllowed?: ["True" | "False", string],
+): BootcNodeStatus {
   const status = reason === "Idle" ? "True" : "False";
-  return {
-    autoUpdatesDisabled: true,
-    conditions: [{
-      type: "Idle",
-      status,
-      reason,
+  const conditions: Condition[] = [{
+    type: "Idle",
+    status,
+    reason,
+    message: "",
+    lastTransitionTime: "2026-05-01T09:00:00Z",
+  }];
+  if (rebootAllowed) {
+    conditions.push({
+      type: "RebootAllowed",
+      status: rebootAllowed[0],
+      reason: rebootAllowed[1],
       message: "",
       lastTransitionTime: "2026-05-01T09:00:00Z",
-    }],
-  };
+    });
+  }
+  return { autoUpdatesDisabled: true, conditions };
 }
 
 function input(partial: Partial<DecideInput> & Pick<DecideInput, "host">): DecideInput {
   return {
+    owned: true,
     capabilities: CAPS,
     autoUpdatesMasked: true,
     now: NOW,
     ...partial,
   };
+}
+
+/** The Node annotations of a slot without a finished drain. */
+const SLOT = {
+  [ANNOTATION_IN_REBOOT_SLOT]: "2026-05-01T09:58:00Z",
+  [ANNOTATION_SLOT_POOL]: "workers",
+  [ANNOTATION_WAS_CORDONED]: "false",
+};
+
+/** The Node annotations of a slot whose drain finished for `image`. */
+function drained(image: string): Record<string, string> {
+  return {
+    ...SLOT,
+    [ANNOTATION_DRAINED_AT]: "2026-05-01T09:59:00Z",
+    [ANNOTATION_DRAINED_FOR]: image,
+  };
+}
+
+/** A Node as the controller leaves it: these annotations, cordoned unless told. */
+function node(annotations: Record<string, string>, unschedulable = true): NodeForReboot {
+  return { metadata: { annotations }, spec: { unschedulable } };
+}
+
+/** What the shell passes as `reboot`: the one rule applied to this Node and an owned BootcNode. */
+function authorize(s: BootcNodeSpec, n: NodeForReboot | undefined) {
+  return rebootAuthorization(n, {
+    metadata: { ownerReferences: [{ kind: "BootcNodePool", name: "workers", controller: true }] },
+    spec: s,
+  });
 }
 
 function condition(status: BootcNodeStatus, type: string): Condition | undefined {
@@ -115,6 +167,10 @@ interface Case {
   degraded: [string, string] | [string, string, RegExp] | "unset";
   action: Action;
   persistFirst?: boolean;
+  /** Expected RebootAllowed; "unchanged" compares with the persisted one (absent stays absent). */
+  rebootAllowed?: [string, string] | [string, string, RegExp] | "unchanged";
+  /** Expected retryAt, as milliseconds after NOW. */
+  retryInMs?: number;
 }
 
 const cases: Case[] = [
@@ -199,16 +255,31 @@ const cases: Case[] = [
     action: { type: "lockStaged" },
   },
   {
-    name: "Staged → Rebooting when desiredImageState: Booted and staged == desired",
+    name: "Booted and staged == desired, Node not read yet: read it, write nothing first",
     input: input({
       spec: spec(B, "Booted"),
       status: persisted("Staged"),
       host: host(entry(A), entry(B, { downloadOnly: true })),
     }),
+    idle: "unchanged",
+    degraded: ["False", "Healthy"],
+    action: { type: "readNode" },
+    persistFirst: false,
+    rebootAllowed: "unchanged",
+  },
+  {
+    name: "Staged → Rebooting when Booted, staged == desired and the Node holds slot + drain",
+    input: input({
+      spec: spec(B, "Booted"),
+      status: persisted("Staged"),
+      host: host(entry(A), entry(B, { downloadOnly: true })),
+      reboot: authorize(spec(B, "Booted"), node(drained(B))),
+    }),
     idle: ["False", "Rebooting"],
     degraded: ["False", "Healthy"],
     action: { type: "apply", image: B, soft: false, method: "switch" },
     persistFirst: true,
+    rebootAllowed: ["True", "SlotAndDrain"],
   },
   {
     name: "AllowSoftReboot adds --soft-reboot=auto; 1.14 applies with upgrade",
@@ -217,11 +288,107 @@ const cases: Case[] = [
       status: persisted("Staged"),
       host: host(entry(A), entry(B, { downloadOnly: true, softRebootCapable: true })),
       capabilities: OLD_CAPS,
+      reboot: authorize(spec(B, "Booted", "AllowSoftReboot"), node(drained(B))),
     }),
     idle: ["False", "Rebooting"],
     degraded: ["False", "Healthy"],
     action: { type: "apply", image: B, soft: true, method: "upgrade" },
     persistFirst: true,
+  },
+  {
+    name: "Booted by hand, the Node holds no reboot slot: stay Staged, no apply, say why",
+    input: input({
+      spec: spec(B, "Booted"),
+      status: persisted("Staged"),
+      host: host(entry(A), entry(B, { downloadOnly: true })),
+      reboot: authorize(spec(B, "Booted"), node({}, false)),
+    }),
+    idle: ["False", "Staged"],
+    degraded: ["False", "Healthy"],
+    action: { type: "none" },
+    rebootAllowed: ["False", "NoRebootSlot", /holds no reboot slot/],
+    retryInMs: DEFAULT_REBOOT_RECHECK_MS,
+  },
+  {
+    name: "Booted, slot held but the drain has not finished: AwaitingDrain",
+    input: input({
+      spec: spec(B, "Booted"),
+      status: persisted("Staged"),
+      host: host(entry(A), entry(B, { downloadOnly: true })),
+      reboot: authorize(spec(B, "Booted"), node(SLOT)),
+      rebootRecheckMs: 5_000,
+    }),
+    idle: ["False", "Staged"],
+    degraded: ["False", "Healthy"],
+    action: { type: "none" },
+    rebootAllowed: ["False", "AwaitingDrain", /drain has not finished/],
+    retryInMs: 5_000,
+  },
+  {
+    name: "Booted, the finished drain was for another image: AwaitingDrain",
+    input: input({
+      spec: spec(B, "Booted"),
+      status: persisted("Staged"),
+      host: host(entry(A), entry(B, { downloadOnly: true })),
+      reboot: authorize(spec(B, "Booted"), node(drained(C))),
+    }),
+    idle: ["False", "Staged"],
+    degraded: ["False", "Healthy"],
+    action: { type: "none" },
+    rebootAllowed: ["False", "AwaitingDrain", /drain was for .*c{64}, not .*b{64}/],
+  },
+  {
+    name: "Booted, slot and drain but the Node was uncordoned: AwaitingDrain",
+    input: input({
+      spec: spec(B, "Booted"),
+      status: persisted("Staged"),
+      host: host(entry(A), entry(B, { downloadOnly: true })),
+      reboot: authorize(spec(B, "Booted"), node(drained(B), false)),
+    }),
+    idle: ["False", "Staged"],
+    degraded: ["False", "Healthy"],
+    action: { type: "none" },
+    rebootAllowed: ["False", "AwaitingDrain", /not cordoned/],
+  },
+  {
+    name: "Booted, the Node could not be read: refuse (never assume)",
+    input: input({
+      spec: spec(B, "Booted"),
+      status: persisted("Staged"),
+      host: host(entry(A), entry(B, { downloadOnly: true })),
+      reboot: authorize(spec(B, "Booted"), undefined),
+    }),
+    idle: ["False", "Staged"],
+    degraded: ["False", "Healthy"],
+    action: { type: "none" },
+    rebootAllowed: ["False", "NoRebootSlot", /could not be read/],
+  },
+  {
+    name:
+      "Booted, not authorized, staged unlocked: lock it (an unexpected reboot must not apply it)",
+    input: input({
+      spec: spec(B, "Booted"),
+      status: persisted("Staged"),
+      host: host(entry(A), entry(B, { downloadOnly: false })),
+      reboot: authorize(spec(B, "Booted"), node({}, false)),
+    }),
+    idle: ["False", "Staging"],
+    degraded: ["False", "Healthy"],
+    action: { type: "lockStaged" },
+    rebootAllowed: ["False", "NoRebootSlot"],
+  },
+  {
+    name: "Rebooting persisted, no apply running, slot withdrawn meanwhile: back to Staged",
+    input: input({
+      spec: spec(B, "Booted"),
+      status: persisted("Rebooting", ["True", "SlotAndDrain"]),
+      host: host(entry(A), entry(B, { downloadOnly: true })),
+      reboot: authorize(spec(B, "Booted"), node({})),
+    }),
+    idle: ["False", "Staged"],
+    degraded: ["False", "Healthy"],
+    action: { type: "none" },
+    rebootAllowed: ["False", "NoRebootSlot"],
   },
   {
     name: "Booted requested but staged != desired (desiredImage changed): re-stage, never apply",
@@ -248,23 +415,36 @@ const cases: Case[] = [
     persistFirst: true,
   },
   {
-    name: "Rebooting with the apply command running: wait",
+    name: "Rebooting with the apply command running: wait (no Node read)",
     input: input({
       spec: spec(B, "Booted"),
-      status: persisted("Rebooting"),
+      status: persisted("Rebooting", ["True", "SlotAndDrain"]),
       host: host(entry(A), entry(B, { downloadOnly: false })),
       applyInFlight: true,
     }),
     idle: ["False", "Rebooting"],
     degraded: ["False", "Healthy"],
     action: { type: "none" },
+    rebootAllowed: "unchanged",
   },
   {
-    name: "Rebooting persisted but no apply running (restarted before the reboot): apply again",
+    name: "Rebooting persisted but no apply running (restarted before the reboot): read the Node",
     input: input({
       spec: spec(B, "Booted"),
       status: persisted("Rebooting"),
       host: host(entry(A), entry(B, { downloadOnly: true })),
+    }),
+    idle: "unchanged",
+    degraded: ["False", "Healthy"],
+    action: { type: "readNode" },
+  },
+  {
+    name: "Rebooting persisted but no apply running, still authorized: apply again",
+    input: input({
+      spec: spec(B, "Booted"),
+      status: persisted("Rebooting"),
+      host: host(entry(A), entry(B, { downloadOnly: true })),
+      reboot: authorize(spec(B, "Booted"), node(drained(B))),
     }),
     idle: ["False", "Rebooting"],
     degraded: ["False", "Healthy"],
@@ -506,6 +686,7 @@ const cases: Case[] = [
       spec: spec(B, "Booted"),
       host: host(entry(A), entry(B, { downloadOnly: true })),
       pullSecretError: "pull secret x/y: key .dockerconfigjson missing",
+      reboot: authorize(spec(B, "Booted"), node(drained(B))),
     }),
     idle: ["False", "Rebooting"],
     degraded: ["True", "Error", /dockerconfigjson/],
@@ -529,6 +710,140 @@ const cases: Case[] = [
     idle: ["False", "Rebooting"],
     degraded: ["True", "Error", /--apply: error: x/],
     action: { type: "none" },
+    rebootAllowed: "unchanged",
+  },
+  {
+    name: "RebootAllowed True, spec back to Staged (node released): False/NotRequested",
+    input: input({
+      spec: spec(B),
+      status: persisted("Idle", ["True", "SlotAndDrain"]),
+      host: host(entry(B), null, entry(A)),
+    }),
+    idle: ["True", "Idle"],
+    degraded: ["False", "Healthy"],
+    action: { type: "none" },
+    rebootAllowed: ["False", "NotRequested"],
+  },
+  {
+    name: "never asked to reboot: no RebootAllowed condition at all",
+    input: input({
+      spec: spec(B),
+      status: persisted("Staging"),
+      host: host(entry(A), entry(B, { downloadOnly: true })),
+    }),
+    idle: ["False", "Staged"],
+    degraded: ["False", "Healthy"],
+    action: { type: "none" },
+    rebootAllowed: "unchanged",
+  },
+  {
+    name: "Booted while still staging: stage, RebootAllowed not evaluated yet",
+    input: input({
+      spec: spec(B, "Booted"),
+      status: persisted("Staging", ["False", "NoRebootSlot"]),
+      host: host(entry(A)),
+    }),
+    idle: ["False", "Staging"],
+    degraded: ["False", "Healthy"],
+    action: { type: "stage", image: B, method: "switch-download-only" },
+    rebootAllowed: "unchanged",
+  },
+  {
+    name: "not owned by a pool: Idle NotOwned, nothing staged",
+    input: input({
+      owned: false,
+      spec: spec(B),
+      host: host(entry(A)),
+    }),
+    idle: ["True", "NotOwned"],
+    degraded: ["False", "Healthy"],
+    action: { type: "none" },
+    rebootAllowed: "unchanged",
+  },
+  {
+    name: "not owned, Booted by hand on a staged host: no apply, no Node read, NotOwned",
+    input: input({
+      owned: false,
+      spec: spec(B, "Booted"),
+      status: persisted("Staged"),
+      host: host(entry(A), entry(B, { downloadOnly: true })),
+      reboot: authorize(spec(B, "Booted"), node(drained(B))),
+    }),
+    idle: ["True", "NotOwned"],
+    degraded: ["False", "Healthy"],
+    action: { type: "none" },
+    rebootAllowed: ["False", "NotOwned"],
+  },
+  {
+    name: "not owned, desired staged unlocked: not even locked (nothing is acted on)",
+    input: input({
+      owned: false,
+      spec: spec(B),
+      host: host(entry(A), entry(B, { downloadOnly: false })),
+    }),
+    idle: ["True", "NotOwned"],
+    degraded: ["False", "Healthy"],
+    action: { type: "none" },
+  },
+  {
+    name: "not owned, RebootAllowed left from before: False/NotOwned",
+    input: input({
+      owned: false,
+      spec: spec(A),
+      status: persisted("Idle", ["False", "NotRequested"]),
+      host: host(entry(A)),
+    }),
+    idle: ["True", "NotOwned"],
+    degraded: ["False", "Healthy"],
+    action: { type: "none" },
+    rebootAllowed: ["False", "NotOwned"],
+  },
+  {
+    name: "not owned, auto-update timer not masked: masking still protects the host",
+    input: input({
+      owned: false,
+      spec: spec(B),
+      host: host(entry(A)),
+      autoUpdatesMasked: false,
+    }),
+    idle: ["True", "NotOwned"],
+    degraded: ["False", "Healthy"],
+    action: { type: "maskAutoUpdates" },
+  },
+  {
+    name: "not owned and not a bootc host: both reported",
+    input: input({ owned: false, spec: spec(B), host: host(null) }),
+    idle: ["True", "NotOwned"],
+    degraded: ["True", "Error", /booted: null/],
+    action: { type: "none" },
+  },
+  {
+    name: "apply backing off: no Node read until the backoff elapses",
+    input: input({
+      spec: spec(B, "Booted"),
+      status: persisted("Rebooting"),
+      host: host(entry(A), entry(B, { downloadOnly: true })),
+      failures: {
+        [`apply:${B}`]: { message: "error: x", attempts: 1, at: NOW },
+      },
+    }),
+    idle: ["False", "Rebooting"],
+    degraded: ["True", "Error", /error: x/],
+    action: { type: "none" },
+    retryInMs: 10_000,
+  },
+  {
+    name: "apply backoff elapsed: read the Node before retrying",
+    input: input({
+      spec: spec(B, "Booted"),
+      status: persisted("Rebooting"),
+      host: host(entry(A), entry(B, { downloadOnly: true })),
+      failures: {
+        [`apply:${B}`]: { message: "error: x", attempts: 1, at: new Date(NOW.getTime() - 11_000) },
+      },
+    }),
+    degraded: ["True", "Error", /error: x/],
+    action: { type: "readNode" },
   },
   {
     name: "no spec (standalone status): mirror only",
@@ -557,8 +872,86 @@ for (const c of cases) {
       assert.deepEqual([deg?.status, deg?.reason], c.degraded.slice(0, 2));
       if (c.degraded[2]) assert.match(deg!.message, c.degraded[2]);
     }
+    const allowed = condition(out.status, "RebootAllowed");
+    if (c.rebootAllowed === "unchanged") {
+      assert.deepEqual(allowed, condition(c.input.status ?? {}, "RebootAllowed"));
+    } else if (c.rebootAllowed) {
+      assert.deepEqual([allowed?.status, allowed?.reason], c.rebootAllowed.slice(0, 2));
+      if (c.rebootAllowed[2]) assert.match(allowed!.message, c.rebootAllowed[2]);
+    }
+    if (c.retryInMs !== undefined) {
+      assert.equal(out.retryAt?.getTime(), NOW.getTime() + c.retryInMs);
+    }
   });
 }
+
+Deno.test("decide: no action ever applies without the Node's authorization", () => {
+  // Every case that reaches the reboot gate, with every kind of Node the daemon may read.
+  const s = spec(B, "Booted");
+  const nodes: (NodeForReboot | undefined)[] = [
+    undefined,
+    node({}),
+    node({}, false),
+    node(SLOT),
+    node(drained(C)),
+    node(drained(B), false),
+    node({ [ANNOTATION_DRAINED_AT]: "x", [ANNOTATION_DRAINED_FOR]: B }),
+  ];
+  for (const previous of ["Staged", "Rebooting", "Staging"]) {
+    for (const downloadOnly of [true, false]) {
+      for (const n of nodes) {
+        for (const owned of [true, false]) {
+          const out = decide(input({
+            owned,
+            spec: s,
+            status: persisted(previous),
+            host: host(entry(A), entry(B, { downloadOnly })),
+            reboot: authorize(s, n),
+          }));
+          assert.notEqual(out.action.type, "apply", JSON.stringify({ previous, n, owned }));
+          assert.notEqual(condition(out.status, "Idle")?.reason, "Rebooting");
+        }
+      }
+    }
+  }
+  const ok = decide(input({
+    spec: s,
+    host: host(entry(A), entry(B, { downloadOnly: true })),
+    reboot: authorize(s, node(drained(B))),
+  }));
+  assert.equal(ok.action.type, "apply");
+});
+
+Deno.test("decide: NotOwned reads clearly", () => {
+  const out = decide(input({ owned: false, spec: spec(B), host: host(entry(A)) }));
+  assert.equal(condition(out.status, "Idle")?.message, NOT_OWNED_MESSAGE);
+  assert.equal(out.keys.length, 0, "no action looked at");
+});
+
+Deno.test("decide: a refusal that repeats writes nothing (re-checks are reads only)", () => {
+  const s = spec(B, "Booted");
+  const h = host(entry(A), entry(B, { downloadOnly: true }));
+  const first = decide(
+    input({ spec: s, status: persisted("Staged"), host: h, reboot: authorize(s, node({})) }),
+  );
+  assert.equal(first.changed, true);
+  const again = decide(input({
+    spec: s,
+    status: first.status,
+    host: h,
+    reboot: authorize(s, node({})),
+    now: new Date(NOW.getTime() + 60_000),
+  }));
+  assert.equal(again.changed, false);
+  assert.equal(again.retryAt?.getTime(), NOW.getTime() + 60_000 + DEFAULT_REBOOT_RECHECK_MS);
+  // The slot arrives but not the drain: a new reason is a transition.
+  const awaiting = decide(
+    input({ spec: s, status: first.status, host: h, reboot: authorize(s, node(SLOT)) }),
+  );
+  assert.equal(awaiting.changed, true);
+  assert.equal(condition(awaiting.status, "RebootAllowed")?.reason, "AwaitingDrain");
+  assert.equal(condition(awaiting.status, "Idle")?.reason, "Staged");
+});
 
 Deno.test("decide: booted: null message names the container detection", () => {
   const out = decide(input({ spec: spec(A), host: host(null) }));
@@ -632,6 +1025,7 @@ Deno.test("decide: no write when nothing changed (no heartbeats)", () => {
     status: first.status,
     host: host(entry(A), entry(B, { downloadOnly: true })),
     now: later,
+    reboot: authorize(spec(B, "Booted"), node(drained(B))),
   }));
   assert.equal(third.changed, true);
   assert.equal(condition(third.status, "Idle")?.reason, "Rebooting");

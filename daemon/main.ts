@@ -40,12 +40,14 @@ async function hostExecutor(cmd: RunCommand | StatusCommand): Promise<HostBootcE
 }
 
 async function run(cmd: RunCommand, log: Logger): Promise<number> {
-  const [{ KubeClient }, { Resources }, { Agent }, { watchHost }] = await Promise.all([
-    import("../lib/kube/client.ts"),
-    import("../lib/kube/resources.ts"),
-    import("./agent.ts"),
-    import("./host_watch.ts"),
-  ]);
+  const [{ KubeClient }, { Resources }, { EventRecorder }, { Agent }, { watchHost }] = await Promise
+    .all([
+      import("../lib/kube/client.ts"),
+      import("../lib/kube/resources.ts"),
+      import("../lib/kube/events.ts"),
+      import("./agent.ts"),
+      import("./host_watch.ts"),
+    ]);
   const client = await KubeClient.fromEnvironment({ path: cmd.kubeconfig, context: cmd.context });
   const controller = new AbortController();
   const stop = (signal: string) => {
@@ -61,6 +63,15 @@ async function run(cmd: RunCommand, log: Logger): Promise<number> {
     const agent = new Agent({
       nodeName: cmd.nodeName,
       nodes: client.resource(Resources.bootcNodes),
+      // Only GET of this node, when an apply is due (RBAC: get on nodes).
+      coreNodes: client.resource(Resources.nodes),
+      // BootcNodes are cluster-scoped: their events live in "default" (the recorder's default).
+      events: new EventRecorder({
+        client,
+        component: "bootc-operator-daemon",
+        host: cmd.nodeName,
+        logger: log,
+      }),
       secrets: (namespace) => client.resource(Resources.secrets, namespace),
       executor: await hostExecutor(cmd),
       hostRoot: cmd.hostRoot,
@@ -91,15 +102,33 @@ async function run(cmd: RunCommand, log: Logger): Promise<number> {
 }
 
 async function status(cmd: StatusCommand, log: Logger): Promise<number> {
-  const [{ decide }, { capabilitiesFromVersion }] = await Promise.all([
+  const [
+    { decide },
+    { capabilitiesFromVersion },
+    { ownedByPool, rebootAuthorization },
+    { RebootAllowedReason },
+  ] = await Promise.all([
     import("./decide.ts"),
     import("../lib/bootc/version.ts"),
+    import("../lib/api/annotations.ts"),
+    import("../lib/api/constants.ts"),
   ]);
+  type NodeForReboot = import("../lib/api/annotations.ts").NodeForReboot;
+  type RebootAuthorization = import("../lib/api/annotations.ts").RebootAuthorization;
   type Spec = import("../lib/api/schema.ts").BootcNodeSpec;
   type Status = import("../lib/api/schema.ts").BootcNodeStatus;
   let spec: Spec | undefined;
   let previous: Status | undefined;
   let generation: number | undefined;
+  // Offline (--desired-image) the flags stand in for the controller, but there is no Node to
+  // authorize a reboot: the daemon would keep the image staged, and so says status.
+  let owned = true;
+  let reboot: RebootAuthorization | undefined = {
+    allowed: false,
+    reason: RebootAllowedReason.NoRebootSlot,
+    message: "offline evaluation (--desired-image): there is no Node to hold a reboot slot; " +
+      "the daemon applies only on a Node that holds one and is drained",
+  };
   if (cmd.nodeName) {
     const [{ KubeClient }, { Resources }] = await Promise.all([
       import("../lib/kube/client.ts"),
@@ -107,12 +136,26 @@ async function status(cmd: StatusCommand, log: Logger): Promise<number> {
     ]);
     const client = await KubeClient.fromEnvironment({ path: cmd.kubeconfig, context: cmd.context });
     try {
-      const node = await client.resource<import("../lib/api/schema.ts").BootcNode>(
+      const bn = await client.resource<import("../lib/api/schema.ts").BootcNode>(
         Resources.bootcNodes,
       ).get(cmd.nodeName);
-      spec = node.spec;
-      previous = node.status;
-      generation = node.metadata?.generation;
+      spec = bn.spec;
+      previous = bn.status;
+      generation = bn.metadata?.generation;
+      owned = ownedByPool(bn);
+      // The Node is read only when the daemon would read it: Booted asked of an owned node.
+      reboot = undefined;
+      if (owned && spec.desiredImageState === "Booted") {
+        let node: NodeForReboot | undefined;
+        try {
+          node = await client.resource<import("../lib/kube/types.ts").KubeObject & NodeForReboot>(
+            Resources.nodes,
+          ).get(cmd.nodeName);
+        } catch (e) {
+          log.warn("reading the Node failed", { error: e });
+        }
+        reboot = rebootAuthorization(node, bn);
+      }
     } finally {
       client.close();
     }
@@ -152,6 +195,8 @@ async function status(cmd: StatusCommand, log: Logger): Promise<number> {
   }
   const decision = decide({
     spec,
+    owned,
+    reboot,
     status: previous,
     generation,
     host,

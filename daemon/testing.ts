@@ -1,11 +1,13 @@
 /**
- * Test doubles for the daemon's seams: an in-memory BootcNode/Secret API
- * ({@linkcode FakeResource}) and a fake bootc host ({@linkcode FakeBootcHost})
- * that behaves like bootc for the commands the daemon runs.
+ * Test doubles for the daemon's seams: an in-memory BootcNode/Node/Secret API
+ * ({@linkcode FakeResource}), an event sink ({@linkcode FakeEvents}) and a fake
+ * bootc host ({@linkcode FakeBootcHost}) that behaves like bootc for the
+ * commands the daemon runs.
  *
  * @module
  */
 import type { BootcNode } from "../lib/api/mod.ts";
+import type { EventSink } from "./agent.ts";
 import {
   type ApplyHandle,
   type ApplyOptions,
@@ -48,6 +50,10 @@ export class FakeResource<T extends KubeObject> implements ResourceClient<T> {
   #watchers = new Set<(ev: WatchEvent<T>) => void>();
   /** Fails the next status patches with this error, when set. */
   failPatch?: Error;
+  /** Fails GETs with this error, when set. */
+  failGet?: Error;
+  /** Called at the start of every GET (a test can change the object under the caller's feet). */
+  beforeGet?: (name: string) => void;
 
   /** Stores `object` (create or replace, as the controller would) and notifies watchers. */
   put(object: T): T {
@@ -95,6 +101,8 @@ export class FakeResource<T extends KubeObject> implements ResourceClient<T> {
 
   get(name: string): Promise<T> {
     this.calls.push({ verb: "get", name });
+    this.beforeGet?.(name);
+    if (this.failGet) return Promise.reject(this.failGet);
     const item = this.#items.get(name);
     if (!item) return Promise.reject(notFound(name));
     return Promise.resolve(structuredClone(item));
@@ -188,6 +196,54 @@ export class FakeResource<T extends KubeObject> implements ResourceClient<T> {
 
 /** A BootcNode resource fake. */
 export type FakeNodes = FakeResource<BootcNode>;
+
+/** An event the agent recorded. */
+export interface RecordedEvent {
+  /** Kind/name of the involved object. */
+  involved: string;
+  type: "Normal" | "Warning";
+  reason: string;
+  message: string;
+}
+
+/** An {@linkcode EventSink} that keeps what was recorded. */
+export class FakeEvents implements EventSink {
+  readonly events: RecordedEvent[] = [];
+
+  record(
+    involved: KubeObject,
+    type: "Normal" | "Warning",
+    reason: string,
+    message: string,
+  ): Promise<void> {
+    this.events.push({
+      involved: `${involved.kind}/${involved.metadata?.name}`,
+      type,
+      reason,
+      message,
+    });
+    return Promise.resolve();
+  }
+
+  /** The recorded events of `reason`. */
+  of(reason: string): RecordedEvent[] {
+    return this.events.filter((e) => e.reason === reason);
+  }
+}
+
+/** The ownerReferences of a BootcNode controlled by pool `name` (as the controller writes them). */
+export function poolOwner(
+  name = "workers",
+): NonNullable<KubeObject["metadata"]>["ownerReferences"] {
+  return [{
+    apiVersion: "node.bootc.dev/v1alpha1",
+    kind: "BootcNodePool",
+    name,
+    uid: "00000000-0000-4000-8000-000000000001",
+    controller: true,
+    blockOwnerDeletion: true,
+  }];
+}
 
 /** Builds a bootc boot entry for `pullspec` (its digest doubles as `imageDigest`). */
 export function fakeEntry(
