@@ -86,18 +86,18 @@ export function releaseNode(
  * Nodes carrying this pool's disruption record (or, for a record naming a pool
  * that no longer exists, the first pool by name) that are no longer members and
  * that no other single pool will adopt: restore them so nothing stays cordoned.
- * Returns how many were released.
+ * Returns the names of the nodes released.
  */
 export function releaseOrphans(
   input: PlanInput,
   plan: PlanBuilder,
   members: ReadonlySet<string>,
-): number {
+): string[] {
   const poolName = input.pool.metadata.name ?? "";
   const valid = input.pools.filter((p) => selectorError(p.selector) === undefined);
   const names = new Set(input.pools.map((p) => p.name));
   const first = [...names].sort()[0] === poolName;
-  let released = 0;
+  const released: string[] = [];
   for (const node of input.nodes.values()) {
     if (members.has(node.name)) continue;
     const bn = input.bootcNodes.get(node.name);
@@ -119,7 +119,7 @@ export function releaseOrphans(
         `node ${node.name} carried this pool's disruption record but is no longer a member ` +
           `(its BootcNode was deleted or its labels changed); restored its cordon state`,
       );
-      released++;
+      released.push(node.name);
     }
   }
   return released;
@@ -129,7 +129,7 @@ export function releaseOrphans(
 export interface Membership {
   members: Member[];
   /** Nodes handed back in this plan that were still disrupted (they count until released). */
-  releasing: number;
+  releasing: string[];
 }
 
 /** Step 2: membership and BootcNode sync. */
@@ -151,11 +151,11 @@ export function planMembership(
   for (const node of input.nodes.values()) {
     if (matchesSelector(selector, node.labels)) matching.add(node.name);
   }
-  let releasing = 0;
+  const releasing: string[] = [];
   for (const bn of ownedBootcNodes(input)) {
     const name = bn.metadata.name ?? "";
     const node = input.nodes.get(name);
-    if (node && nodeDisrupted(node, bn) && !matching.has(name)) releasing++;
+    if (node && nodeDisrupted(node, bn) && !matching.has(name)) releasing.push(name);
     if (!node) releaseNode(input, plan, name, bn, "node was deleted");
     else if (!matching.has(name)) {
       releaseNode(input, plan, name, bn, "node no longer matches the pool's nodeSelector");
@@ -183,7 +183,7 @@ export function planMembership(
     if (owner === undefined && others.length > 0) continue; // contested: nobody takes it
     if (bn?.metadata.deletionTimestamp) {
       // An old BootcNode still going away: while the node is disrupted it still counts.
-      if (nodeDisrupted(node, undefined)) releasing++;
+      if (nodeDisrupted(node, undefined)) releasing.push(name);
       continue;
     }
     const disrupted = nodeDisrupted(node, bn);
@@ -237,7 +237,7 @@ export function planMembership(
       message: `node(s) ${listNames(nodes.sort())} also match pool ${other}`,
     });
   }
-  releasing += releaseOrphans(input, plan, new Set(members.map((m) => m.node.name)));
+  releasing.push(...releaseOrphans(input, plan, new Set(members.map((m) => m.node.name))));
   return { members, releasing };
 }
 

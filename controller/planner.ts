@@ -22,6 +22,7 @@
 import {
   type BootcNodePoolStatus,
   findCondition,
+  NodeConditionType,
   PoolConditionType,
   PoolDegradedReason,
 } from "../lib/api/mod.ts";
@@ -40,6 +41,7 @@ import { type Plan, PlanBuilder, type PlanInput, PLANNER_DEFAULTS } from "./plan
 import { buildPoolStatus, emptyCounts } from "./pool_status.ts";
 import { priorTarget, resolutionNeed, resolveTarget } from "./resolution.ts";
 import { selectorError } from "./selector.ts";
+import { type Candidate, composeGates, GATES, poolSlots } from "./gates/mod.ts";
 import { grantSlots, slotCandidates } from "./slot_grant.ts";
 import { resolveMaxUnavailable } from "./slots.ts";
 import { reportStalled } from "./stalled.ts";
@@ -76,7 +78,9 @@ export function planPool(input: PlanInput): Plan {
       releaseNode(input, plan, bn.metadata.name ?? "", bn, "pool is being deleted");
     }
     const orphans = releaseOrphans(input, plan, new Set());
-    if (owned.length === 0 && orphans === 0 && hasFinalizer) plan.act({ kind: "removeFinalizer" });
+    if (owned.length === 0 && orphans.length === 0 && hasFinalizer) {
+      plan.act({ kind: "removeFinalizer" });
+    }
     return finish(plan, undefined, 0, emptyCounts());
   }
   if (!hasFinalizer) plan.act({ kind: "addFinalizer" });
@@ -104,9 +108,9 @@ export function planPool(input: PlanInput): Plan {
   const { target, lastResolvedTime } = resolveTarget(pool, need, input.resolution, plan);
   const { members, releasing } = planMembership(input, plan, target);
   const ctx = new RolloutContext(input, plan, pool);
-  ctx.inUse += releasing;
+  ctx.inUse += releasing.length;
   progressInFlight(members, ctx);
-  const slots = resolveMaxUnavailable(pool.spec.rollout?.maxUnavailable, members.length);
+  const slots = poolSlots({ pool, memberCount: members.length });
   const halted = ctx.unhealthy.length >= 2;
   if (halted) {
     plan.issues.push({
@@ -117,9 +121,34 @@ export function planPool(input: PlanInput): Plan {
     });
   }
   const paused = pool.spec.rollout?.paused ?? false;
-  const candidates = slotCandidates(members);
-  if (paused && candidates.length > 0) plan.notes.push("paused: no new reboot slots");
-  if (!paused && !halted && target) grantSlots(candidates, slots, ctx);
+  let waitReason: string | undefined;
+  if (!halted && target) {
+    const candidates = slotCandidates(members);
+    const disrupted = [...members.filter((m) => m.disrupted).map((m) => m.node.name), ...releasing];
+    const gateInput = {
+      pool,
+      candidates: candidates.map(toCandidate),
+      disrupted,
+      memberCount: members.length,
+      cluster: { pools: [], nodes: input.nodes },
+      now,
+    };
+    // The whole-set answer says why nodes wait; grants then ask one candidate at a time.
+    const { admit, waits } = composeGates(GATES, gateInput);
+    if (admit.length > 0) {
+      grantSlots(candidates, ctx, (m, granted) =>
+        composeGates(GATES, {
+          ...gateInput,
+          candidates: [toCandidate(m)],
+          disrupted: [...disrupted, ...granted],
+        }).admit.length === 1, admit.length + 5);
+    }
+    for (const w of waits) {
+      if (w.until) plan.wakeAt(w.until);
+      if (!w.routine) plan.notes.push(w.message);
+    }
+    waitReason = waits.find((w) => !w.routine)?.reason;
+  }
   reportStalled(members, ctx);
   if (ctx.degradedMessages.length > 0) {
     plan.issues.push({
@@ -137,6 +166,7 @@ export function planPool(input: PlanInput): Plan {
     counts,
     slotsInUse: ctx.inUse,
     paused,
+    waitReason,
     issues: plan.issues,
     note: plan.notes.join("; ") || undefined,
     now,
@@ -178,6 +208,17 @@ function planInvalid(input: PlanInput, plan: PlanBuilder, specErrors: string[]):
   });
   conditionEvents(plan, pool.status, status);
   return finish(plan, status, 0, counts);
+}
+
+/** A member as gates see it; the Staged condition's transition time says how long it waited. */
+function toCandidate(m: Member): Candidate {
+  const staged = findCondition(m.bn?.status?.conditions, NodeConditionType.Idle);
+  const since = staged?.lastTransitionTime ? new Date(staged.lastTransitionTime) : undefined;
+  return {
+    name: m.node.name,
+    labels: m.node.labels,
+    waitingSince: since && !Number.isNaN(since.getTime()) ? since : undefined,
+  };
 }
 
 function countStates(members: readonly Member[], ctx: RolloutContext) {

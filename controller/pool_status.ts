@@ -55,6 +55,11 @@ export interface PoolStatusInput {
   counts: StateCounts;
   slotsInUse: number;
   paused: boolean;
+  /**
+   * The reason new reboots wait, from the gate that blocks (e.g. OutsideMaintenanceWindow);
+   * becomes the UpToDate reason while the rollout is not done.
+   */
+  waitReason?: string;
   issues: readonly PoolIssue[];
   /** Appended to the UpToDate message while the rollout is not done (e.g. why slots wait). */
   note?: string;
@@ -102,7 +107,8 @@ export function buildPoolStatus(input: PoolStatusInput): BootcNodePoolStatus {
     conditions = setCondition(conditions, {
       type: PoolConditionType.UpToDate,
       status: "False",
-      reason: input.paused ? UpToDateReason.Paused : UpToDateReason.RolloutInProgress,
+      reason: input.waitReason ??
+        (input.paused ? UpToDateReason.Paused : UpToDateReason.RolloutInProgress),
       message: input.note ? `${breakdown}; ${input.note}` : breakdown,
       observedGeneration,
     }, now);

@@ -23,21 +23,31 @@ export function slotCandidates(members: readonly Member[]): Member[] {
   );
 }
 
-/** Step 4: hands out up to `slots - inUse` new slots to `candidates`, in order. */
+/** Asks the gates whether one more candidate may take a slot, given those granted so far. */
+export type AdmitOne = (candidate: Member, granted: readonly string[]) => boolean;
+
+/**
+ * Step 4: walks the candidates in order and hands a slot to each one the gates
+ * admit given the grants before it (see `gates/`), unless its drain would
+ * deadlock with one in flight on a shared PodDisruptionBudget. Pods are asked
+ * for at most `podBudget` candidates whose pods are unknown.
+ */
 export function grantSlots(
   candidates: readonly Member[],
-  slots: number,
   ctx: RolloutContext,
+  admitOne: AdmitOne,
+  podBudget: number,
 ): void {
   const { plan, input } = ctx;
   const waitingOnPdb: string[] = [];
-  let unknownBudget = slots - ctx.inUse + 5;
+  const granted: string[] = [];
+  let unknown = podBudget;
   for (const c of candidates) {
-    if (ctx.inUse >= slots) break;
     const name = c.node.name;
+    if (!admitOne(c, granted)) continue;
     const pods = ctx.podsOf(name);
     if (!pods) {
-      if (unknownBudget-- <= 0) break;
+      if (unknown-- <= 0) break;
       plan.needPods.push(name);
       continue;
     }
@@ -51,6 +61,7 @@ export function grantSlots(
       waitingOnPdb.push(`${name} (PodDisruptionBudget ${listNames(blockedBy, 3)})`);
       continue;
     }
+    granted.push(name);
     ctx.inUse++;
     ctx.drainingNodes++;
     plan.draining = true;
@@ -74,7 +85,7 @@ export function grantSlots(
       name,
       "Normal",
       "SlotAssigned",
-      `node ${name} got a reboot slot (${ctx.inUse}/${slots})`,
+      `node ${name} got a reboot slot (${ctx.inUse} of the pool's nodes disrupted)`,
     );
     plan.nodeEvent(
       name,

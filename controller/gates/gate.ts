@@ -1,0 +1,109 @@
+/**
+ * The one interface every rollout policy implements. A gate is a small pure
+ * function: given the pool, the nodes that could take a reboot slot now (in the
+ * order they would get one), a read-only view of the cluster and the clock, it
+ * says which of them may proceed and, when it holds any back, why and until
+ * when. The planner composes gates in one place ({@linkcode composeGates}):
+ * each gate sees only what the gates before it admitted, so the most
+ * restrictive wins, and every grant is a subset of what every gate admitted.
+ *
+ * Gates must be monotone: any subset of what a gate admits is also admissible
+ * (true of count limits, per-domain limits and time windows alike), so a later
+ * step that skips an admitted node (a PodDisruptionBudget) never breaks a gate.
+ *
+ * @module
+ */
+import type { BootcNodePool } from "../../lib/api/mod.ts";
+import type { NodeSummary } from "../types.ts";
+
+/** A node that could take a reboot slot now. */
+export interface Candidate {
+  name: string;
+  labels: Record<string, string>;
+  /** Since when it has been staged and waiting for a slot, when known (fairness). */
+  waitingSince?: Date;
+}
+
+/** Another pool, as gates see it. */
+export interface PoolView {
+  name: string;
+  pool: BootcNodePool;
+  /** Its member node names, when known (from BootcNode ownership). */
+  members: readonly string[];
+}
+
+/** What gates may read of the cluster. */
+export interface ClusterView {
+  /** Every pool, this one included. */
+  pools: readonly PoolView[];
+  /** Every Node, by name (annotations carry the operator's disruption record). */
+  nodes: ReadonlyMap<string, NodeSummary>;
+}
+
+/** Input of a gate. */
+export interface GateInput {
+  pool: BootcNodePool;
+  /** Candidates still in the running, in grant order. */
+  candidates: readonly Candidate[];
+  /** This pool's members that are disrupted now (they hold slots). */
+  disrupted: readonly string[];
+  /** Number of members of the pool. */
+  memberCount: number;
+  cluster: ClusterView;
+  now: Date;
+}
+
+/** Why a gate holds candidates back. */
+export interface GateWait {
+  /** A condition reason such as `OutsideMaintenanceWindow` or `BudgetExhausted`. */
+  reason: string;
+  /** For people: what blocks and until when, in the pool's time zone where it has one. */
+  message: string;
+  /** When the gate may open (a reconcile is scheduled then). */
+  until?: Date;
+  /**
+   * True when the wait is the normal pace of a rollout (slots busy with nodes in
+   * flight) rather than a block; such waits do not headline the pool's status.
+   */
+  routine?: boolean;
+}
+
+/** A gate's answer. */
+export interface GateDecision {
+  /** The candidates that may proceed (a subset of the input, same order). */
+  admit: readonly Candidate[];
+  /** Set when any candidate was held back (or when nothing may start now). */
+  wait?: GateWait;
+}
+
+/** A rollout policy. */
+export interface Gate {
+  /** Short name, for logs and tests. */
+  readonly name: string;
+  decide(input: GateInput): GateDecision;
+}
+
+/** The outcome of {@linkcode composeGates}. */
+export interface Composition {
+  admit: readonly Candidate[];
+  /** Every wait, in gate order (the first is the headline). */
+  waits: GateWait[];
+}
+
+/** Runs `gates` in order, each on what the previous admitted. */
+export function composeGates(gates: readonly Gate[], input: GateInput): Composition {
+  let candidates = input.candidates;
+  const waits: GateWait[] = [];
+  for (const gate of gates) {
+    const d = gate.decide({ ...input, candidates });
+    const allowed = new Set(d.admit.map((c) => c.name));
+    candidates = candidates.filter((c) => allowed.has(c.name));
+    if (d.wait) waits.push(d.wait);
+  }
+  return { admit: candidates, waits };
+}
+
+/** Admits everything (a gate with nothing to say). */
+export function admitAll(input: GateInput): GateDecision {
+  return { admit: input.candidates };
+}

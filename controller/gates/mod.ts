@@ -1,0 +1,17 @@
+/**
+ * Rollout policies as gates (see `gate.ts`), and the order the planner runs
+ * them in: the cheapest, widest "not now" first, the pool's own budget last but
+ * one, cluster-wide budgets last (they look across pools).
+ *
+ * @module
+ */
+import { budgetGate } from "./budget.ts";
+import type { Gate } from "./gate.ts";
+import { pausedGate } from "./paused.ts";
+
+export * from "./gate.ts";
+export { budgetGate, poolSlots } from "./budget.ts";
+export { pausedGate } from "./paused.ts";
+
+/** The gates every pool goes through, in order. */
+export const GATES: readonly Gate[] = [pausedGate, budgetGate];
