@@ -21,14 +21,24 @@ import {
   DAEMON_SA,
   manifestPath,
   OPERATOR_NAMESPACE,
+  type PolicyRule,
   readInstall,
 } from "./manifests.ts";
+import { DAEMON_PULL_SECRETS_ROLE } from "../../controller/daemon_access.ts";
+import { DaemonAccessSync } from "../../controller/daemon_access_sync.ts";
 
 /** A BootcNode as the kube client handles it. */
 type BootcNode = BootcNodeType & KubeObject;
 type Node = KubeObject & { spec?: { unschedulable?: boolean } };
 type Secret = KubeObject & { type?: string; data?: Record<string, string> };
 type Pod = KubeObject & { spec?: { nodeName?: string; serviceAccountName?: string } };
+type Role = KubeObject & { rules?: PolicyRule[] };
+type CoreEvent = KubeObject & { count?: number };
+
+/** A pull Secret a pool names (the controller grants it to the daemons). */
+const NAMED = "pull-secret";
+/** A Secret in the operator namespace that no pool names. */
+const UNNAMED = "not-named";
 
 const DIGEST = "sha256:" + "a".repeat(64);
 
@@ -63,6 +73,29 @@ function bootcNode(name: string): BootcNode {
       rebootPolicy: "RebootOnly",
     },
   };
+}
+
+/** Resolves true once the stream yields its first event (the request was allowed). */
+async function first(stream: AsyncIterable<unknown>): Promise<true> {
+  for await (const _ of stream) return true;
+  throw new Error("the stream ended without an event");
+}
+
+/** A core/v1 Event about BootcNode node-a (a cluster-scoped object). */
+function event(namespace: string, name: string): CoreEvent {
+  return {
+    apiVersion: "v1",
+    kind: "Event",
+    metadata: { name, namespace },
+    involvedObject: {
+      apiVersion: "node.bootc.dev/v1alpha1",
+      kind: "BootcNode",
+      name: "node-a",
+    },
+    reason: "SecurityTest",
+    message: "written by the daemon's token",
+    type: "Normal",
+  } as CoreEvent;
 }
 
 /** The policy's denial message for a daemon writing another node's BootcNode. */
@@ -111,28 +144,101 @@ Deno.test("install manifests on a real control plane", async (t) => {
     const bootcNodes = cp.client.resource<BootcNode>(Resources.bootcNodes);
     await bootcNodes.create(bootcNode("node-a"));
     await bootcNodes.create(bootcNode("node-b"));
-    await cp.client.resource<Secret>(Resources.secrets, OPERATOR_NAMESPACE).create({
-      apiVersion: "v1",
-      kind: "Secret",
-      metadata: { name: "pull-secret", namespace: OPERATOR_NAMESPACE },
-      type: "Opaque",
-      data: { ".dockerconfigjson": btoa("{}") },
-    });
+    const operatorSecrets = cp.client.resource<Secret>(Resources.secrets, OPERATOR_NAMESPACE);
+    for (const name of [NAMED, UNNAMED]) {
+      await operatorSecrets.create({
+        apiVersion: "v1",
+        kind: "Secret",
+        metadata: { name, namespace: OPERATOR_NAMESPACE },
+        type: "kubernetes.io/dockerconfigjson",
+        data: { ".dockerconfigjson": btoa('{"auths":{}}') },
+      });
+    }
     await cp.client.resource<Secret>(Resources.secrets, "default").create({
       apiVersion: "v1",
       kind: "Secret",
       metadata: { name: "elsewhere", namespace: "default" },
       data: { token: btoa("x") },
     });
+    const daemon = await clientFor(cp, DAEMON_SA, { kind: "Node", name: "node-a" });
+    clients.push(daemon);
+    const controller = await clientFor(cp, CONTROLLER_SA);
+    clients.push(controller);
+    const daemonSecrets = daemon.resource<Secret>(Resources.secrets, OPERATOR_NAMESPACE);
+    const daemonRole = () =>
+      cp.client.resource<Role>(Resources.roles, OPERATOR_NAMESPACE).get(DAEMON_PULL_SECRETS_ROLE);
+    /** The controller's own Role sync, run with the controller's token. */
+    let named: string[] = [];
+    const access = new DaemonAccessSync({
+      client: controller,
+      namespace: OPERATOR_NAMESPACE,
+      desiredNames: () => named,
+    });
 
-    await t.step("a daemon token bound to node A writes BootcNode A's status only", async () => {
-      const daemon = await clientFor(cp, DAEMON_SA, { kind: "Node", name: "node-a" });
-      clients.push(daemon);
+    await t.step("as installed, a daemon token reads no Secret at all", async () => {
+      assert.deepEqual((await daemonRole()).rules ?? [], []);
+      await refused(daemonSecrets.get(NAMED));
+      await refused(daemonSecrets.get(UNNAMED));
+    });
+
+    await t.step("the controller's token names the pull Secrets in the daemon's Role", async () => {
+      // Allowed, although the controller holds no `escalate`: it may get these Secrets itself.
+      named = [NAMED];
+      await access.ensure();
+      assert.deepEqual((await daemonRole()).rules, [
+        { apiGroups: [""], resources: ["secrets"], verbs: ["get"], resourceNames: [NAMED] },
+      ]);
+      // Re-applying the install (server-side, as documented) leaves the controller's grant.
+      await cp.applyYaml(manifestPath("install.yaml"));
+      assert.deepEqual((await daemonRole()).rules?.[0].resourceNames, [NAMED]);
+      // The daemon can now read exactly that one (RBAC caches follow within moments).
+      await waitFor(() => daemonSecrets.get(NAMED).then(() => true, () => false), {
+        timeoutMs: 30_000,
+        message: "the daemon reads the named pull Secret",
+      });
+    });
+
+    await t.step("a daemon token bound to node A: what it can read", async () => {
+      // Its own BootcNode, through the field-selected list/watch the agent uses...
       const nodes = daemon.resource<BootcNode>(Resources.bootcNodes);
-
-      // What the daemon does: field-selected list/watch, get, status writes.
       const listed = await nodes.list({ fieldSelector: "metadata.name=node-a" });
       assert.deepEqual(listed.items.map((n) => n.metadata.name), ["node-a"]);
+      assert.equal((await nodes.get("node-a")).metadata.name, "node-a");
+      // ...but RBAC cannot narrow a list by field: every BootcNode is readable (documented).
+      const all = await nodes.list();
+      assert.deepEqual(all.items.map((n) => n.metadata.name).sort(), ["node-a", "node-b"]);
+      assert.equal(await first(nodes.watch({ fieldSelector: "metadata.name=node-a" })), true);
+
+      // Nodes: get by name (its own, and, as RBAC cannot say "own", any other); never list.
+      const k8sNodes = daemon.resource<Node>(Resources.nodes);
+      assert.equal((await k8sNodes.get("node-a")).metadata?.name, "node-a");
+      assert.equal((await k8sNodes.get("node-b")).metadata?.name, "node-b");
+      await refused(k8sNodes.list());
+      await refused(first(k8sNodes.watch()));
+
+      // Secrets: the named pull Secret only.
+      assert.equal((await daemonSecrets.get(NAMED)).metadata?.name, NAMED);
+      await refused(daemonSecrets.get(UNNAMED));
+      await refused(daemonSecrets.list());
+      await refused(first(daemonSecrets.watch()));
+      await refused(daemon.resource<Secret>(Resources.secrets).list());
+      await refused(daemon.resource<Secret>(Resources.secrets, "default").get("elsewhere"));
+      await refused(daemon.resource<Secret>(Resources.secrets, "kube-system").list());
+
+      // Nothing else.
+      await refused(daemon.resource(Resources.bootcNodePools).list());
+      await refused(daemon.resource(Resources.pods).list());
+      await refused(daemon.resource(Resources.configmaps, OPERATOR_NAMESPACE).list());
+      await refused(
+        daemon.resource<Role>(Resources.roles, OPERATOR_NAMESPACE).get(
+          DAEMON_PULL_SECRETS_ROLE,
+        ),
+      );
+    });
+
+    await t.step("a daemon token bound to node A: what it can write", async () => {
+      const nodes = daemon.resource<BootcNode>(Resources.bootcNodes);
+      // Its own BootcNode's status, by update and by patch.
       const own = await nodes.get("node-a");
       own.status = { bootcVersion: "1.4.0", booted: { imageDigest: DIGEST } };
       const updated = await nodes.updateStatus(own);
@@ -170,14 +276,46 @@ Deno.test("install manifests on a real control plane", async (t) => {
       );
       await refused(k8sNodes.patch("node-a", { spec: { unschedulable: true } }, { type: "merge" }));
 
-      // Pull secrets: one-shot get in the operator namespace, nothing else.
-      const secret = await daemon.resource<Secret>(Resources.secrets, OPERATOR_NAMESPACE).get(
-        "pull-secret",
+      // Secrets and Roles are not writable, not even the named Secret or its own Role.
+      await refused(daemonSecrets.patch(NAMED, { data: { x: btoa("y") } }, { type: "merge" }));
+      await refused(daemonSecrets.delete(NAMED));
+      await refused(
+        daemon.resource<Role>(Resources.roles, OPERATOR_NAMESPACE).patch(
+          DAEMON_PULL_SECRETS_ROLE,
+          { rules: [{ apiGroups: [""], resources: ["secrets"], verbs: ["get", "list"] }] },
+          { type: "merge" },
+        ),
       );
-      assert.equal(secret.metadata?.name, "pull-secret");
-      await refused(daemon.resource<Secret>(Resources.secrets, OPERATOR_NAMESPACE).list());
-      await refused(daemon.resource<Secret>(Resources.secrets, "default").get("elsewhere"));
-      await refused(daemon.resource<Secret>(Resources.secrets, "kube-system").list());
+
+      // Events: created and patched in "default" (where events about BootcNodes go) only.
+      const events = daemon.resource<CoreEvent>(Resources.events, "default");
+      const created = await events.create(event("default", "daemon-test"));
+      assert.equal(created.metadata?.name, "daemon-test");
+      await events.patch("daemon-test", { count: 2 }, { type: "merge" });
+      await refused(events.delete("daemon-test"));
+      await refused(events.list());
+      await refused(
+        daemon.resource<CoreEvent>(Resources.events, OPERATOR_NAMESPACE).create(
+          event(OPERATOR_NAMESPACE, "daemon-test"),
+        ),
+      );
+      await refused(
+        daemon.resource<CoreEvent>(Resources.events, "kube-system").create(
+          event("kube-system", "daemon-test"),
+        ),
+      );
+    });
+
+    await t.step("with no pull Secret named, the daemon's Role grants nothing again", async () => {
+      // An empty resourceNames would grant every Secret: the controller removes the rule.
+      named = [];
+      await access.ensure();
+      assert.deepEqual((await daemonRole()).rules ?? [], []);
+      await waitFor(() => daemonSecrets.get(NAMED).then(() => false, (e) => isForbidden(e)), {
+        timeoutMs: 30_000,
+        message: "the daemon is refused the formerly named Secret",
+      });
+      await refused(daemonSecrets.get(UNNAMED));
     });
 
     await t.step(
@@ -230,8 +368,6 @@ Deno.test("install manifests on a real control plane", async (t) => {
     });
 
     await t.step("the controller's account does its job and nothing more", async () => {
-      const controller = await clientFor(cp, CONTROLLER_SA);
-      clients.push(controller);
       // Allowed: what the reconciler does.
       const nodes = controller.resource<Node>(Resources.nodes);
       assert.ok((await nodes.list()).items.length >= 2);
@@ -245,8 +381,20 @@ Deno.test("install manifests on a real control plane", async (t) => {
         { type: "merge" },
       );
       await bootcNodes.delete("node-c");
+      // Its one status write on BootcNodes: the Stalled condition.
+      await bootcNodes.patch(
+        "node-a",
+        { status: { conditions: [] } },
+        { type: "merge", subresource: "status" },
+      );
       await controller.resource(Resources.bootcNodePools).list();
-      await controller.resource<Secret>(Resources.secrets, "default").get("elsewhere");
+      // Secrets: in the operator namespace only (pull secrets live there).
+      const secrets = controller.resource<Secret>(Resources.secrets, OPERATOR_NAMESPACE);
+      assert.deepEqual(
+        (await secrets.list()).items.map((s) => s.metadata?.name).sort(),
+        [NAMED, UNNAMED].sort(),
+      );
+      assert.equal(await first(secrets.watch()), true);
       await controller.resource(Resources.pods).list();
       await controller.resource(Resources.poddisruptionbudgets).list();
       await controller.resource(Resources.leases, OPERATOR_NAMESPACE).create({
@@ -268,20 +416,41 @@ Deno.test("install manifests on a real control plane", async (t) => {
         } as Pod),
       );
       await refused(controller.resource(Resources.pods, "default").delete("anything"));
+      await refused(controller.resource<Secret>(Resources.secrets, "default").get("elsewhere"));
+      await refused(controller.resource<Secret>(Resources.secrets).list());
       await refused(controller.resource<Secret>(Resources.secrets, "default").delete("elsewhere"));
+      await refused(secrets.patch(NAMED, { data: { x: btoa("y") } }, { type: "merge" }));
+      // Roles: the daemon's pull-secret Role only, get and update only.
+      const roles = controller.resource<Role>(Resources.roles, OPERATOR_NAMESPACE);
+      await refused(roles.list());
+      await refused(roles.get("bootc-operator-controller-leader-election"));
+      await refused(
+        roles.patch("bootc-operator-controller-leader-election", {
+          rules: [{ apiGroups: ["*"], resources: ["*"], verbs: ["*"] }],
+        }, { type: "merge" }),
+      );
+      await refused(
+        roles.create({
+          apiVersion: "rbac.authorization.k8s.io/v1",
+          kind: "Role",
+          metadata: { name: "more", namespace: OPERATOR_NAMESPACE },
+        } as Role),
+      );
+      await refused(roles.delete(DAEMON_PULL_SECRETS_ROLE));
+      // Nor can it grant the daemons more than it holds itself (RBAC's escalation check).
+      const daemonRoleNow = await roles.get(DAEMON_PULL_SECRETS_ROLE);
+      await refused(
+        roles.update({
+          ...daemonRoleNow,
+          rules: [{ apiGroups: [""], resources: ["configmaps"], verbs: ["get"] }],
+        }),
+      );
       await refused(
         controller.resource(Resources.bootcNodePools).create({
           apiVersion: "node.bootc.dev/v1alpha1",
           kind: "BootcNodePool",
           metadata: { name: "not-yours" },
         }),
-      );
-      await refused(
-        controller.resource(Resources.bootcNodes).patch(
-          "node-a",
-          { status: { bootcVersion: "0" } },
-          { type: "merge", subresource: "status" },
-        ),
       );
       await refused(controller.resource(Resources.leases, "kube-system").list());
       await refused(controller.resource(Resources.clusterroles).list());

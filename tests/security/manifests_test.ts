@@ -33,11 +33,15 @@ Deno.test("install.yaml holds the namespace, CRDs, RBAC, policy and workloads, i
     "ClusterRoleBinding/bootc-operator-controller",
     "Role/bootc-operator-controller-leader-election",
     "RoleBinding/bootc-operator-controller-leader-election",
+    "Role/bootc-operator-controller-pull-secrets",
+    "RoleBinding/bootc-operator-controller-pull-secrets",
     "ServiceAccount/bootc-operator-daemon",
     "ClusterRole/bootc-operator-daemon",
     "ClusterRoleBinding/bootc-operator-daemon",
     "Role/bootc-operator-daemon-pull-secrets",
     "RoleBinding/bootc-operator-daemon-pull-secrets",
+    "Role/bootc-operator-daemon-events",
+    "RoleBinding/bootc-operator-daemon-events",
     "ValidatingAdmissionPolicy/bootc-operator-daemon-own-node",
     "ValidatingAdmissionPolicyBinding/bootc-operator-daemon-own-node",
     "Deployment/bootc-operator-controller",
@@ -45,7 +49,11 @@ Deno.test("install.yaml holds the namespace, CRDs, RBAC, policy and workloads, i
   ]);
   const namespaced = ["ServiceAccount", "Role", "RoleBinding", "Deployment", "DaemonSet"];
   for (const o of objects.filter((o) => namespaced.includes(o.kind))) {
-    assert.equal(o.metadata.namespace, OPERATOR_NAMESPACE, `${o.kind}/${o.metadata.name}`);
+    // Events about cluster-scoped objects live in "default": the daemon may write them there.
+    const want = o.metadata.name === "bootc-operator-daemon-events"
+      ? "default"
+      : OPERATOR_NAMESPACE;
+    assert.equal(o.metadata.namespace, want, `${o.kind}/${o.metadata.name}`);
   }
   // Every source is in install.yaml (a new source file must be added to MANIFEST_SOURCES).
   const listed = new Set<string>(["namespace.yaml", "kustomization.yaml", "install.yaml"]);
@@ -75,9 +83,6 @@ Deno.test("the controller's roles grant exactly the verbs it uses", async () => 
     "core/pods/eviction:create",
     "core/pods:list",
     "core/pods:watch",
-    "core/secrets:get",
-    "core/secrets:list",
-    "core/secrets:watch",
     "node.bootc.dev/bootcnodepools/finalizers:update",
     "node.bootc.dev/bootcnodepools/status:patch",
     "node.bootc.dev/bootcnodepools/status:update",
@@ -85,6 +90,8 @@ Deno.test("the controller's roles grant exactly the verbs it uses", async () => 
     "node.bootc.dev/bootcnodepools:list",
     "node.bootc.dev/bootcnodepools:patch",
     "node.bootc.dev/bootcnodepools:watch",
+    "node.bootc.dev/bootcnodes/status:patch",
+    "node.bootc.dev/bootcnodes/status:update",
     "node.bootc.dev/bootcnodes:create",
     "node.bootc.dev/bootcnodes:delete",
     "node.bootc.dev/bootcnodes:get",
@@ -102,24 +109,41 @@ Deno.test("the controller's roles grant exactly the verbs it uses", async () => 
     "coordination.k8s.io/leases:get",
     "coordination.k8s.io/leases:update",
   ]);
+  // Secrets: only in the operator namespace; the one Role it writes is the daemon's.
+  const pullSecrets = find(objects, "Role", "bootc-operator-controller-pull-secrets") as Any;
+  assert.deepEqual(flattenRules(pullSecrets.rules), [
+    "core/secrets:get",
+    "core/secrets:list",
+    "core/secrets:watch",
+    "rbac.authorization.k8s.io/roles:get[bootc-operator-daemon-pull-secrets]",
+    "rbac.authorization.k8s.io/roles:update[bootc-operator-daemon-pull-secrets]",
+  ]);
   assertBoundTo(objects, "ClusterRoleBinding", CONTROLLER_SA, CONTROLLER_SA);
   assertBoundTo(objects, "RoleBinding", "bootc-operator-controller-leader-election", CONTROLLER_SA);
+  assertBoundTo(objects, "RoleBinding", "bootc-operator-controller-pull-secrets", CONTROLLER_SA);
 });
 
-Deno.test("the daemon's roles grant its BootcNode, its status and pull secrets only", async () => {
+Deno.test("the daemon's roles: BootcNodes, their status, Nodes by name, events; no Secret", async () => {
   const objects = await readInstall();
   const cluster = find(objects, "ClusterRole", DAEMON_SA) as Any;
   assert.deepEqual(flattenRules(cluster.rules), [
+    "core/nodes:get",
     "node.bootc.dev/bootcnodes/status:patch",
     "node.bootc.dev/bootcnodes/status:update",
     "node.bootc.dev/bootcnodes:get",
     "node.bootc.dev/bootcnodes:list",
     "node.bootc.dev/bootcnodes:watch",
   ]);
+  // The pull-secret Role ships without rules: the controller fills in the Secrets pools name
+  // (and re-applying the manifest server-side leaves them alone).
   const secrets = find(objects, "Role", "bootc-operator-daemon-pull-secrets") as Any;
-  assert.deepEqual(flattenRules(secrets.rules), ["core/secrets:get"]);
+  assert.equal(secrets.rules, undefined);
+  const events = find(objects, "Role", "bootc-operator-daemon-events") as Any;
+  assert.equal(events.metadata.namespace, "default");
+  assert.deepEqual(flattenRules(events.rules), ["core/events:create", "core/events:patch"]);
   assertBoundTo(objects, "ClusterRoleBinding", DAEMON_SA, DAEMON_SA);
   assertBoundTo(objects, "RoleBinding", "bootc-operator-daemon-pull-secrets", DAEMON_SA);
+  assertBoundTo(objects, "RoleBinding", "bootc-operator-daemon-events", DAEMON_SA);
 });
 
 Deno.test("the admission policy applies to the daemon's writes of BootcNodes and denies", async () => {
