@@ -8,6 +8,7 @@
 import assert from "node:assert/strict";
 import {
   ANNOTATION_IN_REBOOT_SLOT,
+  ANNOTATION_WAS_CORDONED,
   type BootcNode,
   type BootcNodePool,
   findCondition,
@@ -245,7 +246,8 @@ Deno.test("pool reconciler on a real control plane", async (t) => {
             );
             const b = await bn(n);
             assert.equal(b?.status?.booted?.image, NEW);
-            assert.equal(b?.metadata.annotations?.[ANNOTATION_IN_REBOOT_SLOT], undefined);
+            assert.equal(node.metadata?.annotations?.[ANNOTATION_IN_REBOOT_SLOT], undefined);
+            assert.equal(node.metadata?.annotations?.[ANNOTATION_WAS_CORDONED], undefined);
           }
           // Web pods were evicted; the mirror and DaemonSet pods were left alone.
           const pods = await cp.client.resource(Resources.pods, "apps").list();
@@ -290,7 +292,10 @@ Deno.test("pool reconciler on a real control plane", async (t) => {
       }, { timeoutMs: 30_000, message: "both staged while paused" });
       await new Promise((r) => setTimeout(r, 1500));
       for (const n of ["p1", "p2"]) {
-        assert.equal((await bn(n))?.metadata.annotations?.[ANNOTATION_IN_REBOOT_SLOT], undefined);
+        assert.equal(
+          (await nodesApi.get(n)).metadata?.annotations?.[ANNOTATION_IN_REBOOT_SLOT],
+          undefined,
+        );
       }
       const paused = await waitPool(
         "paused",
@@ -318,7 +323,10 @@ Deno.test("pool reconciler on a real control plane", async (t) => {
       );
       assert.match(cond(halted, "Degraded")!.message, /h1 reports Degraded; h2 reports Degraded/);
       await new Promise((r) => setTimeout(r, 1500));
-      assert.equal((await bn("h3"))?.metadata.annotations?.[ANNOTATION_IN_REBOOT_SLOT], undefined);
+      assert.equal(
+        (await nodesApi.get("h3")).metadata?.annotations?.[ANNOTATION_IN_REBOOT_SLOT],
+        undefined,
+      );
       const events = await cp.client.resource(Resources.events, "default").list();
       assert.ok(
         events.items.some((e) => (e as { reason?: string }).reason === "RolloutHalted"),
@@ -363,7 +371,10 @@ Deno.test("pool reconciler on a real control plane", async (t) => {
         const b = await bn("d1");
         return findCondition(b?.status?.conditions, "Idle")?.reason === "Rebooting";
       }, { timeoutMs: 30_000, message: "d1 rebooting in its slot" });
-      assert.equal((await bn("d2"))?.metadata.annotations?.[ANNOTATION_IN_REBOOT_SLOT], undefined);
+      assert.equal(
+        (await nodesApi.get("d2")).metadata?.annotations?.[ANNOTATION_IN_REBOOT_SLOT],
+        undefined,
+      );
       await cp.deleteNode("d1");
       const p = await waitPool(
         "deleting",
@@ -385,7 +396,8 @@ Deno.test("pool reconciler on a real control plane", async (t) => {
       await waitFor(async () => {
         const b = await bn("k1");
         const n = await nodesApi.get("k1");
-        return b?.metadata.annotations?.[ANNOTATION_IN_REBOOT_SLOT] !== undefined &&
+        return b !== undefined &&
+          n.metadata?.annotations?.[ANNOTATION_IN_REBOOT_SLOT] !== undefined &&
           n.spec?.unschedulable === true;
       }, { timeoutMs: 30_000, message: "k1 in its slot, cordoned, drain blocked" });
       await controller.stop();
