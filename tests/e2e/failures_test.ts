@@ -5,7 +5,8 @@
  */
 import assert from "node:assert/strict";
 import type { INode } from "kubernetes-models/v1/Node";
-import { type BootcNodePool, findCondition, holdsRebootSlot } from "../../lib/api/mod.ts";
+import { type BootcNodePool, findCondition } from "../../lib/api/mod.ts";
+import { slotHolders, waitSlots } from "./slots.ts";
 import { Resources } from "../../lib/kube/mod.ts";
 import { startStack } from "../harness/stack.ts";
 import {
@@ -87,10 +88,7 @@ Deno.test("failures: bad image, halt, blocked drain, conflicts, membership chang
       assert.equal(degradedPool.status?.degradedCount, 3);
       await new Promise((r) => setTimeout(r, 2000));
       assert.equal(stack.fleet.rebootCount, reboots, "no node rebooted");
-      assert.ok(
-        (await poolNodes(stack, "bad")).every((bn) => !holdsRebootSlot(bn)),
-        "no slot taken",
-      );
+      assert.deepEqual(await slotHolders(stack, "bad"), [], "no slot taken");
 
       // Fixing the image recovers the pool.
       await patchPoolSpec(stack, "bad", { image: { ref: `${repository}@${v2.digest}` } });
@@ -126,15 +124,11 @@ Deno.test("failures: bad image, halt, blocked drain, conflicts, membership chang
         findCondition(halted.status?.conditions, "Degraded")!.message,
         /halt-\d.*halt-\d/,
       );
-      const down = (await poolNodes(stack, "halt")).filter(holdsRebootSlot).map((bn) =>
-        bn.metadata.name
-      );
+      const down = (await slotHolders(stack, "halt")).map((h) => h.name);
       assert.equal(down.length, 2);
       // No third node is taken while halted.
       await new Promise((r) => setTimeout(r, 3000));
-      const stillInSlot = (await poolNodes(stack, "halt")).filter(holdsRebootSlot).map((bn) =>
-        bn.metadata.name
-      );
+      const stillInSlot = (await slotHolders(stack, "halt")).map((h) => h.name);
       assert.deepEqual(stillInSlot.sort(), down.sort());
       const downMachines = nodes.filter((n) => stack.fleet.nodes.get(n)!.rebooting);
       assert.deepEqual(downMachines.sort(), down.sort(), "the slot holders are the dead machines");
@@ -243,13 +237,13 @@ Deno.test("failures: bad image, halt, blocked drain, conflicts, membership chang
       await stack.createPool("churn", poolSpec("churn", `${repository}@${v1.digest}`));
       await waitConverged(stack, "churn", v1.digest, 3);
       await patchPoolSpec(stack, "churn", { image: { ref: `${repository}@${v2.digest}` } });
-      const slotted = await waitNodes(
+      const slotted = await waitSlots(
         stack,
         "churn",
-        (bns) => bns.some(holdsRebootSlot),
+        (holders) => holders.length > 0,
         "one node should take a slot",
       );
-      const holder = slotted.find(holdsRebootSlot)!.metadata.name!;
+      const holder = slotted[0].name;
       // The slot holder's machine is deleted; a new node joins.
       await stack.fleet.removeNode(holder);
       await stack.fleet.addNode("churn-9", {

@@ -7,7 +7,8 @@
  */
 import assert from "node:assert/strict";
 import type { INode } from "kubernetes-models/v1/Node";
-import { ANNOTATION_DRAINED_AT, type BootcNode, holdsRebootSlot } from "../../lib/api/mod.ts";
+import { ANNOTATION_DRAINED_AT } from "../../lib/api/mod.ts";
+import { waitSlots } from "./slots.ts";
 import { Resources } from "../../lib/kube/mod.ts";
 import { type Stack, startStack } from "../harness/stack.ts";
 import {
@@ -22,8 +23,6 @@ import {
   waitNodes,
   waitPool,
 } from "./scenario.ts";
-
-const annotations = (bn: BootcNode) => bn.metadata.annotations ?? {};
 
 async function restartControllerAfterKill(stack: Stack, phase: string): Promise<void> {
   await stack.killController();
@@ -68,11 +67,10 @@ Deno.test("faults: controller killed in every phase, daemon killed, API server r
         );
         await restartControllerAfterKill(stack, "staging");
 
-        await waitNodes(
+        await waitSlots(
           stack,
           "faults",
-          (bns) =>
-            bns.some((bn) => holdsRebootSlot(bn) && !(ANNOTATION_DRAINED_AT in annotations(bn))),
+          (holders) => holders.some((h) => !(ANNOTATION_DRAINED_AT in h.annotations)),
           "a node draining",
         );
         await restartControllerAfterKill(stack, "draining");
@@ -85,11 +83,10 @@ Deno.test("faults: controller killed in every phase, daemon killed, API server r
         );
         await restartControllerAfterKill(stack, "rebooting");
 
-        await waitNodes(
+        await waitSlots(
           stack,
           "faults",
-          (bns) =>
-            bns.some((bn) => holdsRebootSlot(bn) && bn.status?.booted?.imageDigest === v2.digest),
+          (holders) => holders.some((h) => h.bn.status?.booted?.imageDigest === v2.digest),
           "a node back on the target, waiting to be uncordoned",
         );
         await restartControllerAfterKill(stack, "uncordoning");
@@ -118,7 +115,7 @@ Deno.test("faults: controller killed in every phase, daemon killed, API server r
 
     await step(t, "the API server restarted mid-rollout", async () => {
       await patchPoolSpec(stack, "faults", { image: { ref: `${repository}@${v2.digest}` } });
-      await waitNodes(stack, "faults", (bns) => bns.some(holdsRebootSlot), "a node in a slot");
+      await waitSlots(stack, "faults", (h) => h.length > 0, "a node in a slot");
       await stack.cp.restartApiServer();
       await waitConverged(stack, "faults", v2.digest, 4, 180_000);
       await assertInvariants(stack, nodes);
@@ -126,7 +123,7 @@ Deno.test("faults: controller killed in every phase, daemon killed, API server r
 
     await step(t, "etcd compacted mid-rollout", async () => {
       await patchPoolSpec(stack, "faults", { image: { ref: `${repository}@${v1.digest}` } });
-      await waitNodes(stack, "faults", (bns) => bns.some(holdsRebootSlot), "a node in a slot");
+      await waitSlots(stack, "faults", (h) => h.length > 0, "a node in a slot");
       const revision = await stack.cp.compactEtcd();
       assert.ok(revision > 0);
       // Watches resumed from a compacted revision must relist (410 Gone).

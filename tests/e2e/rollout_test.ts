@@ -6,7 +6,8 @@
 import assert from "node:assert/strict";
 import type { IEvent as CoreEvent } from "kubernetes-models/v1/Event";
 import type { INode } from "kubernetes-models/v1/Node";
-import { findCondition, holdsRebootSlot } from "../../lib/api/mod.ts";
+import { findCondition } from "../../lib/api/mod.ts";
+import { waitSlots } from "./slots.ts";
 import { Resources } from "../../lib/kube/mod.ts";
 import { startStack } from "../harness/stack.ts";
 import { waitFor } from "../harness/wait.ts";
@@ -152,7 +153,7 @@ Deno.test("rollouts: full, rollback, pause/resume, rollover, soft reboot", async
           return res?.ok;
         }, { timeoutMs: 30_000, message: "standby controller ready" });
         await patchPoolSpec(stack, "main", { image: { ref: `${repository}@${v2.digest}` } });
-        await waitNodes(stack, "main", (bns) => bns.some(holdsRebootSlot), "a node in a slot");
+        await waitSlots(stack, "main", (h) => h.length > 0, "a node in a slot");
         await stack.killController();
         // Lease expiry (15 s) + takeover, then the rest of the rollout.
         await waitConverged(stack, "main", v2.digest, 5, 180_000);
