@@ -16,6 +16,7 @@ import {
   type BootcNodePool,
   findCondition,
   holdsRebootSlot,
+  isDisrupted,
 } from "../../lib/api/mod.ts";
 import { Resources } from "../../lib/kube/mod.ts";
 import { type Stack, startStack } from "../harness/stack.ts";
@@ -118,7 +119,7 @@ function render(stack: Stack, snap: Snapshot, started: number): string[] {
       versionOf(stack, bn.status?.booted?.imageDigest).padEnd(7),
       versionOf(stack, bn.status?.staged?.imageDigest).padEnd(7),
       (idle?.reason ?? "Pending").padEnd(11),
-      (holdsRebootSlot(bn) ? "yes" : "").padEnd(5),
+      (holdsRebootSlot(node ?? {}) ? "yes" : "").padEnd(5),
       (node?.spec?.unschedulable ? "yes" : "").padEnd(9),
       (ready ? "yes" : "no").padEnd(6),
       deg?.status === "True" ? `yes: ${deg.message.slice(0, 60)}` : "",
@@ -140,8 +141,7 @@ function converged(snap: Snapshot, digest: string, nodes: number): boolean {
   return pool?.status?.targetDigest === digest &&
     findCondition(pool.status.conditions, "UpToDate")?.status === "True" &&
     pool.status.nodeCount === nodes && pool.status.updatedCount === nodes &&
-    snap.bootcNodes.every((bn) => !holdsRebootSlot(bn)) &&
-    snap.nodes.every((n) => !n.spec?.unschedulable);
+    snap.nodes.every((n) => !isDisrupted(n) && !n.spec?.unschedulable);
 }
 
 /** When the first node entered a slot after `since`. */

@@ -11,6 +11,7 @@ import {
   type BootcNodePool,
   findCondition,
   holdsRebootSlot,
+  isDisrupted,
   LABEL_POOL,
 } from "../../lib/api/mod.ts";
 import { Resources } from "../../lib/kube/mod.ts";
@@ -60,10 +61,17 @@ export async function poolNodes(stack: Stack, pool: string): Promise<BootcNode[]
   return list.items;
 }
 
+/** Every Node by name (the operator's disruption record lives on the Node). */
+export async function nodesByName(stack: Stack): Promise<Map<string, INode>> {
+  const list = await stack.cp.client.resource<INode>(Resources.nodes).list();
+  return new Map(list.items.map((n) => [n.metadata?.name ?? "", n]));
+}
+
 /** Short text of the pool and its nodes, for failure messages. */
 export async function describePool(stack: Stack, pool: string): Promise<string> {
   const p = await getPool(stack, pool).catch(() => undefined);
   const nodes = await poolNodes(stack, pool).catch(() => []);
+  const nodeObjects = await nodesByName(stack).catch(() => new Map<string, INode>());
   const conditions = (p?.status?.conditions ?? []).map((c) =>
     `${c.type}=${c.status}/${c.reason}: ${c.message}`
   ).join("; ");
@@ -75,7 +83,7 @@ export async function describePool(stack: Stack, pool: string): Promise<string> 
       `idle=${idle?.reason} degraded=${deg?.status}${
         deg?.status === "True" ? `(${deg.message})` : ""
       }` +
-      `${holdsRebootSlot(bn) ? " [slot]" : ""}`;
+      `${holdsRebootSlot(nodeObjects.get(bn.metadata.name ?? "") ?? {}) ? " [slot]" : ""}`;
   });
   return `pool ${pool}: target=${p?.status?.targetDigest?.slice(7, 19)} ${conditions}\n  ` +
     rows.join("\n  ") + `\n  fleet errors: ${stack.fleet.errors.join("; ") || "none"}`;
@@ -83,7 +91,7 @@ export async function describePool(stack: Stack, pool: string): Promise<string> 
 
 /**
  * Waits until the pool targets `digest`, every one of its `count` nodes boots
- * it, UpToDate is True, and no slot or cordon of ours is left.
+ * it, UpToDate is True, and no Node of it carries any of the disruption record.
  */
 export async function waitConverged(
   stack: Stack,
@@ -98,12 +106,13 @@ export async function waitConverged(
     async () => {
       const p = await getPool(stack, pool);
       const nodes = await poolNodes(stack, pool);
+      const nodeObjects = await nodesByName(stack);
       const upToDate = findCondition(p.status?.conditions, "UpToDate");
       const ok = p.status?.targetDigest === digest && upToDate?.status === "True" &&
         nodes.length === count &&
         nodes.every((bn) =>
           bn.status?.booted?.imageDigest === digest &&
-          !holdsRebootSlot(bn)
+          !isDisrupted(nodeObjects.get(bn.metadata.name ?? "") ?? {})
         );
       return ok ? p : undefined;
     },

@@ -6,19 +6,28 @@
  * The supervisor also plays the machine: when a host's bootc asked systemd for a
  * reboot, the "machine goes down" (daemon and bootc killed, Node NotReady), the
  * simulator reboots the deployments, and the machine comes back (Node Ready,
- * daemon restarted). Every reboot is reported to the invariant tracker together
- * with the pods still on the node, so "no reboot without a finished drain" is
- * checked at the moment it matters.
+ * daemon restarted).
+ *
+ * It also judges every `bootc … --apply` at the moment it is invoked: hosts run
+ * with the simulator's apply gate on, so an apply records its invocation and
+ * waits; the supervisor notices it within 25 ms, reads the Node, the BootcNode
+ * and the node's pods from the API (GET/LIST, not a cache), hands them to the
+ * invariant tracker ({@linkcode InvariantTracker.observeApply}) and only then
+ * releases the apply. The reboot it asks for therefore always comes after its
+ * verdict, and the verdict is on the facts of the invocation, not on whatever
+ * the controller changed by the time the machine goes down. See "Judging an
+ * apply" in invariants.ts.
  *
  * @module
  */
 import type { INode } from "kubernetes-models/v1/Node";
 import type { IPod } from "kubernetes-models/v1/Pod";
 import { type BootcNode, LABEL_MANAGED } from "../../lib/api/mod.ts";
-import { Resources } from "../../lib/kube/mod.ts";
+import { isNotFound, Resources } from "../../lib/kube/mod.ts";
+import type { ApplyRecord } from "../bootc_sim/apply_gate.ts";
 import { SimulatedHost } from "../bootc_sim/host.ts";
 import type { ControlPlane } from "./control_plane.ts";
-import type { InvariantTracker } from "./invariants.ts";
+import { type ApplyVerdict, InvariantTracker } from "./invariants.ts";
 import { type ManagedProcess, startProcess } from "./process.ts";
 
 /** Options of {@linkcode Fleet}. */
@@ -30,7 +39,7 @@ export interface FleetOptions {
   logDir: string;
   /** How long a (hard) reboot keeps the node down (default 300 ms). */
   rebootDelayMs?: number;
-  /** Receives every reboot with the pods left on the node. */
+  /** Judges every apply at invocation and is told of every reboot. */
   tracker?: InvariantTracker;
   /** Kubeconfig the daemon of `node` runs with (default: the admin kubeconfig). */
   kubeconfigFor?: (node: string) => Promise<string>;
@@ -42,9 +51,16 @@ export interface FleetOptions {
 
 /** Something the fleet supervisor did. */
 export interface FleetEvent {
-  type: "daemon-started" | "daemon-stopped" | "reboot-started" | "reboot-finished";
+  type:
+    | "daemon-started"
+    | "daemon-stopped"
+    | "apply-judged"
+    | "reboot-started"
+    | "reboot-finished";
   node: string;
   soft?: boolean;
+  /** For `apply-judged`: the verdict. */
+  verdict?: ApplyVerdict;
 }
 
 /** Options of {@linkcode Fleet.addNode}. */
@@ -86,6 +102,9 @@ export class Fleet {
   #abort = new AbortController();
   #loop?: Promise<void>;
   #busy = new Set<Promise<unknown>>();
+  #gateLoop?: Promise<void>;
+  /** Invocation ids being judged or judged (so each is judged once). */
+  #judging = new Set<string>();
   /** Reboots performed so far. */
   rebootCount = 0;
   /** Node writes the supervisor itself made (readiness flips), to tell them from the operator's. */
@@ -106,6 +125,7 @@ export class Fleet {
       softRebootCapable: options.softRebootCapable,
       bootcVersion: options.bootcVersion,
       insecureRegistries: options.insecureRegistries,
+      applyGate: true,
     });
     await cp.createNode(name, {
       labels: options.labels,
@@ -146,6 +166,7 @@ export class Fleet {
   /** Starts supervising (DaemonSet emulation and reboots). */
   start(): void {
     this.#loop ??= this.#supervise();
+    this.#gateLoop ??= this.#gate();
   }
 
   /** SIGKILLs a node's daemon; it is restarted by the supervisor unless `keepDown`. */
@@ -207,11 +228,86 @@ export class Fleet {
     }
   }
 
-  #track(work: Promise<unknown>): void {
+  #track(work: Promise<unknown>, what = "reboot"): void {
     const tracked = work.catch((error) => {
-      this.errors.push(`reboot: ${error instanceof Error ? error.message : error}`);
+      if (this.#abort.signal.aborted) return;
+      this.errors.push(`${what}: ${error instanceof Error ? error.message : error}`);
     }).finally(() => this.#busy.delete(tracked));
     this.#busy.add(tracked);
+  }
+
+  /** Finds new apply invocations (the simulator holds them until judged) and judges each once. */
+  async #gate(): Promise<void> {
+    const signal = this.#abort.signal;
+    while (!signal.aborted) {
+      for (const member of [...this.nodes.values()]) {
+        let pending: ApplyRecord[];
+        try {
+          pending = await member.host.pendingApplies();
+        } catch {
+          continue; // the host is being removed
+        }
+        for (const invocation of pending) {
+          if (this.#judging.has(invocation.id)) continue;
+          this.#judging.add(invocation.id);
+          this.#track(this.#judge(member, invocation), "apply verdict");
+        }
+      }
+      await abortableSleep(25, signal);
+    }
+  }
+
+  /** Reads the facts of an apply invocation from the API, has them judged, releases the apply. */
+  async #judge(member: FleetNode, invocation: ApplyRecord): Promise<void> {
+    const signal = this.#abort.signal;
+    const client = this.#options.controlPlane.client;
+    const getOrNone = async <T>(fn: () => Promise<T>): Promise<T | undefined> => {
+      try {
+        return await fn();
+      } catch (error) {
+        if (isNotFound(error)) return undefined;
+        throw error;
+      }
+    };
+    const [node, bootcNode] = await retry(() =>
+      Promise.all([
+        getOrNone(() => client.resource<INode>(Resources.nodes).get(member.name)),
+        getOrNone(() => client.resource<BootcNode>(Resources.bootcNodes).get(member.name)),
+      ]), signal);
+    const evictablePods = await retry(() => this.#evictablePods(member.name), signal);
+    const tracker = this.#options.tracker;
+    let verdict: ApplyVerdict = {
+      allowed: true,
+      reason: "Unchecked",
+      message: "the fleet runs without an invariant tracker",
+    };
+    if (tracker) {
+      const observation = {
+        node: member.name,
+        id: invocation.id,
+        command: invocation.command,
+        invokedAt: Date.parse(invocation.invokedAt),
+        read: { node, bootcNode },
+        evictablePods,
+      };
+      // Only when the read alone does not authorize it does the history matter: then let the
+      // watch deliver every version up to the read first (it may lag on a loaded machine).
+      if (!InvariantTracker.authorizedByRead(observation)) {
+        const deadline = Date.now() + 60_000;
+        while (!tracker.caughtUp(observation) && Date.now() < deadline && !signal.aborted) {
+          await abortableSleep(50, signal);
+        }
+      }
+      verdict = tracker.observeApply(observation);
+    }
+    try {
+      await member.host.answerApply(invocation.id, verdict);
+    } catch (error) {
+      // A node removed meanwhile has no host left to answer (its apply died with it).
+      if (this.nodes.get(member.name) === member) throw error;
+      return;
+    }
+    this.#options.onEvent?.({ type: "apply-judged", node: member.name, verdict });
   }
 
   async #startDaemon(member: FleetNode): Promise<void> {
@@ -251,12 +347,14 @@ export class Fleet {
     try {
       const request = await member.host.rebootRequest();
       const soft = request?.soft ?? false;
-      if (!options.unexpected) {
-        const pods = await retry(() => this.#evictablePods(member.name));
-        const current = await retry(() =>
-          cp.client.resource<BootcNode>(Resources.bootcNodes).get(member.name)
-        );
-        this.#options.tracker?.observeReboot(member.name, pods, current);
+      const planned = !options.unexpected;
+      if (planned) {
+        // The apply that asked for this reboot was judged when it was invoked (see #judge).
+        this.#options.tracker?.observeReboot(member.name, {
+          invocation: request?.invocation,
+          command: request?.command,
+        });
+        this.#options.tracker?.setMachineDown(member.name, true);
       }
       this.#options.onEvent?.({ type: "reboot-started", node: member.name, soft });
       // The machine goes down: the daemon and the bootc process waiting for systemd die.
@@ -272,6 +370,7 @@ export class Fleet {
       }
       await retry(() => cp.setNodeReady(member.name, true));
       this.nodeWrites++;
+      if (planned) this.#options.tracker?.setMachineDown(member.name, false);
       member.reboots++;
       this.rebootCount++;
       this.#options.onEvent?.({ type: "reboot-finished", node: member.name, soft });
@@ -296,6 +395,7 @@ export class Fleet {
   async stop(): Promise<void> {
     this.#abort.abort();
     await this.#loop?.catch(() => {});
+    await this.#gateLoop?.catch(() => {});
     await Promise.allSettled([...this.#busy]);
     await Promise.allSettled(
       [...this.nodes.values()].map(async (m) => {
@@ -308,16 +408,30 @@ export class Fleet {
 }
 
 /** Retries `fn` for up to a minute: the API server may be restarting under a fault scenario. */
-async function retry<T>(fn: () => Promise<T>): Promise<T> {
+async function retry<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
   const deadline = Date.now() + 60_000;
   for (;;) {
     try {
       return await fn();
     } catch (error) {
-      if (Date.now() > deadline) throw error;
-      await new Promise((r) => setTimeout(r, 250));
+      if (Date.now() > deadline || signal?.aborted) throw error;
+      await abortableSleep(250, signal);
     }
   }
+}
+
+/** Sleeps `ms`, or less when `signal` aborts. */
+function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
+  });
 }
 
 /** SIGKILLs every process whose command line names the host's root (its bootc calls). */
