@@ -1,12 +1,25 @@
 /**
  * The daemon as a real child process against a real API server (etcd +
  * kube-apiserver with the CRDs), the bootc simulator and a real registry.
+ * The harness plays the controller: it creates the pool-owned BootcNodes and
+ * the Nodes, and writes the reboot slot and drain annotations on a Node before
+ * it asks for Booted.
  */
 import assert from "node:assert/strict";
 import type { ISecret } from "kubernetes-models/v1/Secret";
-import { type BootcNode, findCondition } from "../lib/api/mod.ts";
+import {
+  ANNOTATION_DRAINED_AT,
+  ANNOTATION_DRAINED_FOR,
+  ANNOTATION_IN_REBOOT_SLOT,
+  ANNOTATION_SLOT_POOL,
+  ANNOTATION_WAS_CORDONED,
+  type BootcNode,
+  type BootcNodePool,
+  findCondition,
+} from "../lib/api/mod.ts";
+import type { CoreEvent } from "../lib/kube/events.ts";
 import { Resources } from "../lib/kube/resources.ts";
-import type { ResourceClient } from "../lib/kube/types.ts";
+import type { KubeObject, ResourceClient } from "../lib/kube/types.ts";
 import { SimulatedHost } from "../tests/bootc_sim/mod.ts";
 import { type ControlPlane, startControlPlane } from "../tests/harness/control_plane.ts";
 import { startRegistry, type TestRegistry } from "../tests/harness/registry.ts";
@@ -16,6 +29,10 @@ import { waitFor } from "../tests/harness/wait.ts";
 const MAIN = Deno.env.get("DAEMON_ENTRY") ?? new URL("./main.ts", import.meta.url).pathname;
 const CRDS = new URL("../crds/", import.meta.url).pathname;
 const NAMESPACE = "bootc-operator";
+const POOL_NAME = "workers";
+
+/** What the test writes and reads of a core/v1 Node. */
+type CoreNode = KubeObject & { spec?: { unschedulable?: boolean } };
 
 /** A daemon child process; its JSON-lines log is kept for failure messages. */
 class DaemonProcess {
@@ -122,6 +139,39 @@ Deno.test({
       Resources.secrets,
       NAMESPACE,
     );
+    const coreNodes = cp.client.resource<CoreNode>(Resources.nodes);
+    const events = cp.client.resource<CoreEvent>(Resources.events, "default");
+    // The pool that owns the BootcNodes (no controller runs: the test plays its part).
+    const pools = cp.client.resource<BootcNodePool>(Resources.bootcNodePools);
+    await waitFor(() => pools.list().then(() => true, () => false), {
+      timeoutMs: 30_000,
+      message: "the CRDs are served",
+    });
+    const pool = await pools.create({
+      apiVersion: "node.bootc.dev/v1alpha1",
+      kind: "BootcNodePool",
+      metadata: { name: POOL_NAME },
+      spec: {
+        nodeSelector: { matchLabels: { "bootc.dev/test-pool": "none" } },
+        image: { ref: "registry.example/os:latest" },
+        rollout: {
+          maxUnavailable: 1,
+          paused: true,
+          drainTimeoutSeconds: 600,
+          rebootTimeoutSeconds: 1800,
+          minReadySeconds: 0,
+        },
+        disruption: { rebootPolicy: "RebootOnly" },
+      },
+    });
+    const ownerReferences = [{
+      apiVersion: "node.bootc.dev/v1alpha1",
+      kind: "BootcNodePool",
+      name: POOL_NAME,
+      uid: pool.metadata.uid!,
+      controller: true,
+      blockOwnerDeletion: true,
+    }];
     const repo = `${registry.host}/os`;
     const pushed = await Promise.all(
       ["1", "2", "3"].map((v) =>
@@ -155,14 +205,21 @@ Deno.test({
     ) => {
       await bootcNodes.patch(node.name, { spec }, { type: "merge" });
     };
-    const newNode = async (name: string, image: string, spec: Partial<BootcNode["spec"]> = {}) => {
+    /** A host, its Node, and its BootcNode (owned by the pool unless `owned` is false). */
+    const newNode = async (
+      name: string,
+      image: string,
+      spec: Partial<BootcNode["spec"]> = {},
+      { owned = true } = {},
+    ) => {
       const host = await SimulatedHost.create({ image });
       const node: Node = { name, host };
       nodes.push(node);
+      await coreNodes.create({ apiVersion: "v1", kind: "Node", metadata: { name } });
       await bootcNodes.create({
         apiVersion: "node.bootc.dev/v1alpha1",
         kind: "BootcNode",
-        metadata: { name },
+        metadata: { name, ...(owned ? { ownerReferences } : {}) },
         spec: {
           desiredImage: image,
           desiredImageState: "Staged",
@@ -172,6 +229,45 @@ Deno.test({
       });
       return node;
     };
+    /** The controller's part before Booted: slot and cordon, then (optionally) the finished drain. */
+    const grantSlot = async (node: Node, drainedFor?: string) => {
+      const annotations: Record<string, string> = {
+        [ANNOTATION_IN_REBOOT_SLOT]: new Date().toISOString().replace(/\.\d{3}Z$/, "Z"),
+        [ANNOTATION_SLOT_POOL]: POOL_NAME,
+        [ANNOTATION_WAS_CORDONED]: "false",
+      };
+      if (drainedFor) {
+        annotations[ANNOTATION_DRAINED_AT] = annotations[ANNOTATION_IN_REBOOT_SLOT];
+        annotations[ANNOTATION_DRAINED_FOR] = drainedFor;
+      }
+      await coreNodes.patch(node.name, {
+        metadata: { annotations },
+        spec: { unschedulable: true },
+      }, { type: "merge" });
+    };
+    /** The controller's release after the reboot: record removed, uncordoned, Staged again. */
+    const release = async (node: Node) => {
+      const annotations = Object.fromEntries(
+        [
+          ANNOTATION_IN_REBOOT_SLOT,
+          ANNOTATION_SLOT_POOL,
+          ANNOTATION_WAS_CORDONED,
+          ANNOTATION_DRAINED_AT,
+          ANNOTATION_DRAINED_FOR,
+        ].map((k) => [k, null]),
+      );
+      await coreNodes.patch(node.name, {
+        metadata: { annotations },
+        spec: { unschedulable: null },
+      }, { type: "merge" });
+      await setSpec(node, { desiredImageState: "Staged" });
+    };
+    /** Events the daemon recorded on a BootcNode, by reason. */
+    const eventsOf = async (node: Node, reason: string) =>
+      (await events.list()).items.filter((e) =>
+        e.involvedObject.kind === "BootcNode" && e.involvedObject.name === node.name &&
+        e.reason === reason
+      );
     /** The harness's reboot: kill the daemon and the pending --apply, reboot, restart. */
     const reboot = async (node: Node) => {
       await node.daemon?.stop("SIGKILL");
@@ -221,18 +317,29 @@ Deno.test({
       assert.equal(n.status?.booted?.image, v1);
     });
 
-    await t.step("Booted → Rebooting (persisted) → reboot → Idle", async () => {
-      await setSpec(a, { desiredImageState: "Booted" });
-      const request = await a.host.waitForRebootRequest({ timeoutMs: 60_000 });
-      assert.deepEqual(request.command.slice(-3), ["switch", "--from-downloaded", "--apply"]);
-      const n = await get(a.name);
-      assert.equal(condition(n, "Idle"), "False/Rebooting", "persisted before the reboot");
-      await reboot(a);
-      const after = await waitForNode(a, (n) => condition(n, "Idle") === "True/Idle", "Idle");
-      assert.equal(after.status?.booted?.image, v3);
-      assert.equal(after.status?.rollback?.image, v1);
-      assert.equal(after.status?.staged, undefined);
-    });
+    await t.step(
+      "slot + drain for the target, Booted → Rebooting (persisted) → reboot → Idle",
+      async () => {
+        await grantSlot(a, v3);
+        await setSpec(a, { desiredImageState: "Booted" });
+        const request = await a.host.waitForRebootRequest({ timeoutMs: 60_000 });
+        assert.deepEqual(request.command.slice(-3), ["switch", "--from-downloaded", "--apply"]);
+        const n = await get(a.name);
+        assert.equal(condition(n, "Idle"), "False/Rebooting", "persisted before the reboot");
+        assert.equal(condition(n, "RebootAllowed"), "True/SlotAndDrain");
+        await reboot(a);
+        const after = await waitForNode(a, (n) => condition(n, "Idle") === "True/Idle", "Idle");
+        assert.equal(after.status?.booted?.image, v3);
+        assert.equal(after.status?.rollback?.image, v1);
+        assert.equal(after.status?.staged, undefined);
+        await release(a);
+        await waitForNode(
+          a,
+          (n) => condition(n, "RebootAllowed") === "False/NotRequested",
+          "RebootAllowed False/NotRequested once released",
+        );
+      },
+    );
 
     await t.step("kill -9 mid-stage, restart: staging resumes", async () => {
       await a.host.setPullDelayMs(3_000);
@@ -276,21 +383,27 @@ Deno.test({
       const windowMs = 20_000;
       await new Promise((r) => setTimeout(r, windowMs));
       const after = await apiMetrics(api);
-      const delta = (verb: string) =>
-        (after.requests.get(`bootcnodes|${verb}`) ?? 0) -
-        (before.requests.get(`bootcnodes|${verb}`) ?? 0);
-      const writes = ["POST", "PUT", "PATCH", "DELETE"].map(delta).reduce((x, y) => x + y, 0);
-      const reads = ["GET", "LIST"].map(delta).reduce((x, y) => x + y, 0);
+      const delta = (verb: string, resource = "bootcnodes") =>
+        (after.requests.get(`${resource}|${verb}`) ?? 0) -
+        (before.requests.get(`${resource}|${verb}`) ?? 0);
+      const writes = ["POST", "PUT", "PATCH", "DELETE"].map((v) => delta(v))
+        .reduce((x, y) => x + y, 0);
+      const reads = ["GET", "LIST"].map((v) => delta(v)).reduce((x, y) => x + y, 0);
+      const nodeReads = delta("GET", "nodes");
+      const eventWrites = delta("POST", "events") + delta("PATCH", "events");
       const rss = await rssKiB(a.daemon!.child.pid);
       console.log(
         `[idle ${windowMs / 1000}s] bootcnodes: open watches ${after.watches}, new watches ${
           delta("WATCH")
-        }, reads ${reads}, writes ${writes}; daemon RSS ${(rss / 1024).toFixed(1)} MiB`,
+        }, reads ${reads}, writes ${writes}; Node reads ${nodeReads}; event writes ${eventWrites}; ` +
+          `daemon RSS ${(rss / 1024).toFixed(1)} MiB`,
       );
       assert.equal(after.watches, 1, "exactly one open watch on bootcnodes");
       assert.equal(delta("WATCH"), 0);
       assert.equal(writes, 0);
       assert.equal(reads, 0);
+      assert.equal(nodeReads, 0, "the Node is read only when an apply is due");
+      assert.equal(eventWrites, 0);
     });
 
     await t.step("graceful SIGTERM", async () => {
@@ -328,8 +441,12 @@ Deno.test({
       assert.equal(status.booted.image, v3);
       assert.equal(status.staged.image, v2);
       assert.equal(status.autoUpdatesDisabled, true);
+      // Offline there is no Node to hold a reboot slot: the daemon would keep the image staged.
       const idle = findCondition(status.conditions, "Idle");
-      assert.equal(`${idle?.status}/${idle?.reason}`, "False/Rebooting");
+      assert.equal(`${idle?.status}/${idle?.reason}`, "False/Staged");
+      const allowed = findCondition(status.conditions, "RebootAllowed");
+      assert.equal(`${allowed?.status}/${allowed?.reason}`, "False/NoRebootSlot");
+      assert.match(allowed!.message, /offline evaluation/);
       // Nothing was applied: status is read-only.
       assert.equal(await a.host.rebootRequested(), false);
       const fromApi = await new Deno.Command(Deno.execPath(), {
@@ -361,7 +478,7 @@ Deno.test({
       await bootcNodes.create({
         apiVersion: "node.bootc.dev/v1alpha1",
         kind: "BootcNode",
-        metadata: { name: b.name },
+        metadata: { name: b.name, ownerReferences },
         spec: {
           desiredImage: `${authRepo}@${p2.digest}`,
           desiredImageState: "Staged",
@@ -428,7 +545,157 @@ Deno.test({
       );
       assert.match(findCondition(n.status?.conditions, "Degraded")!.message, /booted: null/);
       assert.equal((await c.host.readState()).state.staged, null);
+      await c.daemon!.stop("SIGKILL");
+      c.daemon = undefined;
     });
+
+    // Issue 12: the spec alone never reboots a node. node-g is staged; Booted is set by hand.
+    const g = await newNode("node-g", v1, { desiredImage: v2 });
+    /** Waits until the daemon has read its Node `n` more times (each re-check is one GET). */
+    const nodeReads = async () => (await apiMetrics(api)).requests.get("nodes|GET") ?? 0;
+    const waitNodeReads = async (node: Node, n: number) => {
+      const start = await nodeReads();
+      await waitFor(async () => (await nodeReads()) - start >= n, {
+        timeoutMs: 60_000,
+        intervalMs: 500,
+        message: () => `${n} re-checks of the Node\n${node.daemon?.tail()}`,
+      });
+    };
+    const assertNotApplied = async (node: Node, image: string) => {
+      const { state } = await node.host.readState();
+      assert.equal(state.rebootRequest, null, "no reboot was requested");
+      assert.equal(state.staged?.pullspec, image);
+      assert.equal(state.staged?.downloadOnly, true, "the image stays staged, locked");
+    };
+
+    await t.step(
+      "(a) Booted by hand, no reboot slot on the Node: never applied, RebootAllowed False/NoRebootSlot, event",
+      async () => {
+        start(g);
+        await waitForNode(g, (n) => condition(n, "Idle") === "False/Staged", "Staged");
+        await setSpec(g, { desiredImageState: "Booted" });
+        const n = await waitForNode(
+          g,
+          (n) => condition(n, "RebootAllowed") === "False/NoRebootSlot",
+          "RebootAllowed False/NoRebootSlot",
+        );
+        assert.equal(condition(n, "Idle"), "False/Staged");
+        assert.match(
+          findCondition(n.status?.conditions, "RebootAllowed")!.message,
+          /no reboot slot/,
+        );
+        const refused = await waitFor(async () => {
+          const list = await eventsOf(g, "RebootRefused");
+          return list.length > 0 ? list : undefined;
+        }, { timeoutMs: 30_000, message: "a RebootRefused event" });
+        assert.equal(refused[0].type, "Warning");
+        assert.match(refused[0].message, /^NoRebootSlot: /);
+        assert.equal(refused[0].source.component, "bootc-operator-daemon");
+        // The daemon keeps re-checking its Node (polls every 3 s): still nothing applied.
+        await waitNodeReads(g, 3);
+        await assertNotApplied(g, v2);
+        assert.equal(condition(await get(g.name), "Idle"), "False/Staged");
+      },
+    );
+
+    await t.step(
+      "(b) slot and cordon but no finished drain: AwaitingDrain, not applied",
+      async () => {
+        await grantSlot(g);
+        const n = await waitForNode(
+          g,
+          (n) => condition(n, "RebootAllowed") === "False/AwaitingDrain",
+          "RebootAllowed False/AwaitingDrain",
+        );
+        assert.equal(condition(n, "Idle"), "False/Staged");
+        await waitFor(
+          async () =>
+            (await eventsOf(g, "RebootRefused")).some((e) => /^AwaitingDrain: /.test(e.message)),
+          {
+            timeoutMs: 30_000,
+            message: "a RebootRefused event for AwaitingDrain",
+          },
+        );
+        // A drain recorded for another image does not count either.
+        await coreNodes.patch(g.name, {
+          metadata: {
+            annotations: {
+              [ANNOTATION_DRAINED_AT]: "2026-01-01T00:00:00Z",
+              [ANNOTATION_DRAINED_FOR]: v3,
+            },
+          },
+        }, { type: "merge" });
+        await waitForNode(
+          g,
+          (n) =>
+            /drain was for/.test(
+              findCondition(n.status?.conditions, "RebootAllowed")?.message ?? "",
+            ),
+          "AwaitingDrain naming the other image",
+        );
+        await waitNodeReads(g, 2);
+        await assertNotApplied(g, v2);
+      },
+    );
+
+    await t.step("(c) slot, cordon and drain finished for this image: applied", async () => {
+      await grantSlot(g, v2);
+      const request = await g.host.waitForRebootRequest({ timeoutMs: 60_000 });
+      assert.deepEqual(request.command.slice(-3), ["switch", "--from-downloaded", "--apply"]);
+      const n = await get(g.name);
+      assert.equal(condition(n, "Idle"), "False/Rebooting");
+      assert.equal(condition(n, "RebootAllowed"), "True/SlotAndDrain");
+      await waitFor(async () => (await eventsOf(g, "Rebooting")).length === 1, {
+        timeoutMs: 30_000,
+        message: "a Rebooting event",
+      });
+      await reboot(g);
+      const after = await waitForNode(g, (n) => condition(n, "Idle") === "True/Idle", "Idle");
+      assert.equal(after.status?.booted?.image, v2);
+      await g.daemon!.stop("SIGKILL");
+      g.daemon = undefined;
+    });
+
+    await t.step(
+      "(d) a hand-created BootcNode (no owner): nothing staged, Idle NotOwned, until a pool adopts it",
+      async () => {
+        const u = await newNode("node-u", v1, { desiredImage: v2 }, { owned: false });
+        start(u);
+        let n = await waitForNode(
+          u,
+          (n) => condition(n, "Idle") === "True/NotOwned" && n.status?.autoUpdatesDisabled === true,
+          "Idle True/NotOwned",
+        );
+        assert.match(
+          findCondition(n.status?.conditions, "Idle")!.message,
+          /not controlled by a BootcNodePool/,
+        );
+        // Even Booted with a Node that looks authorized changes nothing: the spec is not the controller's.
+        await grantSlot(u, v2);
+        await setSpec(u, { desiredImageState: "Booted" });
+        const generation = (await get(u.name)).metadata.generation;
+        n = await waitForNode(
+          u,
+          (n) =>
+            n.status?.observedGeneration === generation &&
+            condition(n, "RebootAllowed") === "False/NotOwned",
+          "the new spec observed, RebootAllowed False/NotOwned",
+        );
+        assert.equal(condition(n, "Idle"), "True/NotOwned");
+        const { state } = await u.host.readState();
+        assert.equal(state.staged, null, "nothing staged");
+        assert.equal(state.rebootRequest, null);
+        // A pool adopts it (metadata only), the controller's spec: the daemon starts working.
+        await release(u);
+        await bootcNodes.patch(u.name, { metadata: { ownerReferences } }, { type: "merge" });
+        n = await waitForNode(
+          u,
+          (n) => condition(n, "Idle") === "False/Staged" && n.status?.staged?.image === v2,
+          "Staged once owned",
+        );
+        assert.equal(condition(n, "RebootAllowed"), "False/NotRequested");
+      },
+    );
   } finally {
     for (const node of nodes) {
       await node.daemon?.stop("SIGKILL");
@@ -439,7 +706,7 @@ Deno.test({
   }
 });
 
-/** apiserver_request_total by `resource|verb`, and open WATCHes on bootcnodes. */
+/** apiserver_request_total by `resource|verb` (every resource), and open WATCHes on bootcnodes. */
 async function apiMetrics(
   cp: ControlPlane,
 ): Promise<{ requests: Map<string, number>; watches: number }> {
@@ -453,11 +720,11 @@ async function apiMetrics(
     const labels = Object.fromEntries(
       [...m[2].matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]),
     );
-    if (labels.resource !== "bootcnodes") continue;
-    if (m[1] === "apiserver_request_total") {
-      const key = `bootcnodes|${labels.verb}`;
+    if (m[1] === "apiserver_request_total" && labels.resource) {
+      const key = `${labels.resource}|${labels.verb}`;
       requests.set(key, (requests.get(key) ?? 0) + Number(m[3]));
     }
+    if (labels.resource !== "bootcnodes") continue;
     if (m[1] === "apiserver_longrunning_requests" && labels.verb === "WATCH") {
       watches += Number(m[3]);
     }
