@@ -1,9 +1,11 @@
 /**
- * Label selectors (metav1.LabelSelector): validation of what the CRD schema
- * cannot express and matching against a label map.
+ * Label selectors (metav1.LabelSelector): validation (the CRD's admission rules
+ * again, as Kubernetes applies them to built-in selectors) and matching against a
+ * label map.
  *
  * @module
  */
+import { labelKeyError, labelValueError } from "../lib/api/validation.ts";
 
 /** One `matchExpressions` entry. */
 export interface LabelSelectorRequirement {
@@ -19,30 +21,45 @@ export interface LabelSelector {
 }
 
 /**
- * Returns why `selector` is invalid, or undefined when it is valid. The API
- * server rejects these combinations for built-in kinds, but a CRD schema cannot.
+ * Returns why `selector` is invalid, or undefined when it is valid: the same
+ * rules the CRD enforces at admission (label keys and values, operators and their
+ * values), checked again because a pool stored before those rules existed, or
+ * written past them, must surface as InvalidSpec rather than silently match nothing.
  */
 export function selectorError(selector: LabelSelector | undefined): string | undefined {
+  for (const [key, value] of Object.entries(selector?.matchLabels ?? {})) {
+    const keyErr = labelKeyError(key);
+    if (keyErr) return `nodeSelector.matchLabels: key ${JSON.stringify(key)} ${keyErr}`;
+    const valueErr = labelValueError(value);
+    if (valueErr) {
+      return `nodeSelector.matchLabels[${key}]: value ${JSON.stringify(value)} ${valueErr}`;
+    }
+  }
   for (const [i, req] of (selector?.matchExpressions ?? []).entries()) {
+    const at = `nodeSelector.matchExpressions[${i}]`;
+    const keyErr = labelKeyError(req.key ?? "");
+    if (keyErr) return `${at}.key: ${JSON.stringify(req.key)} ${keyErr}`;
     const values = req.values ?? [];
     switch (req.operator) {
       case "In":
       case "NotIn":
         if (values.length === 0) {
-          return `nodeSelector.matchExpressions[${i}] (key ${req.key}): operator ${req.operator} ` +
-            "requires at least one value";
+          return `${at} (key ${req.key}): operator ${req.operator} requires at least one value`;
         }
         break;
       case "Exists":
       case "DoesNotExist":
         if (values.length > 0) {
-          return `nodeSelector.matchExpressions[${i}] (key ${req.key}): operator ${req.operator} ` +
-            "must not have values";
+          return `${at} (key ${req.key}): operator ${req.operator} must not have values`;
         }
         break;
       default:
-        return `nodeSelector.matchExpressions[${i}] (key ${req.key}): unknown operator ` +
-          `${JSON.stringify(req.operator)}`;
+        return `${at} (key ${req.key}): unknown operator ${JSON.stringify(req.operator)} ` +
+          "(one of In, NotIn, Exists, DoesNotExist)";
+    }
+    for (const [j, value] of values.entries()) {
+      const valueErr = labelValueError(value);
+      if (valueErr) return `${at}.values[${j}]: ${JSON.stringify(value)} ${valueErr}`;
     }
   }
   return undefined;

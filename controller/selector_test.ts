@@ -20,14 +20,51 @@ Deno.test("matchesSelector: matchLabels and every operator", () => {
   assert.ok(!matchesSelector(expr("Bogus"), labels));
 });
 
-Deno.test("selectorError: operator/values combinations the CRD cannot check", () => {
+Deno.test("selectorError: operator/values combinations, as the CRD refuses them", () => {
   assert.equal(selectorError({ matchLabels: { a: "b" } }), undefined);
-  assert.match(
-    selectorError({ matchExpressions: [{ key: "z", operator: "In", values: [] }] }) ?? "",
-    /operator In requires at least one value/,
+  const expr = (operator: string, values?: string[]) => ({
+    matchExpressions: [{ key: "z", operator, values }],
+  });
+  assert.match(selectorError(expr("In", [])) ?? "", /operator In requires at least one value/);
+  assert.match(selectorError(expr("NotIn")) ?? "", /operator NotIn requires at least one value/);
+  assert.match(selectorError(expr("Exists", ["x"])) ?? "", /Exists must not have values/);
+  assert.match(selectorError(expr("DoesNotExist", ["x"])) ?? "", /must not have values/);
+  assert.match(selectorError(expr("Bogus")) ?? "", /unknown operator "Bogus"/);
+  assert.equal(selectorError(expr("Exists")), undefined);
+  assert.equal(selectorError(expr("In", ["a", ""])), undefined);
+});
+
+Deno.test("selectorError: label keys and values that could never match a node", () => {
+  assert.equal(
+    selectorError({
+      matchLabels: { "example.com/role": "worker", zone: "" },
+      matchExpressions: [{ key: "node-role.kubernetes.io/worker", operator: "Exists" }],
+    }),
+    undefined,
   );
   assert.match(
-    selectorError({ matchExpressions: [{ key: "z", operator: "Exists", values: ["x"] }] }) ?? "",
-    /must not have values/,
+    selectorError({ matchLabels: { "bad key": "x" } }) ?? "",
+    /matchLabels: key "bad key" name part must consist of letters/,
+  );
+  assert.match(
+    selectorError({ matchLabels: { "a//b": "x" } }) ?? "",
+    /matchLabels: key "a\/\/b" must contain at most one '\/'/,
+  );
+  assert.match(
+    selectorError({ matchLabels: { zone: "not ok" } }) ?? "",
+    /matchLabels\[zone\]: value "not ok" must consist of/,
+  );
+  assert.match(
+    selectorError({ matchLabels: { zone: "v".repeat(64) } }) ?? "",
+    /must be at most 63 characters/,
+  );
+  assert.match(
+    selectorError({ matchExpressions: [{ key: "a b", operator: "Exists" }] }) ?? "",
+    /matchExpressions\[0\]\.key: "a b"/,
+  );
+  assert.match(
+    selectorError({ matchExpressions: [{ key: "z", operator: "In", values: ["ok", "no!"] }] }) ??
+      "",
+    /matchExpressions\[0\]\.values\[1\]: "no!" must consist of/,
   );
 });

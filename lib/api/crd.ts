@@ -72,9 +72,11 @@ function crd(options: {
   columns: PrinterColumn[];
 }): Record<string, unknown> {
   const openAPIV3Schema = toOpenApi(options.schema);
-  // metadata is validated by the API server itself; declaring it only as an object is enough.
+  // metadata is validated by the API server itself. Declaring `name` (the only field
+  // besides generateName a CRD may say anything about) lets a root rule on the name
+  // report its error at metadata.name (`fieldPath`).
   const props = openAPIV3Schema.properties as Record<string, unknown>;
-  props.metadata = { type: "object" };
+  props.metadata = { type: "object", properties: { name: { type: "string" } } };
   return {
     apiVersion: "apiextensions.k8s.io/v1",
     kind: "CustomResourceDefinition",

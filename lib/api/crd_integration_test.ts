@@ -8,6 +8,7 @@ import { startControlPlane } from "../../tests/harness/control_plane.ts";
 import { waitFor } from "../../tests/harness/wait.ts";
 import { isInvalid, Resources } from "../kube/mod.ts";
 import type { BootcNode, BootcNodePool } from "./mod.ts";
+import { selectorError } from "../../controller/selector.ts";
 
 const CRDS = new URL("../../crds/", import.meta.url).pathname;
 const digest = "sha256:" + "b".repeat(64);
@@ -45,13 +46,174 @@ Deno.test("CRDs validate, default and print on the real API server", async (t) =
       assert.match(String(error.message), pattern);
     };
 
-    await t.step("defaults: maxUnavailable 1, paused false, RebootOnly", async () => {
-      const created = await pools.create(
-        pool("defaults", { nodeSelector: {}, image: { ref: "quay.io/example/os:latest" } }),
+    await t.step(
+      "defaults: maxUnavailable 1, paused false, RebootOnly, stall deadlines",
+      async () => {
+        const created = await pools.create(
+          pool("defaults", { nodeSelector: {}, image: { ref: "quay.io/example/os:latest" } }),
+        );
+        assert.equal(created.spec.rollout.maxUnavailable, 1);
+        assert.equal(created.spec.rollout.paused, false);
+        assert.equal(created.spec.rollout.stagingTimeoutSeconds, 1800);
+        assert.equal(created.spec.rollout.daemonReportTimeoutSeconds, 300);
+        assert.equal(created.spec.disruption.rebootPolicy, "RebootOnly");
+        const set = await pools.create(pool("deadlines", {
+          nodeSelector: {},
+          image: { ref: "quay.io/example/os:latest" },
+          rollout: { stagingTimeoutSeconds: 60, daemonReportTimeoutSeconds: 30 },
+        }));
+        assert.equal(set.spec.rollout.stagingTimeoutSeconds, 60);
+        assert.equal(set.spec.rollout.daemonReportTimeoutSeconds, 30);
+        for (const field of ["stagingTimeoutSeconds", "daemonReportTimeoutSeconds"]) {
+          await rejects(
+            () =>
+              pools.create(pool(`zero-${field.toLowerCase()}`, {
+                nodeSelector: {},
+                image: { ref: "quay.io/example/os:latest" },
+                rollout: { [field]: 0 },
+              })),
+            new RegExp(`spec\\.rollout\\.${field}: Invalid value: 0: .*greater than or equal to 1`),
+          );
+        }
+      },
+    );
+
+    await t.step("kubectl explain describes the stall deadlines", async () => {
+      // The CRD's OpenAPI is published asynchronously after it is established.
+      for (
+        const [field, text] of [["stagingTimeoutSeconds", /StagingTimeout/], [
+          "daemonReportTimeoutSeconds",
+          /DaemonNotReporting/,
+        ]] as const
+      ) {
+        const out = await waitFor(async () => {
+          const res = await cp.kubectl(["explain", `bootcnodepools.spec.rollout.${field}`]);
+          return res.code === 0 && text.test(res.stdout) ? res.stdout : undefined;
+        }, { timeoutMs: 60_000, intervalMs: 500, message: `kubectl explain ${field}` });
+        assert.match(out, /integer/);
+      }
+    });
+
+    await t.step("a pool name longer than 63 characters is refused, saying why", async () => {
+      const spec = { nodeSelector: {}, image: { ref: "quay.io/example/os:latest" } };
+      await rejects(
+        () => pools.create(pool("p".repeat(64), spec)),
+        /metadata\.name: Invalid value.*must be at most 63 characters: the pool name is the value of the bootc\.dev\/pool label/,
       );
-      assert.equal(created.spec.rollout.maxUnavailable, 1);
-      assert.equal(created.spec.rollout.paused, false);
-      assert.equal(created.spec.disruption.rebootPolicy, "RebootOnly");
+      const ok = await pools.create(pool("p".repeat(63), spec));
+      assert.equal(ok.metadata.name, "p".repeat(63));
+    });
+
+    await t.step("nodeSelector: what never matches is refused; the controller agrees", async () => {
+      const prefix253 = `${"a".repeat(63)}.`.repeat(3) + "a".repeat(61);
+      // [selector, expected message] (undefined: accepted). Every case is also run
+      // through the controller's own check, which must reach the same verdict.
+      const cases: [Record<string, unknown>, RegExp | undefined][] = [
+        [
+          { matchLabels: { "bad key": "x" } },
+          /spec\.nodeSelector\.matchLabels: Invalid value.*key "bad key" is not a valid label key/,
+        ],
+        [
+          { matchLabels: { "example.com//role": "x" } },
+          /matchLabels: Invalid value.*key "example\.com\/\/role" is not a valid label key/,
+        ],
+        [
+          { matchLabels: { [`${prefix253}a/role`]: "x" } },
+          /matchLabels: Invalid value.*is not a valid label key: an optional DNS subdomain prefix of at most 253/,
+        ],
+        [
+          { matchLabels: { zone: "bad value!" } },
+          /spec\.nodeSelector\.matchLabels\[zone\]: Invalid value: "bad value!": must be a valid label value/,
+        ],
+        [
+          { matchLabels: { zone: "v".repeat(64) } },
+          /spec\.nodeSelector\.matchLabels\.zone: Too long: may not be more than 63/,
+        ],
+        [
+          { matchExpressions: [{ key: "zone", operator: "In" }] },
+          /matchExpressions\[0\]\.values: Invalid value.*operator In requires at least one value/,
+        ],
+        [
+          { matchExpressions: [{ key: "zone", operator: "NotIn", values: [] }] },
+          /matchExpressions\[0\]\.values: Invalid value.*operator NotIn requires at least one value/,
+        ],
+        [
+          { matchExpressions: [{ key: "zone", operator: "Exists", values: ["a"] }] },
+          /matchExpressions\[0\]\.values: Invalid value.*operator Exists must not have values/,
+        ],
+        [
+          { matchExpressions: [{ key: "zone", operator: "DoesNotExist", values: ["a"] }] },
+          /operator DoesNotExist must not have values/,
+        ],
+        [
+          { matchExpressions: [{ key: "zone", operator: "Bogus" }] },
+          /matchExpressions\[0\]\.operator: Unsupported value: "Bogus"/,
+        ],
+        [
+          { matchExpressions: [{ key: "a b", operator: "Exists" }] },
+          /matchExpressions\[0\]\.key: Invalid value: "a b": must be a valid label key/,
+        ],
+        [
+          { matchExpressions: [{ key: "zone", operator: "In", values: ["ok", "not ok"] }] },
+          /matchExpressions\[0\]\.values\[1\]: Invalid value: "not ok": must be a valid label value/,
+        ],
+        [{}, undefined],
+        [
+          {
+            matchLabels: {
+              "example.com/role": "worker",
+              "node-role.kubernetes.io/worker": "",
+              [`${prefix253}/${"n".repeat(63)}`]: "v".repeat(63),
+              "Zone_1.a-b": "A-b_c.9",
+            },
+            matchExpressions: [
+              { key: "kubernetes.io/hostname", operator: "In", values: ["n1", ""] },
+              { key: "zone", operator: "NotIn", values: ["c"] },
+              { key: "example.com/gpu", operator: "Exists" },
+              { key: "legacy", operator: "DoesNotExist", values: [] },
+            ],
+          },
+          undefined,
+        ],
+      ];
+      for (const [i, [nodeSelector, pattern]] of cases.entries()) {
+        const create = () =>
+          pools.create(pool(`sel-${i}`, {
+            nodeSelector,
+            image: { ref: "quay.io/example/os:latest" },
+          }));
+        const local = selectorError(nodeSelector);
+        if (pattern) {
+          await rejects(create, pattern);
+          assert.ok(local, `controller accepts what the API server refused: ${pattern}`);
+        } else {
+          const created = await create();
+          assert.deepEqual(created.spec.nodeSelector, nodeSelector);
+          assert.equal(local, undefined, `controller refuses what the API server accepted`);
+        }
+      }
+    });
+
+    await t.step("pullSecretRef must name a Secret and a namespace by valid names", async () => {
+      const withRef = (name: string, ref: Record<string, string>) =>
+        pool(name, {
+          nodeSelector: {},
+          image: { ref: "quay.io/example/os:latest" },
+          pullSecretRef: ref,
+        });
+      await rejects(
+        () =>
+          pools.create(withRef("ref-name", { name: "../nodes/x", namespace: "bootc-operator" })),
+        /spec\.pullSecretRef\.name: Invalid value: "\.\.\/nodes\/x": must be a valid Secret name/,
+      );
+      await rejects(
+        () => pools.create(withRef("ref-ns", { name: "pull", namespace: "Bootc_Operator" })),
+        /spec\.pullSecretRef\.namespace: Invalid value: "Bootc_Operator": must be a valid namespace name/,
+      );
+      const ok = await pools.create(
+        withRef("ref-ok", { name: "pull.secret-1", namespace: "bootc-operator" }),
+      );
+      assert.equal(ok.spec.pullSecretRef?.name, "pull.secret-1");
     });
 
     await t.step("a malformed image reference is refused with a readable message", async () => {

@@ -8,4 +8,5 @@ export * from "./constants.ts";
 export * from "./schema.ts";
 export * from "./conditions.ts";
 export * from "./annotations.ts";
+export * from "./validation.ts";
 export { bootcNodeCrd, bootcNodePoolCrd, toOpenApi } from "./crd.ts";

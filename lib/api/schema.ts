@@ -10,6 +10,18 @@
  * @module
  */
 import { type Static, type TSchema, Type } from "@sinclair/typebox";
+import {
+  celIsLabelKey,
+  celIsLabelValue,
+  DNS1123_LABEL_PATTERN,
+  DNS1123_SUBDOMAIN_PATTERN,
+  LABEL_KEY_RULE,
+  LABEL_VALUE_RULE,
+  MAX_DNS1123_SUBDOMAIN_LENGTH,
+  MAX_LABEL_KEY_LENGTH,
+  MAX_LABEL_VALUE_LENGTH,
+} from "./validation.ts";
+import { LABEL_POOL } from "./constants.ts";
 
 /** Regular expression (RE2 and ECMAScript compatible) for a container image reference. */
 export const IMAGE_REFERENCE_PATTERN = "^(?:(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?" +
@@ -26,7 +38,12 @@ export const DIGEST_PATTERN = "^sha256:[a-f0-9]{64}$";
 /** A CEL validation rule with the message the API server returns when it fails. */
 export interface ValidationRule {
   rule: string;
+  /** Shown when the rule fails (and when `messageExpression` cannot be evaluated). */
   message: string;
+  /** A CEL string expression for a message that names the offending value. */
+  messageExpression?: string;
+  /** Where the error is reported, relative to the schema the rule is on. */
+  fieldPath?: string;
 }
 
 function validations(...rules: ValidationRule[]): { "x-kubernetes-validations": ValidationRule[] } {
@@ -53,22 +70,106 @@ const ImageRef = Type.String({
   }),
 });
 
+/** A CEL string literal (double-quoted) for `text`, which holds no `"` or `\\`. */
+function celString(text: string): string {
+  return `"${text}"`;
+}
+
 const SecretReference = Type.Object({
-  name: Type.String({ minLength: 1, maxLength: 253, description: "Secret name." }),
-  namespace: Type.String({ minLength: 1, maxLength: 63, description: "Secret namespace." }),
+  name: Type.String({
+    minLength: 1,
+    maxLength: MAX_DNS1123_SUBDOMAIN_LENGTH,
+    description: "Secret name.",
+    ...validations({
+      rule: `self.matches(r'${DNS1123_SUBDOMAIN_PATTERN}')`,
+      message: "must be a valid Secret name: a DNS subdomain of lowercase letters, digits, " +
+        "'-' and '.', starting and ending with a letter or digit",
+    }),
+  }),
+  namespace: Type.String({
+    minLength: 1,
+    maxLength: MAX_LABEL_VALUE_LENGTH,
+    description: "Secret namespace: the operator's namespace (bootc-operator unless installed " +
+      "elsewhere).",
+    ...validations({
+      rule: `self.matches(r'${DNS1123_LABEL_PATTERN}')`,
+      message: "must be a valid namespace name: at most 63 lowercase letters, digits and '-', " +
+        "starting and ending with a letter or digit",
+    }),
+  }),
 }, {
-  description: "A Secret of type kubernetes.io/dockerconfigjson holding registry credentials.",
+  description: "Registry credentials: a Secret of type kubernetes.io/dockerconfigjson in the " +
+    "operator's namespace (the only namespace the daemons can read).",
 });
 
+/** Most `matchLabels` entries a selector may have (bounds the CEL validation cost). */
+export const MAX_MATCH_LABELS = 64;
+/** Most `matchExpressions` a selector may have (bounds the CEL validation cost). */
+export const MAX_MATCH_EXPRESSIONS = 64;
+/** Most values one `matchExpressions` entry may list (bounds the CEL validation cost). */
+export const MAX_SELECTOR_VALUES = 128;
+
+const LabelValue = Type.String({
+  maxLength: MAX_LABEL_VALUE_LENGTH,
+  ...validations({
+    rule: celIsLabelValue("self"),
+    message: `must be a valid label value: ${LABEL_VALUE_RULE}`,
+  }),
+});
+
+/** Values of a `matchExpressions` operator. */
+export const SelectorOperatorValues = ["In", "NotIn", "Exists", "DoesNotExist"] as const;
+
 const LabelSelectorRequirement = Type.Object({
-  key: Type.String({ minLength: 1 }),
-  operator: StringEnum(["In", "NotIn", "Exists", "DoesNotExist"] as const),
-  values: Type.Optional(Type.Array(Type.String())),
+  key: Type.String({
+    minLength: 1,
+    maxLength: MAX_LABEL_KEY_LENGTH,
+    description: "The node label the requirement applies to.",
+    ...validations({
+      rule: celIsLabelKey("self"),
+      message: `must be a valid label key: ${LABEL_KEY_RULE}`,
+    }),
+  }),
+  operator: StringEnum(SelectorOperatorValues, {
+    description: "In and NotIn need a non-empty values list; Exists and DoesNotExist take none.",
+  }),
+  values: Type.Optional(Type.Array(LabelValue, {
+    maxItems: MAX_SELECTOR_VALUES,
+    description: "Label values for In and NotIn.",
+  })),
+}, {
+  ...validations({
+    rule: "!(self.operator in ['In', 'NotIn']) || (has(self.values) && size(self.values) > 0)",
+    message: "operator In and NotIn require at least one value",
+    fieldPath: ".values",
+    messageExpression: "'operator ' + self.operator + ' requires at least one value'",
+  }, {
+    rule: "!(self.operator in ['Exists', 'DoesNotExist']) || !has(self.values) || " +
+      "size(self.values) == 0",
+    message: "operators Exists and DoesNotExist must not have values",
+    fieldPath: ".values",
+    messageExpression: "'operator ' + self.operator + ' must not have values'",
+  }),
 });
 
 const LabelSelector = Type.Object({
-  matchLabels: Type.Optional(Type.Record(Type.String(), Type.String())),
-  matchExpressions: Type.Optional(Type.Array(LabelSelectorRequirement)),
+  matchLabels: Type.Optional(Type.Record(Type.String(), LabelValue, {
+    maxProperties: MAX_MATCH_LABELS,
+    description: "Node labels that must all be present with exactly these values.",
+    ...validations({
+      rule: `self.all(k, ${celIsLabelKey("k")})`,
+      // No messageExpression naming the bad keys: map keys have no length bound, so the API
+      // server would estimate a filter+join far over its cost budget and refuse the CRD.
+      message: `keys must be valid label keys: ${LABEL_KEY_RULE}`,
+      messageExpression: celString("key ") +
+        ` + '"' + self.filter(k, !(${celIsLabelKey("k")}))[0] + '"' + ` +
+        celString(` is not a valid label key: ${LABEL_KEY_RULE}`),
+    }),
+  })),
+  matchExpressions: Type.Optional(Type.Array(LabelSelectorRequirement, {
+    maxItems: MAX_MATCH_EXPRESSIONS,
+    description: "Requirements on node labels that must all hold.",
+  })),
 }, {
   description: "Selects the Nodes of this pool. An empty selector matches every node.",
   "x-kubernetes-map-type": "atomic",
@@ -148,6 +249,20 @@ export const BootcNodePoolSpec = Type.Object({
       default: 0,
       description: "How long a rebooted node must be Ready before its slot is freed.",
     }),
+    // Optional in the type (objects built in code may leave them out; the API server
+    // fills the defaults in), unlike the older fields above.
+    stagingTimeoutSeconds: Type.Optional(Type.Integer({
+      minimum: 1,
+      default: 1800,
+      description: "How long a node may take to stage the desired image (download it and " +
+        "prepare the deployment) before it is reported Stalled with reason StagingTimeout.",
+    })),
+    daemonReportTimeoutSeconds: Type.Optional(Type.Integer({
+      minimum: 1,
+      default: 300,
+      description: "How long the controller waits for a node's daemon to report on a new " +
+        "spec before the node is reported Stalled with reason DaemonNotReporting.",
+    })),
   }, { default: {} }),
   disruption: Type.Object({
     rebootPolicy: StringEnum(RebootPolicyValues, {
@@ -191,13 +306,29 @@ export const BootcNodePoolStatus = Type.Object({
   conditions: Type.Optional(Conditions),
 });
 
-/** The BootcNodePool resource. */
+const POOL_NAME_WHY = `the pool name is the value of the ${LABEL_POOL} label on its BootcNodes`;
+
+/**
+ * The BootcNodePool resource. The API server already requires its name to be a DNS
+ * subdomain (up to 253 characters); it must also be a label value, the
+ * {@linkcode LABEL_POOL} label on the pool's BootcNodes, so at most 63.
+ */
 export const BootcNodePool = Type.Object({
   apiVersion: Type.Optional(Type.String()),
   kind: Type.Optional(Type.String()),
   metadata: Type.Optional(Type.Unsafe<ObjectMeta>({ type: "object" })),
   spec: BootcNodePoolSpec,
   status: Type.Optional(BootcNodePoolStatus),
+}, {
+  ...validations({
+    // The API server already requires a DNS subdomain, which within 63 characters is a
+    // valid label value; only the length needs checking (and size() is cheap on a name
+    // of unbounded length, where matches() would blow the CEL cost budget). No
+    // messageExpression: the API server estimates string(int) as unbounded too.
+    rule: `size(self.metadata.name) <= ${MAX_LABEL_VALUE_LENGTH}`,
+    fieldPath: ".metadata.name",
+    message: `metadata.name must be at most ${MAX_LABEL_VALUE_LENGTH} characters: ${POOL_NAME_WHY}`,
+  }),
 });
 
 /** BootcNode spec, written by the controller. */

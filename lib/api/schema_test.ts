@@ -77,6 +77,21 @@ Deno.test("pool schema defaults and requires what the design says", () => {
     "AllowSoftReboot",
   ]);
   assert.deepEqual(spec.properties.image.required, ["ref"]);
+  for (
+    const [field, value] of [
+      ["stagingTimeoutSeconds", 1800],
+      ["daemonReportTimeoutSeconds", 300],
+    ] as const
+  ) {
+    assert.equal(rollout[field].type, "integer", field);
+    assert.equal(rollout[field].default, value, field);
+    assert.equal(rollout[field].minimum, 1, field);
+    assert.ok(rollout[field].description.includes("Stalled"), field);
+  }
+  assert.match(
+    spec.properties.pullSecretRef.description,
+    /kubernetes\.io\/dockerconfigjson in the operator's namespace \(the only namespace the daemons can read\)/,
+  );
   // No TypeBox-only keywords leak into the structural schema.
   const text = JSON.stringify(schema);
   assert.ok(
@@ -89,4 +104,49 @@ Deno.test("node schema: desiredImageState enum defaulting to Staged", () => {
   assert.deepEqual(spec.required, ["desiredImage"]);
   assert.deepEqual(spec.properties.desiredImageState.enum, ["Staged", "Booted"]);
   assert.equal(spec.properties.desiredImageState.default, "Staged");
+});
+
+Deno.test("pool schema: the name and the selector carry the admission rules", () => {
+  const schema = versionSchema(bootcNodePoolCrd()).schema.openAPIV3Schema;
+  const [nameRule] = schema["x-kubernetes-validations"];
+  assert.equal(nameRule.rule, "size(self.metadata.name) <= 63");
+  assert.equal(nameRule.fieldPath, ".metadata.name");
+  assert.match(nameRule.message, /bootc\.dev\/pool label/);
+  const selector = schema.properties.spec.properties.nodeSelector.properties;
+  assert.equal(selector.matchLabels["x-kubernetes-validations"].length, 1);
+  assert.equal(selector.matchLabels.additionalProperties.maxLength, 63);
+  const requirement = selector.matchExpressions.items;
+  assert.equal(requirement["x-kubernetes-validations"].length, 2);
+  assert.equal(requirement.properties.key["x-kubernetes-validations"].length, 1);
+  assert.equal(requirement.properties.values.items.maxLength, 63);
+});
+
+Deno.test("every CEL rule's input is bounded, so the API server can estimate its cost", () => {
+  // Arrays need maxItems, maps maxProperties and strings maxLength wherever a rule sits at
+  // or below them; without these the API server refuses the CRD (tested for real in
+  // crd_integration_test.ts). The root rule is the exception: it only takes size().
+  const unbounded: string[] = [];
+  const walk = (node: Record<string, unknown>, path: string): boolean => {
+    let hasRule = Array.isArray(node["x-kubernetes-validations"]) && path !== "";
+    const props = (node.properties ?? {}) as Record<string, Record<string, unknown>>;
+    for (const [name, child] of Object.entries(props)) {
+      if (walk(child, `${path}.${name}`)) hasRule = true;
+    }
+    for (const key of ["items", "additionalProperties"] as const) {
+      const child = node[key] as Record<string, unknown> | undefined;
+      if (child && walk(child, `${path}[]`)) {
+        hasRule = true;
+        const bound = key === "items" ? "maxItems" : "maxProperties";
+        if (!(bound in node)) unbounded.push(`${path} (${bound})`);
+      }
+    }
+    if (hasRule && node.type === "string" && !("maxLength" in node) && !("enum" in node)) {
+      unbounded.push(`${path} (maxLength)`);
+    }
+    return hasRule;
+  };
+  for (const crd of [bootcNodePoolCrd(), bootcNodeCrd()]) {
+    walk(versionSchema(crd).schema.openAPIV3Schema, "");
+  }
+  assert.deepEqual(unbounded, []);
 });
