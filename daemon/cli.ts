@@ -91,9 +91,11 @@ run:
 
 status:
   --node-name NAME (env NODE_NAME), --kubeconfig FILE, --context NAME
-                             read the spec and last status of this node's BootcNode from the API
+                             read the spec and last status of this node's BootcNode (and, when
+                             Booted is asked for, the Node's reboot slot) from the API
   --desired-image REF        otherwise: the desiredImage to evaluate against
-  --desired-image-state S    Staged (default) or Booted
+  --desired-image-state S    Staged (default) or Booted (offline there is no Node holding a
+                             reboot slot: Booted shows the image kept staged, RebootAllowed False)
   --reboot-policy P          RebootOnly (default) or AllowSoftReboot
 
 Durations: 500ms, 30s, 5m, 1h, or a number of seconds.`;
