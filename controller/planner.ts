@@ -25,6 +25,7 @@ import {
   NodeConditionType,
   PoolConditionType,
   PoolDegradedReason,
+  poolNameError,
 } from "../lib/api/mod.ts";
 import { nodeDisrupted } from "./disruption.ts";
 import { effectiveState } from "./effective_state.ts";
@@ -88,6 +89,8 @@ export function planPool(input: PlanInput): Plan {
   // Invalid specs the CRD schema cannot catch: no membership change, no new slot, but
   // what is in flight is finished (reboot already asked for) or undone (not yet).
   const specErrors: string[] = [];
+  const nameErr = poolNameError(pool.metadata.name ?? "");
+  if (nameErr) specErrors.push(nameErr);
   const selErr = selectorError(pool.spec.nodeSelector);
   if (selErr) specErrors.push(selErr);
   const need = resolutionNeed(pool, now, input.resolution, options);

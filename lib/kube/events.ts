@@ -148,9 +148,10 @@ export class EventRecorder {
       }
       const md = involved.metadata ?? {};
       const namespace = md.namespace || this.#namespace;
-      const name = `${md.name ?? "unknown"}.${this.#clock.now().getTime().toString(16)}${
-        (this.#seq++ % 4096).toString(16).padStart(3, "0")
-      }`;
+      // Object names may be 253 characters: keep the event name within that too.
+      const name = `${(md.name ?? "unknown").slice(0, 230)}.${
+        this.#clock.now().getTime().toString(16)
+      }${(this.#seq++ % 4096).toString(16).padStart(3, "0")}`;
       const event: CoreEvent = {
         apiVersion: "v1",
         kind: "Event",
@@ -171,7 +172,8 @@ export class EventRecorder {
         lastTimestamp: now,
         source: { component: this.#component, ...(this.#host ? { host: this.#host } : {}) },
         reportingComponent: this.#component,
-        reportingInstance: this.#host ?? this.#component,
+        // The API server limits reportingInstance to 128 characters.
+        reportingInstance: (this.#host ?? this.#component).slice(0, 128),
       };
       await this.#resource(namespace).create(event);
       this.#cache.set(key, { name, namespace, count: 1 });
