@@ -43,7 +43,6 @@ import type { ControllerMetrics } from "./metrics.ts";
 import {
   type Action,
   type Observation,
-  owningPool,
   type Plan,
   type PlannedEvent,
   type PlannerOptions,
@@ -58,7 +57,14 @@ import { DaemonAccessSync } from "./daemon_access_sync.ts";
 import type { PoolIssue } from "./pool_status.ts";
 import { needsLookup, pullSecretVerdict, type SecretLookup } from "./pull_secret.ts";
 import { type ImageResolver, secretDataHash } from "./resolver.ts";
-import { matchesSelector } from "./selector.ts";
+import {
+  bootcNodeEventPools,
+  nodeEventPools,
+  poolEventPools,
+  poolsForNode,
+  secretEventPools,
+  type WatchCache,
+} from "./watch_mapping.ts";
 import type { NodeSummary, PdbSummary, PodSummary, PoolSummary } from "./types.ts";
 
 /** A Node as cached. */
@@ -140,25 +146,8 @@ export function summarizePdb(pdb: Pdb): PdbSummary {
   };
 }
 
-function readyStatus(node: Node): string | undefined {
-  return node.status?.conditions?.find((c) => c.type === "Ready")?.status;
-}
-
-/** True when a Node update matters to pools: labels, Ready or spec.unschedulable changed. */
-export function nodeChangeMatters(oldNode: Node, newNode: Node): boolean {
-  return JSON.stringify(oldNode.metadata?.labels ?? {}) !==
-      JSON.stringify(newNode.metadata?.labels ?? {}) ||
-    readyStatus(oldNode) !== readyStatus(newNode) ||
-    (oldNode.spec?.unschedulable === true) !== (newNode.spec?.unschedulable === true);
-}
-
-/** True when a pool update needs a reconcile (spec or lifecycle, not our own status writes). */
-export function poolChangeMatters(oldPool: BootcNodePool, newPool: BootcNodePool): boolean {
-  return oldPool.metadata.generation !== newPool.metadata.generation ||
-    oldPool.metadata.deletionTimestamp !== newPool.metadata.deletionTimestamp ||
-    JSON.stringify(oldPool.metadata.finalizers ?? []) !==
-      JSON.stringify(newPool.metadata.finalizers ?? []);
-}
+// Which events wake which pools is decided in watch_mapping.ts (pure, unit-tested).
+export { nodeChangeMatters, poolChangeMatters } from "./watch_mapping.ts";
 
 function newerOrEqual(have: string | undefined, want: string | undefined): boolean {
   if (want === undefined) return true;
@@ -292,71 +281,55 @@ export class PoolReconciler {
 
   /** Pools whose selector matches the node's labels, plus the pool owning its BootcNode. */
   poolsForNode(nodeName: string, labels: Record<string, string> | undefined): string[] {
-    const out = new Set<string>();
-    for (const pool of this.pools.store.list()) {
-      if (labels && matchesSelector(pool.spec.nodeSelector, labels)) {
-        out.add(pool.metadata.name ?? "");
-      }
-    }
-    const bn = this.bootcNodes.store.get(nodeName);
-    const owner = bn ? owningPool(bn) : undefined;
-    if (owner) out.add(owner);
-    return [...out];
+    return poolsForNode(this.#watchCache(), {
+      name: nodeName,
+      labels,
+      annotations: this.nodes.store.get(nodeName)?.metadata?.annotations,
+    });
+  }
+
+  /** The caches as the watch mapping reads them. */
+  #watchCache(): WatchCache {
+    return {
+      pools: () => this.pools.store.list(),
+      bootcNode: (name) => this.bootcNodes.store.get(name),
+      node: (name) => this.nodes.store.get(name),
+    };
   }
 
   #wireHandlers() {
-    // Conflicts are between pools: a pool that appears, goes or changes its selector can
-    // start or end a conflict in any other pool, so every pool looks again.
-    const enqueueAllPools = () => {
-      for (const p of this.pools.store.list()) this.#enqueue(p.metadata.name);
+    // Which pools an event wakes is decided in watch_mapping.ts; this only forwards.
+    const cache = this.#watchCache();
+    const enqueue = (pools: string[]) => {
+      for (const p of pools) this.#enqueue(p);
     };
-    this.pools.onAdd(enqueueAllPools);
-    this.pools.onUpdate((o, n) => {
-      if (JSON.stringify(o.spec.nodeSelector) !== JSON.stringify(n.spec.nodeSelector)) {
-        enqueueAllPools();
-      } else if (poolChangeMatters(o, n)) this.#enqueue(n.metadata.name);
-    });
+    this.pools.onAdd((p) => enqueue(poolEventPools(cache, { type: "add", object: p })));
+    this.pools.onUpdate((o, n) =>
+      enqueue(poolEventPools(cache, { type: "update", old: o, object: n }))
+    );
     this.pools.onDelete((p) => {
-      enqueueAllPools();
+      enqueue(poolEventPools(cache, { type: "delete", object: p }));
       this.#memos.delete(p.metadata.name ?? "");
       this.#metrics?.poolNodes.deleteMatching({ pool: p.metadata.name ?? "" });
       this.#metrics?.slotsInUse.deleteMatching({ pool: p.metadata.name ?? "" });
     });
-    const onNode = (n: Node) => {
-      for (const p of this.poolsForNode(n.metadata?.name ?? "", n.metadata?.labels)) {
-        this.#enqueue(p);
-      }
-    };
-    this.nodes.onAdd(onNode);
-    this.nodes.onUpdate((o, n) => {
-      if (!nodeChangeMatters(o, n)) return;
-      // Pools the node matched before matter too: they must let it go.
-      for (const p of this.poolsForNode(o.metadata?.name ?? "", o.metadata?.labels)) {
-        this.#enqueue(p);
-      }
-      onNode(n);
-    });
-    this.nodes.onDelete(onNode);
-    const onBootcNode = (bn: BootcNode) => {
-      this.#enqueue(owningPool(bn));
-      // A BootcNode going away may free a contested node for another pool.
-      const node = this.nodes.store.get(bn.metadata.name ?? "");
-      if (node) onNode(node);
-    };
-    this.bootcNodes.onAdd(onBootcNode);
-    this.bootcNodes.onUpdate((_o, n) => onBootcNode(n));
-    this.bootcNodes.onDelete(onBootcNode);
-    const onSecret = (s: Secret) => {
-      for (const pool of this.pools.store.list()) {
-        const ref = pool.spec.pullSecretRef;
-        if (ref && ref.name === s.metadata?.name && ref.namespace === s.metadata?.namespace) {
-          this.#enqueue(pool.metadata.name);
-        }
-      }
-    };
-    this.secrets.onAdd(onSecret);
-    this.secrets.onUpdate((_o, n) => onSecret(n));
-    this.secrets.onDelete(onSecret);
+    this.nodes.onAdd((n) => enqueue(nodeEventPools(cache, { type: "add", object: n })));
+    this.nodes.onUpdate((o, n) =>
+      enqueue(nodeEventPools(cache, { type: "update", old: o, object: n }))
+    );
+    this.nodes.onDelete((n) => enqueue(nodeEventPools(cache, { type: "delete", object: n })));
+    this.bootcNodes.onAdd((bn) => enqueue(bootcNodeEventPools(cache, { type: "add", object: bn })));
+    this.bootcNodes.onUpdate((o, n) =>
+      enqueue(bootcNodeEventPools(cache, { type: "update", old: o, object: n }))
+    );
+    this.bootcNodes.onDelete((bn) =>
+      enqueue(bootcNodeEventPools(cache, { type: "delete", object: bn }))
+    );
+    this.secrets.onAdd((s) => enqueue(secretEventPools(cache, { type: "add", object: s })));
+    this.secrets.onUpdate((o, n) =>
+      enqueue(secretEventPools(cache, { type: "update", old: o, object: n }))
+    );
+    this.secrets.onDelete((s) => enqueue(secretEventPools(cache, { type: "delete", object: s })));
   }
 
   /** All informers, for starting and sync checks. */
