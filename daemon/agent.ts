@@ -436,7 +436,8 @@ export class Agent {
       const decision = this.#decide(host, secret.error);
       this.#forgetStaleFailures(decision);
       const action = decision.action;
-      if (decision.persistFirst || action.type === "none") {
+      // An apply persists Rebooting itself, after its last-moment checks (never before them).
+      if ((decision.persistFirst && action.type !== "apply") || action.type === "none") {
         if (decision.changed) {
           const before = this.#current.status;
           if (!(await this.#write(decision.status))) {
