@@ -27,6 +27,14 @@ export const NODE = {
   shortNames: ["bn"],
 } as const;
 
+/** Kind, plural, singular and short names of BootcDisruptionBudget (cluster scoped). */
+export const BUDGET = {
+  kind: "BootcDisruptionBudget",
+  plural: "bootcdisruptionbudgets",
+  singular: "bootcdisruptionbudget",
+  shortNames: ["bdb"],
+} as const;
+
 /** Label on a Node managed by a pool; the daemon DaemonSet selects on it. */
 export const LABEL_MANAGED = "bootc.dev/managed";
 /** Label on a BootcNode naming its pool, for `kubectl get bootcnodes -l bootc.dev/pool=NAME`. */

@@ -4,8 +4,8 @@
  * @module
  */
 import type { TSchema } from "@sinclair/typebox";
-import { GROUP, NODE, POOL, VERSION } from "./constants.ts";
-import { BootcNode, BootcNodePool } from "./schema.ts";
+import { BUDGET, GROUP, NODE, POOL, VERSION } from "./constants.ts";
+import { BootcDisruptionBudget, BootcNode, BootcNodePool } from "./schema.ts";
 
 /** An additionalPrinterColumns entry. */
 export interface PrinterColumn {
@@ -152,13 +152,30 @@ export function bootcNodeCrd(): Record<string, unknown> {
       { name: "DesiredState", type: "string", jsonPath: ".spec.desiredImageState", priority: 1 },
       { name: "Staged", type: "string", jsonPath: ".status.staged.imageDigest", priority: 1 },
       { name: "Version", type: "string", jsonPath: ".status.booted.version", priority: 1 },
+      { name: "Stalled", type: "string", jsonPath: condition("Stalled", "reason"), priority: 1 },
       {
-        name: "InSlot",
+        name: "Reboot",
         type: "string",
-        jsonPath: ".metadata.annotations.bootc\\.dev/in-reboot-slot",
+        jsonPath: condition("RebootAllowed", "reason"),
         priority: 1,
       },
       { name: "Message", type: "string", jsonPath: condition("Degraded", "message"), priority: 1 },
+    ],
+  });
+}
+
+/** The BootcDisruptionBudget CRD (cluster-wide caps on disrupted nodes across pools). */
+export function bootcDisruptionBudgetCrd(): Record<string, unknown> {
+  return crd({
+    ...BUDGET,
+    schema: BootcDisruptionBudget,
+    columns: [
+      { name: "MaxUnavailable", type: "string", jsonPath: ".spec.maxUnavailable" },
+      { name: "Allowed", type: "integer", jsonPath: ".status.allowed" },
+      { name: "Disrupted", type: "integer", jsonPath: ".status.disruptedNodes" },
+      { name: "Selected", type: "integer", jsonPath: ".status.selectedNodes" },
+      { name: "Topology", type: "string", jsonPath: ".spec.topologyKey", priority: 1 },
+      { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" },
     ],
   });
 }

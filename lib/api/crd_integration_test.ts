@@ -216,6 +216,105 @@ Deno.test("CRDs validate, default and print on the real API server", async (t) =
       assert.equal(ok.spec.pullSecretRef?.name, "pull.secret-1");
     });
 
+    await t.step(
+      "schedules, time zones, durations and budgets: bad ones named by field",
+      async () => {
+        const base = { nodeSelector: {}, image: { ref: "quay.io/example/os:latest" } };
+        const ok = await pools.create(pool("policy", {
+          ...base,
+          timeZone: "Europe/Berlin",
+          rollout: {
+            maxUnavailable: "20%",
+            budgets: [{ maxUnavailable: 1, schedule: "0 9 * * 1-5", duration: "8h" }, {
+              maxUnavailable: 0,
+            }],
+            maxStaging: "10%",
+            after: ["infra"],
+          },
+          maintenance: {
+            windows: [{ schedule: "0 22 * * 6", duration: "6h" }],
+            blackouts: [{ start: "2026-12-20T00:00:00+01:00", end: "2027-01-03T00:00:00+01:00" }],
+          },
+        }));
+        assert.equal(ok.spec.maintenance?.stageOutsideWindows, true);
+        const bad: [string, Record<string, unknown>, RegExp][] = [
+          [
+            "cron",
+            { maintenance: { windows: [{ schedule: "every saturday", duration: "6h" }] } },
+            /spec\.maintenance\.windows\[0\]\.schedule: Invalid value.*cron expression with five fields/,
+          ],
+          [
+            "duration",
+            { maintenance: { windows: [{ schedule: "0 22 * * 6", duration: "6 hours" }] } },
+            /spec\.maintenance\.windows\[0\]\.duration: Invalid value.*positive duration/,
+          ],
+          [
+            "zero-duration",
+            { maintenance: { windows: [{ schedule: "0 22 * * 6", duration: "0h" }] } },
+            /windows\[0\]\.duration: Invalid value.*positive duration/,
+          ],
+          ["zone", { timeZone: "Berlin Time" }, /spec\.timeZone: Invalid value.*IANA time zone/],
+          [
+            "budget-pair",
+            { rollout: { budgets: [{ maxUnavailable: 1, schedule: "0 9 * * *" }] } },
+            /spec\.rollout\.budgets\[0\]: Invalid value.*schedule and duration must be set together/,
+          ],
+          [
+            "budget-negative",
+            { rollout: { budgets: [{ maxUnavailable: -1 }] } },
+            /spec\.rollout\.budgets\[0\]\.maxUnavailable: Invalid value.*integer >= 0/,
+          ],
+          [
+            "blackout-order",
+            {
+              maintenance: {
+                blackouts: [{ start: "2027-01-03T00:00:00Z", end: "2026-12-20T00:00:00Z" }],
+              },
+            },
+            /spec\.maintenance\.blackouts\[0\]: Invalid value.*end must be after start/,
+          ],
+          ["staging", { rollout: { maxStaging: 0 } }, /spec\.rollout\.maxStaging: Invalid value/],
+        ];
+        for (const [name, extra, pattern] of bad) {
+          await rejects(() => pools.create(pool(`bad-${name}`, { ...base, ...extra })), pattern);
+        }
+      },
+    );
+
+    await t.step(
+      "BootcDisruptionBudget: valid, and topology fields need a topologyKey",
+      async () => {
+        const budgets = cp.client.resource<
+          Record<string, unknown> & { metadata: { name?: string } }
+        >(
+          Resources.bootcDisruptionBudgets,
+        );
+        const budget = (name: string, spec: Record<string, unknown>) => ({
+          apiVersion: "node.bootc.dev/v1alpha1",
+          kind: "BootcDisruptionBudget",
+          metadata: { name },
+          spec,
+        });
+        await budgets.create(budget("zones", {
+          maxUnavailable: 3,
+          topologyKey: "topology.kubernetes.io/zone",
+          maxUnavailablePerDomain: 1,
+          maxDomainsUnavailable: 1,
+        }));
+        await rejects(
+          () => budgets.create(budget("no-key", { maxUnavailable: 1, maxDomainsUnavailable: 1 })),
+          /maxUnavailablePerDomain and maxDomainsUnavailable need a topologyKey/,
+        );
+        await rejects(
+          () => budgets.create(budget("zero", { maxUnavailable: 0 })),
+          /spec\.maxUnavailable: Invalid value.*integer >= 1/,
+        );
+        const res = await cp.kubectl(["get", "bdb", "zones"]);
+        assert.equal(res.code, 0, res.stderr);
+        assert.match(res.stdout, /MAXUNAVAILABLE/);
+      },
+    );
+
     await t.step("a malformed image reference is refused with a readable message", async () => {
       await rejects(
         () => pools.create(pool("bad-ref", { nodeSelector: {}, image: { ref: "Quay.io/OS:" } })),

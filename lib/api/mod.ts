@@ -9,4 +9,4 @@ export * from "./schema.ts";
 export * from "./conditions.ts";
 export * from "./annotations.ts";
 export * from "./validation.ts";
-export { bootcNodeCrd, bootcNodePoolCrd, toOpenApi } from "./crd.ts";
+export { bootcDisruptionBudgetCrd, bootcNodeCrd, bootcNodePoolCrd, toOpenApi } from "./crd.ts";

@@ -206,6 +206,59 @@ const MaxUnavailable = Type.Unsafe<number | string>({
   }),
 });
 
+/** An integer or a percentage with a minimum (0 or 1); rounded up against a node count. */
+function intOrPercent(minimum: 0 | 1, description: string, extra: Record<string, unknown> = {}) {
+  const pct = minimum === 0 ? "^(100|[1-9]?[0-9])%$" : "^(100|[1-9][0-9]?)%$";
+  return Type.Unsafe<number | string>({
+    "x-kubernetes-int-or-string": true,
+    // Bounds the CEL cost of the percentage match (it applies to the string form only).
+    maxLength: 4,
+    description,
+    ...extra,
+    ...validations({
+      rule: `type(self) == int ? self >= ${minimum} : self.matches('${pct}')`,
+      message: `must be an integer >= ${minimum} or a percentage from ${minimum}% to 100% ` +
+        `(for example ${minimum === 0 ? "0, 2" : "1, 3"} or "25%")`,
+    }),
+  });
+}
+
+/** A five-field cron expression (checked in full by the controller, which reports InvalidSpec). */
+const CronSchedule = Type.String({
+  minLength: 1,
+  maxLength: 128,
+  description: "A cron expression with five fields: minute hour day-of-month month day-of-week, " +
+    'in the pool\'s timeZone (for example "0 22 * * 6" for Saturdays at 22:00).',
+  ...validations({
+    rule: "self.matches(r'^\\s*[0-9A-Za-z*,/?#LW-]+(\\s+[0-9A-Za-z*,/?#LW-]+){4}\\s*$')",
+    message: "must be a cron expression with five fields (minute hour day-of-month month " +
+      'day-of-week), for example "0 22 * * 6"',
+  }),
+});
+
+/** A positive Go-style duration such as "8h", "90m" or "1h30m". */
+const Duration = Type.String({
+  minLength: 2,
+  maxLength: 32,
+  description: 'How long, as a duration such as "8h", "90m" or "1h30m".',
+  ...validations({
+    rule: "self.matches('^([0-9]+h)?([0-9]+m)?([0-9]+s)?$') && self.matches('[1-9]')",
+    message:
+      'must be a positive duration of hours, minutes and seconds such as "8h", "90m" or "1h30m"',
+  }),
+});
+
+/** An IANA time zone name (checked against the zone database by the controller). */
+const TimeZone = Type.String({
+  minLength: 1,
+  maxLength: 64,
+  description: 'An IANA time zone such as "Europe/Berlin", "America/New_York" or "UTC".',
+  ...validations({
+    rule: "self.matches('^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+){0,2}$')",
+    message: 'must be an IANA time zone name such as "Europe/Berlin" or "UTC"',
+  }),
+});
+
 /** Values of `spec.disruption.rebootPolicy`. */
 export const RebootPolicyValues = ["RebootOnly", "AllowSoftReboot"] as const;
 /** How a node may restart into a new image. */
@@ -263,7 +316,78 @@ export const BootcNodePoolSpec = Type.Object({
       description: "How long the controller waits for a node's daemon to report on a new " +
         "spec before the node is reported Stalled with reason DaemonNotReporting.",
     })),
+    budgets: Type.Optional(Type.Array(
+      Type.Object({
+        maxUnavailable: intOrPercent(
+          0,
+          "Nodes that may be disrupted while this budget is active: an integer >= 0 or a " +
+            "percentage of the pool (rounded up); 0 means no new reboots.",
+        ),
+        schedule: Type.Optional(CronSchedule),
+        duration: Type.Optional(Duration),
+      }, {
+        description: "A budget active from each start of `schedule` for `duration` (always, " +
+          "without a schedule). The most restrictive active budget and maxUnavailable win.",
+        ...validations({
+          rule: "has(self.schedule) == has(self.duration)",
+          message: "schedule and duration must be set together",
+        }),
+      }),
+      {
+        maxItems: 16,
+        description: "Scheduled disruption budgets (as Karpenter's NodePool budgets): for " +
+          'example 1 during business hours and "20%" at night.',
+      },
+    )),
+    maxStaging: Type.Optional(intOrPercent(
+      1,
+      "At most this many of the pool's nodes download a new image at once (an integer >= 1 " +
+        "or a percentage, rounded up); the rest queue. Unset: all at once.",
+    )),
+    after: Type.Optional(Type.Array(
+      Type.String({ minLength: 1, maxLength: 63 }),
+      {
+        maxItems: 16,
+        description: "Pools that must finish their current rollout (all nodes updated, " +
+          "healthy) before this pool starts reboots.",
+      },
+    )),
   }, { default: {} }),
+  timeZone: Type.Optional(Type.String({
+    ...TimeZone,
+    description: "The IANA time zone of every schedule of this pool (maintenance windows, " +
+      'scheduled budgets); default "UTC".',
+  })),
+  maintenance: Type.Optional(Type.Object({
+    windows: Type.Optional(Type.Array(
+      Type.Object({ schedule: CronSchedule, duration: Duration }, {
+        description: "A window opening at each start of `schedule` for `duration`.",
+      }),
+      {
+        maxItems: 16,
+        description: "New reboots start only inside a window (a node whose reboot started " +
+          "inside may finish). None: always.",
+      },
+    )),
+    blackouts: Type.Optional(Type.Array(
+      Type.Object({
+        start: Type.String({ format: "date-time", description: "RFC 3339 start." }),
+        end: Type.String({ format: "date-time", description: "RFC 3339 end." }),
+        reason: Type.Optional(Type.String({ maxLength: 256 })),
+      }, {
+        description: "No new reboot starts between start and end, whatever the windows say.",
+        ...validations({
+          rule: "timestamp(self.end) > timestamp(self.start)",
+          message: "end must be after start",
+        }),
+      }),
+      { maxItems: 32 },
+    )),
+    stageOutsideWindows: Type.Optional(Type.Boolean({
+      default: true,
+      description: "Whether nodes download new images outside maintenance windows.",
+    })),
+  }, { description: "When new reboots may start." })),
   disruption: Type.Object({
     rebootPolicy: StringEnum(RebootPolicyValues, {
       default: "RebootOnly",
@@ -401,6 +525,57 @@ export const BootcNode = Type.Object({
   status: Type.Optional(BootcNodeStatus),
 });
 
+/** BootcDisruptionBudget spec: a cap on disrupted nodes across pools. */
+export const BootcDisruptionBudgetSpec = Type.Object({
+  nodeSelector: Type.Optional(LabelSelector),
+  maxUnavailable: intOrPercent(
+    1,
+    "How many of the selected nodes may be disrupted (cordoned for an update or rebooting) " +
+      "at once, whatever pool they belong to: an integer >= 1 or a percentage of the " +
+      "selected nodes, rounded up.",
+  ),
+  topologyKey: Type.Optional(Type.String({
+    minLength: 1,
+    maxLength: MAX_LABEL_KEY_LENGTH,
+    description: "A node label whose values are topology domains (for example " +
+      "topology.kubernetes.io/zone); nodes without it form a domain of their own.",
+    ...validations({
+      rule: celIsLabelKey("self"),
+      message: `must be a valid label key: ${LABEL_KEY_RULE}`,
+    }),
+  })),
+  maxUnavailablePerDomain: Type.Optional(Type.Integer({
+    minimum: 1,
+    description: "With topologyKey: at most this many disrupted nodes per domain.",
+  })),
+  maxDomainsUnavailable: Type.Optional(Type.Integer({
+    minimum: 1,
+    description: "With topologyKey: at most this many domains with any disrupted node.",
+  })),
+}, {
+  ...validations({
+    rule: "has(self.topologyKey) || (!has(self.maxUnavailablePerDomain) && " +
+      "!has(self.maxDomainsUnavailable))",
+    message: "maxUnavailablePerDomain and maxDomainsUnavailable need a topologyKey",
+  }),
+});
+
+/** BootcDisruptionBudget status, written by the controller. */
+export const BootcDisruptionBudgetStatus = Type.Object({
+  selectedNodes: Type.Optional(Type.Integer({ description: "Nodes the budget selects." })),
+  disruptedNodes: Type.Optional(Type.Integer({ description: "Of those, disrupted now." })),
+  allowed: Type.Optional(Type.Integer({ description: "maxUnavailable resolved." })),
+});
+
+/** The BootcDisruptionBudget resource (cluster scoped). */
+export const BootcDisruptionBudget = Type.Object({
+  apiVersion: Type.Optional(Type.String()),
+  kind: Type.Optional(Type.String()),
+  metadata: Type.Optional(Type.Unsafe<ObjectMeta>({ type: "object" })),
+  spec: BootcDisruptionBudgetSpec,
+  status: Type.Optional(BootcDisruptionBudgetStatus),
+});
+
 /** The subset of metav1.ObjectMeta the operator uses. */
 export interface ObjectMeta {
   name?: string;
@@ -442,11 +617,16 @@ export type BootcNodeStatus = Static<typeof BootcNodeStatus>;
 export type BootEntryStatus = Static<typeof BootEntryStatus>;
 /** A BootcNode. `metadata` is always present on objects read from the API. */
 export type BootcNode = Static<typeof BootcNode> & { metadata: ObjectMeta };
+/** A BootcDisruptionBudget. */
+export type BootcDisruptionBudget = Static<typeof BootcDisruptionBudget> & { metadata: ObjectMeta };
+/** BootcDisruptionBudget spec. */
+export type BootcDisruptionBudgetSpec = Static<typeof BootcDisruptionBudgetSpec>;
 /** One platform entry of an image index. */
 export type PlatformDigest = Static<typeof PlatformDigest>;
 
 /** The schemas a CRD is generated from, keyed by kind. */
-export const SCHEMAS: Record<"BootcNodePool" | "BootcNode", TSchema> = {
+export const SCHEMAS: Record<"BootcNodePool" | "BootcNode" | "BootcDisruptionBudget", TSchema> = {
   BootcNodePool,
   BootcNode,
+  BootcDisruptionBudget,
 };

@@ -4,7 +4,7 @@
  * @module
  */
 
-import { GROUP, NODE, POOL, VERSION } from "../api/constants.ts";
+import { BUDGET, GROUP, NODE, POOL, VERSION } from "../api/constants.ts";
 import type { ResourceDescriptor } from "./types.ts";
 
 function r(
@@ -63,6 +63,7 @@ export const Resources = {
   ),
   bootcNodePools: r(GROUP, VERSION, POOL.plural, POOL.kind, false),
   bootcNodes: r(GROUP, VERSION, NODE.plural, NODE.kind, false),
+  bootcDisruptionBudgets: r(GROUP, VERSION, BUDGET.plural, BUDGET.kind, false),
 } as const satisfies Record<string, ResourceDescriptor>;
 
 /** `apiVersion` of a descriptor, e.g. "v1" or "apps/v1". */
