@@ -5,7 +5,8 @@
  *
  * ```
  * deno run --allow-all controller/main.ts [--kubeconfig PATH] [--namespace bootc-operator]
- *   [--metrics-addr :8080] [--registry-poll-interval 5m] [--insecure-registry HOST]...
+ *   [--metrics-addr :8080] [--registry-poll-interval 5m] [--registry-timeout 10s]
+ *   [--insecure-registry HOST]...
  *   [--registry-ca-file PATH] [--leader-elect=true|false] [--leader-election-id ID]
  * ```
  *
@@ -25,6 +26,8 @@ export interface ControllerFlags {
   namespace: string;
   metricsAddr: string;
   registryPollIntervalMs: number;
+  /** How long one tag resolution may take before it is aborted and retried with backoff. */
+  registryTimeoutMs: number;
   insecureRegistries: string[];
   registryCaFile?: string;
   leaderElect: boolean;
@@ -65,6 +68,7 @@ export function parseFlags(args: string[]): ControllerFlags {
       namespace: { type: "string", default: "bootc-operator" },
       "metrics-addr": { type: "string", default: ":8080" },
       "registry-poll-interval": { type: "string", default: "5m" },
+      "registry-timeout": { type: "string", default: "10s" },
       "insecure-registry": { type: "string", multiple: true, default: [] },
       "registry-ca-file": { type: "string" },
       "leader-elect": { type: "string", default: "true" },
@@ -76,6 +80,7 @@ export function parseFlags(args: string[]): ControllerFlags {
     namespace: values.namespace!,
     metricsAddr: values["metrics-addr"]!,
     registryPollIntervalMs: parseDuration(values["registry-poll-interval"]!),
+    registryTimeoutMs: parseDuration(values["registry-timeout"]!),
     insecureRegistries: values["insecure-registry"] ?? [],
     registryCaFile: values["registry-ca-file"],
     leaderElect: parseBool("leader-elect", values["leader-elect"]),
@@ -98,7 +103,11 @@ export async function runController(flags: ControllerFlags, signal: AbortSignal)
     resolver: new RegistryImageResolver({
       insecureRegistries: flags.insecureRegistries,
       caCertPem,
+      timeoutMs: flags.registryTimeoutMs,
     }),
+    // Resolution runs beside the work queue with this timeout, so a registry that
+    // never answers delays only the pools that use it.
+    tagResolution: { timeoutMs: flags.registryTimeoutMs },
     events: new EventRecorder({
       client,
       component: "bootc-operator-controller",

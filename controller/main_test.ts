@@ -6,6 +6,7 @@ Deno.test("parseFlags: defaults", () => {
   assert.equal(f.namespace, "bootc-operator");
   assert.equal(f.metricsAddr, ":8080");
   assert.equal(f.registryPollIntervalMs, 300_000);
+  assert.equal(f.registryTimeoutMs, 10_000);
   assert.deepEqual(f.insecureRegistries, []);
   assert.equal(f.leaderElect, true);
   assert.equal(f.leaderElectionId, "bootc-operator-controller");
@@ -20,6 +21,7 @@ Deno.test("parseFlags: every flag, repeatable --insecure-registry, --leader-elec
     "127.0.0.1:9090",
     "--registry-poll-interval",
     "90s",
+    "--registry-timeout=3s",
     "--insecure-registry",
     "a:5000",
     "--insecure-registry=b:5000",
@@ -34,6 +36,7 @@ Deno.test("parseFlags: every flag, repeatable --insecure-registry, --leader-elec
     namespace: "ops",
     metricsAddr: "127.0.0.1:9090",
     registryPollIntervalMs: 90_000,
+    registryTimeoutMs: 3_000,
     insecureRegistries: ["a:5000", "b:5000"],
     registryCaFile: "/ca.pem",
     leaderElect: false,

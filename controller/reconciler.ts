@@ -47,6 +47,7 @@ import {
   type PlannedEvent,
   type PlannerOptions,
   planPool,
+  pollIntervalMs,
   POOL_FINALIZER,
   type ResolutionMemo,
   resolutionNeed,
@@ -57,6 +58,7 @@ import { DaemonAccessSync } from "./daemon_access_sync.ts";
 import type { PoolIssue } from "./pool_status.ts";
 import { needsLookup, pullSecretVerdict, type SecretLookup } from "./pull_secret.ts";
 import { type ImageResolver, secretDataHash } from "./resolver.ts";
+import { TagResolution, type TagResolutionOptions } from "./tag_resolution.ts";
 import {
   bootcNodeEventPools,
   nodeEventPools,
@@ -104,6 +106,11 @@ export interface PoolReconcilerOptions {
   namespace?: string;
   /** Longest back-off between drain passes whose evictions were refused (default 60 s). */
   maxDrainBackoffMs?: number;
+  /** Tag resolution tunables: per-attempt timeout (default 10 s), retry backoff. */
+  tagResolution?: Pick<
+    TagResolutionOptions,
+    "timeoutMs" | "initialBackoffMs" | "maxBackoffMs" | "jitter"
+  >;
 }
 
 /** Counts of the writes a reconciler made, by kind (for tests and reports). */
@@ -204,7 +211,8 @@ export class PoolReconciler {
   readonly writes: WriteCounts = {};
 
   #client: KubeClient;
-  #resolver: ImageResolver;
+  /** Resolves tags beside the work queue; a reconcile only reads its latest results. */
+  #tags: TagResolution;
   #events?: EventSink;
   #metrics?: ControllerMetrics;
   #clock: Clock;
@@ -216,7 +224,6 @@ export class PoolReconciler {
   #namespace: string;
   #daemonAccess: DaemonAccessSync;
   #queue?: WorkQueue<string>;
-  #memos = new Map<string, ResolutionMemo>();
   #onceKeys = new Set<string>();
   #drainRefusals = new Map<string, number>();
   #poolClient: ResourceClient<BootcNodePool>;
@@ -226,7 +233,6 @@ export class PoolReconciler {
   /** Creates the informers; nothing runs until {@linkcode startCaches} / {@linkcode runWorkers}. */
   constructor(options: PoolReconcilerOptions) {
     this.#client = options.client;
-    this.#resolver = options.resolver;
     this.#events = options.events;
     this.#metrics = options.metrics;
     this.#clock = options.clock ?? systemClock;
@@ -241,6 +247,15 @@ export class PoolReconciler {
     this.#bootcNodeClient = c.resource<BootcNode>(Resources.bootcNodes);
     this.#nodeClient = c.resource<Node>(Resources.nodes);
     const common = { clock: this.#clock, logger: this.#log };
+    this.#tags = new TagResolution({
+      resolver: options.resolver,
+      ...options.tagResolution,
+      ...common,
+      // A result (or a failure) wakes exactly the pools that use the tag.
+      onResult: (pools) => {
+        for (const p of pools) this.#enqueue(p);
+      },
+    });
     this.pools = new Informer<BootcNodePool>({
       resource: this.#poolClient,
       transform: withoutManagedFields,
@@ -309,7 +324,7 @@ export class PoolReconciler {
     );
     this.pools.onDelete((p) => {
       enqueue(poolEventPools(cache, { type: "delete", object: p }));
-      this.#memos.delete(p.metadata.name ?? "");
+      this.#tags.forget(p.metadata.name ?? "");
       this.#metrics?.poolNodes.deleteMatching({ pool: p.metadata.name ?? "" });
       this.#metrics?.slotsInUse.deleteMatching({ pool: p.metadata.name ?? "" });
     });
@@ -380,6 +395,8 @@ export class PoolReconciler {
       this.#queue = undefined;
       accessStop.abort();
       await access;
+      // A replica that does not lead polls no registry.
+      await this.#tags.forgetAll();
     }
   }
 
@@ -473,29 +490,53 @@ export class PoolReconciler {
     return out;
   }
 
+  /**
+   * The latest resolution of the pool's tag, never waiting for a registry: the
+   * pool tells {@linkcode TagResolution} what it wants and reads what is known.
+   * Until a first result arrives there is none (the planner keeps the last target
+   * and reports no failure); the result wakes the pool.
+   */
+  async #resolution(
+    pool: BootcNodePool,
+    secret: { hash?: string; dockerConfig?: string },
+    now: Date,
+  ): Promise<ResolutionMemo | undefined> {
+    const name = pool.metadata.name ?? "";
+    // Without a memo the need comes from the status alone: "fresh" means the status
+    // already holds a recent enough resolution (e.g. after a restart), so the first
+    // attempt can wait until it is due.
+    const need = resolutionNeed(pool, now, undefined, this.#plannerOptions);
+    if ((need.kind !== "resolve" && need.kind !== "fresh") || pool.metadata.deletionTimestamp) {
+      this.#tags.forget(name);
+      return undefined;
+    }
+    const credentialsHash = secret.hash ??
+      (secret.dockerConfig === undefined
+        ? undefined
+        : await secretDataHash({ ".dockerconfigjson": secret.dockerConfig }));
+    const latest = this.#tags.want(name, {
+      ref: pool.spec.image.ref,
+      ...(credentialsHash === undefined
+        ? {}
+        : { credentials: { hash: credentialsHash, dockerConfigJson: secret.dockerConfig } }),
+      intervalMs: pollIntervalMs(pool, this.#plannerOptions),
+      ...(need.kind === "fresh" ? { notBefore: need.nextAt } : {}),
+    });
+    // The key is the pool's current ref and credentials, so the result is for this generation.
+    return latest && { generation: pool.metadata.generation, at: latest.at, result: latest.result };
+  }
+
   /** One reconcile of pool `name` (what the work queue runs). */
   async reconcile(name: string): Promise<void> {
     const log = this.#log.with({ pool: name });
     const pool = this.pools.store.get(name);
     if (!pool) {
-      this.#memos.delete(name);
+      this.#tags.forget(name);
       return;
     }
     const now = this.#clock.now();
     const secret = await this.#pullSecret(pool);
-    const need = resolutionNeed(pool, now, this.#memos.get(name), this.#plannerOptions);
-    if (need.kind === "resolve" && !pool.metadata.deletionTimestamp) {
-      let memo: ResolutionMemo;
-      try {
-        const r = await this.#resolver.resolve(need.ref, { dockerConfigJson: secret.dockerConfig });
-        memo = { generation: pool.metadata.generation, at: now, result: { ok: true, ...r } };
-      } catch (e) {
-        const message = e instanceof Error ? e.message : String(e);
-        log.warn("image resolution failed", { ref: need.ref, error: message });
-        memo = { generation: pool.metadata.generation, at: now, result: { ok: false, message } };
-      }
-      this.#memos.set(name, memo);
-    }
+    const resolution = await this.#resolution(pool, secret, now);
 
     const pools: PoolSummary[] = this.pools.store.list().map((p) => ({
       name: p.metadata.name ?? "",
@@ -513,7 +554,7 @@ export class PoolReconciler {
       nodes,
       bootcNodes,
       pdbs,
-      resolution: this.#memos.get(name),
+      resolution,
       pullSecretHash: secret.hash,
       pullSecretIssue: secret.issue,
       now,
