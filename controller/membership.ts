@@ -22,7 +22,8 @@ import { nodeDisrupted, recordOf, releasePatch, undrainPatch } from "./disruptio
 import { type DesiredImage, EffectiveState, effectiveState } from "./effective_state.ts";
 import { listNames, type MergePatch, type PlanBuilder, type PlanInput } from "./plan.ts";
 import { matchesSelector, selectorError } from "./selector.ts";
-import { formatTime } from "./slots.ts";
+import { formatTime, parseTime, resolveMaxUnavailable } from "./slots.ts";
+import { stallDeadlines } from "./deadlines.ts";
 import type { NodeSummary, Target } from "./types.ts";
 
 /** Finalizer that lets the controller hand nodes back (labels, cordons) when a pool is deleted. */
@@ -125,11 +126,53 @@ export function releaseOrphans(
   return released;
 }
 
+/** The pool's staging places (`spec.rollout.maxStaging`): how many may start a download now. */
+export interface StagingQueue {
+  /** Resolved limit. */
+  limit: number;
+  /** Nodes downloading the target now. */
+  active: number;
+  /** Places still free in this plan. */
+  room: number;
+  /** Nodes held back, waiting for a place. */
+  held: string[];
+}
+
+/**
+ * The staging places of a pool for `target`: nodes already told to stage it that have
+ * not reported it staged (nor failed, nor run past the staging deadline, so a failed
+ * download does not hold a place forever) use one each. Undefined: no limit.
+ */
+export function stagingQueue(
+  input: PlanInput,
+  target: Target,
+  memberCount: number,
+  open = true,
+): StagingQueue | undefined {
+  const rollout = input.pool.spec.rollout;
+  if (rollout?.maxStaging === undefined && open) return undefined;
+  const limit = open ? resolveMaxUnavailable(rollout?.maxStaging, memberCount) : 0;
+  const deadlines = stallDeadlines(rollout as Record<string, unknown> | undefined);
+  const d: DesiredImage = { image: target.image, platforms: target.platforms };
+  let active = 0;
+  for (const bn of ownedBootcNodes(input)) {
+    if (bn.spec.desiredImage !== target.image) continue;
+    const state = effectiveState(bn, d);
+    if (state !== EffectiveState.Pending && state !== EffectiveState.Staging) continue;
+    const since = parseTime(bn.metadata.annotations?.[ANNOTATION_DESIRED_SINCE]);
+    if (since && input.now.getTime() >= since.getTime() + deadlines.stagingMs) continue;
+    active++;
+  }
+  return { limit, active, room: Math.max(0, limit - active), held: [] };
+}
+
 /** What step 2 settled. */
 export interface Membership {
   members: Member[];
   /** Nodes handed back in this plan that were still disrupted (they count until released). */
   releasing: string[];
+  /** The staging queue, when the pool limits staging. */
+  staging?: StagingQueue;
 }
 
 /** Step 2: membership and BootcNode sync. */
@@ -137,6 +180,7 @@ export function planMembership(
   input: PlanInput,
   plan: PlanBuilder,
   target: Target | undefined,
+  options: { stagingOpen?: boolean } = {},
 ): Membership {
   const { pool, now } = input;
   const poolName = pool.metadata.name ?? "";
@@ -170,6 +214,9 @@ export function planMembership(
   };
   const members: Member[] = [];
   const rebootPolicy = pool.spec.disruption?.rebootPolicy ?? "RebootOnly";
+  const staging = target
+    ? stagingQueue(input, target, matching.size, options.stagingOpen ?? true)
+    : undefined;
   for (const name of [...matching].sort()) {
     const node = input.nodes.get(name)!;
     const bn = input.bootcNodes.get(name);
@@ -229,7 +276,7 @@ export function planMembership(
       members.push({ node, state: EffectiveState.Pending, disrupted });
       continue;
     }
-    members.push(syncMember(input, plan, node, bn, target, desired));
+    members.push(syncMember(input, plan, node, bn, target, desired, staging));
   }
   for (const [other, nodes] of [...conflicts].sort(([a], [b]) => a < b ? -1 : 1)) {
     plan.issues.push({
@@ -238,7 +285,7 @@ export function planMembership(
     });
   }
   releasing.push(...releaseOrphans(input, plan, new Set(members.map((m) => m.node.name))));
-  return { members, releasing };
+  return { members, releasing, staging };
 }
 
 /** Labels a member Node `bootc.dev/managed` (so the daemon DaemonSet runs there) if it is not yet. */
@@ -267,15 +314,25 @@ function syncMember(
   bn: BootcNode,
   t: Target,
   d: DesiredImage,
+  staging: StagingQueue | undefined,
 ): Member {
   const { pool, now } = input;
   const poolName = pool.metadata.name ?? "";
   const name = node.name;
   const annotations = bn.metadata.annotations ?? {};
-  const imageChanged = bn.spec.desiredImage !== t.image;
+  // A node in flight always follows the target; others wait for a staging place.
+  let hold = false;
+  if (bn.spec.desiredImage !== t.image && staging && !nodeDisrupted(node, bn)) {
+    if (staging.room > 0) staging.room--;
+    else {
+      hold = true;
+      staging.held.push(name);
+    }
+  }
+  const imageChanged = !hold && bn.spec.desiredImage !== t.image;
   const wantedSpec: BootcNodeSpec = {
     ...bn.spec,
-    desiredImage: t.image,
+    desiredImage: hold ? bn.spec.desiredImage : t.image,
     rebootPolicy: pool.spec.disruption?.rebootPolicy ?? "RebootOnly",
     pullSecretRef: pool.spec.pullSecretRef ? { ...pool.spec.pullSecretRef } : undefined,
     pullSecretHash: input.pullSecretHash,

@@ -109,7 +109,13 @@ export function planPool(input: PlanInput): Plan {
   if (input.pullSecretIssue) plan.issues.push(input.pullSecretIssue);
 
   const { target, lastResolvedTime } = resolveTarget(pool, need, input.resolution, plan);
-  const { members, releasing } = planMembership(input, plan, target);
+  const { members, releasing, staging } = planMembership(input, plan, target);
+  if (staging && staging.held.length > 0) {
+    plan.notes.push(
+      `staging limit: ${staging.limit - staging.room}/${staging.limit} downloading, ` +
+        `${staging.held.length} queued`,
+    );
+  }
   const ctx = new RolloutContext(input, plan, pool);
   ctx.inUse += releasing.length;
   progressInFlight(members, ctx);
@@ -152,6 +158,7 @@ export function planPool(input: PlanInput): Plan {
     }
     waitReason = waits.find((w) => !w.routine)?.reason;
   }
+  if (!waitReason && staging && staging.held.length > 0) waitReason = "StagingLimit";
   reportStalled(members, ctx);
   if (ctx.degradedMessages.length > 0) {
     plan.issues.push({

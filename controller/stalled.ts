@@ -22,26 +22,14 @@ import type { RolloutContext, StallFinding } from "./in_flight.ts";
 import type { Member } from "./membership.ts";
 import { listNames } from "./plan.ts";
 import { formatTime, parseTime } from "./slots.ts";
+import { type StallDeadlines, stallDeadlines } from "./deadlines.ts";
 
-/** Default of `spec.rollout.stagingTimeoutSeconds`. */
-export const DEFAULT_STAGING_TIMEOUT_SECONDS = 1800;
-/** Default of `spec.rollout.daemonReportTimeoutSeconds`. */
-export const DEFAULT_DAEMON_REPORT_TIMEOUT_SECONDS = 300;
-
-/** The deadlines of a pool, in milliseconds. */
-export interface StallDeadlines {
-  stagingMs: number;
-  daemonReportMs: number;
-}
-
-/** Reads the deadlines from a pool's rollout spec. */
-export function stallDeadlines(rollout: Record<string, unknown> | undefined): StallDeadlines {
-  const n = (v: unknown, d: number) => (typeof v === "number" && v > 0 ? v : d) * 1000;
-  return {
-    stagingMs: n(rollout?.stagingTimeoutSeconds, DEFAULT_STAGING_TIMEOUT_SECONDS),
-    daemonReportMs: n(rollout?.daemonReportTimeoutSeconds, DEFAULT_DAEMON_REPORT_TIMEOUT_SECONDS),
-  };
-}
+export {
+  DEFAULT_DAEMON_REPORT_TIMEOUT_SECONDS,
+  DEFAULT_STAGING_TIMEOUT_SECONDS,
+  type StallDeadlines,
+  stallDeadlines,
+} from "./deadlines.ts";
 
 /**
  * Why a member is stalled now, if it is (RebootTimeout is found by the in-flight

@@ -1,0 +1,26 @@
+/**
+ * The per-node deadlines of a pool (`spec.rollout.stagingTimeoutSeconds`,
+ * `daemonReportTimeoutSeconds`), read with their defaults.
+ *
+ * @module
+ */
+
+/** Default of `spec.rollout.stagingTimeoutSeconds`. */
+export const DEFAULT_STAGING_TIMEOUT_SECONDS = 1800;
+/** Default of `spec.rollout.daemonReportTimeoutSeconds`. */
+export const DEFAULT_DAEMON_REPORT_TIMEOUT_SECONDS = 300;
+
+/** The deadlines of a pool, in milliseconds. */
+export interface StallDeadlines {
+  stagingMs: number;
+  daemonReportMs: number;
+}
+
+/** Reads the deadlines from a pool's rollout spec. */
+export function stallDeadlines(rollout: Record<string, unknown> | undefined): StallDeadlines {
+  const n = (v: unknown, d: number) => (typeof v === "number" && v > 0 ? v : d) * 1000;
+  return {
+    stagingMs: n(rollout?.stagingTimeoutSeconds, DEFAULT_STAGING_TIMEOUT_SECONDS),
+    daemonReportMs: n(rollout?.daemonReportTimeoutSeconds, DEFAULT_DAEMON_REPORT_TIMEOUT_SECONDS),
+  };
+}
