@@ -31,6 +31,18 @@ export const systemClock: Clock = {
     }),
 };
 
+/**
+ * A clock that starts at `start` and runs at real speed (sleeps are real): lets an
+ * end-to-end test put a whole process at a chosen time, e.g. just before a window.
+ */
+export function shiftedClock(start: Date, base: Clock = systemClock): Clock {
+  const offset = start.getTime() - base.now().getTime();
+  return {
+    now: () => new Date(base.now().getTime() + offset),
+    sleep: (ms, signal) => base.sleep(ms, signal),
+  };
+}
+
 /** A manual clock for tests: time moves only when {@linkcode FakeClock.advance} is called. */
 export class FakeClock implements Clock {
   #now: number;
