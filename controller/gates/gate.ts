@@ -14,6 +14,7 @@
  * @module
  */
 import type { BootcNodePool } from "../../lib/api/mod.ts";
+import type { LabelSelector } from "../selector.ts";
 import type { NodeSummary } from "../types.ts";
 
 /** A node that could take a reboot slot now. */
@@ -38,6 +39,46 @@ export interface ClusterView {
   pools: readonly PoolView[];
   /** Every Node, by name (annotations carry the operator's disruption record). */
   nodes: ReadonlyMap<string, NodeSummary>;
+  /**
+   * Every BootcDisruptionBudget (cluster-scoped). Absent means none, so the
+   * planner must fill it whenever the cluster has any (see `cluster_budget.ts`).
+   */
+  budgets?: readonly ClusterBudget[];
+  /**
+   * Nodes of every pool that wait for a reboot slot and could take one, oldest
+   * first (`waitingCandidates()` in `cluster_budget.ts` computes it): pools
+   * sharing a cluster budget take turns by waiting time. Absent means none known.
+   */
+  waiting?: readonly WaitingNode[];
+}
+
+/** The spec of a cluster-scoped BootcDisruptionBudget (node.bootc.dev/v1alpha1). */
+export interface ClusterBudgetSpec {
+  /** Which nodes (of any pool, or none) it covers; empty or absent selects every node. */
+  nodeSelector?: LabelSelector;
+  /** Selected nodes that may be disrupted at once: an integer, or a percentage of the selected nodes. */
+  maxUnavailable: number | string;
+  /** A node label whose values are topology domains (e.g. `topology.kubernetes.io/zone`). */
+  topologyKey?: string;
+  /** With `topologyKey`: at most this many selected nodes disrupted per domain. */
+  maxUnavailablePerDomain?: number;
+  /** With `topologyKey`: at most this many domains with any selected node disrupted. */
+  maxDomainsUnavailable?: number;
+}
+
+/** A BootcDisruptionBudget as gates see it. */
+export interface ClusterBudget {
+  name: string;
+  spec: ClusterBudgetSpec;
+}
+
+/** A node of some pool that waits for a reboot slot (fairness between pools). */
+export interface WaitingNode {
+  pool: string;
+  node: string;
+  /** Since when it waits (the same clock as {@linkcode Candidate.waitingSince}). */
+  since: Date;
+  labels: Record<string, string>;
 }
 
 /** Input of a gate. */

@@ -6,12 +6,32 @@
  * @module
  */
 import { budgetGate } from "./budget.ts";
+import { clusterBudgetGate } from "./cluster_budget.ts";
 import type { Gate } from "./gate.ts";
 import { pausedGate } from "./paused.ts";
+import { poolOrderGate } from "./pool_order.ts";
 
 export * from "./gate.ts";
 export { budgetGate, poolSlots } from "./budget.ts";
 export { pausedGate } from "./paused.ts";
+export {
+  BLOCKED_DEGRADED_REASONS,
+  BLOCKED_UP_TO_DATE_REASONS,
+  CLUSTER_BUDGET_EXHAUSTED,
+  clusterBudgetError,
+  clusterBudgetGate,
+  idleSince,
+  poolBlockedReason,
+  resolveClusterMaxUnavailable,
+  waitingCandidates,
+} from "./cluster_budget.ts";
+export {
+  orderingErrors,
+  poolOrderGate,
+  rolloutAfter,
+  unfinishedReason,
+  WAITING_FOR_POOL,
+} from "./pool_order.ts";
 
 /** The gates every pool goes through, in order. */
-export const GATES: readonly Gate[] = [pausedGate, budgetGate];
+export const GATES: readonly Gate[] = [pausedGate, budgetGate, poolOrderGate, clusterBudgetGate];

@@ -1,0 +1,556 @@
+/**
+ * Cluster-wide disruption budgets (`BootcDisruptionBudget`, cluster-scoped):
+ * every budget whose `nodeSelector` selects a candidate must hold before that
+ * node gets a reboot slot, and pools that share a budget take turns by waiting
+ * time. Reason `ClusterBudgetExhausted`.
+ *
+ * ## What the planner must fill in the gate input
+ *
+ * - `cluster.nodes`: every Node of the cluster (not only the pool's), with its
+ *   labels and annotations: a node counts as disrupted when its Node carries the
+ *   operator's disruption record (`isDisrupted`), whichever pool put it there,
+ *   and percentages are of all Nodes a budget selects.
+ * - `cluster.budgets`: every BootcDisruptionBudget, as `{ name, spec }`. Absent or
+ *   empty means no cluster budget applies, so it must never be left out when the
+ *   cluster has budgets.
+ * - `cluster.waiting`: {@linkcode waitingCandidates}`(pools, bootcNodes, nodes)`
+ *   over every pool and every BootcNode (fairness between pools; absent means no
+ *   other pool competes).
+ * - `disrupted`: this pool's disrupted members plus the slots granted earlier in
+ *   the same decision (the planner's one-candidate-at-a-time asks already pass
+ *   them): those grants are not on the Nodes yet.
+ * - `Candidate.waitingSince`: the `lastTransitionTime` of the BootcNode's Idle
+ *   condition, the same clock {@linkcode waitingCandidates} uses.
+ *
+ * The gate decides on the view it is given; two pools planned at the same
+ * moment on the same view could each take the last place of a budget, so the
+ * shell must plan pools that share a budget one at a time, each on a view that
+ * shows the grants of the one before.
+ *
+ * ## Rules
+ *
+ * - **Count**: the selected nodes that are disrupted (on their Node) or were
+ *   granted earlier in this decision, plus the candidate, stay within
+ *   `maxUnavailable`: an integer, or a percentage of the selected Nodes rounded
+ *   up and at least 1 (`0` and `"0%"` freeze the selected nodes).
+ * - **Topology** (with `topologyKey`): at most `maxUnavailablePerDomain` of them
+ *   per domain (the value of that node label), and at most
+ *   `maxDomainsUnavailable` domains with any. A candidate *without* the label is
+ *   refused while a domain limit is set: its domain is unknown, so no promise
+ *   about domains could be kept for it (the message says to label it). A
+ *   disrupted node without the label counts as a domain of its own.
+ * - **Fairness**: other pools' waiting nodes selected by a budget are reserved
+ *   in order of waiting time (oldest first), each only when it fits every budget
+ *   that selects it on top of what is disrupted now and the reservations before
+ *   it. A candidate must fit with the reservations *older* than itself, so the
+ *   oldest waiting node of the cluster is held back only by capacity, never by
+ *   fairness: no pool starves. Pools that are blocked by something else (paused,
+ *   outside a window, waiting for another pool, halted, invalid, or with no room
+ *   in their own budget) are left out by {@linkcode waitingCandidates}.
+ * - **Invalid budgets** fail closed: a budget whose spec is invalid (see
+ *   {@linkcode clusterBudgetError}) holds back every node it selects, and every
+ *   node when its selector is the invalid part (it cannot be known which nodes
+ *   it meant).
+ *
+ * The gate is monotone: the reservations depend only on what is disrupted on
+ * the Nodes, never on what this decision admits, and each limit only grows
+ * harder as the set of disrupted nodes grows, so any subset of what it admits
+ * is admissible too.
+ *
+ * @module
+ */
+import { isDisrupted } from "../../lib/api/annotations.ts";
+import { findCondition, isConditionTrue } from "../../lib/api/conditions.ts";
+import {
+  NodeConditionType,
+  POOL,
+  PoolConditionType,
+  PoolDegradedReason,
+  UpToDateReason,
+} from "../../lib/api/constants.ts";
+import type { BootcNode, BootcNodePool } from "../../lib/api/schema.ts";
+import { labelKeyError } from "../../lib/api/validation.ts";
+import { nodeDisrupted } from "../disruption.ts";
+import { EffectiveState, effectiveState } from "../effective_state.ts";
+import { type LabelMatcher, selectorError, selectorMatcher } from "../selector.ts";
+import { formatTime, resolveMaxUnavailable } from "../slots.ts";
+import type { NodeSummary } from "../types.ts";
+import type {
+  Candidate,
+  ClusterBudget,
+  ClusterBudgetSpec,
+  Gate,
+  GateDecision,
+  GateInput,
+  WaitingNode,
+} from "./gate.ts";
+
+export type { ClusterBudget, ClusterBudgetSpec, WaitingNode } from "./gate.ts";
+
+/** The wait reason of this gate (it becomes the pool's UpToDate reason). */
+export const CLUSTER_BUDGET_EXHAUSTED = "ClusterBudgetExhausted";
+
+/**
+ * Resolves a cluster budget's `maxUnavailable` against the number of nodes it
+ * selects: an integer (≥ 0) as is; a percentage rounded up and at least 1,
+ * except `"0%"`, which is 0. Throws a message naming the field when invalid.
+ */
+export function resolveClusterMaxUnavailable(value: number | string, selected: number): number {
+  if (typeof value === "number") {
+    if (Number.isInteger(value) && value >= 0) return value;
+  } else if (/^\d+$/.test(value)) {
+    return Number(value);
+  } else {
+    const match = /^(\d+)%$/.exec(value);
+    if (match && Number(match[1]) <= 100) {
+      const pct = Number(match[1]);
+      return pct === 0 ? 0 : Math.max(1, Math.ceil((pct * selected) / 100));
+    }
+  }
+  throw new Error(
+    `maxUnavailable ${JSON.stringify(value)} must be an integer >= 0 or a percentage ` +
+      `from 0% to 100%`,
+  );
+}
+
+/**
+ * Why a BootcDisruptionBudget spec is invalid (naming the field), or undefined
+ * when it is valid. The CRD should reject all of these; the gate checks again
+ * because an object stored before a rule existed must not silently weaken a
+ * budget.
+ */
+export function clusterBudgetError(spec: ClusterBudgetSpec): string | undefined {
+  const sel = selectorError(spec.nodeSelector);
+  if (sel) return sel;
+  if (spec.maxUnavailable === undefined || spec.maxUnavailable === null) {
+    return "maxUnavailable is required";
+  }
+  try {
+    resolveClusterMaxUnavailable(spec.maxUnavailable, 0);
+  } catch (e) {
+    return (e as Error).message;
+  }
+  if (spec.topologyKey !== undefined) {
+    const err = labelKeyError(spec.topologyKey);
+    if (err) return `topologyKey ${JSON.stringify(spec.topologyKey)} ${err}`;
+  }
+  for (const field of ["maxUnavailablePerDomain", "maxDomainsUnavailable"] as const) {
+    const v = spec[field];
+    if (v === undefined) continue;
+    if (!Number.isInteger(v) || v < 0) return `${field} ${v} must be an integer >= 0`;
+    if (spec.topologyKey === undefined) return `${field} needs topologyKey`;
+  }
+  return undefined;
+}
+
+/** The UpToDate reasons of a pool that cannot take a slot whatever the cluster budgets say. */
+export const BLOCKED_UP_TO_DATE_REASONS: readonly string[] = [
+  UpToDateReason.Paused,
+  "OutsideMaintenanceWindow",
+  "Blackout",
+  "WaitingForPool",
+  // Only the headline when the pool's own budget is 0 with nothing in flight
+  // (a scheduled budget); with nodes in flight the wait is routine.
+  "BudgetExhausted",
+];
+
+/** The Degraded reasons (status True) of a pool that hands out no slot. */
+export const BLOCKED_DEGRADED_REASONS: readonly string[] = [
+  PoolDegradedReason.RolloutHalted,
+  PoolDegradedReason.InvalidSpec,
+];
+
+/**
+ * Why a pool cannot take a reboot slot now whatever the cluster budgets say
+ * (its last status, or its spec), or undefined when it competes for slots.
+ * Such a pool's waiting nodes do not hold other pools back.
+ */
+export function poolBlockedReason(pool: BootcNodePool): string | undefined {
+  if (pool.metadata.deletionTimestamp) return "being deleted";
+  if (pool.spec.rollout?.paused) return UpToDateReason.Paused;
+  const conditions = pool.status?.conditions;
+  const upToDate = findCondition(conditions, PoolConditionType.UpToDate);
+  if (upToDate?.status === "False" && BLOCKED_UP_TO_DATE_REASONS.includes(upToDate.reason)) {
+    return upToDate.reason;
+  }
+  const degraded = findCondition(conditions, PoolConditionType.Degraded);
+  if (
+    isConditionTrue(conditions, PoolConditionType.Degraded) && degraded &&
+    BLOCKED_DEGRADED_REASONS.includes(degraded.reason)
+  ) {
+    return degraded.reason;
+  }
+  return undefined;
+}
+
+/** The pool that controls a BootcNode (its controller ownerReference). */
+function ownerPool(bn: BootcNode): string | undefined {
+  return bn.metadata.ownerReferences?.find((o) => o.kind === POOL.kind && o.controller)?.name;
+}
+
+/** When a BootcNode's Idle condition last changed (its waiting time), if readable. */
+export function idleSince(bn: BootcNode | undefined): Date | undefined {
+  const idle = findCondition(bn?.status?.conditions, NodeConditionType.Idle);
+  if (!idle?.lastTransitionTime) return undefined;
+  const t = new Date(idle.lastTransitionTime);
+  return Number.isNaN(t.getTime()) ? undefined : t;
+}
+
+/**
+ * The nodes of every pool that wait for a reboot slot and could take one,
+ * oldest first: owned by a pool that is not blocked ({@linkcode poolBlockedReason}),
+ * staged for their desired image (Idle False / Staged), Ready and not disrupted,
+ * waiting since their Idle condition's last transition. Of each pool only as
+ * many as its own `maxUnavailable` has room for (the oldest) count: the others
+ * could not take a slot anyway, so they must not hold other pools back.
+ */
+export function waitingCandidates(
+  pools: Iterable<BootcNodePool>,
+  bootcNodes: Iterable<BootcNode>,
+  nodes: ReadonlyMap<string, NodeSummary>,
+): WaitingNode[] {
+  const byPool = new Map<string, BootcNode[]>();
+  for (const bn of bootcNodes) {
+    const owner = ownerPool(bn);
+    if (owner === undefined) continue;
+    const list = byPool.get(owner) ?? [];
+    list.push(bn);
+    byPool.set(owner, list);
+  }
+  const out: WaitingNode[] = [];
+  for (const pool of pools) {
+    const name = pool.metadata.name ?? "";
+    if (poolBlockedReason(pool) !== undefined) continue;
+    const members = byPool.get(name) ?? [];
+    let slots: number;
+    try {
+      slots = resolveMaxUnavailable(pool.spec.rollout?.maxUnavailable, members.length);
+    } catch {
+      continue; // an invalid pool hands out no slot
+    }
+    let disrupted = 0;
+    const waiting: WaitingNode[] = [];
+    for (const bn of members) {
+      const node = nodes.get(bn.metadata.name ?? "");
+      if (!node) continue;
+      if (nodeDisrupted(node, bn)) {
+        disrupted++;
+        continue;
+      }
+      if (bn.metadata.deletionTimestamp || !node.ready) continue;
+      const platforms = bn.spec.desiredImage === pool.status?.targetImage
+        ? pool.status?.targetPlatforms
+        : undefined;
+      const state = effectiveState(bn, { image: bn.spec.desiredImage, platforms });
+      if (state !== EffectiveState.Staged) continue;
+      const since = idleSince(bn);
+      if (!since) continue;
+      waiting.push({ pool: name, node: node.name, since, labels: node.labels });
+    }
+    waiting.sort(olderFirst);
+    out.push(...waiting.slice(0, Math.max(0, slots - disrupted)));
+  }
+  return out.sort(olderFirst);
+}
+
+/** A total order on waiting: time, then pool, then node (ties never hold both sides back). */
+function waitKey(since: Date, pool: string, node: string): [number, string, string] {
+  return [since.getTime(), pool, node];
+}
+
+function compareKeys(a: [number, string, string], b: [number, string, string]): number {
+  if (a[0] !== b[0]) return a[0] - b[0];
+  if (a[1] !== b[1]) return a[1] < b[1] ? -1 : 1;
+  return a[2] < b[2] ? -1 : a[2] > b[2] ? 1 : 0;
+}
+
+function olderFirst(a: WaitingNode, b: WaitingNode): number {
+  return compareKeys(waitKey(a.since, a.pool, a.node), waitKey(b.since, b.pool, b.node));
+}
+
+/** A budget prepared against the cluster's nodes. */
+interface Prepared {
+  name: string;
+  spec: ClusterBudgetSpec;
+  match: LabelMatcher;
+  /** Set when the spec is invalid. */
+  error?: string;
+  /** The invalid part is the selector: it may mean any node. */
+  selectorInvalid?: boolean;
+  selected: number;
+  limit: number;
+  /** Set when a domain limit applies. */
+  key?: string;
+}
+
+/** Why adding a node would break a budget. */
+type Violation =
+  | { kind: "count" }
+  | { kind: "domain"; domain: string }
+  | { kind: "domains"; domain: string }
+  | { kind: "unlabeled" };
+
+/** The disrupted (or granted, or reserved) nodes a budget selects. */
+class Tally {
+  readonly names = new Set<string>();
+  /** Disrupted nodes per domain; a node without the label is a domain of its own. */
+  readonly perDomain = new Map<string, number>();
+
+  constructor(readonly budget: Prepared) {}
+
+  clone(): Tally {
+    const t = new Tally(this.budget);
+    for (const n of this.names) t.names.add(n);
+    for (const [d, k] of this.perDomain) t.perDomain.set(d, k);
+    return t;
+  }
+
+  add(name: string, labels: Record<string, string>): void {
+    if (this.names.has(name) || !this.budget.match(labels)) return;
+    this.names.add(name);
+    if (this.budget.key === undefined) return;
+    const domain = labels[this.budget.key] ?? unlabeledDomain(name);
+    this.perDomain.set(domain, (this.perDomain.get(domain) ?? 0) + 1);
+  }
+
+  /** Why adding `name` (selected by this budget) would break it, if it would. */
+  violation(name: string, labels: Record<string, string>): Violation | undefined {
+    if (this.names.has(name)) return undefined;
+    const b = this.budget;
+    if (this.names.size + 1 > b.limit) return { kind: "count" };
+    if (b.key === undefined) return undefined;
+    const domain = labels[b.key];
+    if (domain === undefined) return { kind: "unlabeled" };
+    const here = this.perDomain.get(domain) ?? 0;
+    const perDomain = b.spec.maxUnavailablePerDomain;
+    if (perDomain !== undefined && here + 1 > perDomain) return { kind: "domain", domain };
+    const maxDomains = b.spec.maxDomainsUnavailable;
+    if (maxDomains !== undefined && here === 0 && this.perDomain.size + 1 > maxDomains) {
+      return { kind: "domains", domain };
+    }
+    return undefined;
+  }
+
+  /** For messages: the domains with disrupted nodes. */
+  domains(): string[] {
+    return [...this.perDomain.keys()].map((d) => d.startsWith(UNLABELED) ? "(unlabeled)" : d)
+      .sort();
+  }
+}
+
+const UNLABELED = "\u0000unlabeled:";
+function unlabeledDomain(node: string): string {
+  return UNLABELED + node;
+}
+
+function prepare(
+  budget: ClusterBudget,
+  universe: ReadonlyMap<string, Record<string, string>>,
+): Prepared {
+  const spec = budget.spec ?? ({} as ClusterBudgetSpec);
+  const error = clusterBudgetError(spec);
+  const selectorInvalid = error !== undefined && selectorError(spec.nodeSelector) !== undefined;
+  const match = selectorInvalid ? () => true : selectorMatcher(spec.nodeSelector);
+  let selected = 0;
+  for (const labels of universe.values()) if (match(labels)) selected++;
+  let limit = 0;
+  if (!error) limit = resolveClusterMaxUnavailable(spec.maxUnavailable, selected);
+  const hasDomainLimit = spec.maxUnavailablePerDomain !== undefined ||
+    spec.maxDomainsUnavailable !== undefined;
+  return {
+    name: budget.name,
+    spec,
+    match,
+    error,
+    selectorInvalid,
+    selected,
+    limit,
+    key: hasDomainLimit ? spec.topologyKey : undefined,
+  };
+}
+
+function violationMessage(t: Tally, v: Violation): string {
+  const b = t.budget;
+  const head = `BootcDisruptionBudget ${b.name}:`;
+  switch (v.kind) {
+    case "count": {
+      const of = typeof b.spec.maxUnavailable === "string"
+        ? ` (maxUnavailable ${b.spec.maxUnavailable} of ${b.selected} selected)`
+        : ` (${b.selected} selected)`;
+      return `${head} ${t.names.size} of ${b.limit} allowed nodes disrupted${of}`;
+    }
+    case "domain":
+      return `${head} ${t.perDomain.get(v.domain) ?? 0} of ${b.spec.maxUnavailablePerDomain} ` +
+        `allowed nodes disrupted in ${b.key}=${v.domain}`;
+    case "domains":
+      return `${head} ${t.perDomain.size} of ${b.spec.maxDomainsUnavailable} allowed ${b.key} ` +
+        `domains have disrupted nodes (${t.domains().join(", ")})`;
+    case "unlabeled":
+      return `${head} the node has no ${b.key} label, so its domain is unknown and it gets ` +
+        `no slot (label the node)`;
+  }
+}
+
+/** One held-back candidate. */
+interface Hold {
+  node: string;
+  message: string;
+  /** Only this pool's own nodes fill the budget: the normal pace of its rollout. */
+  routine: boolean;
+}
+
+/** Holds candidates back while a cluster budget that selects them has no room for them. */
+export const clusterBudgetGate: Gate = {
+  name: "clusterBudget",
+  decide(input: GateInput): GateDecision {
+    const budgets = input.cluster.budgets ?? [];
+    if (budgets.length === 0 || input.candidates.length === 0) {
+      return { admit: input.candidates };
+    }
+    const poolName = input.pool.metadata.name ?? "";
+    const universe = new Map<string, Record<string, string>>();
+    for (const [name, node] of input.cluster.nodes) universe.set(name, node.labels ?? {});
+    const prepared = budgets.map((b) => prepare(b, universe));
+
+    const broken = prepared.find((p) => p.selectorInvalid);
+    if (broken) {
+      return {
+        admit: [],
+        wait: {
+          reason: CLUSTER_BUDGET_EXHAUSTED,
+          message: `BootcDisruptionBudget ${broken.name} is invalid: ${broken.error}; ` +
+            "no node gets a reboot slot until it is fixed",
+        },
+      };
+    }
+
+    // What the Nodes say is disrupted: the base of the reservations.
+    const onNodes = new Set<string>();
+    for (const [name, node] of input.cluster.nodes) {
+      if (isDisrupted({ metadata: { annotations: node.annotations } })) onNodes.add(name);
+    }
+    const base = prepared.map((p) => {
+      const t = new Tally(p);
+      for (const name of onNodes) t.add(name, universe.get(name) ?? {});
+      return t;
+    });
+
+    // Other pools' waiting nodes, reserved oldest first where they fit every budget.
+    // Nothing of this decision (candidates, grants) goes in: that keeps the gate monotone.
+    const reserving = base.map((t) => t.clone());
+    const reserved: WaitingNode[] = [];
+    const others = [...(input.cluster.waiting ?? [])]
+      .filter((w) => w.pool !== poolName && !onNodes.has(w.node))
+      .sort(olderFirst);
+    for (const w of others) {
+      const applicable = reserving.filter((t) => t.budget.match(w.labels));
+      if (applicable.length === 0) continue;
+      if (applicable.some((t) => t.budget.error || t.violation(w.node, w.labels))) continue;
+      reserved.push(w);
+      for (const t of applicable) t.add(w.node, w.labels);
+    }
+
+    // This decision: disrupted now, granted earlier, admitted so far.
+    const own = new Set(input.disrupted);
+    const current = base.map((t) => {
+      const c = t.clone();
+      for (const name of input.disrupted) {
+        const labels = universe.get(name);
+        if (labels) c.add(name, labels);
+      }
+      return c;
+    });
+    const admit: Candidate[] = [];
+    const holds: Hold[] = [];
+    for (const cand of input.candidates) {
+      const hold = judge(cand, poolName, current, reserved, own, input.now);
+      if (hold) {
+        holds.push(hold);
+        continue;
+      }
+      admit.push(cand);
+      own.add(cand.name);
+      for (const t of current) t.add(cand.name, cand.labels);
+    }
+    if (holds.length === 0) return { admit };
+    return {
+      admit,
+      wait: {
+        reason: CLUSTER_BUDGET_EXHAUSTED,
+        message: summarize(holds),
+        routine: holds.every((h) => h.routine),
+      },
+    };
+  },
+};
+
+/** Why `cand` must wait, or undefined when every budget selecting it has room. */
+function judge(
+  cand: Candidate,
+  poolName: string,
+  current: readonly Tally[],
+  reserved: readonly WaitingNode[],
+  own: ReadonlySet<string>,
+  now: Date,
+): Hold | undefined {
+  const applicable = current.filter((t) => t.budget.match(cand.labels));
+  for (const t of applicable) {
+    if (t.budget.error) {
+      return {
+        node: cand.name,
+        message: `BootcDisruptionBudget ${t.budget.name} is invalid: ${t.budget.error}; ` +
+          "the nodes it selects get no reboot slot until it is fixed",
+        routine: false,
+      };
+    }
+  }
+  for (const t of applicable) {
+    const v = t.violation(cand.name, cand.labels);
+    if (v) {
+      const routine = v.kind !== "unlabeled" && [...t.names].every((n) => own.has(n));
+      return { node: cand.name, message: violationMessage(t, v), routine };
+    }
+  }
+  // A candidate without a waiting time waits from now: it never jumps the queue.
+  const key = waitKey(cand.waitingSince ?? now, poolName, cand.name);
+  const older = reserved.filter((w) => compareKeys(waitKey(w.since, w.pool, w.node), key) < 0);
+  if (older.length === 0) return undefined;
+  for (const t of applicable) {
+    const withOlder = t.clone();
+    const first = older.filter((w) => t.budget.match(w.labels));
+    for (const w of first) withOlder.add(w.node, w.labels);
+    if (!withOlder.violation(cand.name, cand.labels)) continue;
+    const w = first[0];
+    const more = first.length > 1 ? ` and ${first.length - 1} more older waiting node(s)` : "";
+    return {
+      node: cand.name,
+      message: `BootcDisruptionBudget ${t.budget.name}: node ${w.node} of pool ${w.pool}, ` +
+        `waiting since ${formatTime(w.since)}${more}, goes first (${t.names.size} of ` +
+        `${t.budget.limit} allowed nodes disrupted)`,
+      routine: false,
+    };
+  }
+  return undefined;
+}
+
+/** One line for people: which nodes wait for what (the first few reasons). */
+function summarize(holds: readonly Hold[]): string {
+  const byMessage = new Map<string, string[]>();
+  for (const h of holds) {
+    const list = byMessage.get(h.message) ?? [];
+    list.push(h.node);
+    byMessage.set(h.message, list);
+  }
+  const parts: string[] = [];
+  for (const [message, nodes] of byMessage) {
+    if (parts.length === 3) {
+      parts.push(`and ${byMessage.size - 3} more reasons`);
+      break;
+    }
+    const who = nodes.length > 3
+      ? `${nodes.slice(0, 3).join(", ")} and ${nodes.length - 3} more`
+      : nodes.join(", ");
+    parts.push(`${who} ${nodes.length === 1 ? "waits" : "wait"}: ${message}`);
+  }
+  return parts.join("; ");
+}
