@@ -25,7 +25,15 @@
  * The gate decides on the view it is given; two pools planned at the same
  * moment on the same view could each take the last place of a budget, so the
  * shell must plan pools that share a budget one at a time, each on a view that
- * shows the grants of the one before.
+ * shows the grants of the one before. A view must not be changed once built:
+ * what the gate derives from it (walking every Node) is cached per view object
+ * and pool, so the planner's per-candidate asks on one view stay cheap.
+ *
+ * A held candidate waits for something outside its pool (another pool's node
+ * finishing, another pool's older node taking its turn), so the wait has no
+ * `until`: the shell must re-plan the pools a budget selects when a Node's
+ * disruption record goes away or another pool's status changes (or requeue
+ * them periodically).
  *
  * ## Rules
  *
@@ -79,6 +87,7 @@ import type {
   Candidate,
   ClusterBudget,
   ClusterBudgetSpec,
+  ClusterView,
   Gate,
   GateDecision,
   GateInput,
@@ -343,16 +352,13 @@ function unlabeledDomain(node: string): string {
   return UNLABELED + node;
 }
 
-function prepare(
-  budget: ClusterBudget,
-  universe: ReadonlyMap<string, Record<string, string>>,
-): Prepared {
+function prepare(budget: ClusterBudget, nodes: ReadonlyMap<string, NodeSummary>): Prepared {
   const spec = budget.spec ?? ({} as ClusterBudgetSpec);
   const error = clusterBudgetError(spec);
   const selectorInvalid = error !== undefined && selectorError(spec.nodeSelector) !== undefined;
   const match = selectorInvalid ? () => true : selectorMatcher(spec.nodeSelector);
   let selected = 0;
-  for (const labels of universe.values()) if (match(labels)) selected++;
+  for (const node of nodes.values()) if (match(node.labels ?? {})) selected++;
   let limit = 0;
   if (!error) limit = resolveClusterMaxUnavailable(spec.maxUnavailable, selected);
   const hasDomainLimit = spec.maxUnavailablePerDomain !== undefined ||
@@ -399,6 +405,61 @@ interface Hold {
   routine: boolean;
 }
 
+/** What a decision starts from: the same for every ask of one pool on one view. */
+interface Baseline {
+  /** A budget whose selector is invalid: it could mean any node. */
+  broken?: Prepared;
+  /** Per budget, the selected nodes disrupted on their Node. */
+  base: Tally[];
+  /** Other pools' waiting nodes that would fit, oldest first. */
+  reserved: WaitingNode[];
+}
+
+/**
+ * Baselines per view and pool: the planner asks once for the whole set and
+ * then once per candidate on the same view, and preparing walks every Node.
+ * Views are read-only, so caching by identity is safe.
+ */
+const baselines = new WeakMap<ClusterView, Map<string, Baseline>>();
+
+function baseline(cluster: ClusterView, poolName: string): Baseline {
+  let perPool = baselines.get(cluster);
+  if (!perPool) baselines.set(cluster, perPool = new Map());
+  const cached = perPool.get(poolName);
+  if (cached) return cached;
+  const prepared = (cluster.budgets ?? []).map((b) => prepare(b, cluster.nodes));
+  const broken = prepared.find((p) => p.selectorInvalid);
+
+  // What the Nodes say is disrupted: the base of the reservations.
+  const onNodes = new Set<string>();
+  for (const [name, node] of cluster.nodes) {
+    if (isDisrupted({ metadata: { annotations: node.annotations } })) onNodes.add(name);
+  }
+  const base = prepared.map((p) => {
+    const t = new Tally(p);
+    for (const name of onNodes) t.add(name, cluster.nodes.get(name)?.labels ?? {});
+    return t;
+  });
+
+  // Other pools' waiting nodes, reserved oldest first where they fit every budget.
+  // Nothing of this decision (candidates, grants) goes in: that keeps the gate monotone.
+  const reserving = base.map((t) => t.clone());
+  const reserved: WaitingNode[] = [];
+  const others = [...(cluster.waiting ?? [])]
+    .filter((w) => w.pool !== poolName && !onNodes.has(w.node))
+    .sort(olderFirst);
+  for (const w of others) {
+    const applicable = reserving.filter((t) => t.budget.match(w.labels));
+    if (applicable.length === 0) continue;
+    if (applicable.some((t) => t.budget.error || t.violation(w.node, w.labels))) continue;
+    reserved.push(w);
+    for (const t of applicable) t.add(w.node, w.labels);
+  }
+  const out: Baseline = { broken, base, reserved };
+  perPool.set(poolName, out);
+  return out;
+}
+
 /** Holds candidates back while a cluster budget that selects them has no room for them. */
 export const clusterBudgetGate: Gate = {
   name: "clusterBudget",
@@ -408,11 +469,7 @@ export const clusterBudgetGate: Gate = {
       return { admit: input.candidates };
     }
     const poolName = input.pool.metadata.name ?? "";
-    const universe = new Map<string, Record<string, string>>();
-    for (const [name, node] of input.cluster.nodes) universe.set(name, node.labels ?? {});
-    const prepared = budgets.map((b) => prepare(b, universe));
-
-    const broken = prepared.find((p) => p.selectorInvalid);
+    const { broken, base, reserved } = baseline(input.cluster, poolName);
     if (broken) {
       return {
         admit: [],
@@ -424,39 +481,13 @@ export const clusterBudgetGate: Gate = {
       };
     }
 
-    // What the Nodes say is disrupted: the base of the reservations.
-    const onNodes = new Set<string>();
-    for (const [name, node] of input.cluster.nodes) {
-      if (isDisrupted({ metadata: { annotations: node.annotations } })) onNodes.add(name);
-    }
-    const base = prepared.map((p) => {
-      const t = new Tally(p);
-      for (const name of onNodes) t.add(name, universe.get(name) ?? {});
-      return t;
-    });
-
-    // Other pools' waiting nodes, reserved oldest first where they fit every budget.
-    // Nothing of this decision (candidates, grants) goes in: that keeps the gate monotone.
-    const reserving = base.map((t) => t.clone());
-    const reserved: WaitingNode[] = [];
-    const others = [...(input.cluster.waiting ?? [])]
-      .filter((w) => w.pool !== poolName && !onNodes.has(w.node))
-      .sort(olderFirst);
-    for (const w of others) {
-      const applicable = reserving.filter((t) => t.budget.match(w.labels));
-      if (applicable.length === 0) continue;
-      if (applicable.some((t) => t.budget.error || t.violation(w.node, w.labels))) continue;
-      reserved.push(w);
-      for (const t of applicable) t.add(w.node, w.labels);
-    }
-
     // This decision: disrupted now, granted earlier, admitted so far.
     const own = new Set(input.disrupted);
     const current = base.map((t) => {
       const c = t.clone();
       for (const name of input.disrupted) {
-        const labels = universe.get(name);
-        if (labels) c.add(name, labels);
+        const node = input.cluster.nodes.get(name);
+        if (node) c.add(name, node.labels ?? {});
       }
       return c;
     });

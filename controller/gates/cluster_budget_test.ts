@@ -359,6 +359,26 @@ Deno.test("fairness: an older waiting node of another pool goes first", () => {
   assert.deepEqual(admitted(decide({ ...s, waiting: [waiting("workers", "b", 10)] })), ["a"]);
 });
 
+Deno.test("fairness: one view asked for two pools reserves the other pool's nodes for each", () => {
+  const nodes = [n("a"), n("b")];
+  const s: Scenario = {
+    pool: "alpha",
+    nodes,
+    budgets: [budget("shared", { maxUnavailable: 1 })],
+    candidates: ["a"],
+    since: { a: 10 },
+    waiting: [waiting("alpha", "a", 10), waiting("beta", "b", 5)],
+  };
+  const view = gateInput(s);
+  assert.deepEqual(admitted(clusterBudgetGate.decide(view)), ["a"], "alpha's a is older");
+  const asBeta: GateInput = {
+    ...view,
+    pool: fixturePool({ name: "beta" }),
+    candidates: [{ name: "b", labels: nodes[1].labels, waitingSince: ago(5) }],
+  };
+  assert.deepEqual(admitted(clusterBudgetGate.decide(asBeta)), [], "beta waits for alpha's a");
+});
+
 Deno.test("fairness: equal waiting times are ordered by pool name, so exactly one side waits", () => {
   const nodes = [n("a"), n("b")];
   const shared = budget("shared", { maxUnavailable: 1 });
@@ -580,10 +600,13 @@ Deno.test("cluster budget: safe, monotone, and one-at-a-time asks agree with the
     for (const sub of subsets(whole.slice(0, 6))) {
       assert.deepEqual(admitted(decide(s, sub)), sub, `trial ${trial}: subset ${sub}`);
     }
-    // The planner's way: one candidate at a time, earlier grants in `disrupted`.
+    // The planner's way: one candidate at a time on the same view (the gate caches
+    // per view), earlier grants in `disrupted`.
+    const view = gateInput(s);
     const granted: string[] = [];
-    for (const c of s.candidates) {
-      if (admitted(decide(s, [c], granted)).length === 1) granted.push(c);
+    for (const c of view.candidates) {
+      const d = clusterBudgetGate.decide({ ...view, candidates: [c], disrupted: [...granted] });
+      if (d.admit.length === 1) granted.push(c.name);
     }
     assert.deepEqual(granted, whole, `trial ${trial}: one at a time`);
   }

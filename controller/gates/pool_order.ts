@@ -124,13 +124,12 @@ function shortestCycle(
     if (!p) continue;
     for (const next of rolloutAfter(p)) {
       if (next === self) {
-        const path = [self];
-        for (let n: string | undefined = at; n !== self && n !== undefined; n = parent.get(n)) {
-          path.push(n);
+        // Walk back from `at` to the first hop, then read it forwards.
+        const back: string[] = [];
+        for (let n: string | undefined = at; n !== undefined && n !== self; n = parent.get(n)) {
+          back.push(n);
         }
-        path.push(self);
-        // path is self, at, …, first hop, self reversed except the ends.
-        return [self, ...path.slice(1, -1).reverse(), self];
+        return [self, ...back.reverse(), self];
       }
       if (parent.has(next) || !byName.has(next)) continue;
       parent.set(next, at);
