@@ -111,6 +111,12 @@ export class Fleet {
   nodeWrites = 0;
   /** Errors from the supervisor loop (reported by scenarios). */
   readonly errors: string[] = [];
+  /**
+   * Runs after an apply invocation is noticed and before its facts are read: lets a test
+   * land a controller change exactly between a daemon's apply and the harness's read (the
+   * race the judgement must survive). The apply stays held meanwhile.
+   */
+  beforeJudge?: (node: string, invocation: ApplyRecord) => Promise<void>;
 
   constructor(options: FleetOptions) {
     this.#options = options;
@@ -261,6 +267,7 @@ export class Fleet {
   async #judge(member: FleetNode, invocation: ApplyRecord): Promise<void> {
     const signal = this.#abort.signal;
     const client = this.#options.controlPlane.client;
+    await this.beforeJudge?.(member.name, invocation);
     const getOrNone = async <T>(fn: () => Promise<T>): Promise<T | undefined> => {
       try {
         return await fn();

@@ -151,6 +151,10 @@ export interface JudgedApply {
   id: string;
   command: string[];
   invokedAt: number;
+  /** When it was judged (the tracker's clock): `judgedAt - invokedAt` is the gate's delay. */
+  judgedAt: number;
+  /** What authorized it: the read at invocation, the watch history, or nothing. */
+  basis: "read" | "history" | "none";
   verdict: ApplyVerdict;
 }
 
@@ -400,10 +404,12 @@ export class InvariantTracker {
     const { node, command } = observation;
     const atRead = authorizationOf(observation.read);
     let verdict: ApplyVerdict;
+    let basis: JudgedApply["basis"] = "read";
     if (atRead.allowed) {
       verdict = { allowed: true, reason: atRead.reason, message: atRead.message };
     } else {
       const earlier = this.#authorizedBefore(observation);
+      basis = earlier ? "history" : "none";
       verdict = earlier
         ? {
           allowed: true,
@@ -437,6 +443,8 @@ export class InvariantTracker {
       id: observation.id,
       command: [...command],
       invokedAt: observation.invokedAt,
+      judgedAt: this.#now(),
+      basis,
       verdict,
     });
     return verdict;

@@ -301,6 +301,8 @@ Deno.test("apply: the controller resetting the node right after the invocation i
   assert.deepEqual(tracker.violations, []);
   assert.equal(verdict.allowed, true);
   assert.match(verdict.message, /authorized just before the invocation .*resourceVersion 13/);
+  assert.equal(tracker.applies[0].basis, "history");
+  assert.equal(tracker.applies[0].judgedAt - tracker.applies[0].invokedAt, 50);
 });
 
 Deno.test("apply: joint states follow resourceVersion order, not the watches' arrival order", () => {
