@@ -5,14 +5,36 @@
  *
  * @module
  */
+import { blackoutGate } from "./blackout.ts";
 import { budgetGate } from "./budget.ts";
 import { clusterBudgetGate } from "./cluster_budget.ts";
 import type { Gate } from "./gate.ts";
+import { maintenanceWindowGate } from "./maintenance_window.ts";
 import { pausedGate } from "./paused.ts";
 import { poolOrderGate } from "./pool_order.ts";
 
 export * from "./gate.ts";
-export { budgetGate, poolSlots } from "./budget.ts";
+export {
+  BUDGET_EXHAUSTED,
+  budgetError,
+  budgetGate,
+  budgetLimit,
+  poolSlots,
+  resolveBudget,
+} from "./budget.ts";
+export { BLACKOUT, blackoutError, blackoutGate } from "./blackout.ts";
+export { maintenanceWindowGate, OUTSIDE_MAINTENANCE_WINDOW } from "./maintenance_window.ts";
+export * from "./policy.ts";
+export {
+  DEFAULT_TIME_ZONE,
+  durationError,
+  formatInZone,
+  instantError,
+  scheduleError,
+  timeZoneError,
+  windowState,
+} from "./schedule.ts";
+export { policyErrors } from "./validate.ts";
 export { pausedGate } from "./paused.ts";
 export {
   BLOCKED_DEGRADED_REASONS,
@@ -34,4 +56,11 @@ export {
 } from "./pool_order.ts";
 
 /** The gates every pool goes through, in order. */
-export const GATES: readonly Gate[] = [pausedGate, budgetGate, poolOrderGate, clusterBudgetGate];
+export const GATES: readonly Gate[] = [
+  blackoutGate,
+  maintenanceWindowGate,
+  pausedGate,
+  budgetGate,
+  poolOrderGate,
+  clusterBudgetGate,
+];

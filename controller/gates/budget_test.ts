@@ -1,0 +1,399 @@
+import assert from "node:assert/strict";
+import { gateInput } from "./_testing.ts";
+import {
+  BUDGET_EXHAUSTED,
+  budgetError,
+  budgetGate,
+  budgetLimit,
+  poolSlots,
+  resolveBudget,
+} from "./budget.ts";
+import type { PoolPolicy, RolloutBudget } from "./policy.ts";
+
+const berlin = "Europe/Berlin";
+/** One node during business hours in Berlin, 20% of the pool otherwise. */
+const businessHours: PoolPolicy = {
+  timeZone: berlin,
+  rollout: {
+    maxUnavailable: "20%",
+    budgets: [{ maxUnavailable: 1, schedule: "0 9 * * 1-5", duration: "8h" }],
+  },
+};
+/** Nothing during business hours. */
+const noneInBusinessHours: PoolPolicy = {
+  timeZone: berlin,
+  rollout: {
+    maxUnavailable: 3,
+    budgets: [{ maxUnavailable: 0, schedule: "0 9 * * 1-5", duration: "8h" }],
+  },
+};
+
+interface Case {
+  name: string;
+  policy: PoolPolicy;
+  now?: string;
+  memberCount?: number;
+  candidates: number;
+  disrupted?: number;
+  admitted: number;
+  /** Expected wait; absent: no wait. */
+  wait?: { message: string; until?: string; routine: boolean };
+}
+
+Deno.test("budgetGate: the most restrictive active budget, with maxUnavailable", () => {
+  const cases: Case[] = [
+    {
+      name: "static: room for all",
+      policy: { rollout: { maxUnavailable: 2 } },
+      candidates: 1,
+      disrupted: 1,
+      admitted: 1,
+    },
+    {
+      name: "static: slots busy with nodes in flight is routine",
+      policy: { rollout: { maxUnavailable: 2 } },
+      candidates: 3,
+      disrupted: 1,
+      admitted: 1,
+      wait: { message: "1/2 reboot slots in use (maxUnavailable)", routine: true },
+    },
+    {
+      name: "static: more candidates than slots, none in flight",
+      policy: { rollout: { maxUnavailable: 1 } },
+      candidates: 3,
+      admitted: 1,
+      wait: { message: "0/1 reboot slots in use (maxUnavailable)", routine: false },
+    },
+    {
+      name: "business hours (Mon 11:00 CET): one node, until 17:00",
+      policy: businessHours,
+      now: "2026-11-23T10:00:00Z",
+      candidates: 3,
+      admitted: 1,
+      wait: {
+        message: '0/1 reboot slots in use (rollout.budgets[0] ("0 9 * * 1-5" for 8h) until ' +
+          "Mon 2026-11-23 17:00 CET (Europe/Berlin))",
+        until: "2026-11-23T16:00:00Z",
+        routine: false,
+      },
+    },
+    {
+      name: "business hours, a node in flight: routine, until 17:00",
+      policy: businessHours,
+      now: "2026-11-23T10:00:00Z",
+      candidates: 3,
+      disrupted: 1,
+      admitted: 0,
+      wait: {
+        message: '1/1 reboot slots in use (rollout.budgets[0] ("0 9 * * 1-5" for 8h) until ' +
+          "Mon 2026-11-23 17:00 CET (Europe/Berlin))",
+        until: "2026-11-23T16:00:00Z",
+        routine: true,
+      },
+    },
+    {
+      name: "Monday 17:00 CET: 20% of 10",
+      policy: businessHours,
+      now: "2026-11-23T16:00:00Z",
+      candidates: 3,
+      admitted: 2,
+      wait: { message: "0/2 reboot slots in use (maxUnavailable)", routine: false },
+    },
+    {
+      name: "Saturday noon: 20% of 10",
+      policy: businessHours,
+      now: "2026-11-28T11:00:00Z",
+      candidates: 2,
+      admitted: 2,
+    },
+    {
+      name: "business hours after spring forward (Mon 09:00 CEST = 07:00Z)",
+      policy: businessHours,
+      now: "2026-03-30T07:00:00Z",
+      candidates: 2,
+      admitted: 1,
+      wait: {
+        message: '0/1 reboot slots in use (rollout.budgets[0] ("0 9 * * 1-5" for 8h) until ' +
+          "Mon 2026-03-30 17:00 CEST (Europe/Berlin))",
+        until: "2026-03-30T15:00:00Z",
+        routine: false,
+      },
+    },
+    {
+      name: "before business hours after spring forward (Mon 08:59 CEST)",
+      policy: businessHours,
+      now: "2026-03-30T06:59:00Z",
+      candidates: 2,
+      admitted: 2,
+    },
+    {
+      name: "business hours after fall back (Mon 16:59 CET = 15:59Z)",
+      policy: businessHours,
+      now: "2026-10-26T15:59:00Z",
+      candidates: 2,
+      admitted: 1,
+      wait: {
+        message: '0/1 reboot slots in use (rollout.budgets[0] ("0 9 * * 1-5" for 8h) until ' +
+          "Mon 2026-10-26 17:00 CET (Europe/Berlin))",
+        until: "2026-10-26T16:00:00Z",
+        routine: false,
+      },
+    },
+    {
+      name: "0 during business hours: no new reboot, not routine even with nodes in flight",
+      policy: noneInBusinessHours,
+      now: "2026-11-23T10:00:00Z",
+      candidates: 2,
+      disrupted: 1,
+      admitted: 0,
+      wait: {
+        message: 'no new reboots: rollout.budgets[0] ("0 9 * * 1-5" for 8h) allows 0 ' +
+          "disrupted nodes until Mon 2026-11-23 17:00 CET (Europe/Berlin)",
+        until: "2026-11-23T16:00:00Z",
+        routine: false,
+      },
+    },
+    {
+      name: "0 during business hours, no candidates: still says nothing may start",
+      policy: noneInBusinessHours,
+      now: "2026-11-23T10:00:00Z",
+      candidates: 0,
+      admitted: 0,
+      wait: {
+        message: 'no new reboots: rollout.budgets[0] ("0 9 * * 1-5" for 8h) allows 0 ' +
+          "disrupted nodes until Mon 2026-11-23 17:00 CET (Europe/Berlin)",
+        until: "2026-11-23T16:00:00Z",
+        routine: false,
+      },
+    },
+    {
+      name: "0 during business hours, at night: maxUnavailable",
+      policy: noneInBusinessHours,
+      now: "2026-11-23T22:00:00Z",
+      candidates: 4,
+      admitted: 3,
+      wait: { message: "0/3 reboot slots in use (maxUnavailable)", routine: false },
+    },
+    {
+      name: '"0%" without a schedule: never a new reboot',
+      policy: { rollout: { maxUnavailable: 2, budgets: [{ maxUnavailable: "0%" }] } },
+      candidates: 1,
+      admitted: 0,
+      wait: {
+        message: "no new reboots: rollout.budgets[0] allows 0 disrupted nodes",
+        routine: false,
+      },
+    },
+    {
+      name: "percentages round up: 25% of 10 is 3, the smaller active one wins",
+      policy: {
+        rollout: {
+          maxUnavailable: 5,
+          budgets: [{ maxUnavailable: "50%" }, { maxUnavailable: "25%" }],
+        },
+      },
+      candidates: 5,
+      admitted: 3,
+      wait: { message: "0/3 reboot slots in use (rollout.budgets[1])", routine: false },
+    },
+    {
+      name: "a tie names the earlier (maxUnavailable first)",
+      policy: { rollout: { maxUnavailable: 2, budgets: [{ maxUnavailable: "20%" }] } },
+      candidates: 3,
+      admitted: 2,
+      wait: { message: "0/2 reboot slots in use (maxUnavailable)", routine: false },
+    },
+    {
+      name: "several scheduled budgets: the active ones only",
+      policy: {
+        timeZone: berlin,
+        rollout: {
+          maxUnavailable: 4,
+          budgets: [
+            { maxUnavailable: 0, schedule: "0 0 * * 1", duration: "1h" }, // Mondays 00:00-01:00
+            { maxUnavailable: 2, schedule: "0 9 * * 1-5", duration: "8h" },
+          ],
+        },
+      },
+      now: "2026-11-23T10:00:00Z",
+      candidates: 4,
+      admitted: 2,
+      wait: {
+        message: '0/2 reboot slots in use (rollout.budgets[1] ("0 9 * * 1-5" for 8h) until ' +
+          "Mon 2026-11-23 17:00 CET (Europe/Berlin))",
+        until: "2026-11-23T16:00:00Z",
+        routine: false,
+      },
+    },
+    {
+      name: "a budget lowered below the nodes in flight: no room",
+      policy: businessHours,
+      now: "2026-11-23T10:00:00Z",
+      candidates: 1,
+      disrupted: 2,
+      admitted: 0,
+      wait: {
+        message: '2/1 reboot slots in use (rollout.budgets[0] ("0 9 * * 1-5" for 8h) until ' +
+          "Mon 2026-11-23 17:00 CET (Europe/Berlin))",
+        until: "2026-11-23T16:00:00Z",
+        routine: true,
+      },
+    },
+    {
+      name: "an unreadable budget fails closed",
+      policy: {
+        rollout: {
+          maxUnavailable: 2,
+          budgets: [{ maxUnavailable: 1, schedule: "0 9 * * 1-5", duration: "8 hours" }],
+        },
+      },
+      candidates: 1,
+      admitted: 0,
+      wait: {
+        message: "no new reboots: cannot read spec.rollout: rollout.budgets[0].duration: " +
+          '"8 hours" is not a duration: use a number and a unit (h, m or s), several in a row ' +
+          'if needed, such as "8h", "90m" or "1h30m"',
+        routine: false,
+      },
+    },
+    {
+      name: "an unreadable maxUnavailable fails closed",
+      policy: { rollout: { maxUnavailable: "lots" } },
+      candidates: 1,
+      admitted: 0,
+      wait: {
+        message: 'no new reboots: cannot read spec.rollout: rollout.maxUnavailable "lots" must ' +
+          "be an integer >= 1 or a percentage",
+        routine: false,
+      },
+    },
+  ];
+  for (const c of cases) {
+    const input = gateInput({
+      policy: c.policy,
+      now: c.now ?? "2026-11-23T10:00:00Z",
+      candidates: c.candidates,
+      disrupted: c.disrupted,
+      memberCount: c.memberCount ?? 10,
+    });
+    const d = budgetGate.decide(input);
+    assert.deepEqual(d.admit, input.candidates.slice(0, c.admitted), c.name);
+    if (!c.wait) {
+      assert.equal(d.wait, undefined, c.name);
+      continue;
+    }
+    assert.deepEqual(
+      {
+        reason: d.wait?.reason,
+        message: d.wait?.message,
+        until: d.wait?.until?.toISOString(),
+        routine: d.wait?.routine ?? false,
+      },
+      {
+        reason: BUDGET_EXHAUSTED,
+        message: c.wait.message,
+        until: c.wait.until && new Date(c.wait.until).toISOString(),
+        routine: c.wait.routine,
+      },
+      c.name,
+    );
+  }
+});
+
+Deno.test("poolSlots: the effective limit now (metrics)", () => {
+  const cases: [string, PoolPolicy, string, number][] = [
+    ["static", { rollout: { maxUnavailable: "20%" } }, "2026-11-23T10:00:00Z", 2],
+    ["business hours", businessHours, "2026-11-23T10:00:00Z", 1],
+    ["night", businessHours, "2026-11-23T20:00:00Z", 2],
+    ["budget 0", noneInBusinessHours, "2026-11-23T10:00:00Z", 0],
+    [
+      "unreadable",
+      { rollout: { maxUnavailable: 1, budgets: [{ maxUnavailable: -1 }] } },
+      "2026-11-23T10:00:00Z",
+      0,
+    ],
+  ];
+  for (const [name, policy, now, want] of cases) {
+    const input = gateInput({ policy, now, memberCount: 10 });
+    assert.equal(poolSlots(input), want, name);
+    assert.equal(
+      poolSlots({ pool: input.pool, memberCount: 10, now: new Date(now) }),
+      want,
+      name,
+    );
+  }
+  // Without a clock: the wall clock; a static limit does not depend on it.
+  assert.equal(
+    poolSlots({ pool: gateInput({ now: "2026-01-01T00:00:00Z" }).pool, memberCount: 3 }),
+    1,
+  );
+});
+
+Deno.test("budgetLimit: which budget sets the limit and until when", () => {
+  const input = gateInput({ policy: businessHours, now: "2026-11-27T15:00:00Z" }); // Fri 16:00 CET
+  assert.deepEqual(budgetLimit(input), {
+    limit: 1,
+    budget: 0,
+    until: new Date("2026-11-27T16:00:00Z"),
+    source: 'rollout.budgets[0] ("0 9 * * 1-5" for 8h)',
+  });
+});
+
+Deno.test("resolveBudget: integers >= 0, percentages rounded up, 0% is 0", () => {
+  const cases: [number | string, number, number | string][] = [
+    [0, 10, 0],
+    [3, 10, 3],
+    ["3", 10, 3],
+    ["0", 10, 0],
+    ["0%", 10, 0],
+    ["20%", 10, 2],
+    ["25%", 10, 3],
+    ["25%", 3, 1],
+    ["50%", 3, 2],
+    ["1%", 10, 1],
+    ["100%", 10, 10],
+    ["10%", 0, 1],
+    [-1, 10, "error"],
+    [1.5, 10, "error"],
+    ["101%", 10, "error"],
+    ["-1", 10, "error"],
+    ["20 %", 10, "error"],
+    ["", 10, "error"],
+  ];
+  for (const [value, members, want] of cases) {
+    if (want === "error") assert.throws(() => resolveBudget(value, members), `${value}`);
+    else assert.equal(resolveBudget(value, members), want, `${value} of ${members}`);
+  }
+});
+
+Deno.test("budgetError: value, schedule and duration, each naming its field", () => {
+  const f = "spec.rollout.budgets[1]";
+  const cases: [RolloutBudget, RegExp[]][] = [
+    [{ maxUnavailable: 0 }, []],
+    [{ maxUnavailable: "20%", schedule: "0 9 * * 1-5", duration: "8h" }, []],
+    [{ maxUnavailable: "lots" }, [/^spec\.rollout\.budgets\[1\]\.maxUnavailable: "lots" must be/]],
+    [{ maxUnavailable: 1, schedule: "0 9 * * 1-5" }, [
+      /^spec\.rollout\.budgets\[1\]: schedule and duration go together/,
+    ]],
+    [{ maxUnavailable: 1, duration: "8h" }, [/schedule and duration go together/]],
+    [{ maxUnavailable: 1, schedule: "0 9 * * 8", duration: "8h" }, [
+      /\.schedule: "0 9 \* \* 8" is not a valid cron schedule/,
+    ]],
+    [{ maxUnavailable: 1, schedule: "0 9 * * 1", duration: "-8h" }, [
+      /\.duration: "-8h" is not a duration/,
+    ]],
+    [
+      { maxUnavailable: "200%", schedule: "nightly", duration: "0h" },
+      [
+        /\.maxUnavailable: 200% must be a percentage from 0% to 100%/,
+        /\.schedule: "nightly"/,
+        /\.duration: "0h" must be longer than 0/,
+      ],
+    ],
+  ];
+  for (const [b, wants] of cases) {
+    const err = budgetError(b, f);
+    if (wants.length === 0) assert.equal(err, undefined, JSON.stringify(b));
+    for (const want of wants) assert.match(err ?? "", want, JSON.stringify(b));
+  }
+});
