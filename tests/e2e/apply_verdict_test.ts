@@ -64,6 +64,15 @@ Deno.test("apply verdicts: judged at invocation, not when the machine goes down"
       assert.equal(judged.basis, "history", judged.verdict.message);
       assert.equal(judged.verdict.allowed, true, judged.verdict.message);
       assert.ok(stack.tracker.applies.length >= 3, "every node applied; the raced one twice");
+      // How long an unheld apply waits at the gate (invocation to verdict): its reboot is
+      // delayed by as much.
+      const delays = stack.tracker.applies.filter((a) => a.id !== raced!.id)
+        .map((a) => a.judgedAt - a.invokedAt).sort((a, b) => a - b);
+      console.log(
+        `apply gate: ${delays.length} unheld applies judged ${
+          delays.map((d) => `${Math.round(d)}ms`).join(", ")
+        } after invocation`,
+      );
       await assertInvariants(stack, nodes);
     });
 
