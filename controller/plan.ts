@@ -5,6 +5,7 @@
  * @module
  */
 import type { BootcNode, BootcNodePool, BootcNodePoolStatus } from "../lib/api/mod.ts";
+import type { ClusterBudget } from "./gates/gate.ts";
 import type { PoolIssue, StateCounts } from "./pool_status.ts";
 import type { ResolutionMemo } from "./resolution.ts";
 import type { NodeSummary, PdbSummary, PodSummary, PoolSummary } from "./types.ts";
@@ -31,6 +32,10 @@ export interface PlanInput {
   pool: BootcNodePool;
   /** Every pool (this one may be included), for conflict detection. */
   pools: readonly PoolSummary[];
+  /** Every pool as a full object (other pools' status and spec feed the cross-pool gates). */
+  poolObjects?: readonly BootcNodePool[];
+  /** Every BootcDisruptionBudget (cluster-wide caps across pools). */
+  budgets?: readonly ClusterBudget[];
   /** Every Node, by name. */
   nodes: ReadonlyMap<string, NodeSummary>;
   /** Every BootcNode, by name. */

@@ -33,6 +33,7 @@ import { progressInFlight, RolloutContext } from "./in_flight.ts";
 import {
   type Member,
   ownedBootcNodes,
+  owningPool,
   planMembership,
   POOL_FINALIZER,
   releaseNode,
@@ -42,7 +43,15 @@ import { type Plan, PlanBuilder, type PlanInput, PLANNER_DEFAULTS } from "./plan
 import { buildPoolStatus, emptyCounts } from "./pool_status.ts";
 import { priorTarget, resolutionNeed, resolveTarget } from "./resolution.ts";
 import { selectorError } from "./selector.ts";
-import { type Candidate, composeGates, GATES, poolSlots } from "./gates/mod.ts";
+import {
+  type Candidate,
+  type ClusterView,
+  composeGates,
+  GATES,
+  orderingErrors,
+  poolSlots,
+  waitingCandidates,
+} from "./gates/mod.ts";
 import { grantSlots, slotCandidates } from "./slot_grant.ts";
 import { resolveMaxUnavailable } from "./slots.ts";
 import { reportStalled } from "./stalled.ts";
@@ -100,6 +109,7 @@ export function planPool(input: PlanInput): Plan {
   } catch (e) {
     specErrors.push((e as Error).message);
   }
+  specErrors.push(...orderingErrors(pool, input.poolObjects ?? [pool]));
   if (input.pullSecretIssue?.reason === PoolDegradedReason.InvalidSpec) {
     specErrors.push(input.pullSecretIssue.message);
   }
@@ -139,7 +149,7 @@ export function planPool(input: PlanInput): Plan {
       candidates: candidates.map(toCandidate),
       disrupted,
       memberCount: members.length,
-      cluster: { pools: [], nodes: input.nodes },
+      cluster: clusterView(input),
       now,
     };
     // The whole-set answer says why nodes wait; grants then ask one candidate at a time.
@@ -218,6 +228,33 @@ function planInvalid(input: PlanInput, plan: PlanBuilder, specErrors: string[]):
   });
   conditionEvents(plan, pool.status, status);
   return finish(plan, status, 0, counts);
+}
+
+/** The read-only view of the cluster the gates decide on (built once per plan). */
+function clusterView(input: PlanInput): ClusterView {
+  const pools = input.poolObjects ?? [input.pool];
+  const members = new Map<string, string[]>();
+  for (const bn of input.bootcNodes.values()) {
+    const owner = owningPool(bn);
+    if (owner === undefined) continue;
+    const list = members.get(owner) ?? [];
+    list.push(bn.metadata.name ?? "");
+    members.set(owner, list);
+  }
+  const budgets = input.budgets ?? [];
+  return {
+    pools: pools.map((p) => ({
+      name: p.metadata.name ?? "",
+      pool: p,
+      members: members.get(p.metadata.name ?? "") ?? [],
+    })),
+    nodes: input.nodes,
+    budgets,
+    // Fairness between pools only matters when a budget spans them.
+    waiting: budgets.length > 0
+      ? waitingCandidates(pools, input.bootcNodes.values(), input.nodes)
+      : [],
+  };
 }
 
 /** A member as gates see it; the Staged condition's transition time says how long it waited. */

@@ -18,6 +18,7 @@ import type { INode } from "kubernetes-models/v1/Node";
 import type { IPodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBudget";
 import type { ISecret } from "kubernetes-models/v1/Secret";
 import {
+  type BootcDisruptionBudget,
   type BootcNode,
   type BootcNodePool,
   CONTROLLER_FIELD_MANAGER,
@@ -68,6 +69,26 @@ import {
   type WatchCache,
 } from "./watch_mapping.ts";
 import type { NodeSummary, PdbSummary, PodSummary, PoolSummary } from "./types.ts";
+import { allPools, nodeRecordWakes, poolStatusWakes } from "./cross_pool_mapping.ts";
+import type { ClusterBudget } from "./gates/mod.ts";
+
+/** One holder at a time; waiters run in arrival order. */
+class Mutex {
+  #tail: Promise<void> = Promise.resolve();
+
+  /** Runs `fn` once every earlier holder has finished. */
+  async run<T>(fn: () => Promise<T>): Promise<T> {
+    const before = this.#tail;
+    let release!: () => void;
+    this.#tail = new Promise<void>((r) => release = r);
+    await before;
+    try {
+      return await fn();
+    } finally {
+      release();
+    }
+  }
+}
 
 /** A Node as cached. */
 export type Node = INode & KubeObject;
@@ -207,12 +228,15 @@ export class PoolReconciler {
   readonly secrets: Informer<Secret>;
   /** Cache of PodDisruptionBudgets. */
   readonly pdbs: Informer<Pdb>;
+  /** Cache of BootcDisruptionBudgets (cluster-wide caps across pools). */
+  readonly budgets: Informer<BootcDisruptionBudget>;
   /** Writes made so far, by kind. */
   readonly writes: WriteCounts = {};
 
   #client: KubeClient;
   /** Resolves tags beside the work queue; a reconcile only reads its latest results. */
   #tags: TagResolution;
+  #grantLock = new Mutex();
   #events?: EventSink;
   #metrics?: ControllerMetrics;
   #clock: Clock;
@@ -276,6 +300,11 @@ export class PoolReconciler {
     });
     this.pdbs = new Informer<Pdb>({
       resource: c.resource<Pdb>(Resources.poddisruptionbudgets),
+      transform: withoutManagedFields,
+      ...common,
+    });
+    this.budgets = new Informer<BootcDisruptionBudget>({
+      resource: c.resource<BootcDisruptionBudget>(Resources.bootcDisruptionBudgets),
       transform: withoutManagedFields,
       ...common,
     });
@@ -345,6 +374,21 @@ export class PoolReconciler {
       enqueue(secretEventPools(cache, { type: "update", old: o, object: n }))
     );
     this.secrets.onDelete((s) => enqueue(secretEventPools(cache, { type: "delete", object: s })));
+    // Cross-pool policies: ordering, and budgets that span pools.
+    const budgetsExist = () => this.budgets.store.list().length > 0;
+    const everyPool = () => enqueue(allPools(this.pools.store.list()));
+    this.budgets.onAdd(everyPool);
+    this.budgets.onUpdate(everyPool);
+    this.budgets.onDelete(everyPool);
+    this.pools.onUpdate((o, n) =>
+      enqueue(poolStatusWakes(o, n, this.pools.store.list(), budgetsExist()))
+    );
+    this.nodes.onUpdate((o, n) =>
+      enqueue(nodeRecordWakes(o, n, this.pools.store.list(), budgetsExist()))
+    );
+    this.nodes.onDelete((n) =>
+      enqueue(nodeRecordWakes(n, undefined, this.pools.store.list(), budgetsExist()))
+    );
   }
 
   /** All informers, for starting and sync checks. */
@@ -355,6 +399,7 @@ export class PoolReconciler {
       this.bootcNodes,
       this.secrets,
       this.pdbs,
+      this.budgets,
     ] as unknown as Informer<KubeObject>[];
   }
 
@@ -528,6 +573,15 @@ export class PoolReconciler {
 
   /** One reconcile of pool `name` (what the work queue runs). */
   async reconcile(name: string): Promise<void> {
+    // Slot grants under a cluster-wide budget must see every grant before them: pools
+    // are then planned and applied one at a time, each after the caches show the last.
+    if (this.budgets.store.list().length > 0) {
+      return await this.#grantLock.run(() => this.#reconcile(name));
+    }
+    return await this.#reconcile(name);
+  }
+
+  async #reconcile(name: string): Promise<void> {
     const log = this.#log.with({ pool: name });
     const pool = this.pools.store.get(name);
     if (!pool) {
@@ -551,6 +605,11 @@ export class PoolReconciler {
     const baseInput = {
       pool,
       pools,
+      poolObjects: this.pools.store.list(),
+      budgets: this.budgets.store.list().map((b) => ({
+        name: b.metadata.name ?? "",
+        spec: b.spec as ClusterBudget["spec"],
+      })),
       nodes,
       bootcNodes,
       pdbs,
