@@ -49,6 +49,7 @@ import {
   composeGates,
   GATES,
   orderingErrors,
+  policyErrors,
   poolSlots,
   waitingCandidates,
 } from "./gates/mod.ts";
@@ -110,6 +111,7 @@ export function planPool(input: PlanInput): Plan {
     specErrors.push((e as Error).message);
   }
   specErrors.push(...orderingErrors(pool, input.poolObjects ?? [pool]));
+  specErrors.push(...policyErrors(pool.spec));
   if (input.pullSecretIssue?.reason === PoolDegradedReason.InvalidSpec) {
     specErrors.push(input.pullSecretIssue.message);
   }
@@ -129,7 +131,7 @@ export function planPool(input: PlanInput): Plan {
   const ctx = new RolloutContext(input, plan, pool);
   ctx.inUse += releasing.length;
   progressInFlight(members, ctx);
-  const slots = poolSlots({ pool, memberCount: members.length });
+  const slots = poolSlots({ pool, memberCount: members.length, now });
   const halted = ctx.unhealthy.length >= 2;
   if (halted) {
     plan.issues.push({
@@ -164,7 +166,8 @@ export function planPool(input: PlanInput): Plan {
     }
     for (const w of waits) {
       if (w.until) plan.wakeAt(w.until);
-      if (!w.routine) plan.notes.push(w.message);
+      // Routine waits (the budget's pace) are news only when a schedule sets the pace.
+      if (!w.routine || w.until) plan.notes.push(w.message);
     }
     waitReason = waits.find((w) => !w.routine)?.reason;
   }

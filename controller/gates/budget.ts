@@ -168,7 +168,9 @@ export const budgetGate: Gate = {
         reason: BUDGET_EXHAUSTED,
         message: `${inUse}/${limit.limit} reboot slots in use (${limit.source}${until})`,
         until: limit.until,
-        routine: inUse > 0,
+        // Slots are handed out at the budget's pace: a wait, not a block (only a limit of 0
+        // blocks). Other pools' fairness must keep counting this pool's nodes as competing.
+        routine: true,
       },
     };
   },
