@@ -51,7 +51,9 @@ import {
   orderingErrors,
   policyErrors,
   poolSlots,
+  poolTimeZone,
   waitingCandidates,
+  windowState,
 } from "./gates/mod.ts";
 import { grantSlots, slotCandidates } from "./slot_grant.ts";
 import { resolveMaxUnavailable } from "./slots.ts";
@@ -121,7 +123,9 @@ export function planPool(input: PlanInput): Plan {
   if (input.pullSecretIssue) plan.issues.push(input.pullSecretIssue);
 
   const { target, lastResolvedTime } = resolveTarget(pool, need, input.resolution, plan);
-  const { members, releasing, staging } = planMembership(input, plan, target);
+  const { members, releasing, staging } = planMembership(input, plan, target, {
+    stagingOpen: stagingOpen(input),
+  });
   if (staging && staging.held.length > 0) {
     plan.notes.push(
       `staging limit: ${staging.limit - staging.room}/${staging.limit} downloading, ` +
@@ -231,6 +235,20 @@ function planInvalid(input: PlanInput, plan: PlanBuilder, specErrors: string[]):
   });
   conditionEvents(plan, pool.status, status);
   return finish(plan, status, 0, counts);
+}
+
+/**
+ * False while the pool's windows are closed and it stages only inside them
+ * (`maintenance.stageOutsideWindows: false`); a pool without windows always stages.
+ */
+function stagingOpen(input: PlanInput): boolean {
+  const m = input.pool.spec.maintenance;
+  if (m?.stageOutsideWindows !== false || !m.windows?.length) return true;
+  try {
+    return windowState(m.windows, poolTimeZone(input.pool), input.now).active;
+  } catch {
+    return false; // unreadable windows are InvalidSpec before this is reached
+  }
 }
 
 /** The read-only view of the cluster the gates decide on (built once per plan). */
