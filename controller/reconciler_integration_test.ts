@@ -131,14 +131,11 @@ Deno.test("pool reconciler on a real control plane", async (t) => {
   const upToDate = (p: BootcNodePool) => cond(p, "UpToDate")?.status === "True";
 
   try {
-    await cp.applyYaml(
-      await Deno.readTextFile(
-        new URL("../crds/bootcnodepools.node.bootc.dev.yaml", import.meta.url),
-      ),
-    );
-    await cp.applyYaml(
-      await Deno.readTextFile(new URL("../crds/bootcnodes.node.bootc.dev.yaml", import.meta.url)),
-    );
+    for await (const entry of Deno.readDir(new URL("../crds/", import.meta.url))) {
+      await cp.applyYaml(
+        await Deno.readTextFile(new URL(`../crds/${entry.name}`, import.meta.url)),
+      );
+    }
     await waitFor(async () => {
       await poolsApi.list();
       return true;
