@@ -77,6 +77,14 @@ Deno.test("policy: a maintenance window, a cluster budget across pools, pool ord
         return up?.reason === "OutsideMaintenanceWindow" ? up : undefined;
       }, "the pool says it waits for the window");
       assert.match(waiting.message, /Sat 2026-11-28 22:00 CET \(Europe\/Berlin\)/);
+      // What a user sees while it waits (printed for the README).
+      const get = await stack.cp.kubectl(["get", "bnp", "win"]);
+      const wide = await stack.cp.kubectl(["get", "bnp", "win", "-o", "wide"]);
+      console.log(
+        `$ kubectl get bnp win\n${get.stdout}$ kubectl get bnp win -o wide\n${wide.stdout}`,
+      );
+      assert.match(get.stdout, /win\s.*OutsideMaintenanceWindow/);
+      assert.match(wide.stdout, /next window opens|22:00 CET/);
       assert.deepEqual(await slotHolders(stack, "win"), [], "no slot outside the window");
       assert.equal(stack.tracker.reboots.filter((r) => nodes.includes(r.node)).length, 0);
       // The controller's clock reaches 22:00 a minute after it started.
