@@ -4,9 +4,10 @@
  * credential plugins).
  *
  * Resolution order (as controller-runtime does): `options.path`, then
- * `KUBECONFIG` (first entry of the colon list), then the in-cluster service
- * account (when `KUBERNETES_SERVICE_HOST`/`_PORT` are set and the account
- * directory exists), then `~/.kube/config`.
+ * `KUBECONFIG`, then the in-cluster service account (when
+ * `KUBERNETES_SERVICE_HOST`/`_PORT` are set and the account directory exists),
+ * then `~/.kube/config`. A `KUBECONFIG` colon list is merged the way kubectl
+ * merges it (see {@linkcode loadKubeConfigFiles}).
  *
  * `insecure-skip-tls-verify`: `Deno.createHttpClient` has no option to skip
  * certificate verification; only the process-wide flag
@@ -111,8 +112,9 @@ async function exists(path: string): Promise<boolean> {
 export async function loadKubeConfig(options: LoadKubeConfigOptions = {}): Promise<KubeConfig> {
   const env = options.env ?? defaultEnv;
   if (options.path) return await loadKubeConfigFile(options.path, options);
-  const fromEnv = env("KUBECONFIG")?.split(":").find((p) => p !== "");
-  if (fromEnv) return await loadKubeConfigFile(fromEnv, options);
+  const fromEnv = env("KUBECONFIG")?.split(":").filter((p) => p !== "") ?? [];
+  if (fromEnv.length === 1) return await loadKubeConfigFile(fromEnv[0], options);
+  if (fromEnv.length > 1) return await loadKubeConfigFiles(fromEnv, options);
   const host = env("KUBERNETES_SERVICE_HOST");
   const port = env("KUBERNETES_SERVICE_PORT");
   const saDir = options.serviceAccountDir ?? SERVICE_ACCOUNT_DIR;
@@ -429,9 +431,82 @@ export async function loadKubeConfigFile(
   } catch (e) {
     throw new KubeConfigError(`cannot read kubeconfig ${path}: ${e}`, { cause: e });
   }
+  return await parseKubeConfig(text, { ...options, baseDir: dirOf(path) });
+}
+
+/**
+ * Loads a `KUBECONFIG`-style list of files merged as kubectl merges them: files
+ * that do not exist are skipped, the first file that sets `current-context` wins,
+ * and the first file that defines a cluster, user or context of a given name
+ * wins. Relative file references (certificates, token files, exec commands with
+ * a slash) resolve against the directory of the file that holds them.
+ */
+export async function loadKubeConfigFiles(
+  paths: readonly string[],
+  options: Pick<LoadKubeConfigOptions, "context" | "allowInsecure"> = {},
+): Promise<KubeConfig> {
+  const merged: Required<RawKubeConfig> = {
+    "current-context": "",
+    clusters: [],
+    users: [],
+    contexts: [],
+  };
+  let found = 0;
+  for (const path of paths) {
+    let text: string;
+    try {
+      text = await Deno.readTextFile(path);
+    } catch (e) {
+      if (e instanceof Deno.errors.NotFound) continue;
+      throw new KubeConfigError(`cannot read kubeconfig ${path}: ${e}`, { cause: e });
+    }
+    found++;
+    const raw = (await parseYamlOrJson(text) ?? {}) as RawKubeConfig;
+    const baseDir = dirOf(path);
+    if (!merged["current-context"] && raw["current-context"]) {
+      merged["current-context"] = raw["current-context"];
+    }
+    const add = <T>(into: NamedEntry<T>[], from: NamedEntry<T>[] | undefined) => {
+      for (const entry of from ?? []) {
+        if (!into.some((e) => e.name === entry.name)) into.push(absolutize(entry, baseDir));
+      }
+    };
+    add(merged.clusters, raw.clusters);
+    add(merged.users, raw.users);
+    add(merged.contexts, raw.contexts);
+  }
+  if (found === 0) {
+    throw new KubeConfigError(`none of the kubeconfig files exist: ${paths.join(":")}`);
+  }
+  return await resolveKubeConfig(merged, { ...options, baseDir: "/" });
+}
+
+/** A copy of a cluster or user entry whose relative file references are made absolute. */
+function absolutize<T>(entry: NamedEntry<T>, baseDir: string): NamedEntry<T> {
+  const cluster = entry.cluster as RawCluster | undefined;
+  const user = entry.user as RawUser | undefined;
+  const abs = (p: string | undefined) => p === undefined ? undefined : resolvePath(baseDir, p);
+  const out: NamedEntry<T> = { ...entry };
+  if (cluster?.["certificate-authority"]) {
+    out.cluster = {
+      ...cluster,
+      "certificate-authority": abs(cluster["certificate-authority"]),
+    } as T;
+  }
+  if (user) {
+    const u: RawUser = { ...user };
+    if (u["client-certificate"]) u["client-certificate"] = abs(u["client-certificate"]);
+    if (u["client-key"]) u["client-key"] = abs(u["client-key"]);
+    if (u.tokenFile) u.tokenFile = abs(u.tokenFile);
+    if (u.exec?.command?.includes("/")) u.exec = { ...u.exec, command: abs(u.exec.command)! };
+    out.user = u as T;
+  }
+  return out;
+}
+
+function dirOf(path: string): string {
   const slash = path.lastIndexOf("/");
-  const baseDir = slash > 0 ? path.slice(0, slash) : slash === 0 ? "/" : Deno.cwd();
-  return await parseKubeConfig(text, { ...options, baseDir });
+  return slash > 0 ? path.slice(0, slash) : slash === 0 ? "/" : Deno.cwd();
 }
 
 /** Options of {@linkcode parseKubeConfig}. */
@@ -448,6 +523,14 @@ export async function parseKubeConfig(
   options: ParseKubeConfigOptions = {},
 ): Promise<KubeConfig> {
   const raw = (await parseYamlOrJson(text) ?? {}) as RawKubeConfig;
+  return await resolveKubeConfig(raw, options);
+}
+
+/** Resolves the selected context of a parsed (or merged) kubeconfig. */
+async function resolveKubeConfig(
+  raw: RawKubeConfig,
+  options: ParseKubeConfigOptions,
+): Promise<KubeConfig> {
   const baseDir = options.baseDir ?? Deno.cwd();
   const contextName = options.context ?? raw["current-context"];
   if (!contextName) throw new KubeConfigError("kubeconfig has no current-context");

@@ -77,7 +77,7 @@ Deno.test("kubeconfig file references resolve relative to the kubeconfig; contex
     assert.equal(cfg.clientKey, KEY);
     assert.equal((await cfg.credentials!.get()).token, "file-token");
 
-    // KUBECONFIG colon list: the first entry is used; context override picks user u2.
+    // KUBECONFIG colon list (missing files skipped); context override picks user u2.
     const other = await loadKubeConfig({
       context: "other",
       env: (n) => (n === "KUBECONFIG" ? `${dir}/config:/nonexistent` : undefined),
@@ -87,6 +87,58 @@ Deno.test("kubeconfig file references resolve relative to the kubeconfig; contex
     await assert.rejects(
       () => loadKubeConfig({ path: `${dir}/config`, context: "nope" }),
       /no context named "nope"/,
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("KUBECONFIG list: merged as kubectl does, first definition wins, paths per file", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.mkdir(`${dir}/a`);
+    await Deno.mkdir(`${dir}/b`);
+    await Deno.writeTextFile(`${dir}/b/tok`, "b-file-token\n");
+    // a: only the current context and a user that shadows b's user of the same name.
+    await Deno.writeTextFile(
+      `${dir}/a/config`,
+      `current-context: from-b\nusers:\n- name: shared\n  user:\n    token: from-a\n`,
+    );
+    // b: the cluster, the context, a second current-context (ignored) and a token file
+    // relative to b's folder.
+    await Deno.writeTextFile(
+      `${dir}/b/config`,
+      `current-context: other
+clusters:
+- name: c
+  cluster:
+    server: https://10.0.0.2:6443
+contexts:
+- name: from-b
+  context: {cluster: c, user: shared, namespace: ns-b}
+- name: file-user
+  context: {cluster: c, user: filer}
+users:
+- name: shared
+  user:
+    token: from-b
+- name: filer
+  user:
+    tokenFile: tok
+`,
+    );
+    const list = `${dir}/a/config:${dir}/missing:${dir}/b/config`;
+    const env = (n: string) => (n === "KUBECONFIG" ? list : undefined);
+    const cfg = await loadKubeConfig({ env });
+    assert.equal(cfg.context, "from-b");
+    assert.equal(cfg.server, "https://10.0.0.2:6443");
+    assert.equal(cfg.namespace, "ns-b");
+    assert.equal((await cfg.credentials!.get()).token, "from-a");
+    const filer = await loadKubeConfig({ env, context: "file-user" });
+    assert.equal((await filer.credentials!.get()).token, "b-file-token");
+    await assert.rejects(
+      () => loadKubeConfig({ env: (n) => (n === "KUBECONFIG" ? `${dir}/x:${dir}/y` : undefined) }),
+      /none of the kubeconfig files exist/,
     );
   } finally {
     await Deno.remove(dir, { recursive: true });
