@@ -11,3 +11,4 @@ export * from "./image_ref.ts";
 export * from "./version.ts";
 export * from "./command.ts";
 export * from "./executor.ts";
+export * from "./host_namespace.ts";
