@@ -6,14 +6,20 @@
 import type { DesiredImageState, RebootPolicy } from "../lib/api/schema.ts";
 import { splitCommand } from "../lib/bootc/command.ts";
 
-/** Host access settings shared by `run` and `status`. */
+/**
+ * Host access settings shared by `run` and `status`. The host root and the
+ * exec prefix are detected at start-up (lib/bootc/host_namespace.ts) unless
+ * given: undefined here means "detect".
+ */
 export interface HostSettings {
-  /** The host's root as seen by the daemon. */
-  hostRoot: string;
+  /** The host's root as seen by the daemon; undefined: detected. */
+  hostRoot?: string;
   /** The bootc argv. */
   bootcCommand: string[];
-  /** Put before every host command. */
-  hostExecPrefix: string[];
+  /** Put before every host command; undefined: detected (nsenter only outside the host's namespace). */
+  hostExecPrefix?: string[];
+  /** The process whose mount namespace is the host's (default 1). */
+  hostPid: number;
   /** The systemctl argv. */
   systemctlCommand: string[];
   /** Run pulls and applies as transient host units. */
@@ -61,21 +67,20 @@ export class UsageError extends Error {
   override readonly name = "UsageError";
 }
 
-/** Default `--host-exec-prefix`. */
-export const DEFAULT_HOST_EXEC_PREFIX = "nsenter -m/proc/1/ns/mnt --";
-/** Default `--host-root`: PID 1's root, seen through `hostPID`. */
-export const DEFAULT_HOST_ROOT = "/proc/1/root";
-
 /** Usage text. */
 export const USAGE = `Usage: daemon <run|status|help> [flags]
 
   run      watch this node's BootcNode and drive bootc (in a pod or standalone)
   status   print, as JSON, the BootcNode status the daemon would write now
 
-Host flags (run, status):
-  --host-root DIR            host root as seen by the daemon (env HOST_ROOT; default ${DEFAULT_HOST_ROOT}, "/" standalone)
+Host flags (run, status). Where the host is, is detected: in the host's mount namespace
+(standalone) commands run directly and the host root is "/"; in another one (a hostPID pod)
+commands enter PID 1's namespace with "nsenter --mount=/proc/1/ns/mnt --" and the host root is
+/proc/1/root. The flags override what is detected:
+  --host-root DIR            host root as seen by the daemon (env HOST_ROOT)
+  --host-exec-prefix CMD     prefix of every host command, "" for none (env HOST_EXEC_PREFIX)
+  --host-pid PID             the process whose mount namespace is the host's (env HOST_PID; default 1)
   --bootc-command CMD        bootc command, split on whitespace (env BOOTC_COMMAND; default "bootc")
-  --host-exec-prefix CMD     prefix of every host command (env HOST_EXEC_PREFIX; default "${DEFAULT_HOST_EXEC_PREFIX}", "" standalone)
   --systemctl-command CMD    systemctl command (env SYSTEMCTL_COMMAND; default "systemctl")
   --transient-units          run pulls and applies as transient host units (systemd-run --wait --collect --pipe)
   --status-timeout DUR       bootc status time limit (default 2m)
@@ -114,6 +119,7 @@ const VALUE_FLAGS = new Set([
   "host-root",
   "bootc-command",
   "host-exec-prefix",
+  "host-pid",
   "systemctl-command",
   "status-timeout",
   "stage-timeout",
@@ -186,12 +192,18 @@ export function parseCommandLine(
     get("systemctl-command", "SYSTEMCTL_COMMAND") ?? "systemctl",
   );
   if (systemctlCommand.length === 0) throw new UsageError("--systemctl-command must not be empty");
+  const hostRoot = get("host-root", "HOST_ROOT");
+  if (hostRoot === "") throw new UsageError("--host-root must not be empty");
+  const prefix = get("host-exec-prefix", "HOST_EXEC_PREFIX");
+  const pidText = get("host-pid", "HOST_PID") ?? "1";
+  if (!/^[1-9]\d*$/.test(pidText)) {
+    throw new UsageError(`--host-pid: expected a process id, got ${JSON.stringify(pidText)}`);
+  }
   const host: HostSettings = {
-    hostRoot: get("host-root", "HOST_ROOT") ?? DEFAULT_HOST_ROOT,
+    hostRoot,
     bootcCommand,
-    hostExecPrefix: splitCommand(
-      get("host-exec-prefix", "HOST_EXEC_PREFIX") ?? DEFAULT_HOST_EXEC_PREFIX,
-    ),
+    hostExecPrefix: prefix === undefined ? undefined : splitCommand(prefix),
+    hostPid: Number(pidText),
     systemctlCommand,
     transientUnits: (get("transient-units", "TRANSIENT_UNITS") ?? "false") === "true",
     statusTimeoutMs: parseDuration(get("status-timeout") ?? "2m", "--status-timeout"),

@@ -1,13 +1,15 @@
 import assert from "node:assert/strict";
 import { parseCommandLine, parseDuration, UsageError } from "./cli.ts";
 
-Deno.test("cli: run defaults suit a privileged hostPID pod", () => {
+Deno.test("cli: run defaults leave host access to detection (pod or standalone)", () => {
   const cmd = parseCommandLine(["run"], (n) => ({ NODE_NAME: "w1" } as Record<string, string>)[n]);
   assert.equal(cmd.command, "run");
   if (cmd.command !== "run") return;
   assert.equal(cmd.nodeName, "w1");
-  assert.equal(cmd.hostRoot, "/proc/1/root");
-  assert.deepEqual(cmd.hostExecPrefix, ["nsenter", "-m/proc/1/ns/mnt", "--"]);
+  // Detected at start-up (lib/bootc/host_namespace.ts): no namespace flags needed anywhere.
+  assert.equal(cmd.hostRoot, undefined);
+  assert.equal(cmd.hostExecPrefix, undefined);
+  assert.equal(cmd.hostPid, 1);
   assert.deepEqual(cmd.bootcCommand, ["bootc"]);
   assert.deepEqual(cmd.systemctlCommand, ["systemctl"]);
   assert.equal(cmd.pollIntervalMs, 300_000);
@@ -100,4 +102,22 @@ Deno.test("cli: durations", () => {
   assert.equal(parseDuration("1h", "f"), 3_600_000);
   assert.equal(parseDuration("90", "f"), 90_000);
   assert.throws(() => parseDuration("-1s", "f"), UsageError);
+});
+
+Deno.test("cli: --host-pid names the host's process; bad values are usage errors", () => {
+  const cmd = parseCommandLine(["status", "--host-pid", "4242"]);
+  if (cmd.command !== "status") throw new Error("status expected");
+  assert.equal(cmd.hostPid, 4242);
+  const env = parseCommandLine(["status"], (n) => n === "HOST_PID" ? "7" : undefined);
+  if (env.command !== "status") throw new Error("status expected");
+  assert.equal(env.hostPid, 7);
+  assert.throws(() => parseCommandLine(["status", "--host-pid", "0"]), UsageError);
+  assert.throws(
+    () => parseCommandLine(["status", "--host-pid=x"]),
+    /--host-pid: expected a process id/,
+  );
+  assert.throws(
+    () => parseCommandLine(["status", "--host-root", ""]),
+    /--host-root must not be empty/,
+  );
 });

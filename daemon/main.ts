@@ -18,6 +18,7 @@ import {
   UsageError,
 } from "./cli.ts";
 import type { HostBootcExecutor } from "../lib/bootc/executor.ts";
+import type { HostAccess } from "../lib/bootc/host_namespace.ts";
 import { createLogger, type Logger, type LogLevel } from "../lib/log.ts";
 
 function env(name: string): string | undefined {
@@ -28,12 +29,38 @@ function env(name: string): string | undefined {
   }
 }
 
-async function hostExecutor(cmd: RunCommand | StatusCommand): Promise<HostBootcExecutor> {
+/**
+ * Where the host is: detected (the daemon's mount namespace against PID
+ * `--host-pid`'s), unless both `--host-exec-prefix` and `--host-root` are given.
+ * Logged once, as a warning when the answer rests on an assumption.
+ */
+async function hostAccess(cmd: RunCommand | StatusCommand, log: Logger): Promise<HostAccess> {
+  const { detectHostAccess } = await import("../lib/bootc/host_namespace.ts");
+  const access = await detectHostAccess({
+    hostPid: cmd.hostPid,
+    hostExecPrefix: cmd.hostExecPrefix,
+    hostRoot: cmd.hostRoot,
+  });
+  const fields = {
+    mode: access.mode,
+    hostExecPrefix: access.hostExecPrefix,
+    hostRoot: access.hostRoot,
+    reason: access.reason,
+  };
+  if (access.warning) log.warn("host access", fields);
+  else log.info("host access", fields);
+  return access;
+}
+
+async function hostExecutor(
+  cmd: RunCommand | StatusCommand,
+  access: HostAccess,
+): Promise<HostBootcExecutor> {
   const { HostBootcExecutor } = await import("../lib/bootc/executor.ts");
   return new HostBootcExecutor({
     bootcCommand: cmd.bootcCommand,
     systemctlCommand: cmd.systemctlCommand,
-    hostExecPrefix: cmd.hostExecPrefix,
+    hostExecPrefix: access.hostExecPrefix,
     transientUnits: cmd.transientUnits,
     timeouts: { statusMs: cmd.statusTimeoutMs, stageMs: cmd.stageTimeoutMs },
   });
@@ -48,6 +75,7 @@ async function run(cmd: RunCommand, log: Logger): Promise<number> {
       import("./agent.ts"),
       import("./host_watch.ts"),
     ]);
+  const access = await hostAccess(cmd, log);
   const client = await KubeClient.fromEnvironment({ path: cmd.kubeconfig, context: cmd.context });
   const controller = new AbortController();
   const stop = (signal: string) => {
@@ -73,20 +101,20 @@ async function run(cmd: RunCommand, log: Logger): Promise<number> {
         logger: log,
       }),
       secrets: (namespace) => client.resource(Resources.secrets, namespace),
-      executor: await hostExecutor(cmd),
-      hostRoot: cmd.hostRoot,
+      executor: await hostExecutor(cmd, access),
+      hostRoot: access.hostRoot,
       pollIntervalMs: cmd.pollIntervalMs,
       statusBusyGraceMs: cmd.statusBusyGraceMs,
       logger: log,
     });
     log.info("starting", {
-      hostRoot: cmd.hostRoot,
+      hostRoot: access.hostRoot,
       bootcCommand: cmd.bootcCommand,
-      hostExecPrefix: cmd.hostExecPrefix,
+      hostExecPrefix: access.hostExecPrefix,
       pollIntervalMs: cmd.pollIntervalMs,
     });
     const watching = watchHost({
-      hostRoot: cmd.hostRoot,
+      hostRoot: access.hostRoot,
       onChange: () => agent.kick(),
       logger: log,
     }, controller.signal);
@@ -166,7 +194,7 @@ async function status(cmd: StatusCommand, log: Logger): Promise<number> {
       rebootPolicy: cmd.rebootPolicy,
     };
   }
-  const executor = await hostExecutor(cmd);
+  const executor = await hostExecutor(cmd, await hostAccess(cmd, log));
   const now = new Date();
   let capabilities;
   try {

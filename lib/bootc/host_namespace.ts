@@ -110,12 +110,12 @@ export function planHostAccess(input: PlanHostAccessInput): HostAccess {
   const target = input.target;
   if (!self?.ok || !target?.ok) {
     const [path, read] = !self?.ok ? [mountNamespacePath("self"), self] : [targetPath, target];
-    const what = `cannot read ${path} (${read && !read.ok ? read.error : "not read"})`;
+    const what = `cannot read ${path}: ${read && !read.ok ? read.error : "not read"}`;
     return finish(
       "unreadable",
       [],
       "/",
-      `${what}: cannot tell whether this is the host's mount namespace; entering PID ` +
+      `${what}; so it cannot tell whether this is the host's mount namespace; entering PID ` +
         `${hostPid}'s namespace needs the same access, so host commands run directly and the ` +
         "host's root is /; set --host-exec-prefix and --host-root (or --host-pid) to override",
       true,
@@ -152,8 +152,8 @@ export async function readMountNamespace(
     if (e instanceof Deno.errors.PermissionDenied) {
       return {
         ok: false,
-        error: `permission denied: no ptrace access to PID ${pid}` +
-          ` (not root, no CAP_SYS_PTRACE, or PID ${pid} is protected from this process)`,
+        error: `permission denied, this process may not inspect PID ${pid}` +
+          ` (not root, no CAP_SYS_PTRACE, or PID ${pid} is protected from it)`,
       };
     }
     if (e instanceof Deno.errors.NotFound) {
