@@ -116,6 +116,8 @@ export interface Plan {
   needPods: string[];
   /** Member nodes per effective state (a node found stuck counts as Degraded). */
   counts: StateCounts;
+  /** Every problem found (the Degraded condition names only the most severe; metrics want all). */
+  issues?: readonly PoolIssue[];
 }
 
 /** Collects what the planning steps decide; one per {@linkcode Plan}. */

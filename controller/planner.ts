@@ -312,6 +312,7 @@ function finish(
     slots,
     needPods: plan.needPods,
     counts,
+    issues: plan.issues,
   };
 }
 
