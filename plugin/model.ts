@@ -1,0 +1,63 @@
+/**
+ * The plain objects the plugin's pure functions work on: the operator's
+ * resources (types from `lib/api`) and the few fields of core Nodes and Events
+ * the plugin reads. Tests build these by hand; the shell (`kube.ts`) fills them
+ * from the API server.
+ *
+ * @module
+ */
+import type { BootcNode, BootcNodePool, Condition } from "../lib/api/schema.ts";
+
+export type { BootcNode, BootcNodePool, Condition };
+
+/** The fields of a core/v1 Node the plugin reads. */
+export interface NodeLike {
+  metadata?: {
+    name?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  };
+  spec?: { unschedulable?: boolean };
+  status?: {
+    conditions?: { type: string; status: string; lastTransitionTime?: string; reason?: string }[];
+  };
+}
+
+/** The fields of a core/v1 Event the plugin reads. */
+export interface EventLike {
+  metadata?: { name?: string; creationTimestamp?: string };
+  involvedObject?: { kind?: string; name?: string };
+  type?: string;
+  reason?: string;
+  message?: string;
+  count?: number;
+  firstTimestamp?: string | null;
+  lastTimestamp?: string | null;
+  eventTime?: string | null;
+}
+
+/** Everything `status` needs, read at `now`. */
+export interface Snapshot {
+  pools: BootcNodePool[];
+  bootcNodes: BootcNode[];
+  nodes: NodeLike[];
+  now: Date;
+}
+
+/** Parses an RFC 3339 time; undefined when absent or unreadable. */
+export function parseTime(text: string | null | undefined): Date | undefined {
+  if (!text) return undefined;
+  const time = new Date(text);
+  return Number.isNaN(time.getTime()) ? undefined : time;
+}
+
+/** True when the Node's Ready condition is True. */
+export function nodeReady(node: NodeLike | undefined): boolean {
+  return node?.status?.conditions?.find((c) => c.type === "Ready")?.status === "True";
+}
+
+/** The time an Event last happened (lastTimestamp, eventTime, firstTimestamp, creation). */
+export function eventTime(event: EventLike): Date | undefined {
+  return parseTime(event.lastTimestamp) ?? parseTime(event.eventTime) ??
+    parseTime(event.firstTimestamp) ?? parseTime(event.metadata?.creationTimestamp);
+}

@@ -1,0 +1,160 @@
+import assert from "node:assert/strict";
+import {
+  classifyNode,
+  poolBlockers,
+  poolMembers,
+  poolProgress,
+  withoutBreakdown,
+} from "./progress.ts";
+import { bootcNode, cond, NEW, node, OLD, pool, secondsAgo } from "./testing.ts";
+
+const target = { digest: NEW };
+
+Deno.test("each node lands in one bucket", () => {
+  const cases: [string, ReturnType<typeof classifyNode>, ReturnType<typeof bootcNode>, object?][] =
+    [
+      ["booted on target", "updated", bootcNode("a", { booted: NEW, idle: ["True", "Idle"] })],
+      ["idle on the old image", "pending", bootcNode("a", { idle: ["True", "Idle"] })],
+      ["no status yet", "pending", { ...bootcNode("a"), status: undefined }],
+      ["downloading", "staging", bootcNode("a", { idle: ["False", "Staging"] })],
+      ["staged target", "staged", bootcNode("a", { idle: ["False", "Staged"], staged: NEW })],
+      // The daemon still reports the previous target staged: not progress.
+      ["staged another", "pending", bootcNode("a", { idle: ["False", "Staged"], staged: OLD })],
+      // Queued behind the staging limit: the BootcNode still wants the old image.
+      [
+        "queued",
+        "pending",
+        bootcNode("a", { desired: OLD, idle: ["False", "Staged"], staged: OLD }),
+      ],
+      ["reboot reported", "rebooting", bootcNode("a", { idle: ["False", "Rebooting"] })],
+      ["holds a slot", "rebooting", bootcNode("a", { idle: ["False", "Staged"], staged: NEW }), {
+        slot: 5,
+      }],
+      // Back on the target but not released yet: still counted as in flight.
+      ["back, not released", "rebooting", bootcNode("a", { booted: NEW, idle: ["True", "Idle"] }), {
+        slot: 40,
+        drained: 30,
+      }],
+      ["only the mirror", "rebooting", bootcNode("a", { idle: ["True", "Idle"], mirror: "false" })],
+      [
+        "degraded",
+        "failed",
+        bootcNode("a", { conditions: [cond("Degraded", "True", "Error", "pull failed")] }),
+      ],
+      [
+        "stalled",
+        "failed",
+        bootcNode("a", { conditions: [cond("Stalled", "True", "StagingTimeout", "")] }),
+      ],
+    ];
+  for (const [what, want, bn, n] of cases) {
+    assert.equal(classifyNode(bn, n ? node("a", n) : node("a"), target), want, what);
+  }
+});
+
+Deno.test("an index target matches the per-architecture digest the host reports", () => {
+  const perArch = `sha256:${"c".repeat(64)}`;
+  const bn = bootcNode("a", { idle: ["True", "Idle"] });
+  bn.status!.booted = {
+    image: "registry.example/os:v2",
+    imageDigest: perArch,
+    architecture: "amd64",
+  };
+  const index = { digest: NEW, platforms: [{ digest: perArch, architecture: "amd64" }] };
+  assert.equal(classifyNode(bn, node("a"), index), "updated");
+  assert.equal(classifyNode(bn, node("a"), target), "pending");
+});
+
+Deno.test("pool progress counts members only and collects this rollout's completions", () => {
+  const p = pool(); // UpToDate turned False 600 s ago
+  const bns = [
+    bootcNode("n3", { booted: NEW, idle: ["True", "Idle", 100] }),
+    bootcNode("n1", { booted: NEW, idle: ["True", "Idle", 300] }),
+    // Already on NEW before the rollout began: updated, but measures nothing.
+    bootcNode("n2", { booted: NEW, idle: ["True", "Idle", 4000] }),
+    bootcNode("n4", { idle: ["False", "Staged"], staged: NEW }),
+    bootcNode("n5", { idle: ["False", "Staged"], staged: NEW }),
+    bootcNode("other", { pool: "other", idle: ["False", "Staging"] }),
+  ];
+  const nodes = new Map([["n5", node("n5", { slot: 10 })]]);
+  const progress = poolProgress(p, bns, nodes);
+  assert.equal(progress.total, 5);
+  assert.deepEqual(progress.counts, {
+    updated: 3,
+    rebooting: 1,
+    staged: 1,
+    staging: 0,
+    pending: 0,
+    failed: 0,
+  });
+  assert.deepEqual(progress.completions.map((d) => d.toISOString()), [
+    new Date(secondsAgo(300)).toISOString(),
+    new Date(secondsAgo(100)).toISOString(),
+  ]);
+  assert.deepEqual(poolMembers("main", bns).map((bn) => bn.metadata.name), [
+    "n1",
+    "n2",
+    "n3",
+    "n4",
+    "n5",
+  ]);
+});
+
+Deno.test("blockers: the gate's reason and message, Degraded, stale generation, pause", () => {
+  const windowWait = pool({
+    upToDate: cond(
+      "UpToDate",
+      "False",
+      "OutsideMaintenanceWindow",
+      "1/3 updated; 2 staged; outside the maintenance windows; next opens 2026-03-07T22:00:00Z",
+    ),
+  });
+  assert.deepEqual(poolBlockers(windowWait), [{
+    kind: "wait",
+    reason: "OutsideMaintenanceWindow",
+    message: "outside the maintenance windows; next opens 2026-03-07T22:00:00Z",
+  }]);
+  // A gate whose message is only the breakdown gets the stock explanation.
+  const budget = pool({ upToDate: cond("UpToDate", "False", "BudgetExhausted", "0/3 updated") });
+  assert.match(poolBlockers(budget)[0].message, /maxUnavailable/);
+  const halted = pool({
+    degraded: cond("Degraded", "True", "RolloutHalted", "rollout halted: 2 nodes … (a; b)"),
+    generation: 3,
+    observedGeneration: 2,
+  });
+  assert.deepEqual(poolBlockers(halted).map((b) => [b.kind, b.reason]), [
+    ["info", ""],
+    ["degraded", "RolloutHalted"],
+  ]);
+  assert.match(poolBlockers(halted)[0].message, /generation 3, observed 2/);
+  // Paused in the spec before the controller reacted.
+  assert.deepEqual(poolBlockers(pool({ paused: true })).map((b) => b.reason), ["Paused"]);
+  // Not reported yet.
+  const fresh = pool();
+  fresh.status = undefined;
+  assert.equal(poolBlockers(fresh)[0].kind, "info");
+  // A rollout in progress with a note (e.g. a PDB wait) shows the note.
+  const pdb = pool({
+    upToDate: cond(
+      "UpToDate",
+      "False",
+      "RolloutInProgress",
+      "2/5 updated; 1 staged, 1 rebooting; waiting on disruption budgets: n4 (PodDisruptionBudget default/web)",
+    ),
+  });
+  assert.deepEqual(poolBlockers(pdb), [{
+    kind: "info",
+    reason: "",
+    message: "waiting on disruption budgets: n4 (PodDisruptionBudget default/web)",
+  }]);
+});
+
+Deno.test("the breakdown prefix is removed from UpToDate messages", () => {
+  assert.equal(withoutBreakdown("3/5 updated"), "");
+  assert.equal(withoutBreakdown("3/5 updated; 1 staged, 1 rebooting"), "");
+  assert.equal(
+    withoutBreakdown("3/5 updated; 2 staging; staging limit: 2/2"),
+    "staging limit: 2/2",
+  );
+  assert.equal(withoutBreakdown("target image not resolved yet"), "target image not resolved yet");
+});
