@@ -1,9 +1,10 @@
 /**
  * The bootc executor: the seam through which the daemon touches the host.
  * {@linkcode HostBootcExecutor} runs the real commands (`bootc`, `systemctl`)
- * in the host, by default through `nsenter -m/proc/1/ns/mnt --` from a
- * privileged `hostPID` pod, or directly (`hostExecPrefix: []`) when the daemon
- * runs standalone on the host. Tests substitute a fake {@linkcode BootcExecutor}.
+ * in the host: through `nsenter --mount=/proc/1/ns/mnt --` from a privileged
+ * `hostPID` pod, or directly (`hostExecPrefix: []`) when the daemon runs in the
+ * host's mount namespace. The daemon tells which with `detectHostAccess`
+ * (host_namespace.ts). Tests substitute a fake {@linkcode BootcExecutor}.
  *
  * @module
  */
@@ -21,8 +22,24 @@ import type { ApplyMethod, StageMethod } from "./version.ts";
 /** The systemd unit that applies updates on its own (Fedora-based bootc images enable it). */
 export const AUTO_UPDATE_TIMER = "bootc-fetch-apply-updates.timer";
 
-/** Default prefix that enters the host's mount namespace from a `hostPID` pod. */
+/**
+ * Prefix used when none is given: enters the host's mount namespace from a
+ * `hostPID` pod. The daemon always passes the prefix `detectHostAccess` chose.
+ */
 export const DEFAULT_HOST_EXEC_PREFIX = ["nsenter", "-m/proc/1/ns/mnt", "--"];
+
+/**
+ * The argument forms of `bootc status` that print JSON, newest first. bootc
+ * 1.1+ takes the first (the `org.containers.bootc/v1` document). Older hosts
+ * reject it: 0.1.11 and before know only `--json` (a usage error, exit 2), and
+ * the releases that added `--format-version` accepted only version 0 (exit 1,
+ * naming the format version). `--json` works on all of them and prints the
+ * host's own document (`v1alpha1` before 1.1), which the parser reads too.
+ */
+export const STATUS_ARGS: readonly (readonly string[])[] = [
+  ["status", "--format=json", "--format-version=1"],
+  ["status", "--json"],
+];
 
 /** A bootc (or systemctl) command failed, timed out or printed something unusable. */
 export class BootcCommandError extends Error {
@@ -126,6 +143,13 @@ export const TRANSIENT_UNITS = {
   apply: "bootc-operator-apply",
 } as const;
 
+/** True when `bootc status` failed because it does not know the arguments it was given. */
+function statusFormRejected(e: unknown): boolean {
+  if (!(e instanceof BootcCommandError) || !e.result || e.result.timedOut) return false;
+  const { code, stderr } = e.result;
+  return code === 2 || (code === 1 && /format.?version/i.test(stderr));
+}
+
 /** Runs bootc and systemctl in the host. */
 export class HostBootcExecutor implements BootcExecutor {
   readonly #bootc: string[];
@@ -136,6 +160,8 @@ export class HostBootcExecutor implements BootcExecutor {
   readonly #timeouts: ExecutorTimeouts;
   readonly #grace: number;
   readonly #env: Record<string, string>;
+  /** Index into {@linkcode STATUS_ARGS} of the form this host accepted. */
+  #statusForm = 0;
 
   /** Creates the executor. */
   constructor(options: HostBootcExecutorOptions = {}) {
@@ -205,20 +231,19 @@ export class HostBootcExecutor implements BootcExecutor {
   async status(): Promise<Host> {
     const what = "bootc status";
     let out: CommandResult;
-    try {
-      out = await this.#run(
-        this.bootcArgv(["status", "--format=json", "--format-version=1"]),
-        this.#timeouts.statusMs,
-        what,
-      );
-    } catch (e) {
-      // Older hosts know only `--json`; a usage error (exit 2) says so.
-      if (!(e instanceof BootcCommandError) || e.result?.code !== 2) throw e;
-      out = await this.#run(
-        this.bootcArgv(["status", "--json", "--format-version=1"]),
-        this.#timeouts.statusMs,
-        what,
-      );
+    for (let form = this.#statusForm;; form++) {
+      try {
+        out = await this.#run(
+          this.bootcArgv([...STATUS_ARGS[form]]),
+          this.#timeouts.statusMs,
+          what,
+        );
+        // Remembered: an idle daemon's polls run one command, not a failing one first.
+        this.#statusForm = form;
+        break;
+      } catch (e) {
+        if (form + 1 >= STATUS_ARGS.length || !statusFormRejected(e)) throw e;
+      }
     }
     try {
       return parseHost(out.stdout);

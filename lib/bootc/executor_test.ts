@@ -35,6 +35,8 @@ case "${mode}:$*" in
   *:--version) echo "bootc 1.16.10" ;;
   *:systemctl\\ is-enabled*) echo "masked-runtime"; exit 1 ;;
   old:status\\ --format=json*) echo "error: unexpected argument '--format'" >&2; exit 2 ;;
+  v0:status\\ --format=json*) echo "error: Status: Unsupported format version: 1" >&2; exit 1 ;;
+  v0:status\\ --json) cat ${dir}/v1alpha1.json ;;
   *:status*) cat ${dir}/status.json ;;
   fail:switch*) echo "Fetching" ; echo "error: Switching: Pulling: manifest unknown" >&2; exit 1 ;;
   *) echo ok ;;
@@ -70,15 +72,56 @@ Deno.test("executor runs bootc through the prefix without `container`", async ()
   }
 });
 
-Deno.test("executor falls back to --json on hosts that reject --format", async () => {
+Deno.test("executor falls back to --json on hosts that reject --format, and remembers", async () => {
   const h = await fakeHost("old");
   try {
     const host = await h.executor.status();
     assert.ok(host.status.booted);
+    await h.executor.status();
     assert.deepEqual((await h.lines()).map((l) => l.split(" ").slice(2).join(" ")), [
       "status --format=json --format-version=1",
-      "status --json --format-version=1",
+      "status --json",
+      "status --json",
     ]);
+  } finally {
+    await h.cleanup();
+  }
+});
+
+Deno.test("executor reads v1alpha1 from hosts that know only format version 0", async () => {
+  const h = await fakeHost("v0");
+  try {
+    await Deno.copyFile(
+      new URL("./testdata/v1alpha1_2024.json", import.meta.url),
+      `${h.dir}/v1alpha1.json`,
+    );
+    const host = await h.executor.status();
+    assert.equal(host.apiVersion, "org.containers.bootc/v1alpha1");
+    assert.equal(host.status.booted?.image?.imageDigest, "sha256:" + "1".repeat(64));
+    assert.deepEqual((await h.lines()).map((l) => l.split(" ").slice(2).join(" ")), [
+      "status --format=json --format-version=1",
+      "status --json",
+    ]);
+  } finally {
+    await h.cleanup();
+  }
+});
+
+Deno.test("executor does not retry other status failures, and names the unreadable field", async () => {
+  const h = await fakeHost("ok");
+  try {
+    const doc = JSON.parse(STATUS);
+    doc.status.booted.image.imageDigest = null;
+    await Deno.writeTextFile(`${h.dir}/status.json`, JSON.stringify(doc));
+    await assert.rejects(() => h.executor.status(), (e: unknown) => {
+      assert.ok(e instanceof BootcCommandError);
+      assert.equal(
+        e.message,
+        "bootc status: status.booted.image.imageDigest: expected a string, got null",
+      );
+      return true;
+    });
+    assert.equal((await h.lines()).length, 1, "one command: a parse error is not a usage error");
   } finally {
     await h.cleanup();
   }

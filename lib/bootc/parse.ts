@@ -1,15 +1,21 @@
 /**
- * A validating parser for `bootc status --format=json --format-version=1`.
+ * A validating parser for `bootc status --format=json --format-version=1` and
+ * for what older hosts print for `bootc status --json`.
  *
  * It checks the shape of every field the operator relies on and names the
- * offending path when something is wrong, but it tolerates what older hosts
- * leave out (`architecture`, `downloadOnly`, `softRebootCapable`, `store`,
- * `otherDeployments`, …) and ignores fields it does not know.
+ * offending path when something is wrong (`bootc status:
+ * status.booted.image.imageDigest: expected a string, got number`), but it
+ * tolerates what older hosts leave out (`architecture`, `downloadOnly`,
+ * `softRebootCapable`, `store`, `otherDeployments`, `cachedUpdate`, `type`, …)
+ * and ignores fields it does not know (`isContainer`, `configmaps`, …). Both
+ * `org.containers.bootc/v1` and the `v1alpha1` of bootc before 1.1 are read:
+ * the fields the operator uses have the same names and meaning in both.
  *
  * @module
  */
 import {
   BOOTC_HOST_API_VERSION,
+  BOOTC_HOST_API_VERSIONS,
   BOOTC_HOST_KIND,
   type BootEntry,
   type BootEntryOstree,
@@ -40,6 +46,7 @@ function object(v: unknown, path: string): Json {
 }
 
 function describe(v: unknown): string {
+  if (v === undefined) return "nothing (the field is missing)";
   if (v === null) return "null";
   if (Array.isArray(v)) return "an array";
   return typeof v;
@@ -162,6 +169,16 @@ function parseHostStatus(v: unknown): HostStatus {
   return status;
 }
 
+/** A top-level optional string (its path is the bare key). */
+function topString(o: Json, key: string): string | undefined {
+  const v = o[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "string") {
+    throw new BootcParseError(`expected a string, got ${describe(v)}`, key);
+  }
+  return v;
+}
+
 /**
  * Parses the output of `bootc status --format=json --format-version=1` (or the
  * older `--json`). Throws {@linkcode BootcParseError} on malformed JSON, a
@@ -178,15 +195,21 @@ export function parseHost(text: string): Host {
     );
   }
   const o = object(doc, "");
-  const apiVersion = optionalString(o, "apiVersion", "") ?? BOOTC_HOST_API_VERSION;
-  if (apiVersion !== BOOTC_HOST_API_VERSION) {
+  const apiVersion = topString(o, "apiVersion") ?? BOOTC_HOST_API_VERSION;
+  if (!BOOTC_HOST_API_VERSIONS.includes(apiVersion)) {
     throw new BootcParseError(
-      `unsupported apiVersion ${JSON.stringify(apiVersion)} (want ${BOOTC_HOST_API_VERSION})`,
+      `unsupported ${JSON.stringify(apiVersion)} (this daemon reads ${
+        BOOTC_HOST_API_VERSIONS.join(" and ")
+      })`,
+      "apiVersion",
     );
   }
-  const kind = optionalString(o, "kind", "") ?? BOOTC_HOST_KIND;
+  const kind = topString(o, "kind") ?? BOOTC_HOST_KIND;
   if (kind !== BOOTC_HOST_KIND) {
-    throw new BootcParseError(`unexpected kind ${JSON.stringify(kind)} (want ${BOOTC_HOST_KIND})`);
+    throw new BootcParseError(
+      `unexpected ${JSON.stringify(kind)} (want ${BOOTC_HOST_KIND})`,
+      "kind",
+    );
   }
   const metadata = o.metadata === undefined || o.metadata === null
     ? {}

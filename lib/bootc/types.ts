@@ -9,6 +9,18 @@
 
 /** `apiVersion` of bootc's host document. */
 export const BOOTC_HOST_API_VERSION = "org.containers.bootc/v1";
+/**
+ * `apiVersion` printed by bootc before 1.1 (2023 – mid 2024). Same shape, fewer
+ * fields: no `architecture`, `softRebootCapable`, `downloadOnly`; the earliest
+ * releases also lack `bootOrder`, `cachedUpdate`, `rollbackQueued` and `type`,
+ * and carry `status.isContainer` and a string `signature` (`"insecure"`).
+ */
+export const BOOTC_HOST_API_VERSION_V1ALPHA1 = "org.containers.bootc/v1alpha1";
+/** Every `apiVersion` the parser reads. */
+export const BOOTC_HOST_API_VERSIONS: readonly string[] = [
+  BOOTC_HOST_API_VERSION,
+  BOOTC_HOST_API_VERSION_V1ALPHA1,
+];
 /** `kind` of bootc's host document. */
 export const BOOTC_HOST_KIND = "BootcHost";
 
