@@ -1,0 +1,293 @@
+import assert from "node:assert/strict";
+import type { BootcNode, BootcNodePool, EventLike, NodeLike } from "./model.ts";
+import { createStyle } from "./style.ts";
+import { bootcNode, cond, event, NEW, node, NOW, OLD, pool, REPO } from "./testing.ts";
+import { explainNode, poolMentions, renderWhy, WHY_EVENTS } from "./why.ts";
+
+const plain = createStyle(false);
+
+/** Explains `name` in a cluster of the given objects. */
+function why(
+  name: string,
+  objects: {
+    bns?: BootcNode[];
+    nodes?: NodeLike[];
+    pools?: BootcNodePool[];
+    events?: EventLike[];
+  },
+) {
+  const bns = objects.bns ?? [];
+  const nodes = new Map((objects.nodes ?? []).map((n) => [n.metadata?.name ?? "", n]));
+  return explainNode({
+    name,
+    bootcNode: bns.find((bn) => bn.metadata.name === name),
+    node: nodes.get(name),
+    pools: objects.pools ?? [pool()],
+    bootcNodes: bns,
+    nodes,
+    events: objects.events ?? [],
+    now: NOW,
+  });
+}
+
+const staged = (name: string, extra = {}) =>
+  bootcNode(name, { idle: ["False", "Staged", 120], staged: NEW, ...extra });
+const fact = (e: ReturnType<typeof why>, label: string) => e.facts.find(([l]) => l === label)?.[1];
+
+Deno.test("why: unknown and unmanaged nodes", () => {
+  assert.equal(why("ghost", {}).headline, "there is no Node and no BootcNode named ghost");
+  assert.match(why("n1", { nodes: [node("n1")] }).headline, /not managed: no pool selects/);
+  const orphan = bootcNode("n1");
+  orphan.metadata.ownerReferences = [];
+  assert.match(
+    why("n1", { bns: [orphan], nodes: [node("n1")] }).headline,
+    /not owned by any pool: the daemon does nothing/,
+  );
+  assert.match(
+    why("n1", { bns: [bootcNode("n1")], nodes: [node("n1")], pools: [] }).headline,
+    /its pool main does not exist/,
+  );
+});
+
+Deno.test("why: up to date, downloading, waiting for the daemon", () => {
+  const done = why("n1", {
+    bns: [bootcNode("n1", { booted: NEW, idle: ["True", "Idle"] })],
+    nodes: [node("n1")],
+  });
+  assert.equal(done.headline, `up to date: runs ${REPO}@sha256:bbbbbbbbbbbb`);
+  assert.equal(fact(done, "disruption"), "none");
+  assert.equal(fact(done, "node"), "Ready, schedulable");
+  const staging = why("n1", {
+    bns: [bootcNode("n1", { idle: ["False", "Staging", 30] })],
+    nodes: [node("n1")],
+  });
+  assert.equal(
+    staging.headline,
+    `downloading ${REPO}@sha256:bbbbbbbbbbbb (staging since 10:09:30)`,
+  );
+  assert.equal(fact(staging, "phase"), "staging (Idle=False/Staging, 30s ago)");
+  const idle = bootcNode("n1", { idle: ["True", "Idle"] });
+  idle.metadata.generation = 2;
+  idle.status!.observedGeneration = 1;
+  assert.match(
+    why("n1", { bns: [idle], nodes: [node("n1")] }).headline,
+    /waiting for the daemon to report on its current spec/,
+  );
+});
+
+Deno.test("why: queued behind the staging limit, or not yet given the target", () => {
+  const queuedPool = pool({
+    upToDate: cond(
+      "UpToDate",
+      "False",
+      "StagingLimit",
+      "0/3 updated; 2 staging, 1 pending; staging limit: 2/2 downloading, 1 queued",
+    ),
+  });
+  const bn = bootcNode("n3", { desired: OLD, idle: ["True", "Idle"] });
+  assert.equal(
+    why("n3", { bns: [bn], nodes: [node("n3")], pools: [queuedPool] }).headline,
+    "queued for staging: staging limit: 2/2 downloading, 1 queued",
+  );
+  assert.match(
+    why("n3", { bns: [bn], nodes: [node("n3")] }).headline,
+    /waiting for the controller to give it the new target \(desired aaaaaaaaaaaa, target bbbbbbbbbbbb\)/,
+  );
+});
+
+Deno.test("why: a staged node's place in the slot queue and the gate that holds it", () => {
+  const bns = [staged("n1"), staged("n2"), staged("n3"), staged("n4")];
+  const nodes = [node("n1", { slot: 20 }), node("n2"), node("n3"), node("n4")];
+  // n1 holds the only slot: n2, n3, n4 queue in name order.
+  const behindBudget = why("n3", { bns, nodes });
+  assert.equal(
+    behindBudget.headline,
+    "staged, waiting for a reboot slot (2nd of 3 in the slot queue); 1/1 slot(s) in use (n1)",
+  );
+  assert.equal(
+    fact(behindBudget, "slot queue"),
+    "2nd of 3: n2, [n3], n4 · 1/1 slot(s) in use (n1)",
+  );
+  // A free slot: the first in line is next.
+  const free = why("n2", { bns, nodes, pools: [pool({ maxUnavailable: 2 })] });
+  assert.equal(
+    free.headline,
+    "staged, next for a reboot slot (1st of 3 in the slot queue, 1 free)",
+  );
+  // Outside the maintenance window: the gate is the reason, whatever the budget.
+  const windowPool = pool({
+    maxUnavailable: 2,
+    upToDate: cond(
+      "UpToDate",
+      "False",
+      "OutsideMaintenanceWindow",
+      "0/4 updated; 3 staged, 1 rebooting; outside the maintenance windows (next opens 2026-03-07T22:00:00Z)",
+    ),
+  });
+  const gated = why("n4", { bns, nodes, pools: [windowPool] });
+  assert.equal(
+    gated.headline,
+    "staged, waiting for a reboot slot (3rd of 3 in the slot queue): the pool waits (OutsideMaintenanceWindow)",
+  );
+  assert.equal(
+    fact(gated, "pool waits"),
+    "OutsideMaintenanceWindow: outside the maintenance windows (next opens 2026-03-07T22:00:00Z)",
+  );
+  // Halted rollouts hand out no slots.
+  const halted = pool({ degraded: cond("Degraded", "True", "RolloutHalted", "rollout halted: …") });
+  assert.match(why("n2", { bns, nodes, pools: [halted] }).headline, /the rollout is halted$/);
+  // A NotReady node is no candidate.
+  const notReady = why("n2", {
+    bns,
+    nodes: [node("n1", { slot: 20 }), node("n2", { ready: false })],
+  });
+  assert.equal(notReady.headline, "staged, but its Node is not Ready: not a slot candidate");
+  assert.match(fact(notReady, "slot queue")!, /^not a candidate/);
+});
+
+Deno.test("why: draining (naming the PDB the pool reports), drained, reboot refused, rebooting, back", () => {
+  const pdbPool = pool({
+    upToDate: cond(
+      "UpToDate",
+      "False",
+      "RolloutInProgress",
+      "0/2 updated; 1 staged, 1 rebooting; draining n1: PodDisruptionBudget default/web allows 0 disruptions",
+    ),
+  });
+  const draining = why("n1", {
+    bns: [staged("n1", { mirror: "false" }), staged("n10")],
+    nodes: [node("n1", { slot: 45 }), node("n10")],
+    pools: [pdbPool],
+  });
+  assert.equal(
+    draining.headline,
+    "holds a reboot slot (taken 45s ago); draining: cordoned, evicting its pods; the pool says: " +
+      "draining n1: PodDisruptionBudget default/web allows 0 disruptions",
+  );
+  assert.equal(
+    fact(draining, "disruption"),
+    "reboot slot since 10:09:15 (45s ago) for pool main; was cordoned before: false",
+  );
+  assert.equal(fact(draining, "node"), "Ready, cordoned");
+  // n10 is not named by the message about n1.
+  assert.deepEqual(poolMentions(pdbPool, "n10"), []);
+
+  const drainedNode = node("n1", { slot: 45, drained: 10 });
+  const drained = why("n1", { bns: [staged("n1")], nodes: [drainedNode] });
+  assert.match(drained.headline, /^drained; waiting for the controller to request the reboot/);
+  assert.match(
+    fact(drained, "disruption")!,
+    /drained 10:09:50 \(10s ago\) for .*\(the desired image\)/,
+  );
+
+  const refused = staged("n1", {
+    state: "Booted",
+    conditions: [cond("RebootAllowed", "False", "AwaitingDrain", "the Node is not cordoned")],
+  });
+  assert.equal(
+    why("n1", { bns: [refused], nodes: [drainedNode] }).headline,
+    "reboot requested, but the daemon refuses (AwaitingDrain): the Node is not cordoned",
+  );
+  const allowed = staged("n1", {
+    state: "Booted",
+    conditions: [cond("RebootAllowed", "True", "SlotAndDrain", "ok")],
+  });
+  assert.match(
+    why("n1", { bns: [allowed], nodes: [drainedNode] }).headline,
+    /reboot requested and allowed; waiting for the daemon/,
+  );
+  const rebooting = bootcNode("n1", {
+    state: "Booted",
+    idle: ["False", "Rebooting", 5],
+    staged: NEW,
+  });
+  assert.equal(
+    why("n1", { bns: [rebooting], nodes: [drainedNode] }).headline,
+    `rebooting into ${REPO}@sha256:bbbbbbbbbbbb (since 5s ago)`,
+  );
+  const back = bootcNode("n1", { state: "Booted", booted: NEW, idle: ["True", "Idle", 2] });
+  assert.match(
+    why("n1", { bns: [back], nodes: [node("n1", { slot: 60, drained: 30, ready: false })] })
+      .headline,
+    /back on the target image; waiting for the Node to become Ready/,
+  );
+  assert.match(
+    why("n1", { bns: [back], nodes: [drainedNode] }).headline,
+    /back on the target image and Ready; the slot is released once minReadySeconds/,
+  );
+});
+
+Deno.test("why: degraded and stalled nodes say so first", () => {
+  const degraded = staged("n1", {
+    conditions: [cond("Degraded", "True", "Error", "bootc switch: manifest unknown")],
+  });
+  assert.equal(
+    why("n1", { bns: [degraded], nodes: [node("n1", { slot: 5 })] }).headline,
+    "degraded: bootc switch: manifest unknown (it holds its reboot slot until it recovers or " +
+      "the controller gives up)",
+  );
+  const stalled = bootcNode("n1", {
+    idle: ["False", "Staging", 4000],
+    conditions: [cond("Stalled", "True", "StagingTimeout", "not staged within 30m")],
+  });
+  assert.equal(
+    why("n1", { bns: [stalled], nodes: [node("n1")] }).headline,
+    "stalled (StagingTimeout): not staged within 30m",
+  );
+});
+
+Deno.test("why: the rendering lists facts, conditions and the latest events in order", () => {
+  const events = Array.from(
+    { length: WHY_EVENTS + 2 },
+    (_, i) => event("n2", `Reason${i}`, `message ${i}`, 100 - i * 10),
+  );
+  events.push(event("other", "Elsewhere", "not about n2", 1));
+  events.push({
+    ...event("n2", "DrainBlocked", "evicting pod web-1", 3),
+    type: "Warning",
+    count: 4,
+  });
+  const bns = [
+    staged("n2", {
+      conditions: [
+        cond("RebootAllowed", "False", "NotRequested", "desiredImageState is not Booted", 120),
+        cond("Stalled", "False", "Progressing", "", 120),
+      ],
+    }),
+  ];
+  const e = why("n2", { bns, nodes: [node("n2")], events });
+  assert.equal(e.events.length, WHY_EVENTS);
+  assert.equal(e.events.at(-1)?.reason, "DrainBlocked");
+  const text = renderWhy(e, plain, NOW);
+  assert.equal(
+    text,
+    `n2: staged, next for a reboot slot (1st of 1 in the slot queue, 1 free)
+
+  pool        main → ${REPO}@sha256:bbbbbbbbbbbb
+  phase       staged (Idle=False/Staged, 2m00s ago)
+  desired     ${REPO}@sha256:bbbbbbbbbbbb (Staged)
+  booted      ${REPO}@sha256:aaaaaaaaaaaa
+  staged      ${REPO}@sha256:bbbbbbbbbbbb
+  node        Ready, schedulable
+  disruption  none
+  slot queue  1st of 1: [n2] · 0/1 slot(s) in use
+
+Conditions:
+  TYPE           STATUS  REASON        AGE    MESSAGE
+  Idle           False   Staged        2m00s
+  RebootAllowed  False   NotRequested  2m00s  desiredImageState is not Booted
+  Stalled        False   Progressing   2m00s
+
+Events (latest ${WHY_EVENTS}):
+  AGE    TYPE     REASON        MESSAGE
+  1m10s  Normal   Reason3       message 3
+  1m00s  Normal   Reason4       message 4
+  50s    Normal   Reason5       message 5
+  40s    Normal   Reason6       message 6
+  30s    Normal   Reason7       message 7
+  3s     Warning  DrainBlocked  evicting pod web-1 (×4)
+`,
+  );
+  const colored = renderWhy(e, createStyle(true), NOW);
+  assert.ok(colored.includes("\x1b[33m  3s     Warning"), "warnings are yellow");
+});
