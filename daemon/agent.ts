@@ -10,8 +10,9 @@
  * finished drain the controller records there, and immediately before invoking
  * bootc it reads the Node and the BootcNode once more from the API server
  * (authoritative GETs, not the watch cache) and checks `rebootAuthorization`
- * again. A failed read refuses. Refusals, reboots and failed stages are also
- * recorded as Events on the BootcNode.
+ * again. A failed read refuses. Its transitions and errors are also recorded
+ * as Events on the BootcNode ({@linkcode DaemonEventReason}), each bounded:
+ * once per transition, or once per distinct message while a failure lasts.
  *
  * @module
  */
@@ -26,6 +27,7 @@ import {
 import { findCondition } from "../lib/api/conditions.ts";
 import {
   DAEMON_FIELD_MANAGER,
+  IdleReason,
   NodeConditionType,
   RebootAllowedReason,
 } from "../lib/api/constants.ts";
@@ -45,12 +47,13 @@ import {
   type Decision,
   DEFAULT_REBOOT_RECHECK_MS,
   DEFAULT_RETRY,
+  DEFAULT_STATUS_BUSY_GRACE_MS,
   type HostObservation,
   retryDelay,
   type RetryPolicy,
   statusEqual,
 } from "./decide.ts";
-import { PullSecretInstaller } from "./pull_secret.ts";
+import { AUTH_FILE, PullSecretInstaller } from "./pull_secret.ts";
 
 /** What the daemon reads of its own core/v1 Node. */
 export type CoreNode = KubeObject & NodeForReboot;
@@ -76,7 +79,23 @@ export const DaemonEventReason = {
   ApplyFailed: "ApplyFailed",
   /** Warning: pulling/staging the desired image failed. */
   StagingFailed: "StagingFailed",
+  /** Normal: the desired image is staged, locked (once per transition into Staged). */
+  Staged: "Staged",
+  /** Normal: the pull Secret's credentials were written to the host's /run/ostree/auth.json. */
+  AuthFileWritten: "AuthFileWritten",
+  /** Normal: the auth file the daemon wrote was removed (no pull Secret referenced any more). */
+  AuthFileRemoved: "AuthFileRemoved",
+  /** Warning: the pull Secret could not be installed (once per distinct error). */
+  PullSecretFailed: "PullSecretFailed",
+  /**
+   * Warning: `bootc status` failed (a timeout only once it outlasts the busy grace): once per
+   * distinct message, at most {@linkcode MAX_STATUS_EVENTS} per failure streak.
+   */
+  StatusFailed: "StatusFailed",
 } as const;
+
+/** At most this many StatusFailed events per streak of failing status reads. */
+export const MAX_STATUS_EVENTS = 3;
 
 /** Options of {@linkcode Agent}. */
 export interface AgentOptions {
@@ -153,6 +172,10 @@ export class Agent {
   #nodeRead?: { node?: CoreNode; error?: string };
   /** Event writes in flight (awaited before run returns). */
   #pending = new Set<Promise<void>>();
+  /** The last pull Secret error recorded as an event (repeats are not recorded). */
+  #secretErrorRecorded?: string;
+  /** StatusFailed messages recorded in the current streak of failing status reads. */
+  #statusEvents: string[] = [];
 
   /** Creates the agent; call {@linkcode Agent.run}. */
   constructor(options: AgentOptions) {
@@ -303,6 +326,7 @@ export class Agent {
       const host = await raceAbort(this.#o.executor.status(), signal);
       this.#hostFailSince = undefined;
       this.#hostFailures = 0;
+      this.#statusEvents = [];
       return { ok: true, host };
     } catch (e) {
       if (signal.aborted) throw e;
@@ -310,8 +334,24 @@ export class Agent {
       this.#hostFailures++;
       const timedOut = (e as { timedOut?: boolean }).timedOut === true;
       this.#log.warn("bootc status failed", { error: e, timedOut });
+      this.#recordStatusFailure(message(e), timedOut, this.#hostFailSince);
       return { ok: false, message: message(e), timedOut, since: this.#hostFailSince };
     }
+  }
+
+  /**
+   * A StatusFailed event, bounded: a timeout counts only once it outlasts the busy grace
+   * (status blocks while a pull holds the sysroot lock); then once per distinct message, at
+   * most {@linkcode MAX_STATUS_EVENTS} per streak.
+   */
+  #recordStatusFailure(text: string, timedOut: boolean, since: Date): void {
+    const grace = this.#o.statusBusyGraceMs ?? DEFAULT_STATUS_BUSY_GRACE_MS;
+    if (timedOut && this.#clock.now().getTime() - since.getTime() < grace) return;
+    if (this.#statusEvents.includes(text) || this.#statusEvents.length >= MAX_STATUS_EVENTS) {
+      return;
+    }
+    this.#statusEvents.push(text);
+    this.#record("Warning", DaemonEventReason.StatusFailed, text);
   }
 
   async #detectCapabilities(signal: AbortSignal): Promise<void> {
@@ -408,6 +448,46 @@ export class Agent {
         `${allowed.reason}: ${allowed.message}`,
       );
     }
+    const isStaged = (c: typeof idle) => c?.status === "False" && c.reason === IdleReason.Staged;
+    if (
+      isStaged(idle) && (!isStaged(old) || after.staged?.image !== before?.staged?.image)
+    ) {
+      this.#record(
+        "Normal",
+        DaemonEventReason.Staged,
+        `Staged ${after.staged?.image ?? this.#current?.spec.desiredImage} locked: it boots ` +
+          "only when the node is drained and holds a reboot slot",
+      );
+    }
+  }
+
+  /** Logs the pull Secret outcome and records it as an event (errors once per distinct one). */
+  #reportPullSecret(outcome: string, error: string | undefined): void {
+    const ref = this.#current?.spec.pullSecretRef;
+    if (outcome === "written") {
+      this.#log.info("pull secret written", { path: this.#pullSecrets.authFile });
+      this.#record(
+        "Normal",
+        DaemonEventReason.AuthFileWritten,
+        `Wrote the credentials of pull Secret ${ref?.namespace}/${ref?.name} to the host's ` +
+          `/${AUTH_FILE}`,
+      );
+    } else if (outcome === "removed") {
+      this.#log.info("pull secret removed", { path: this.#pullSecrets.authFile });
+      this.#record(
+        "Normal",
+        DaemonEventReason.AuthFileRemoved,
+        `Removed /${AUTH_FILE} from the host: no pull Secret is referenced any more`,
+      );
+    } else if (outcome === "failed") {
+      this.#log.warn("pull secret not installed", { error });
+      if (error !== undefined && error !== this.#secretErrorRecorded) {
+        this.#record("Warning", DaemonEventReason.PullSecretFailed, error);
+      }
+      this.#secretErrorRecorded = error;
+      return;
+    }
+    this.#secretErrorRecorded = undefined;
   }
 
   /** One reconcile; returns when to run again at the latest (backoff deadlines). */
@@ -419,11 +499,7 @@ export class Agent {
     const secret = ownedByPool(this.#current)
       ? await this.#pullSecrets.sync(this.#current.spec, this.#clock.now())
       : { outcome: "unchanged" as const, error: undefined };
-    if (secret.outcome === "written" || secret.outcome === "removed") {
-      this.#log.info(`pull secret ${secret.outcome}`, { path: this.#pullSecrets.authFile });
-    } else if (secret.outcome === "failed") {
-      this.#log.warn("pull secret not installed", { error: secret.error });
-    }
+    this.#reportPullSecret(secret.outcome, secret.error);
     await this.#detectCapabilities(signal);
     let host = await this.#readHost(signal);
     const deadlines: (Date | undefined)[] = [this.#pullSecrets.retryAt];

@@ -11,7 +11,8 @@ import {
   findCondition,
 } from "../lib/api/mod.ts";
 import { FakeClock } from "../lib/clock.ts";
-import { Agent, type CoreNode } from "./agent.ts";
+import { BootcCommandError } from "../lib/bootc/executor.ts";
+import { Agent, type CoreNode, MAX_STATUS_EVENTS } from "./agent.ts";
 import {
   FakeBootcHost,
   fakeEntry,
@@ -210,7 +211,10 @@ Deno.test("agent: Idle → Staging (persisted before the pull) → Staged, writi
     assert.equal(h.nodes.count("get"), 0);
     assert.equal(h.coreNodes.calls.length, 0, "the Node is read only when an apply is due");
     assert.equal(h.rebootAllowed(), undefined, "never asked to reboot: no RebootAllowed");
-    assert.deepEqual(h.events.events, []);
+    // One event for the transition into Staged; kicks and polls record nothing more.
+    assert.deepEqual(h.events.events.map((e) => `${e.type}/${e.reason}`), ["Normal/Staged"]);
+    assert.match(h.events.events[0].message, /^Staged .*b{64} locked: it boots only when/);
+    assert.equal(h.events.events[0].involved, `BootcNode/${NODE}`);
     assert.deepEqual(
       h.nodes.calls.filter((c) => c.verb === "watch").map((c) => c.fieldSelector),
       [`metadata.name=${NODE}`],
@@ -395,6 +399,8 @@ Deno.test("agent: bootc status errors and booted: null are Degraded", async () =
     await waitFor(() => h.degraded().status === "True", "Degraded");
     assert.match(h.degraded().message!, /no booted deployment \(booted: null\)/);
     assert.equal(h.host.calls.some((c) => c.startsWith("stage")), false);
+    // booted: null is an answer, not a failing command: no StatusFailed.
+    assert.equal(h.events.of("StatusFailed").length, 0);
     h.host.booted = fakeEntry(A);
     h.host.statusError = "error: Loading sysroot: Timeout waiting for /boot";
     h.agent.kick();
@@ -402,8 +408,74 @@ Deno.test("agent: bootc status errors and booted: null are Degraded", async () =
       () => /Loading sysroot/.test(h.degraded().message ?? ""),
       "status error reported",
     );
+    // Retries (kicks, backoff) repeat the same error: one event.
+    for (let i = 0; i < 3; i++) {
+      const reads = h.host.calls.length;
+      h.agent.kick();
+      await waitFor(() => h.host.calls.length > reads, "a status read");
+    }
+    assert.equal(h.events.of("StatusFailed").length, 1);
+    assert.equal(h.events.of("StatusFailed")[0].type, "Warning");
+    assert.equal(
+      h.events.of("StatusFailed")[0].message,
+      "bootc status: error: Loading sysroot: Timeout waiting for /boot",
+    );
+    // Distinct messages are recorded, at most MAX_STATUS_EVENTS per streak.
+    for (const n of [1, 2, 3, 4]) {
+      h.host.statusError = `error: failure ${n}`;
+      const reads = h.host.calls.length;
+      h.agent.kick();
+      await waitFor(() => h.host.calls.length > reads, "a status read");
+    }
+    assert.equal(h.events.of("StatusFailed").length, MAX_STATUS_EVENTS);
     h.host.statusError = undefined;
     await advanceUntil(h, () => h.idle() === "False/Staged", "recovered");
+    // A new streak may record again.
+    h.host.statusError = "error: Loading sysroot: Timeout waiting for /boot";
+    h.agent.kick();
+    await waitFor(() => h.events.of("StatusFailed").length === MAX_STATUS_EVENTS + 1, "new streak");
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("agent: a status timeout is an event only once it outlasts the busy grace", async () => {
+  const host = new FakeBootcHost(A);
+  let blocked = false;
+  let timeouts = 0;
+  const status = host.status.bind(host);
+  host.status = () => {
+    if (!blocked) return status();
+    timeouts++;
+    return Promise.reject(
+      new BootcCommandError("bootc status: timed out after 120s", {
+        argv: ["bootc", "status"],
+        code: 143,
+        signal: "SIGTERM",
+        stdout: "",
+        stderr: "",
+        timedOut: true,
+        durationMs: 120_000,
+      }),
+    );
+  };
+  const h = await start({ desiredImage: A }, host);
+  try {
+    await waitFor(() => h.idle() === "True/Idle", "Idle");
+    blocked = true; // A pull elsewhere holds the sysroot lock: status blocks.
+    for (let i = 1; i <= 3; i++) {
+      h.agent.kick();
+      await waitFor(() => timeouts >= i, "a timed-out status read");
+      h.clock.advance(60_000);
+    }
+    assert.equal(h.events.of("StatusFailed").length, 0, "within the grace: no event");
+    await advanceUntil(
+      h,
+      () => h.events.of("StatusFailed").length === 1,
+      "StatusFailed after the grace",
+      60_000,
+    );
+    assert.match(h.events.of("StatusFailed")[0].message, /timed out/);
   } finally {
     await h.close();
   }
@@ -429,10 +501,26 @@ Deno.test("agent: pull Secret written atomically with mode 0600, rotated, remove
     h.nodes.put(bootcNode({ desiredImage: A, pullSecretRef: ref, pullSecretHash: "h1" }));
     await waitFor(() => h.degraded().status === "True", "Degraded");
     assert.equal(h.degraded().message, "pull secret bootc-operator/regcred: Secret not found");
+    // Retried with backoff: the same error is recorded once.
+    h.clock.advance(1_000);
+    h.agent.kick();
+    await waitFor(() => h.secrets.count("get") >= 2, "a retry");
+    assert.equal(h.events.of("PullSecretFailed").length, 1);
+    assert.equal(h.events.of("PullSecretFailed")[0].type, "Warning");
+    assert.equal(
+      h.events.of("PullSecretFailed")[0].message,
+      "pull secret bootc-operator/regcred: Secret not found",
+    );
     // The Secret appears: retried with backoff.
     h.secrets.put(secret(auth1));
     await advanceUntil(h, () => h.degraded().status === "False", "installed");
     assert.equal(await read(), auth1);
+    await waitFor(() => h.events.of("AuthFileWritten").length === 1, "AuthFileWritten");
+    assert.equal(
+      h.events.of("AuthFileWritten")[0].message,
+      "Wrote the credentials of pull Secret bootc-operator/regcred to the host's " +
+        "/run/ostree/auth.json",
+    );
     assert.equal((await Deno.stat(file)).mode! & 0o777, 0o600);
     const gets = h.secrets.count("get");
     // Rotation: the controller bumps the hash.
@@ -445,13 +533,18 @@ Deno.test("agent: pull Secret written atomically with mode 0600, rotated, remove
     await eventually(async () => (await read()) === auth2, "rotated file");
     const leftovers = [...Deno.readDirSync(`${h.hostRoot}/run/ostree`)].map((e) => e.name);
     assert.deepEqual(leftovers.sort(), ["auth.json", "auth.json.bootc-operator"]);
+    assert.equal(h.events.of("AuthFileWritten").length, 2, "rotation writes again");
     // The reference goes away: the file goes too.
     h.nodes.put(bootcNode({ desiredImage: A }));
     await eventually(async () => (await read()) === undefined, "removed file");
+    await waitFor(() => h.events.of("AuthFileRemoved").length === 1, "AuthFileRemoved");
+    assert.equal(h.events.of("AuthFileRemoved")[0].type, "Normal");
     // A key missing from the Secret is named.
     h.secrets.put({ ...secret(auth1), data: {} });
     h.nodes.put(bootcNode({ desiredImage: A, pullSecretRef: ref, pullSecretHash: "h3" }));
     await waitFor(() => /has no \.dockerconfigjson key/.test(h.degraded().message ?? ""), "key");
+    await waitFor(() => h.events.of("PullSecretFailed").length === 2, "a new error is recorded");
+    assert.match(h.events.of("PullSecretFailed")[1].message, /has no \.dockerconfigjson key/);
   } finally {
     await h.close();
   }
