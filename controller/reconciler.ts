@@ -39,11 +39,9 @@ import {
 } from "../lib/kube/mod.ts";
 import { type Logger, silentLogger } from "../lib/log.ts";
 import { evictPods, type PodLike, summarizePod } from "./drain.ts";
-import { EffectiveState } from "./effective_state.ts";
 import type { ControllerMetrics } from "./metrics.ts";
 import {
   type Action,
-  type Observation,
   type Plan,
   type PlannedEvent,
   type PlannerOptions,
@@ -277,7 +275,10 @@ export class PoolReconciler {
       ...common,
       // A result (or a failure) wakes exactly the pools that use the tag.
       onResult: (pools) => {
-        for (const p of pools) this.#enqueue(p);
+        for (const p of pools) {
+          this.#metrics?.observeResolution(p, this.#tags.latest(p));
+          this.#enqueue(p);
+        }
       },
     });
     this.pools = new Informer<BootcNodePool>({
@@ -354,8 +355,7 @@ export class PoolReconciler {
     this.pools.onDelete((p) => {
       enqueue(poolEventPools(cache, { type: "delete", object: p }));
       this.#tags.forget(p.metadata.name ?? "");
-      this.#metrics?.poolNodes.deleteMatching({ pool: p.metadata.name ?? "" });
-      this.#metrics?.slotsInUse.deleteMatching({ pool: p.metadata.name ?? "" });
+      this.#metrics?.forgetPool(p.metadata.name ?? "");
     });
     this.nodes.onAdd((n) => enqueue(nodeEventPools(cache, { type: "add", object: n })));
     this.nodes.onUpdate((o, n) =>
@@ -427,6 +427,7 @@ export class PoolReconciler {
     await this.waitForSync(signal);
     const queue = new WorkQueue<string>({ clock: this.#clock, logger: this.#log });
     this.#queue = queue;
+    this.#metrics?.setLeading(true);
     const stop = () => void queue.shutDown();
     signal.addEventListener("abort", stop, { once: true });
     // The daemon's pull-secret Role follows the pools while this replica leads.
@@ -440,6 +441,7 @@ export class PoolReconciler {
       this.#queue = undefined;
       accessStop.abort();
       await access;
+      this.#metrics?.setLeading(false);
       // A replica that does not lead polls no registry.
       await this.#tags.forgetAll();
     }
@@ -693,7 +695,7 @@ export class PoolReconciler {
           resourceVersion: updated.metadata?.resourceVersion,
         });
         log.info(action.why, { node: action.node });
-        this.#observeAction(poolName, action.observe);
+        this.#observeAction(poolName, action);
         return 0;
       }
       case "patchBootcNodeStatus": {
@@ -743,7 +745,7 @@ export class PoolReconciler {
             resourceVersion: updated.metadata?.resourceVersion,
           });
           log.info(action.why, { node: action.node });
-          this.#observeAction(poolName, action.observe);
+          this.#observeAction(poolName, action);
         } catch (e) {
           if (!isNotFound(e)) throw e;
         }
@@ -754,6 +756,7 @@ export class PoolReconciler {
           this.#count("evict");
           return this.#client.evict(ns, pod);
         }, action.pods);
+        this.#metrics?.observeEvictions(poolName, action.node, outcomes, this.#clock.now());
         let refused = 0;
         for (const o of outcomes) {
           if (o.result === "refused") {
@@ -791,12 +794,8 @@ export class PoolReconciler {
     }
   }
 
-  #observeAction(pool: string, observe: Observation | undefined) {
-    if (observe?.metric === "drain_seconds") {
-      this.#metrics?.drainDuration.observe({ pool }, observe.seconds);
-    } else if (observe?.metric === "update_seconds") {
-      this.#metrics?.nodeUpdateDuration.observe({ pool }, observe.seconds);
-    }
+  #observeAction(pool: string, action: Action) {
+    this.#metrics?.observeAction(pool, action, this.#clock.now());
   }
 
   async #recordEvents(pool: BootcNodePool, events: readonly PlannedEvent[]) {
@@ -824,10 +823,10 @@ export class PoolReconciler {
 
   #observe(name: string, plan: Plan) {
     if (!this.#metrics || !plan.status) return;
-    for (const state of Object.values(EffectiveState)) {
-      this.#metrics.poolNodes.set({ pool: name, state }, plan.counts[state]);
-    }
-    this.#metrics.slotsInUse.set({ pool: name }, plan.status.slotsInUse ?? 0);
+    this.#metrics.observePool(name, plan, {
+      bootcNodes: this.bootcNodes.store.list(),
+      nodes: this.nodes.store.list(),
+    });
   }
 
   #requeue(name: string, plan: Plan, refused: number) {
