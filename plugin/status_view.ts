@@ -172,6 +172,8 @@ export interface FrameOptions extends RenderOptions {
   now: Date;
   /** A header line for `--watch` ("every 2s"). */
   header?: string;
+  /** A line under the header, e.g. the last read's error. */
+  notice?: string;
   /** The pool asked for, for the "not found" line. */
   only?: string;
 }
@@ -183,8 +185,9 @@ export function renderFrame(views: readonly PoolView[], options: FrameOptions): 
     out.push(
       fit(options.style.dim(`${options.header}   ${clock(options.now)} UTC`), options.width),
     );
-    out.push("");
   }
+  if (options.notice) out.push(fit(options.style.red(options.notice), options.width));
+  if (options.header || options.notice) out.push("");
   if (views.length === 0) {
     out.push(
       options.only ? `BootcNodePool ${options.only} not found.` : "No BootcNodePools found.",

@@ -63,7 +63,10 @@ export const WHY_EVENTS = 6;
 export function explainNode(input: WhyInput): Explanation {
   const { name, bootcNode: bn, node, now } = input;
   const events = [...input.events]
-    .filter((e) => e.involvedObject?.name === name)
+    .filter((e) =>
+      e.involvedObject?.name === name &&
+      (e.involvedObject.kind === "BootcNode" || e.involvedObject.kind === "Node")
+    )
     .sort((a, b) => (eventTime(a)?.getTime() ?? 0) - (eventTime(b)?.getTime() ?? 0))
     .slice(-WHY_EVENTS);
   const facts: [string, string][] = [];

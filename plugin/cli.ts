@@ -1,0 +1,187 @@
+/**
+ * Command-line parsing of `kubectl bootc` (pure; `main.ts` runs the result).
+ * Flags follow kubectl: `--kubeconfig`, `--context`, `-n/--namespace`, each as
+ * `--flag value` or `--flag=value`, anywhere on the line.
+ *
+ * @module
+ */
+
+/** Connection and output flags every command takes. */
+export interface GlobalFlags {
+  /** `--kubeconfig`: this file only (KUBECONFIG is then ignored, as in kubectl). */
+  kubeconfig?: string;
+  /** `--context`: the kubeconfig context. */
+  context?: string;
+  /**
+   * `-n/--namespace`: accepted for kubectl compatibility. The operator's objects are
+   * cluster-scoped and their events live in "default", so it changes nothing.
+   */
+  namespace?: string;
+  /** `--no-color`. */
+  noColor: boolean;
+}
+
+/** A parsed command line. */
+export type Command =
+  | { command: "help" }
+  | { command: "status"; pool?: string; watch: boolean; intervalMs: number }
+  | { command: "why"; node: string }
+  | { command: "pause" | "resume" | "history"; pool: string }
+  | { command: "rollback"; pool: string; toRevision?: number };
+
+/** A command-line error (exit code 2). */
+export class UsageError extends Error {
+  override readonly name = "UsageError";
+}
+
+/** Default `--interval` of `status --watch`. */
+export const DEFAULT_INTERVAL_MS = 2_000;
+
+/** Usage text. */
+export const USAGE = `kubectl bootc: watch and steer bootc OS image rollouts.
+
+Usage:
+  kubectl bootc status [POOL] [--watch] [--interval DUR]
+      Per pool: a progress bar of nodes updated / rebooting / staged / staging / pending /
+      failed, the target image, what blocks progress and an estimate of the time left.
+      --watch (-w) redraws on a terminal and prints a line per change otherwise.
+  kubectl bootc why NODE
+      Where the node stands and what it waits for: phase, images, its Node's disruption
+      record, conditions, the pool's gate, its place in the slot queue, the latest events.
+  kubectl bootc pause POOL | resume POOL
+      Sets spec.rollout.paused (no new reboot slots while paused; staging goes on).
+  kubectl bootc rollback POOL
+      Pins spec.image.ref to status.deployedDigest, the last digest fully rolled out.
+  kubectl bootc history POOL
+      Revision history is not available yet (issue 14).
+
+Flags:
+  --kubeconfig FILE   kubeconfig file (default: KUBECONFIG, a colon list, then ~/.kube/config)
+  --context NAME      kubeconfig context
+  -n, --namespace NS  accepted for kubectl compatibility (the objects are cluster-scoped)
+  --no-color          no colours (also when NO_COLOR is set or stdout is not a terminal)
+  -h, --help          this text
+
+Durations: 500ms, 2s, 1m, or a number of seconds.`;
+
+/** Parses `500ms`, `2s`, `1m` or plain seconds into milliseconds. */
+export function parseDuration(text: string, flag: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(text.trim());
+  if (!m) throw new UsageError(`${flag}: invalid duration ${JSON.stringify(text)}`);
+  return Math.round(Number(m[1]) * { ms: 1, s: 1_000, m: 60_000 }[m[2] ?? "s"]!);
+}
+
+const VALUE_FLAGS: Record<string, string> = {
+  "--kubeconfig": "kubeconfig",
+  "--context": "context",
+  "--namespace": "namespace",
+  "-n": "namespace",
+  "--interval": "interval",
+  "--to-revision": "to-revision",
+};
+const BOOLEAN_FLAGS: Record<string, string> = {
+  "--watch": "watch",
+  "-w": "watch",
+  "--no-color": "no-color",
+  "--help": "help",
+  "-h": "help",
+};
+
+/** Parses argv (without the program name). */
+export function parseCommandLine(
+  argv: readonly string[],
+): { flags: GlobalFlags; command: Command } {
+  const values = new Map<string, string>();
+  const switches = new Set<string>();
+  const positional: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === "--") {
+      positional.push(...argv.slice(i + 1));
+      break;
+    }
+    if (!arg.startsWith("-") || arg === "-") {
+      positional.push(arg);
+      continue;
+    }
+    const eq = arg.indexOf("=");
+    const name = eq > 0 ? arg.slice(0, eq) : arg;
+    if (name in VALUE_FLAGS) {
+      const value = eq > 0 ? arg.slice(eq + 1) : argv[++i];
+      if (value === undefined || value === "") throw new UsageError(`${name} needs a value`);
+      values.set(VALUE_FLAGS[name], value);
+    } else if (name in BOOLEAN_FLAGS && eq < 0) {
+      switches.add(BOOLEAN_FLAGS[name]);
+    } else if (/^-n[^=]/.test(arg)) {
+      values.set("namespace", arg.slice(2)); // -nNAMESPACE, as kubectl accepts
+    } else {
+      throw new UsageError(`unknown flag ${name}`);
+    }
+  }
+  const flags: GlobalFlags = {
+    kubeconfig: values.get("kubeconfig"),
+    context: values.get("context"),
+    namespace: values.get("namespace"),
+    noColor: switches.has("no-color"),
+  };
+  const [verb, ...rest] = positional;
+  if (switches.has("help") || verb === undefined || verb === "help") {
+    return { flags, command: { command: "help" } };
+  }
+  const only = (allowed: string[]) => {
+    for (const key of [...values.keys(), ...switches]) {
+      if (["kubeconfig", "context", "namespace", "no-color"].includes(key)) continue;
+      if (!allowed.includes(key)) throw new UsageError(`${verb} does not take --${key}`);
+    }
+  };
+  const one = (what: string): string => {
+    if (rest.length !== 1) {
+      throw new UsageError(
+        `${verb} takes exactly one ${what}, e.g. kubectl bootc ${verb} ${
+          what === "NODE" ? "worker-1" : "workers"
+        }`,
+      );
+    }
+    return rest[0];
+  };
+  switch (verb) {
+    case "status": {
+      only(["watch", "interval"]);
+      if (rest.length > 1) throw new UsageError("status takes at most one POOL");
+      const interval = values.get("interval");
+      const intervalMs = interval === undefined
+        ? DEFAULT_INTERVAL_MS
+        : parseDuration(interval, "--interval");
+      if (intervalMs < 200) throw new UsageError("--interval must be at least 200ms");
+      return {
+        flags,
+        command: { command: "status", pool: rest[0], watch: switches.has("watch"), intervalMs },
+      };
+    }
+    case "why":
+      only([]);
+      return { flags, command: { command: "why", node: one("NODE") } };
+    case "pause":
+    case "resume":
+    case "history":
+      only([]);
+      return { flags, command: { command: verb, pool: one("POOL") } };
+    case "rollback": {
+      only(["to-revision"]);
+      const raw = values.get("to-revision");
+      if (raw !== undefined && !/^\d+$/.test(raw)) {
+        throw new UsageError(`--to-revision: not a revision number: ${raw}`);
+      }
+      return {
+        flags,
+        command: {
+          command: "rollback",
+          pool: one("POOL"),
+          toRevision: raw === undefined ? undefined : Number(raw),
+        },
+      };
+    }
+    default:
+      throw new UsageError(`unknown command ${verb}; see kubectl bootc --help`);
+  }
+}

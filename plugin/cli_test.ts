@@ -1,0 +1,86 @@
+import assert from "node:assert/strict";
+import { DEFAULT_INTERVAL_MS, parseCommandLine, parseDuration, UsageError } from "./cli.ts";
+
+Deno.test("status: optional pool, --watch/-w, --interval in any position", () => {
+  assert.deepEqual(parseCommandLine(["status"]), {
+    flags: { kubeconfig: undefined, context: undefined, namespace: undefined, noColor: false },
+    command: { command: "status", pool: undefined, watch: false, intervalMs: DEFAULT_INTERVAL_MS },
+  });
+  const p = parseCommandLine(["-w", "status", "workers", "--interval=1s"]);
+  assert.deepEqual(p.command, {
+    command: "status",
+    pool: "workers",
+    watch: true,
+    intervalMs: 1000,
+  });
+});
+
+Deno.test("kubectl's connection flags, both spellings, anywhere", () => {
+  const { flags } = parseCommandLine([
+    "why",
+    "--kubeconfig",
+    "/tmp/k",
+    "node-1",
+    "--context=prod",
+    "-n",
+    "kube-system",
+    "--no-color",
+  ]);
+  assert.deepEqual(flags, {
+    kubeconfig: "/tmp/k",
+    context: "prod",
+    namespace: "kube-system",
+    noColor: true,
+  });
+  assert.equal(parseCommandLine(["status", "-nfoo"]).flags.namespace, "foo");
+  assert.equal(parseCommandLine(["status", "--namespace=bar"]).flags.namespace, "bar");
+  assert.equal(parseCommandLine(["status", "-n=baz"]).flags.namespace, "baz");
+});
+
+Deno.test("the other commands take exactly their one argument", () => {
+  assert.deepEqual(parseCommandLine(["why", "n1"]).command, { command: "why", node: "n1" });
+  assert.deepEqual(parseCommandLine(["pause", "p"]).command, { command: "pause", pool: "p" });
+  assert.deepEqual(parseCommandLine(["resume", "p"]).command, { command: "resume", pool: "p" });
+  assert.deepEqual(parseCommandLine(["history", "p"]).command, { command: "history", pool: "p" });
+  assert.deepEqual(parseCommandLine(["rollback", "p"]).command, {
+    command: "rollback",
+    pool: "p",
+    toRevision: undefined,
+  });
+  assert.equal(
+    parseCommandLine(["rollback", "p", "--to-revision", "3"]).command.command,
+    "rollback",
+  );
+  for (const argv of [[], ["help"], ["--help"], ["status", "-h"]]) {
+    assert.deepEqual(parseCommandLine(argv).command, { command: "help" });
+  }
+});
+
+Deno.test("usage errors name the problem", () => {
+  const cases: [string[], RegExp][] = [
+    [["why"], /why takes exactly one NODE/],
+    [["pause", "a", "b"], /pause takes exactly one POOL/],
+    [["status", "a", "b"], /at most one POOL/],
+    [["status", "--bogus"], /unknown flag --bogus/],
+    [["status", "--kubeconfig"], /--kubeconfig needs a value/],
+    [["why", "n", "--watch"], /why does not take --watch/],
+    [["status", "--interval", "soon"], /--interval: invalid duration "soon"/],
+    [["status", "--interval", "10ms"], /at least 200ms/],
+    [["rollback", "p", "--to-revision", "x"], /not a revision number/],
+    [["explode"], /unknown command explode/],
+  ];
+  for (const [argv, message] of cases) {
+    assert.throws(() => parseCommandLine(argv), (e) => {
+      assert.ok(e instanceof UsageError, String(e));
+      assert.match(e.message, message);
+      return true;
+    });
+  }
+});
+
+Deno.test("durations", () => {
+  assert.equal(parseDuration("500ms", "--x"), 500);
+  assert.equal(parseDuration("2", "--x"), 2000);
+  assert.equal(parseDuration("1.5s", "--x"), 1500);
+  assert.equal(parseDuration("1m", "--x"), 60_000);
+});
