@@ -139,7 +139,7 @@ if (import.meta.main) {
     code = await run(flags, command);
   } catch (e) {
     if (e instanceof UsageError) {
-      console.error(`kubectl bootc: ${e.message}\n\n${USAGE}`);
+      console.error(`kubectl bootc: ${e.message}\nRun 'kubectl bootc --help' for usage.`);
       code = 2;
     } else {
       console.error(`kubectl bootc: ${e instanceof Error ? e.message : e}`);

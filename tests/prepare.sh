@@ -10,6 +10,7 @@ command -v docker-registry >/dev/null || [[ -x /usr/bin/docker-registry ]] || ne
 command -v htpasswd >/dev/null || need+=(apache2-utils)
 command -v openssl >/dev/null || need+=(openssl)
 command -v nsenter >/dev/null || need+=(util-linux)
+command -v tmux >/dev/null || need+=(tmux) # the kubectl plugin's terminal test
 if ((${#need[@]})); then
   echo "[prepare] installing Debian packages: ${need[*]}" >&2
   sudo=""

@@ -1,10 +1,12 @@
 /**
- * `deno task build`: the operator's two executables in `dist/`.
+ * `deno task build`: the operator's executables in `dist/`: the controller, the daemon and
+ * the `kubectl bootc` plugin.
  *
- * Each entry point (`controller/main.ts`, `daemon/main.ts`) is first bundled into one
- * JavaScript file (`dist/controller.js`, `dist/daemon.js`). Then:
+ * Each entry point (`controller/main.ts`, `daemon/main.ts`, `plugin/main.ts`) is first bundled
+ * into one JavaScript file (`dist/controller.js`, `dist/daemon.js`, `dist/plugin.js`). Then:
  * - **compile** mode: `deno compile` turns each bundle into a single-file binary
- *   (`dist/bootc-operator-controller`, `dist/bootc-operator-daemon`). This needs a `denort`
+ *   (`dist/bootc-operator-controller`, `dist/bootc-operator-daemon`, `dist/kubectl-bootc`).
+ *   This needs a `denort`
  *   base binary, which `deno compile` downloads from dl.deno.land or takes from `DENORT_BIN`.
  * - **bundle** mode (when no working `denort` is available, as on machines without access to
  *   dl.deno.land): the same paths hold a small launcher script that runs the bundle with
@@ -14,7 +16,7 @@
  * only if it prints what it should (a `DENORT_BIN` pointing at a plain `deno` yields a binary
  * that starts Deno's own CLI instead). `BOOTC_BUILD_MODE=compile|bundle` forces a mode.
  *
- * Usage: `deno task build [--mode=auto|compile|bundle] [controller|daemon ...]`.
+ * Usage: `deno task build [--mode=auto|compile|bundle] [controller|daemon|plugin ...]`.
  * The end-to-end tests call {@linkcode ensureBuild}.
  *
  * @module
@@ -25,8 +27,8 @@ export type BuildMode = "compile" | "bundle";
 
 /** One executable the build produces. */
 export interface Target {
-  /** Short name: "controller" or "daemon". */
-  name: "controller" | "daemon";
+  /** Short name: "controller", "daemon" or "plugin". */
+  name: "controller" | "daemon" | "plugin";
   /** Entry point, relative to the repository root. */
   entry: string;
   /** File name of the executable in the output directory. */
@@ -38,10 +40,12 @@ export interface Target {
 }
 
 /**
- * The two executables. The controller talks to the API server, reads its kubeconfig or
+ * The executables. The controller talks to the API server, reads its kubeconfig or
  * service-account files and serves probes: it needs no write or subprocess access. The daemon
  * runs privileged on the host, runs bootc through nsenter and writes the host's auth file, so
- * Deno's sandbox would add nothing there.
+ * Deno's sandbox would add nothing there. The kubectl plugin reads the user's kubeconfig (and
+ * the files it names) and talks to the API server; it may run the kubeconfig's exec credential
+ * plugins (cloud logins), hence `--allow-run`, and writes nothing.
  */
 export const TARGETS: readonly Target[] = [
   {
@@ -58,13 +62,20 @@ export const TARGETS: readonly Target[] = [
     bundle: "daemon.js",
     permissions: ["--allow-all"],
   },
+  {
+    name: "plugin",
+    entry: "plugin/main.ts",
+    executable: "kubectl-bootc",
+    bundle: "plugin.js",
+    permissions: ["--allow-net", "--allow-env", "--allow-read", "--allow-run"],
+  },
 ];
 
 /**
  * Folders and files whose changes require a rebuild (test files excluded). Not deno.lock:
  * the bundler may write it, and it only changes with the exact pins in deno.json.
  */
-export const SOURCE_PATHS = ["controller", "daemon", "lib", "deno.json"] as const;
+export const SOURCE_PATHS = ["controller", "daemon", "plugin", "lib", "deno.json"] as const;
 
 /** Options of {@linkcode build} and {@linkcode ensureBuild}. */
 export interface BuildOptions {
@@ -238,6 +249,8 @@ export async function build(options: BuildOptions = {}): Promise<BuildResult> {
 export interface Executables {
   controller: string[];
   daemon: string[];
+  /** `kubectl-bootc`. */
+  plugin: string[];
 }
 
 let inFlight: Promise<Executables> | undefined;
@@ -275,12 +288,12 @@ async function ensureBuildOnce(options: BuildOptions): Promise<Executables> {
   }
   const path = (name: Target["name"]) => result!.targets.find((t) => t.name === name)!.executable;
   if (result!.mode === "compile") {
-    return { controller: [path("controller")], daemon: [path("daemon")] };
+    return { controller: [path("controller")], daemon: [path("daemon")], plugin: [path("plugin")] };
   }
   // The launcher finds `deno` on PATH or in $DENO; a machine that runs Deno only through
   // `npx deno` has none on PATH, so hand it this very executable.
   const launch = (name: Target["name"]) => ["/usr/bin/env", `DENO=${Deno.execPath()}`, path(name)];
-  return { controller: launch("controller"), daemon: launch("daemon") };
+  return { controller: launch("controller"), daemon: launch("daemon"), plugin: launch("plugin") };
 }
 
 /**
@@ -334,7 +347,7 @@ export async function readStamp(outDir: string): Promise<BuildResult | undefined
 
 /**
  * Runs `argv` + `args` with a closed stdin and returns the wall-clock milliseconds until it
- * exits and its exit code. For the startup figure: `--help` makes both executables load
+ * exits and its exit code. For the startup figure: `--help` makes the executables load
  * their whole bundle and exit (the controller by rejecting the flag, with code 2).
  */
 export async function timeRun(
@@ -416,7 +429,7 @@ if (import.meta.main) {
   const only = Deno.args.filter((a) => !a.startsWith("--")) as Target["name"][];
   for (const name of only) {
     if (!TARGETS.some((t) => t.name === name)) {
-      console.error(`unknown target ${name}: expected controller or daemon`);
+      console.error(`unknown target ${name}: expected controller, daemon or plugin`);
       Deno.exit(2);
     }
   }

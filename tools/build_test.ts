@@ -8,11 +8,12 @@ import {
   TARGETS,
 } from "./build.ts";
 
-/** A throwaway repository: two entry points sharing a lib module and an npm import. */
+/** A throwaway repository: three entry points sharing a lib module and an npm import. */
 async function fakeRepo(): Promise<string> {
   const root = await Deno.makeTempDir({ prefix: "bootc-build-test-" });
   await Deno.mkdir(`${root}/controller`);
   await Deno.mkdir(`${root}/daemon`);
+  await Deno.mkdir(`${root}/plugin`);
   await Deno.mkdir(`${root}/lib`);
   await Deno.writeTextFile(
     `${root}/deno.json`,
@@ -23,7 +24,7 @@ async function fakeRepo(): Promise<string> {
     `import { stringify } from "yaml";\n` +
       `export const greet = (who: string, args: string[]) => stringify({ who, args }).trim();\n`,
   );
-  for (const name of ["controller", "daemon"]) {
+  for (const name of ["controller", "daemon", "plugin"]) {
     await Deno.writeTextFile(
       `${root}/${name}/main.ts`,
       `import { greet } from "../lib/greet.ts";\nconsole.log(greet("${name}", Deno.args));\n`,
@@ -59,6 +60,10 @@ Deno.test("launcher execs deno run --cached-only on its bundle with the target's
   );
   // The controller needs neither subprocesses nor writes.
   assert.doesNotMatch(script, /--allow-all|--allow-run|--allow-write/);
+  // The kubectl plugin writes nothing; it may run the kubeconfig's exec credential plugins.
+  const plugin = launcherScript(TARGETS.find((t) => t.name === "plugin")!);
+  assert.match(plugin, /--allow-net --allow-env --allow-read --allow-run "\$here\/plugin\.js"/);
+  assert.doesNotMatch(plugin, /--allow-all|--allow-write/);
 });
 
 Deno.test("bundle mode: self-contained bundles run behind the launchers", async () => {
@@ -66,7 +71,7 @@ Deno.test("bundle mode: self-contained bundles run behind the launchers", async 
   try {
     const result = await build({ root, mode: "bundle", log: quiet });
     assert.equal(result.mode, "bundle");
-    assert.deepEqual(result.targets.map((t) => t.name), ["controller", "daemon"]);
+    assert.deepEqual(result.targets.map((t) => t.name), ["controller", "daemon", "plugin"]);
     for (const target of result.targets) {
       assert.ok(target.bundleBytes > 10_000, "the npm dependency is inlined in the bundle");
       // An empty DENO_DIR proves the bundle needs nothing from the module cache.
@@ -93,6 +98,8 @@ Deno.test("bundle mode: self-contained bundles run behind the launchers", async 
       "build.json",
       "controller.js",
       "daemon.js",
+      "kubectl-bootc",
+      "plugin.js",
     ]);
   } finally {
     await Deno.remove(root, { recursive: true });
@@ -120,6 +127,8 @@ Deno.test("ensureBuild reuses fresh outputs and rebuilds after a source changes"
     const ran = await runArgv(second.daemon, ["status"], { DENO: Deno.execPath() });
     assert.equal(ran.code, 0, ran.stderr);
     assert.equal(ran.stdout, "changed daemon");
+    const plugin = await runArgv(second.plugin, ["status"], { DENO: Deno.execPath() });
+    assert.equal(plugin.stdout, "changed plugin");
   } finally {
     await Deno.remove(root, { recursive: true });
   }
