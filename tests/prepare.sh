@@ -10,6 +10,7 @@ command -v docker-registry >/dev/null || [[ -x /usr/bin/docker-registry ]] || ne
 command -v htpasswd >/dev/null || need+=(apache2-utils)
 command -v openssl >/dev/null || need+=(openssl)
 command -v nsenter >/dev/null || need+=(util-linux)
+command -v promtool >/dev/null || need+=(prometheus)
 command -v tmux >/dev/null || need+=(tmux) # the kubectl plugin's terminal test
 if ((${#need[@]})); then
   echo "[prepare] installing Debian packages: ${need[*]}" >&2
@@ -21,6 +22,13 @@ fi
 # The registry package starts a system service on install; tests run their own.
 if command -v systemctl >/dev/null && systemctl is-active --quiet docker-registry 2>/dev/null; then
   systemctl stop docker-registry >/dev/null 2>&1 || true
+fi
+# Likewise the prometheus package (the tests need only its promtool): stop it and keep it off.
+if command -v systemctl >/dev/null && systemctl is-active --quiet prometheus 2>/dev/null; then
+  systemctl stop prometheus >/dev/null 2>&1 || true
+fi
+if command -v systemctl >/dev/null && systemctl is-enabled --quiet prometheus 2>/dev/null; then
+  systemctl disable prometheus >/dev/null 2>&1 || true
 fi
 
 bash "$here/kube/build.sh" >/dev/null
