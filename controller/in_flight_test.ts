@@ -8,6 +8,7 @@ import {
   findCondition,
 } from "../lib/api/mod.ts";
 import { type Action, type Plan, planPool } from "./planner.ts";
+import { planGonePool } from "./membership.ts";
 import { bootcNode, image, input, node, pod, pool } from "./testing/fixtures.ts";
 
 const EARLIER = "2026-01-01T00:59:00Z";
@@ -239,4 +240,35 @@ Deno.test("pull secret: InvalidSpec stops new slots; another issue only degrades
   }));
   assert.match(findCondition(degraded.status?.conditions, "Degraded")?.message ?? "", /bad base64/);
   assert.deepEqual(granted(degraded), ["n1"]);
+});
+
+Deno.test("orphan: records of a pool that no longer exists are restored by planGonePool", () => {
+  const n1 = node("n1", {
+    labels: { role: "gone" },
+    unschedulable: true,
+    annotations: {
+      [ANNOTATION_IN_REBOOT_SLOT]: EARLIER,
+      [ANNOTATION_SLOT_POOL]: "deleted",
+      [ANNOTATION_WAS_CORDONED]: "false",
+    },
+  });
+  const n2 = node("n2", {
+    labels: { role: "gone" },
+    unschedulable: true,
+    annotations: {
+      [ANNOTATION_IN_REBOOT_SLOT]: EARLIER,
+      [ANNOTATION_SLOT_POOL]: "deleted",
+      [ANNOTATION_WAS_CORDONED]: "true",
+    },
+  });
+  const plan = planGonePool("deleted", {
+    pools: [],
+    nodes: new Map([["n1", n1], ["n2", n2]]),
+    bootcNodes: new Map(),
+    now: new Date("2026-01-01T01:00:00Z"),
+  });
+  const patches = ofKind(plan as unknown as Plan, "patchNode");
+  assert.deepEqual(patches.map((a) => a.node), ["n1", "n2"]);
+  assert.deepEqual(patches[0].patch.spec, { unschedulable: null });
+  assert.equal(patches[1].patch.spec, undefined, "n2 was cordoned before: stays cordoned");
 });

@@ -20,7 +20,7 @@ import {
 } from "../lib/api/mod.ts";
 import { nodeDisrupted, recordOf, releasePatch, undrainPatch } from "./disruption.ts";
 import { type DesiredImage, EffectiveState, effectiveState } from "./effective_state.ts";
-import { listNames, type MergePatch, type PlanBuilder, type PlanInput } from "./plan.ts";
+import { listNames, type MergePatch, PlanBuilder, type PlanInput } from "./plan.ts";
 import { matchesSelector, selectorError } from "./selector.ts";
 import { formatTime, parseTime, resolveMaxUnavailable } from "./slots.ts";
 import { stallDeadlines } from "./deadlines.ts";
@@ -164,6 +164,25 @@ export function stagingQueue(
     active++;
   }
   return { limit, active, room: Math.max(0, limit - active), held: [] };
+}
+
+/**
+ * The writes that hand back nodes whose disruption record names pool `name`, which
+ * no longer exists (deleted without its finalizer, say): their prior cordon state
+ * is restored and the record removed, unless another pool will adopt them.
+ */
+export function planGonePool(
+  name: string,
+  input: Pick<PlanInput, "pools" | "nodes" | "bootcNodes" | "now">,
+): PlanBuilder {
+  const plan = new PlanBuilder(name, input.now);
+  const stub = { metadata: { name }, spec: { nodeSelector: {} } } as unknown as BootcNodePool;
+  releaseOrphans(
+    { ...input, pool: stub, podsByNode: new Map(), pdbs: [] },
+    plan,
+    new Set(),
+  );
+  return plan;
 }
 
 /** What step 2 settled. */

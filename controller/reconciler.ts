@@ -18,6 +18,7 @@ import type { INode } from "kubernetes-models/v1/Node";
 import type { IPodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBudget";
 import type { ISecret } from "kubernetes-models/v1/Secret";
 import {
+  ANNOTATION_SLOT_POOL,
   type BootcDisruptionBudget,
   type BootcNode,
   type BootcNodePool,
@@ -51,6 +52,7 @@ import {
   type ResolutionMemo,
   resolutionNeed,
 } from "./planner.ts";
+import { planGonePool } from "./membership.ts";
 import { statusEqual } from "./pool_status.ts";
 import { daemonSecretNames } from "./daemon_access.ts";
 import { DaemonAccessSync } from "./daemon_access_sync.ts";
@@ -435,6 +437,11 @@ export class PoolReconciler {
     const access = this.#daemonAccess.run(accessStop.signal);
     try {
       for (const p of this.pools.store.list()) queue.add(p.metadata.name ?? "");
+      // Records left by pools that are gone (deleted while this controller was down).
+      for (const n of this.nodes.store.list()) {
+        const recordPool = n.metadata?.annotations?.[ANNOTATION_SLOT_POOL];
+        if (recordPool && !this.pools.store.get(recordPool)) queue.add(recordPool);
+      }
       await queue.run((key) => this.#timedReconcile(key), { concurrency: this.#workers });
     } finally {
       signal.removeEventListener("abort", stop);
@@ -588,6 +595,7 @@ export class PoolReconciler {
     const pool = this.pools.store.get(name);
     if (!pool) {
       this.#tags.forget(name);
+      await this.#releaseGonePool(name, log);
       return;
     }
     const now = this.#clock.now();
@@ -652,6 +660,27 @@ export class PoolReconciler {
       await this.#awaitCaches(written, log);
     }
     this.#requeue(name, plan, refused);
+  }
+
+  /** Hands back nodes still carrying the record of a pool that no longer exists. */
+  async #releaseGonePool(name: string, log: Logger): Promise<void> {
+    const nodes = new Map<string, NodeSummary>();
+    for (const n of this.nodes.store.list()) nodes.set(n.metadata?.name ?? "", summarizeNode(n));
+    const bootcNodes = new Map<string, BootcNode>();
+    for (const bn of this.bootcNodes.store.list()) bootcNodes.set(bn.metadata.name ?? "", bn);
+    const pools: PoolSummary[] = this.pools.store.list().map((p) => ({
+      name: p.metadata.name ?? "",
+      uid: p.metadata.uid,
+      selector: p.spec.nodeSelector,
+    }));
+    const plan = planGonePool(name, { pools, nodes, bootcNodes, now: this.#clock.now() });
+    const written: Written[] = [];
+    for (const action of plan.actions) {
+      if (action.kind !== "patchNode") continue;
+      log.warn("restoring a node whose pool is gone", { node: action.node });
+      await this.#apply({ metadata: { name } } as BootcNodePool, action, written, log);
+    }
+    await this.#awaitCaches(written, log);
   }
 
   #count(kind: string) {
