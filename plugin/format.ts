@@ -50,3 +50,18 @@ export function truncate(text: string, width: number): string {
   if (width <= 0) return "";
   return text.length <= width ? text : `${text.slice(0, Math.max(0, width - 1))}…`;
 }
+
+/**
+ * An error's message followed by its causes' ("fetch failed: error sending request for url
+ * (https://…): … Connection refused"): the cause is often the only part naming the server.
+ */
+export function errorText(error: unknown): string {
+  const parts: string[] = [];
+  let e: unknown = error;
+  for (let depth = 0; e !== undefined && depth < 5; depth++) {
+    const text = e instanceof Error ? e.message : String(e);
+    if (text && !parts.includes(text)) parts.push(text);
+    e = e instanceof Error ? e.cause : undefined;
+  }
+  return parts.join(": ");
+}

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import {
   ago,
   clock,
+  errorText,
   formatDuration,
   ordinal,
   shortDigest,
@@ -46,4 +47,14 @@ Deno.test("ordinals and truncation", () => {
   ]);
   assert.equal(truncate("abcdef", 4), "abc…");
   assert.equal(truncate("abc", 4), "abc");
+});
+
+Deno.test("error text follows the cause chain", () => {
+  const cause = new Error("error sending request for url (https://10.0.0.1:6443/api): refused");
+  assert.equal(
+    errorText(new TypeError("fetch failed", { cause })),
+    "fetch failed: error sending request for url (https://10.0.0.1:6443/api): refused",
+  );
+  assert.equal(errorText("plain"), "plain");
+  assert.equal(errorText(new Error("same", { cause: new Error("same") })), "same");
 });

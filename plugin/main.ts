@@ -142,7 +142,8 @@ if (import.meta.main) {
       console.error(`kubectl bootc: ${e.message}\nRun 'kubectl bootc --help' for usage.`);
       code = 2;
     } else {
-      console.error(`kubectl bootc: ${e instanceof Error ? e.message : e}`);
+      const { errorText } = await import("./format.ts");
+      console.error(`kubectl bootc: ${errorText(e)}`);
       code = 1;
     }
   }

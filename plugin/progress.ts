@@ -229,6 +229,13 @@ export function withoutBreakdown(message: string): string {
     .trim();
 }
 
+/** The message without a leading "reason: " ("paused: no new slots" under reason Paused). */
+function withoutReason(message: string, reason: string): string {
+  return message.toLowerCase().startsWith(`${reason.toLowerCase()}: `)
+    ? message.slice(reason.length + 2)
+    : message;
+}
+
 /** What holds the pool back, most important first. */
 export function poolBlockers(pool: BootcNodePool): Blocker[] {
   const out: Blocker[] = [];
@@ -265,7 +272,8 @@ export function poolBlockers(pool: BootcNodePool): Blocker[] {
     out.push({
       kind: "wait",
       reason: up.reason,
-      message: withoutBreakdown(up.message) || REASON_TEXT[up.reason] || "",
+      message: withoutReason(withoutBreakdown(up.message), up.reason) || REASON_TEXT[up.reason] ||
+        "",
     });
   } else if (up?.status === "False") {
     const note = withoutBreakdown(up.message);

@@ -127,6 +127,16 @@ Deno.test("blockers: the gate's reason and message, Degraded, stale generation, 
     ["degraded", "RolloutHalted"],
   ]);
   assert.match(poolBlockers(halted)[0].message, /generation 3, observed 2/);
+  // The gate's own "paused: " prefix is not repeated after the reason.
+  const gatePaused = pool({
+    paused: true,
+    upToDate: cond("UpToDate", "False", "Paused", "0/3 updated; 3 staged; paused: no new slots"),
+  });
+  assert.deepEqual(poolBlockers(gatePaused), [{
+    kind: "wait",
+    reason: "Paused",
+    message: "no new slots",
+  }]);
   // Paused in the spec before the controller reacted.
   assert.deepEqual(poolBlockers(pool({ paused: true })).map((b) => b.reason), ["Paused"]);
   // Not reported yet.

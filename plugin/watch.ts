@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { clock } from "./format.ts";
+import { clock, errorText } from "./format.ts";
 import type { Snapshot } from "./model.ts";
 import { type PoolView, poolViews, renderFrame, renderLine } from "./status_view.ts";
 import type { Style } from "./style.ts";
@@ -81,7 +81,7 @@ export async function watchStatus(options: WatchOptions): Promise<void> {
       views = poolViews(snapshot, options.pool);
     } catch (e) {
       if (signal.aborted) break;
-      error = `read failed (retrying): ${e instanceof Error ? e.message : e}`;
+      error = `read failed (retrying): ${errorText(e)}`;
     }
     if (options.isTerminal) {
       const frame = renderFrame(views, {

@@ -1,0 +1,400 @@
+/**
+ * The `kubectl bootc` plugin for real: the built `kubectl-bootc` executable,
+ * found by the real kubectl on PATH, against the real controller, daemons and
+ * control plane during a rollout. `status --watch` runs in a real terminal
+ * (tmux: a 160×50 pane whose screen `capture-pane` reads) and, at the same
+ * time, with its output piped (plain lines). The rollout is driven through
+ * states that hold still until the test moves on (paused; a drain blocked by a
+ * PodDisruptionBudget; a budget of 0), so every screen check waits for a state
+ * that cannot slip past: no assertion depends on catching a moment.
+ *
+ * The kubeconfig is given the way kubectl users give it: a KUBECONFIG list whose
+ * first file makes a decoy context current, and `--context` choosing the real one.
+ */
+import assert from "node:assert/strict";
+import type { INode } from "kubernetes-models/v1/Node";
+import { findCondition, isDisrupted } from "../../lib/api/mod.ts";
+import { Resources } from "../../lib/kube/mod.ts";
+import { ensureBuild } from "../../tools/build.ts";
+import { freePort } from "../harness/process.ts";
+import { startStack } from "../harness/stack.ts";
+import { waitFor } from "../harness/wait.ts";
+import {
+  addNodes,
+  assertInvariants,
+  getPool,
+  patchPoolSpec,
+  poolSpec,
+  step,
+  stopStack,
+  waitConverged,
+  waitNodes,
+} from "../e2e/scenario.ts";
+
+const decoder = new TextDecoder();
+/** Generous: a loaded 2-core machine runs the whole stack besides this test. */
+const SCREEN_TIMEOUT_MS = 120_000;
+
+// deno-lint-ignore no-control-regex
+const ESCAPES = /\x1b\[[0-9;?]*[A-Za-z]/;
+
+Deno.test("kubectl bootc: live status in a terminal, why, pause/resume during a rollout", async (t) => {
+  const [executables, stack] = await Promise.all([
+    ensureBuild(),
+    startStack({ limits: { web: { maxUnavailable: 1 } } }),
+  ]);
+  const work = await Deno.makeTempDir({ prefix: "bootc-plugin-test-" });
+  const socket = `bootc-plugin-${Deno.pid}-${crypto.randomUUID().slice(0, 8)}`;
+  let piped: Deno.ChildProcess | undefined;
+  const lines: string[] = [];
+  let pumping: Promise<void> | undefined;
+  try {
+    const { v1, v2, repository } = stack.images;
+    // kubectl finds `kubectl-bootc` on PATH; in bundle mode the launcher finds deno via $DENO.
+    const pluginPath = executables.plugin.at(-1)!;
+    const distDir = pluginPath.slice(0, pluginPath.lastIndexOf("/"));
+    // Nothing listens there: a command that goes to the decoy fails, naming it.
+    const decoyPort = freePort();
+    const decoy = `${work}/decoy.kubeconfig`;
+    await Deno.writeTextFile(
+      decoy,
+      JSON.stringify({
+        apiVersion: "v1",
+        kind: "Config",
+        "current-context": "decoy",
+        clusters: [{ name: "decoy", cluster: { server: `https://127.0.0.1:${decoyPort}` } }],
+        contexts: [{ name: "decoy", context: { cluster: "decoy", user: "nobody" } }],
+        users: [{ name: "nobody", user: { token: "x" } }],
+      }),
+    );
+    const env: Record<string, string> = {
+      PATH: `${distDir}:${stack.cp.binDir}:${Deno.env.get("PATH")}`,
+      KUBECONFIG: `${decoy}:${work}/missing.kubeconfig:${stack.cp.kubeconfigPath}`,
+      DENO: Deno.execPath(),
+      HOME: work,
+      LANG: "C.UTF-8",
+    };
+    const ctx = ["--context", "bootc-test"];
+
+    /** Runs `kubectl bootc ARGS` with piped output (not a terminal). */
+    const kubectlBootc = async (args: string[], extraEnv: Record<string, string> = {}) => {
+      const out = await new Deno.Command("kubectl", {
+        args: ["bootc", ...args],
+        env: { ...env, ...extraEnv },
+        clearEnv: true,
+        stdin: "null",
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      return {
+        code: out.code,
+        stdout: decoder.decode(out.stdout),
+        stderr: decoder.decode(out.stderr),
+      };
+    };
+    const tmux = async (...args: string[]) => {
+      const out = await new Deno.Command("tmux", {
+        // -u: UTF-8 (the bar's glyphs) whatever the locale.
+        args: ["-u", "-L", socket, "-f", "/dev/null", ...args],
+        env,
+        clearEnv: true,
+        stdin: "null",
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      if (!out.success) {
+        throw new Error(`tmux ${args[0]} failed: ${decoder.decode(out.stderr).trim()}`);
+      }
+      return decoder.decode(out.stdout);
+    };
+    let lastScreen = "";
+    /** Polls the terminal until every pattern is on screen at once. */
+    const waitScreen = async (patterns: RegExp[], what: string): Promise<string> => {
+      try {
+        return await waitFor(async () => {
+          lastScreen = await tmux("capture-pane", "-p", "-t", "watch");
+          return patterns.every((p) => p.test(lastScreen)) ? lastScreen : undefined;
+        }, { timeoutMs: SCREEN_TIMEOUT_MS, intervalMs: 250, message: what });
+      } catch (e) {
+        throw new Error(`${(e as Error).message}\nthe screen showed:\n${lastScreen}`);
+      }
+    };
+    /** Lines of the piped watcher already matched: each wait looks only at later ones. */
+    let consumed = 0;
+    /** Waits until a new plain line of the piped watcher matches. */
+    const waitLine = async (pattern: RegExp, what: string): Promise<string> => {
+      try {
+        return await waitFor(() => {
+          const i = lines.findIndex((l, i) => i >= consumed && pattern.test(l));
+          if (i < 0) return undefined;
+          consumed = i + 1;
+          return lines[i];
+        }, {
+          timeoutMs: SCREEN_TIMEOUT_MS,
+          intervalMs: 250,
+          message: what,
+        });
+      } catch (e) {
+        throw new Error(`${(e as Error).message}\nthe piped watcher printed:\n${lines.join("\n")}`);
+      }
+    };
+
+    const nodes = await addNodes(stack, "web", 4);
+    // A pod on web-1 that a PodDisruptionBudget protects: web-1's drain will wait for it.
+    await stack.cp.createPod("default", "guarded", {
+      nodeName: "web-1",
+      labels: { app: "guarded" },
+    });
+    await stack.cp.createPdb("default", "guarded-pdb", {
+      selector: { app: "guarded" },
+      minAvailable: 1,
+    });
+    await stack.createPool("web", poolSpec("web", `${repository}@${v1.digest}`));
+    await waitConverged(stack, "web", v1.digest, 4);
+
+    await step(t, "status: one-shot output, the plugin found by kubectl", async () => {
+      const ran = await kubectlBootc(["status", "web", ...ctx]);
+      assert.equal(ran.code, 0, ran.stderr);
+      assert.doesNotMatch(ran.stdout, ESCAPES, "no colour when stdout is not a terminal");
+      assert.match(ran.stdout, /^web {2}AllUpdated {2}4\/4 updated$/m);
+      assert.match(ran.stdout, /progress +\[█{50}\] 100%/);
+      assert.match(ran.stdout, /time left +done: all 4 nodes updated/);
+      // The decoy context is current: without --context the plugin goes there and says so.
+      const decoyRun = await kubectlBootc(["status", "web"]);
+      assert.equal(decoyRun.code, 1);
+      assert.match(
+        decoyRun.stderr,
+        new RegExp(`^kubectl bootc: .*127\\.0\\.0\\.1:${decoyPort}`, "m"),
+      );
+      // A pool that is not there.
+      const missing = await kubectlBootc(["status", "nope", ...ctx]);
+      assert.equal(missing.code, 1);
+      assert.match(missing.stdout, /BootcNodePool nope not found/);
+    });
+
+    // The live views: one in a terminal, one piped.
+    await tmux(
+      "new-session",
+      "-d",
+      "-x",
+      "160",
+      "-y",
+      "50",
+      "-s",
+      "watch",
+      // The shell stays after the plugin, so an early exit is on screen, not a lost session.
+      `kubectl bootc status --watch --interval 1s --context bootc-test web; ` +
+        `echo "[plugin exited $?]"; sleep 86400`,
+    );
+    piped = new Deno.Command("kubectl", {
+      args: ["bootc", "status", "--watch", "--interval", "1s", "web", "-n", "default", ...ctx],
+      env,
+      clearEnv: true,
+      stdin: "null",
+      stdout: "piped",
+      stderr: "inherit",
+    }).spawn();
+    pumping = (async () => {
+      let buffer = "";
+      for await (const chunk of piped!.stdout.pipeThrough(new TextDecoderStream())) {
+        buffer += chunk;
+        const parts = buffer.split("\n");
+        buffer = parts.pop()!;
+        lines.push(...parts);
+      }
+    })();
+
+    await step(t, "watch: the terminal shows the converged pool, in colour", async () => {
+      await waitScreen(
+        [/Every 1s: kubectl bootc status web/, /web {2}AllUpdated {2}4\/4 updated/, /done: all 4/],
+        "the converged pool on screen",
+      );
+      const colored = await tmux("capture-pane", "-p", "-e", "-t", "watch");
+      // deno-lint-ignore no-control-regex
+      assert.match(colored, /\x1b\[[0-9;]*32m/, "updated is green on a terminal");
+      await waitLine(/^\d\d:\d\d:\d\d web AllUpdated 4\/4 updated, .*; done$/, "a plain line");
+    });
+
+    await step(t, "paused with the target staged: the gate, the bar and why", async () => {
+      await patchPoolSpec(stack, "web", {
+        image: { ref: `${repository}@${v2.digest}` },
+        rollout: { paused: true },
+      });
+      const screen = await waitScreen(
+        [
+          /web {2}Paused {2}0\/4 updated/,
+          /progress +\[▒{50}\] 0%/,
+          /█ 0 updated {2}▓ 0 rebooting {2}▒ 4 staged {2}░ 0 staging {2}· 0 pending {2}✗ 0 failed/,
+          /waiting +Paused: /,
+          /time left +paused: no estimate/,
+        ],
+        "all four staged, paused",
+      );
+      assert.match(screen, new RegExp(`target +${repository}@sha256:${v2.digest.slice(7, 19)}`));
+      await waitLine(/web Paused 0\/4 updated, 0 rebooting, 4 staged, .*waiting: Paused/, "paused");
+      const why = await kubectlBootc(["why", "web-3", ...ctx]);
+      assert.equal(why.code, 0, why.stderr);
+      assert.match(
+        why.stdout,
+        /^web-3: staged, waiting for a reboot slot \(3rd of 4 in the slot queue\): the pool waits \(Paused\)$/m,
+      );
+      assert.match(why.stdout, /slot queue +3rd of 4: web-1, web-2, \[web-3\], web-4 · 0\/1 slot/);
+      assert.match(why.stdout, /pool waits +Paused:/);
+      assert.match(why.stdout, /^ {2}RebootAllowed +False +NotRequested/m);
+      assert.match(why.stdout, /^Events \(latest \d+\):\n {2}AGE +TYPE +REASON +MESSAGE\n/m);
+    });
+
+    await step(t, "resume: web-1 takes the slot and its drain waits on the PDB", async () => {
+      const resumed = await kubectlBootc(["resume", "web", ...ctx]);
+      assert.equal(resumed.code, 0, resumed.stderr);
+      assert.equal(resumed.stdout, "pool web resumed: reboot slots are handed out again\n");
+      assert.equal((await getPool(stack, "web")).spec.rollout.paused, false);
+      await waitScreen(
+        [
+          /web {2}RolloutInProgress {2}0\/4 updated/,
+          /progress +\[▓+▒+\] 0%/,
+          /▓ 1 rebooting {2}▒ 3 staged/,
+          /in flight +web-1 · 1 reboot slot\(s\) in use \(maxUnavailable 1\)/,
+        ],
+        "web-1 in flight",
+      );
+      await waitLine(/in flight: web-1/, "web-1 in flight, piped");
+      const draining = await kubectlBootc(["why", "web-1", ...ctx]);
+      assert.equal(draining.code, 0, draining.stderr);
+      assert.match(
+        draining.stdout,
+        /^web-1: holds a reboot slot \(taken \S+ ago\); draining: cordoned, evicting its pods/m,
+      );
+      assert.match(draining.stdout, /node +Ready, cordoned/);
+      assert.match(
+        draining.stdout,
+        /disruption +reboot slot since \d\d:\d\d:\d\d \(\S+ ago\) for pool web; was cordoned before: false/,
+      );
+      assert.match(draining.stdout, /SlotAssigned/);
+      const waiting = await kubectlBootc(["why", "web-2", ...ctx]);
+      assert.match(
+        waiting.stdout,
+        /^web-2: staged, waiting for a reboot slot \(1st of 3 in the slot queue\); 1\/1 slot\(s\) in use \(web-1\)/m,
+      );
+    });
+
+    await step(t, "pause mid-flight: web-1 finishes, nothing else starts", async () => {
+      const paused = await kubectlBootc(["pause", "web", ...ctx]);
+      assert.equal(paused.code, 0, paused.stderr);
+      assert.match(paused.stdout, /^pool web paused: no new reboot slots/);
+      assert.equal((await getPool(stack, "web")).spec.rollout.paused, true);
+      const again = await kubectlBootc(["pause", "web", ...ctx]);
+      assert.equal(again.stdout, "pool web was already paused\n");
+      await stack.cp.client.resource(Resources.poddisruptionbudgets, "default").delete(
+        "guarded-pdb",
+      );
+      await waitNodes(
+        stack,
+        "web",
+        (bns) =>
+          bns.some((bn) =>
+            bn.metadata.name === "web-1" && bn.status?.booted?.imageDigest === v2.digest
+          ),
+        "web-1 should finish its update while the pool is paused",
+        SCREEN_TIMEOUT_MS,
+      );
+      await waitScreen(
+        [
+          /web {2}Paused {2}1\/4 updated/,
+          /█ 1 updated {2}▓ 0 rebooting {2}▒ 3 staged/,
+          /in flight +none/,
+        ],
+        "web-1 updated, the rest paused",
+      );
+    });
+
+    await step(t, "a budget of 0: the gate is named and the time left is estimated", async () => {
+      await patchPoolSpec(stack, "web", { rollout: { budgets: [{ maxUnavailable: 0 }] } });
+      const resumed = await kubectlBootc(["resume", "web", ...ctx]);
+      assert.equal(resumed.code, 0, resumed.stderr);
+      await waitScreen(
+        [
+          /web {2}BudgetExhausted {2}1\/4 updated/,
+          /waiting +BudgetExhausted: /,
+          /time left +~\S+ \(1 updated in this rollout, one every \S+; 3 to go\)/,
+        ],
+        "the budget gate and an estimate",
+      );
+      await waitLine(/web BudgetExhausted 1\/4 updated.*waiting: BudgetExhausted; ~\S+ left$/, "");
+      const why = await kubectlBootc(["why", "web-3", ...ctx]);
+      assert.match(
+        why.stdout,
+        /^web-3: staged, waiting for a reboot slot \(2nd of 3 in the slot queue\): the pool waits \(BudgetExhausted\)$/m,
+      );
+    });
+
+    await step(t, "the rollout completes on screen and in the piped lines", async () => {
+      await patchPoolSpec(stack, "web", { rollout: { budgets: null } });
+      await waitConverged(stack, "web", v2.digest, 4, SCREEN_TIMEOUT_MS);
+      const screen = await waitScreen(
+        [
+          /web {2}AllUpdated {2}4\/4 updated/,
+          /progress +\[█{50}\] 100%/,
+          /█ 4 updated {2}▓ 0 rebooting {2}▒ 0 staged {2}░ 0 staging {2}· 0 pending {2}✗ 0 failed/,
+          /time left +done: all 4 nodes updated/,
+        ],
+        "the finished rollout",
+      );
+      assert.doesNotMatch(screen, /plugin exited/);
+      await waitLine(/web AllUpdated 4\/4 updated, 0 rebooting, 0 staged.*; done$/, "done, piped");
+      piped!.kill("SIGTERM");
+      const status = await piped!.status;
+      piped = undefined;
+      await pumping;
+      assert.equal(status.code, 0, "SIGTERM stops the watch cleanly");
+      for (const line of lines) {
+        assert.doesNotMatch(line, ESCAPES, "plain lines only when piped");
+        assert.match(line, /^\d\d:\d\d:\d\d web /);
+      }
+      // A line per change, not per refresh: far fewer lines than refreshes.
+      const keys = lines.map((l) => l.slice(9).replace(/; ~\S+ left$/, ""));
+      for (let i = 1; i < keys.length; i++) assert.notEqual(keys[i], keys[i - 1], lines[i]);
+      const nodeObjects = await stack.cp.client.resource<INode>(Resources.nodes).list();
+      assert.ok(nodeObjects.items.every((n) => !isDisrupted(n)));
+      await assertInvariants(stack, nodes);
+      const done = await getPool(stack, "web");
+      assert.equal(findCondition(done.status?.conditions, "UpToDate")?.reason, "AllUpdated");
+    });
+
+    await step(t, "rollback and history", async () => {
+      const history = await kubectlBootc(["history", "web", ...ctx]);
+      assert.equal(history.code, 0, history.stderr);
+      assert.match(history.stdout, /^revision history is not available yet \(issue 14/);
+      // Converged: the target is the last deployed digest, nothing earlier is recorded.
+      const nothing = await kubectlBootc(["rollback", "web", ...ctx]);
+      assert.equal(nothing.code, 1);
+      assert.match(nothing.stderr, /nothing to roll back to: pool web already targets/);
+      // Mid-rollout to v1 (paused, so nothing reboots): rollback returns to v2.
+      await patchPoolSpec(stack, "web", {
+        image: { ref: `${repository}@${v1.digest}` },
+        rollout: { paused: true },
+      });
+      await waitFor(async () => (await getPool(stack, "web")).status?.targetDigest === v1.digest, {
+        timeoutMs: SCREEN_TIMEOUT_MS,
+        message: "the pool should target v1",
+      });
+      const back = await kubectlBootc(["rollback", "web", ...ctx]);
+      assert.equal(back.code, 0, back.stderr);
+      assert.match(back.stdout, new RegExp(`spec\\.image\\.ref .* → ${repository}@${v2.digest}`));
+      assert.equal((await getPool(stack, "web")).spec.image.ref, `${repository}@${v2.digest}`);
+      await kubectlBootc(["resume", "web", ...ctx]);
+      await waitConverged(stack, "web", v2.digest, 4, SCREEN_TIMEOUT_MS);
+      await assertInvariants(stack, nodes);
+    });
+  } finally {
+    if (piped) {
+      piped.kill("SIGKILL");
+      await piped.status;
+    }
+    await pumping?.catch(() => {});
+    await new Deno.Command("tmux", { args: ["-L", socket, "kill-server"], stderr: "null" })
+      .output();
+    await stopStack(stack);
+    await Deno.remove(work, { recursive: true });
+  }
+});
