@@ -278,7 +278,7 @@ export class PoolReconciler {
       // A result (or a failure) wakes exactly the pools that use the tag.
       onResult: (pools) => {
         for (const p of pools) {
-          this.#metrics?.observeResolution(p, this.#tags.latest(p));
+          if (this.pools.store.get(p)) this.#metrics?.observeResolution(p, this.#tags.latest(p));
           this.#enqueue(p);
         }
       },
@@ -459,13 +459,16 @@ export class PoolReconciler {
     try {
       await this.reconcile(name);
     } catch (e) {
-      this.#metrics?.reconcileErrors.inc({ pool: name });
+      if (this.pools.store.get(name)) this.#metrics?.reconcileErrors.inc({ pool: name });
       throw e;
     } finally {
-      this.#metrics?.reconcileDuration.observe(
-        { pool: name },
-        (performance.now() - started) / 1000,
-      );
+      // A deleted pool's series went with its delete event: a late reconcile brings none back.
+      if (this.pools.store.get(name)) {
+        this.#metrics?.reconcileDuration.observe(
+          { pool: name },
+          (performance.now() - started) / 1000,
+        );
+      }
     }
   }
 
