@@ -240,7 +240,8 @@ Deno.test("kubectl bootc: live status in a terminal, why, pause/resume during a 
       );
       assert.match(why.stdout, /slot queue +3rd of 4: web-1, web-2, \[web-3\], web-4 · 0\/1 slot/);
       assert.match(why.stdout, /pool waits +Paused:/);
-      assert.match(why.stdout, /^ {2}RebootAllowed +False +NotRequested/m);
+      assert.match(why.stdout, /^Conditions:\n {2}TYPE +STATUS +REASON +AGE +MESSAGE\n/m);
+      assert.match(why.stdout, /^ {2}Idle +False +Staged +\S+ +Image staged/m);
       assert.match(why.stdout, /^Events \(latest \d+\):\n {2}AGE +TYPE +REASON +MESSAGE\n/m);
     });
 
