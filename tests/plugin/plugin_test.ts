@@ -213,6 +213,23 @@ Deno.test("kubectl bootc: live status in a terminal, why, pause/resume during a 
       // deno-lint-ignore no-control-regex
       assert.match(colored, /\x1b\[[0-9;]*32m/, "updated is green on a terminal");
       await waitLine(/^\d\d:\d\d:\d\d web AllUpdated 4\/4 updated, .*; done$/, "a plain line");
+      // NO_COLOR on the same terminal: the same screen without a colour code.
+      await tmux(
+        "new-window",
+        "-d",
+        "-t",
+        "watch",
+        "-n",
+        "nocolor",
+        `NO_COLOR=1 kubectl bootc status --context bootc-test web; sleep 86400`,
+      );
+      const plain = await waitFor(async () => {
+        const text = await tmux("capture-pane", "-p", "-e", "-t", "watch:nocolor");
+        return /web {2}AllUpdated {2}4\/4 updated/.test(text) ? text : undefined;
+      }, { timeoutMs: SCREEN_TIMEOUT_MS, message: "the NO_COLOR window" });
+      // deno-lint-ignore no-control-regex
+      assert.doesNotMatch(plain, /\x1b\[[0-9;]*(3[0-7]|1|2)m/, "no colour or bold with NO_COLOR");
+      assert.match(plain, /progress +\[█{50}\] 100%/);
     });
 
     await step(t, "paused with the target staged: the gate, the bar and why", async () => {
