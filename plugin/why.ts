@@ -77,15 +77,15 @@ export function explainNode(input: WhyInput): Explanation {
     conditions: bn?.status?.conditions ?? [],
     events,
   });
-  if (node) facts.push(["node", nodeFact(node)]);
   const record = node ? disruptionRecord(node) : {};
-  const hasRecord = Object.keys(record).length > 0;
-  if (node) facts.push(["disruption", recordFact(record, bn, now)]);
+  const nodeFacts = (): [string, string][] =>
+    node ? [["node", nodeFact(node)], ["disruption", recordFact(record, bn, now)]] : [];
 
   if (!bn) {
+    facts.push(...nodeFacts());
     if (!node) return result(`there is no Node and no BootcNode named ${name}`);
     return result(
-      hasRecord
+      Object.keys(record).length > 0
         ? "no BootcNode, but the Node carries a disruption record: the controller of the pool " +
           `named in it (${record.pool ?? "unknown"}) restores it`
         : "not managed: no pool selects this node (it has no BootcNode)",
@@ -95,22 +95,19 @@ export function explainNode(input: WhyInput): Explanation {
   const poolName = owningPool(bn);
   const pool = input.pools.find((p) => p.metadata?.name === poolName);
   const target = pool ? poolTarget(pool) : undefined;
-  facts.unshift(
+  const idle = findCondition(bn.status?.conditions, NodeConditionType.Idle);
+  const bucket = classifyNode(bn, node, target);
+  const idleText = idle
+    ? ` (Idle=${idle.status}/${idle.reason}, ${ago(parseTime(idle.lastTransitionTime), now)})`
+    : "";
+  facts.push(
     ["pool", poolName ? `${poolName} → ${shortImage(pool?.status?.targetImage)}` : "none"],
+    ["phase", `${bucket}${idleText}`],
     ["desired", `${shortImage(bn.spec?.desiredImage)} (${bn.spec?.desiredImageState})`],
     ["booted", entryFact(bn.status?.booted)],
     ["staged", entryFact(bn.status?.staged)],
+    ...nodeFacts(),
   );
-  const idle = findCondition(bn.status?.conditions, NodeConditionType.Idle);
-  const bucket = classifyNode(bn, node, target);
-  facts.splice(1, 0, [
-    "phase",
-    `${bucket}${
-      idle
-        ? ` (Idle=${idle.status}/${idle.reason}, ${ago(parseTime(idle.lastTransitionTime), now)})`
-        : ""
-    }`,
-  ]);
 
   if (!poolName) {
     return result("not owned by any pool: the daemon does nothing until a pool adopts it");
@@ -191,9 +188,7 @@ export function explainNode(input: WhyInput): Explanation {
     const free = max === undefined ? 0 : Math.max(0, max - holders.length);
     if (position < free) {
       return result(
-        `staged, next for a reboot slot (${place}, ${free} free)${
-          mentionText(mentions, "the pool says")
-        }`,
+        `staged, next for a reboot slot (${place}, ${free} free)${mentionText(mentions)}`,
       );
     }
     return result(
@@ -241,7 +236,7 @@ function inFlightHeadline(
   const drained = record.drainedAt !== undefined && record.drainedFor === bn.spec?.desiredImage;
   if (!drained) {
     return `holds a reboot slot (taken ${ago(slotAt, now)}); draining: cordoned, evicting its ` +
-      `pods${mentionText(mentions, "the pool says")}`;
+      `pods${mentionText(mentions)}`;
   }
   if (bn.spec?.desiredImageState !== "Booted") {
     return "drained; waiting for the controller to request the reboot (desiredImageState Booted)";
@@ -270,8 +265,8 @@ export function poolMentions(pool: BootcNodePool, name: string): string[] {
   return out;
 }
 
-function mentionText(mentions: string[], lead = "the pool says"): string {
-  return mentions.length > 0 ? `; ${lead}: ${mentions.join("; ")}` : "";
+function mentionText(mentions: string[]): string {
+  return mentions.length > 0 ? `; the pool says: ${mentions.join("; ")}` : "";
 }
 
 function gateLabel(b: Blocker): string {
