@@ -289,7 +289,11 @@ export async function runDemo(options: DemoOptions): Promise<void> {
     if (problems.length) throw new Error("invariants violated");
     if (options.keep) {
       out(`\nLeft running. Explore with:\n  export KUBECONFIG=${stack.cp.kubeconfigPath}\n`);
-      out(`  ${stack.cp.binDir}/kubectl get bootcnodepools,bootcnodes -o wide\nCtrl-C stops it.\n`);
+      out(`  ${stack.cp.binDir}/kubectl get bootcnodepools,bootcnodes -o wide\n`);
+      // The kubectl plugin sits in dist/ (ensureBuild's output); a launcher build runs it with $DENO.
+      const dist = new URL("../../dist", import.meta.url).pathname;
+      out(`  export PATH=${dist}:${stack.cp.binDir}:$PATH DENO=${Deno.execPath()}\n`);
+      out(`  kubectl bootc status --watch   # then: kubectl bootc why NODE\nCtrl-C stops it.\n`);
       await new Promise<void>((resolve) => Deno.addSignalListener("SIGINT", () => resolve()));
     }
     failed = false;
