@@ -177,7 +177,8 @@ export function poolEventPools(cache: WatchCache, event: WatchEvent<BootcNodePoo
     case "add":
       return sorted([...all(), name]);
     case "delete":
-      return sorted(all().filter((p) => p !== name));
+      // The deleted pool's own key too: nodes still carrying its record are handed back.
+      return sorted([...all().filter((p) => p !== name), name]);
     case "update":
       if (
         JSON.stringify(event.old.spec.nodeSelector) !==

@@ -430,10 +430,10 @@ Deno.test("poolEventPools: add, delete and selector changes wake every pool", ()
       type: "add",
       object: pool("c"),
     }, ["a", "b", "c", "w"]],
-    ["delete: the others (the deleted one is gone)", withoutB, {
+    ["delete: the others, and its own key (nodes still carrying its record)", withoutB, {
       type: "delete",
       object: pool("b"),
-    }, ["a", "w"]],
+    }, ["a", "b", "w"]],
     ["update: selector changed", withC, {
       type: "update",
       old: pool("c"),

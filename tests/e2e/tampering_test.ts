@@ -75,6 +75,7 @@ Deno.test("tampering: hand edits and deletions mid-flight keep every invariant",
       hand: { maxUnavailable: 1 },
       lost: { maxUnavailable: 1 },
       bad: { maxUnavailable: 1 },
+      gone: { maxUnavailable: 1 },
       silent: { maxUnavailable: 1 },
     },
     rebootDelayMs: 500,
@@ -217,6 +218,41 @@ Deno.test("tampering: hand edits and deletions mid-flight keep every invariant",
       await waitConverged(stack, "bad", v2.digest, 2, 180_000);
       await assertInvariants(stack, nodes);
     });
+
+    await step(
+      t,
+      "a pool deleted without its finalizer mid-drain: its node is handed back",
+      async () => {
+        const nodes = await addNodes(stack, "gone", 2);
+        await stack.createPool("gone", poolSpec("gone", ref1));
+        await waitConverged(stack, "gone", v1.digest, 2);
+        await blockDrains(stack, "gone", nodes);
+        await patchPoolSpec(stack, "gone", { image: { ref: ref2 } });
+        const [holder] = await waitFor(async () => {
+          const h = await slotHolders(stack, nodes);
+          return h.length === 1 ? h : undefined;
+        }, { timeoutMs: 60_000, message: "one node in its slot, drain blocked" });
+        const pools = stack.cp.client.resource(Resources.bootcNodePools);
+        await pools.patch("gone", { metadata: { finalizers: null } }, { type: "merge" });
+        await pools.delete("gone");
+        await waitFor(async () => {
+          const n = await nodesApi(stack).get(holder);
+          return n.spec?.unschedulable !== true &&
+            n.metadata?.annotations?.[ANNOTATION_WAS_CORDONED] === undefined &&
+            n.metadata?.annotations?.[ANNOTATION_IN_REBOOT_SLOT] === undefined;
+        }, {
+          timeoutMs: 60_000,
+          message: "the node of the vanished pool is uncordoned, record gone",
+        });
+        await unblockDrains(stack, "gone");
+        // Its BootcNodes go with the pool (garbage collection); no invariant was broken.
+        await waitFor(async () => {
+          const list = await bootcNodesApi(stack).list();
+          return !list.items.some((bn) => nodes.includes(bn.metadata.name ?? ""));
+        }, { timeoutMs: 60_000, message: "the pool's BootcNodes collected" });
+        assert.deepEqual(stack.tracker.violations, []);
+      },
+    );
 
     await step(t, "a silent daemon is reported Stalled/DaemonNotReporting", async () => {
       const nodes = await addNodes(stack, "silent", 2);
