@@ -646,8 +646,13 @@ export class PoolReconciler {
         refused += await this.#apply(pool, action, written, log);
       }
       if (plan.status && !statusEqual(pool.status, plan.status)) {
+        // Our own finalizer patch in this reconcile moved the resourceVersion on.
+        const own = written.findLast((w) => w.store === "pools" && w.name === name);
+        const metadata = own?.resourceVersion
+          ? { ...pool.metadata, resourceVersion: own.resourceVersion }
+          : pool.metadata;
         const updated = await this.#poolClient.updateStatus(
-          { ...pool, status: plan.status },
+          { ...pool, metadata, status: plan.status },
           { fieldManager: CONTROLLER_FIELD_MANAGER },
         );
         this.#count("poolStatus");
