@@ -53,6 +53,17 @@ async function eventReasons(stack: Stack, name: string): Promise<string[]> {
   ).map((e) => (e as { reason?: string }).reason ?? "");
 }
 
+/**
+ * Waits for an event about `name` with `reason`: events are recorded after the writes
+ * of the reconcile that decides them, so they may trail what the test saw.
+ */
+async function waitForEvent(stack: Stack, name: string, reason: string): Promise<void> {
+  await waitFor(async () => (await eventReasons(stack, name)).includes(reason), {
+    timeoutMs: 30_000,
+    message: `a ${reason} event about ${name}`,
+  });
+}
+
 /** Blocks the drain of each node with a pod guarded by a PDB that allows no disruption. */
 async function blockDrains(stack: Stack, ns: string, names: string[]): Promise<void> {
   await stack.cp.createNamespace(ns);
@@ -172,7 +183,7 @@ Deno.test("tampering: hand edits and deletions mid-flight keep every invariant",
           prior,
           "prior cordon state never overwritten",
         );
-        assert.ok((await eventReasons(stack, holder)).includes("DisruptionRecordRepaired"));
+        await waitForEvent(stack, holder, "DisruptionRecordRepaired");
 
         await unblockDrains(stack, "lost");
         await waitConverged(stack, "lost", v2.digest, 3, 180_000);
@@ -211,7 +222,7 @@ Deno.test("tampering: hand edits and deletions mid-flight keep every invariant",
         return n.spec?.unschedulable !== true &&
           n.metadata?.annotations?.[ANNOTATION_WAS_CORDONED] === undefined;
       }, { timeoutMs: 30_000, message: "the undrained node is uncordoned and its record gone" });
-      assert.ok((await eventReasons(stack, holder)).includes("UpdateUndone"));
+      await waitForEvent(stack, holder, "UpdateUndone");
       assert.deepEqual(await slotHolders(stack, nodes), []);
       await unblockDrains(stack, "bad");
       await patchPoolSpec(stack, "bad", { pullSecretRef: null });
@@ -278,7 +289,7 @@ Deno.test("tampering: hand edits and deletions mid-flight keep every invariant",
         findCondition(p.status?.conditions, "Degraded")?.message ?? "",
         /silent-2 \(DaemonNotReporting/,
       );
-      assert.ok((await eventReasons(stack, "silent-2")).includes("DaemonNotReporting"));
+      await waitForEvent(stack, "silent-2", "DaemonNotReporting");
       stack.fleet.allowDaemon("silent-2");
       await waitConverged(stack, "silent", v2.digest, 2, 180_000);
       // The daemon rewrites its whole status from its cache, so it may briefly put back the
