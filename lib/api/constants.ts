@@ -72,6 +72,18 @@ export const ANNOTATION_DRAINED_FOR = "bootc.dev/drained-for";
  */
 export const ANNOTATION_DESIRED_SINCE = "bootc.dev/desired-since";
 
+/**
+ * Annotation on a BootcNode (written by the controller under `onFailure: RollbackNode`):
+ * the digest-pinned image this node failed its health checks on. While the pool's
+ * target is that image the node runs its previous image instead and is not retried.
+ */
+export const ANNOTATION_FAILED_IMAGE = "bootc.dev/failed-image";
+/**
+ * Annotation on a BootcNodePool a user sets (any new value) to close the circuit
+ * breaker: the controller then resets the count of consecutive failed rollouts.
+ */
+export const ANNOTATION_RESET_CIRCUIT = "bootc.dev/reset-circuit-breaker";
+
 /** Field manager the controller uses for its writes. */
 export const CONTROLLER_FIELD_MANAGER = "bootc-operator-controller";
 /** Field manager the daemon uses for its writes. */
@@ -91,6 +103,43 @@ export const NodeConditionType = {
    * spec within a deadline (reasons in {@linkcode StalledReason}).
    */
   Stalled: "Stalled",
+  /**
+   * Written by the daemon: the host's own health (`systemctl is-system-running`, or the
+   * units the pool lists must be active), reasons in {@linkcode HostHealthyReason}.
+   */
+  HostHealthy: "HostHealthy",
+  /**
+   * Written by the controller after the node rebooted into its target: True once every
+   * health check passed, False naming the check that failed (reasons in
+   * {@linkcode VerifiedReason}).
+   */
+  Verified: "Verified",
+} as const;
+
+/** Reasons of the BootcNode HostHealthy condition (written by the daemon). */
+export const HostHealthyReason = {
+  /** True: `systemctl is-system-running` says running. */
+  SystemRunning: "SystemRunning",
+  /** True: every unit the pool lists is active. */
+  UnitsActive: "UnitsActive",
+  /** Unknown: the system is still starting (or a listed unit is activating). */
+  Starting: "Starting",
+  /** False: the system is degraded or a listed unit failed (the message names them). */
+  UnitFailed: "UnitFailed",
+  /** Unknown: the check itself could not run (the message says why). */
+  CheckError: "CheckError",
+} as const;
+
+/** Reasons of the BootcNode Verified condition (written by the controller). */
+export const VerifiedReason = {
+  /** True: every health check passed after the reboot. */
+  ChecksPassed: "ChecksPassed",
+  /** False: a check failed or did not pass within the health timeout (message names it). */
+  CheckFailed: "CheckFailed",
+  /** False: the host booted the target and fell back to its previous deployment by itself. */
+  FellBack: "FellBack",
+  /** False: the node was rolled back to its previous image after failing. */
+  RolledBack: "RolledBack",
 } as const;
 
 /** Reasons of the BootcNode RebootAllowed condition. */
@@ -147,7 +196,28 @@ export const NodeDegradedReason = {
 export const PoolConditionType = {
   UpToDate: "UpToDate",
   Degraded: "Degraded",
+  /**
+   * True after `maxRollbacks` consecutive failed rollouts: the controller makes no
+   * automatic change (no new target, no automatic rollback) until a user resets it.
+   */
+  CircuitOpen: "CircuitOpen",
 } as const;
+
+/** Values of `spec.rollout.onFailure`. */
+export const OnFailureValues = ["Halt", "RollbackNode", "RollbackPool"] as const;
+/** What a pool does when a node fails its health checks after rebooting. */
+export type OnFailure = typeof OnFailureValues[number];
+
+/** Outcomes of a revision in `status.history`. */
+export const RevisionOutcome = {
+  Progressing: "Progressing",
+  Succeeded: "Succeeded",
+  RolledBack: "RolledBack",
+  Failed: "Failed",
+  Superseded: "Superseded",
+} as const;
+/** One outcome of a revision. */
+export type RevisionOutcome = typeof RevisionOutcome[keyof typeof RevisionOutcome];
 
 /** Reasons of the BootcNodePool UpToDate condition. */
 export const UpToDateReason = {
@@ -175,6 +245,13 @@ export const PoolDegradedReason = {
   NodeStalled: "NodeStalled",
   /** Two or more nodes in reboot slots are unhealthy: no new slots are handed out. */
   RolloutHalted: "RolloutHalted",
+  /**
+   * A node failed its health checks after rebooting into the target; the message names
+   * the node, the check and what `onFailure` did.
+   */
+  HealthCheckFailed: "HealthCheckFailed",
+  /** The pool rolled back to its last good image automatically (`onFailure: RollbackPool`). */
+  RolledBack: "RolledBack",
   /** No issues. */
   Healthy: "Healthy",
 } as const;

@@ -21,7 +21,7 @@ import {
   MAX_LABEL_KEY_LENGTH,
   MAX_LABEL_VALUE_LENGTH,
 } from "./validation.ts";
-import { LABEL_POOL } from "./constants.ts";
+import { LABEL_POOL, OnFailureValues, RevisionOutcome } from "./constants.ts";
 
 /** Regular expression (RE2 and ECMAScript compatible) for a container image reference. */
 export const IMAGE_REFERENCE_PATTERN = "^(?:(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?" +
@@ -269,6 +269,66 @@ export const DesiredImageStateValues = ["Staged", "Booted"] as const;
 /** Whether the daemon should only stage the desired image or also boot it. */
 export type DesiredImageState = typeof DesiredImageStateValues[number];
 
+/** Most units a pool's health check may list. */
+export const MAX_HEALTH_UNITS = 32;
+
+const HealthSpec = Type.Object({
+  timeoutSeconds: Type.Optional(Type.Integer({
+    minimum: 1,
+    default: 600,
+    description: "How long a node that is back, Ready and running the target may take to " +
+      "pass every health check before it counts as failed.",
+  })),
+  units: Type.Optional(Type.Array(
+    Type.String({
+      minLength: 1,
+      maxLength: 256,
+      ...validations({
+        rule: "self.matches(r'^[A-Za-z0-9:_.@\\\\-]+$')",
+        message: "must be a systemd unit name such as kubelet.service",
+      }),
+    }),
+    {
+      maxItems: MAX_HEALTH_UNITS,
+      description: "systemd units that must be active on the host. Unset: " +
+        "`systemctl is-system-running` must say running.",
+    },
+  )),
+  podSelector: Type.Optional(Type.Object({
+    matchLabels: LabelSelector.properties.matchLabels,
+    matchExpressions: LabelSelector.properties.matchExpressions,
+  }, {
+    description: "Pods on the node matching this selector (any namespace) must be Ready, " +
+      "for example the CNI and storage DaemonSets.",
+    "x-kubernetes-map-type": "atomic",
+  })),
+  prometheus: Type.Optional(Type.Object({
+    url: Type.String({
+      minLength: 1,
+      maxLength: 512,
+      description: "Base URL of the Prometheus HTTP API, e.g. http://prometheus.monitoring:9090.",
+      ...validations({
+        rule: "self.startsWith('http://') || self.startsWith('https://')",
+        message: "must be an http:// or https:// URL",
+      }),
+    }),
+    query: Type.String({
+      minLength: 1,
+      maxLength: 4096,
+      description: "PromQL that must return an empty result; $node is replaced with the " +
+        "node's name.",
+    }),
+    forSeconds: Type.Optional(Type.Integer({
+      minimum: 0,
+      default: 60,
+      description: "How long the result must stay empty.",
+    })),
+  })),
+}, {
+  description: "When a node that rebooted into the target counts as verified: Ready, " +
+    "running the target, host healthy, and the optional pod and Prometheus checks.",
+});
+
 /** BootcNodePool spec. */
 export const BootcNodePoolSpec = Type.Object({
   nodeSelector: LabelSelector,
@@ -352,6 +412,40 @@ export const BootcNodePoolSpec = Type.Object({
           "healthy) before this pool starts reboots.",
       },
     )),
+    health: Type.Optional(HealthSpec),
+    onFailure: Type.Optional(StringEnum(OnFailureValues, {
+      default: "Halt",
+      description: "What happens when a node fails its health checks after rebooting into " +
+        "the target. Halt: the node keeps its slot and the rollout halts (two unhealthy " +
+        "nodes stop new reboots). RollbackNode: the node is rolled back to its previous " +
+        "deployment (bootc rollback, through the same slot and drain), is not retried on " +
+        "that image, and the rollout halts. RollbackPool: the pool goes back to its last " +
+        "good image on every node, records the image as failed and never chooses it " +
+        "again automatically.",
+    })),
+    canary: Type.Optional(Type.Object({
+      nodes: intOrPercent(
+        1,
+        "How many nodes are updated first, alone: an integer >= 1 or a percentage of the " +
+          "pool (rounded up).",
+      ),
+      soakSeconds: Type.Optional(Type.Integer({
+        minimum: 0,
+        default: 0,
+        description: "How long the canary nodes must stay healthy after the last of them " +
+          "is verified before the rest of the pool proceeds.",
+      })),
+    }, {
+      description: "Each new target is first rolled out to a canary batch, which must " +
+        "pass its health checks and soak before the rest proceeds at maxUnavailable.",
+    })),
+    maxRollbacks: Type.Optional(Type.Integer({
+      minimum: 1,
+      default: 3,
+      description: "After this many consecutive failed rollouts the circuit opens: no " +
+        "automatic change (new target or rollback) until a user resets it with the " +
+        "bootc.dev/reset-circuit-breaker annotation.",
+    })),
   }, { default: {} }),
   timeZone: Type.Optional(Type.String({
     ...TimeZone,
@@ -406,6 +500,17 @@ export const PlatformDigest = Type.Object({
   digest: Type.String({ pattern: DIGEST_PATTERN }),
 });
 
+/** One entry of `status.history`. */
+export const Revision = Type.Object({
+  revision: Type.Integer({ minimum: 1 }),
+  image: Type.String({ description: "The digest-pinned image." }),
+  digest: Type.String(),
+  startedAt: Type.String({ format: "date-time" }),
+  endedAt: Type.Optional(Type.String({ format: "date-time" })),
+  outcome: StringEnum(Object.values(RevisionOutcome) as [string, ...string[]]),
+  message: Type.Optional(Type.String({ maxLength: 1024 })),
+});
+
 /** BootcNodePool status. */
 export const BootcNodePoolStatus = Type.Object({
   observedGeneration: Type.Optional(Type.Integer({ minimum: 0 })),
@@ -428,6 +533,36 @@ export const BootcNodePoolStatus = Type.Object({
   degradedCount: Type.Optional(Type.Integer()),
   slotsInUse: Type.Optional(Type.Integer()),
   conditions: Type.Optional(Conditions),
+  history: Type.Optional(Type.Array(Revision, {
+    maxItems: 10,
+    description: "The last revisions rolled out, oldest first.",
+  })),
+  failedDigests: Type.Optional(Type.Array(Type.String(), {
+    maxItems: 32,
+    description: "Digests that failed their health checks: never chosen again automatically.",
+  })),
+  consecutiveFailures: Type.Optional(Type.Integer({
+    minimum: 0,
+    description: "Failed rollouts since the last success; maxRollbacks of them open the circuit.",
+  })),
+  circuitReset: Type.Optional(Type.String({
+    description: "The last bootc.dev/reset-circuit-breaker value the controller acted on.",
+  })),
+  rollbackHold: Type.Optional(Type.Object({
+    ref: Type.String({ description: "spec.image.ref when the pool rolled back." }),
+    failedImage: Type.String({ description: "The image that failed." }),
+    image: Type.String({ description: "The image the pool went back to." }),
+    at: Type.String({ format: "date-time" }),
+  }, {
+    description: "An automatic pool rollback: while spec.image.ref is unchanged (and still " +
+      "means failedImage) the pool stays on image. The user's spec is never rewritten.",
+  })),
+  canary: Type.Optional(Type.Object({
+    image: Type.String({ description: "The target the canary is for." }),
+    phase: StringEnum(["Updating", "Soaking", "Passed", "Failed"] as const),
+    nodes: Type.Integer({ minimum: 1, description: "Canary batch size." }),
+    soakUntil: Type.Optional(Type.String({ format: "date-time" })),
+  })),
 });
 
 const POOL_NAME_WHY = `the pool name is the value of the ${LABEL_POOL} label on its BootcNodes`;
@@ -484,6 +619,11 @@ export const BootcNodeSpec = Type.Object({
   pullSecretHash: Type.Optional(Type.String({
     description: "Hash of the pull Secret's content; a change makes the daemon re-fetch it.",
   })),
+  healthUnits: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 256 }), {
+    maxItems: MAX_HEALTH_UNITS,
+    description: "Copied from the pool: systemd units that must be active for the host to " +
+      "count as healthy. Unset: systemctl is-system-running must say running.",
+  })),
 });
 
 /** One deployment as reported by bootc (booted, staged or rollback). */
@@ -513,6 +653,15 @@ export const BootcNodeStatus = Type.Object({
     description: "True when the daemon masked bootc-fetch-apply-updates.timer, which would " +
       "otherwise apply updates and reboot without a drain.",
   })),
+  hostHealth: Type.Optional(Type.Object({
+    bootedDigest: Type.Optional(Type.String({
+      description: "booted.imageDigest when the check ran: the check is about that boot.",
+    })),
+    checkedAt: Type.String({ format: "date-time" }),
+    state: StringEnum(["Healthy", "Starting", "Unhealthy", "Unknown"] as const),
+    failedUnits: Type.Optional(Type.Array(Type.String(), { maxItems: 64 })),
+    message: Type.Optional(Type.String({ maxLength: 4096 })),
+  }, { description: "The daemon's last host health check (see the HostHealthy condition)." })),
   conditions: Type.Optional(Conditions),
 });
 
@@ -621,6 +770,10 @@ export type BootcNode = Static<typeof BootcNode> & { metadata: ObjectMeta };
 export type BootcDisruptionBudget = Static<typeof BootcDisruptionBudget> & { metadata: ObjectMeta };
 /** BootcDisruptionBudget spec. */
 export type BootcDisruptionBudgetSpec = Static<typeof BootcDisruptionBudgetSpec>;
+/** One entry of a pool's `status.history`. */
+export type Revision = Static<typeof Revision>;
+/** A pool's health-check settings (`spec.rollout.health`). */
+export type HealthSpec = Static<typeof HealthSpec>;
 /** One platform entry of an image index. */
 export type PlatformDigest = Static<typeof PlatformDigest>;
 
