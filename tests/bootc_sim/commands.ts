@@ -452,16 +452,37 @@ async function rollbackCmd(
   });
 }
 
+/** Whether the boot is still `starting` at `nowMs` (within `startingMs` of `bootedAt`). */
+export function bootStarting(
+  bootedAt: string | undefined,
+  startingMs: number,
+  nowMs: number,
+): boolean {
+  if (!bootedAt || startingMs <= 0) return false;
+  return nowMs < Date.parse(bootedAt) + startingMs;
+}
+
 /** Runs `systemctl <argv>` against the simulated host's units. */
 export async function runSystemctl(ctx: CommandContext): Promise<number> {
   let units;
+  let settings: SimSettings;
+  let bootedAt: string | undefined;
   try {
     units = await readUnits(ctx.paths);
+    settings = await readSettings(ctx.paths);
+    bootedAt = (await readHostState(ctx.paths)).bootedAt;
   } catch {
     ctx.err(`System has not been booted with systemd as init system (PID 1). Can't operate.\n`);
     return 1;
   }
-  const result = systemctl(ctx.argv, units);
+  const starting = () => bootStarting(bootedAt, settings.startingMs, Date.now());
+  // `is-system-running --wait` waits until the boot finished.
+  if (ctx.argv.includes("is-system-running") && ctx.argv.includes("--wait") && starting()) {
+    const left = Date.parse(bootedAt!) + settings.startingMs - Date.now();
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, left) + 1));
+    units = await readUnits(ctx.paths);
+  }
+  const result = systemctl(ctx.argv, units, { starting: starting() });
   if (JSON.stringify(result.units) !== JSON.stringify(units)) {
     await writeUnits(ctx.paths, result.units);
   }

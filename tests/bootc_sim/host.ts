@@ -373,6 +373,22 @@ export class SimulatedHost {
     await Deno.writeTextFile(`${this.root}/${dir}/auth.json`, JSON.stringify(auth));
   }
 
+  /**
+   * Makes a unit fail now, as if it crashed on the running host (created when unknown): systemctl
+   * then reports it `failed` and the system `degraded` until a reboot or `reset-failed`.
+   */
+  async failUnit(name: string): Promise<void> {
+    const units = await readUnits(this.paths);
+    const u = units[name] ??
+      { enabled: true, active: false, masked: false, runtimeMasked: false, description: name };
+    await writeUnits(this.paths, { ...units, [name]: { ...u, active: false, failed: true } });
+  }
+
+  /** Sets how long after each boot `systemctl is-system-running` says `starting` (default 0). */
+  setStartingMs(ms: number): Promise<void> {
+    return this.updateSettings({ startingMs: ms });
+  }
+
   /** Changes the units directly (e.g. to simulate an admin). */
   async setUnits(units: UnitsState): Promise<void> {
     await writeUnits(this.paths, units);

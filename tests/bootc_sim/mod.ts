@@ -13,5 +13,5 @@ export {
 } from "./host.ts";
 export type { ApplyInvocation, ApplyRecord, ApplyVerdict } from "./apply_gate.ts";
 export type { Deployment, HostState, PulledImage, RebootRequest, SimSettings } from "./model.ts";
-export type { UnitsState, UnitState } from "./systemctl.ts";
+export type { SystemState, UnitsState, UnitState } from "./systemctl.ts";
 export { AUTO_UPDATE_TIMER } from "./systemctl.ts";

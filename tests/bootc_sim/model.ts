@@ -82,6 +82,11 @@ export interface HostState {
   usrOverlay: string | null;
   /** A pending reboot request from `--apply`. */
   rebootRequest: RebootRequest | null;
+  /**
+   * When the current boot started (ISO 8601); a soft reboot restarts userspace, so it resets it
+   * too. `systemctl is-system-running` says `starting` for `startingMs` after it.
+   */
+  bootedAt?: string;
 }
 
 /** How the simulated machine is set up (written only by the test harness). */
@@ -112,6 +117,11 @@ export interface SimSettings {
    * reboot. Off by default: nothing waits unless a harness answers.
    */
   applyGate: boolean;
+  /**
+   * How long after a boot systemd is still `starting` (`is-system-running`), with a bad image's
+   * failing unit still `activating`. Default 0: a booted host is up at once.
+   */
+  startingMs: number;
 }
 
 /** Default settings of a new simulated host. */
@@ -127,6 +137,7 @@ export const DEFAULT_SETTINGS: SimSettings = {
   composefs: false,
   caCertPem: null,
   applyGate: false,
+  startingMs: 0,
 };
 
 /** Parses a bootc version (`1.16.10`, `1.10`) into comparable numbers. */
@@ -301,6 +312,8 @@ export interface RebootOptions {
   soft: boolean;
   /** The boot ID to use after a full reboot. */
   newBootId: string;
+  /** When the machine comes up (ISO 8601; default now). */
+  now?: string;
 }
 
 /**
@@ -316,6 +329,7 @@ export function reboot(state: HostState, opts: RebootOptions): HostState {
     bootId: opts.soft ? state.bootId : opts.newBootId,
     usrOverlay: null,
     rebootRequest: null,
+    bootedAt: opts.now ?? new Date().toISOString(),
   };
   const pinnedOf = (d: Deployment | null) => (d && d.pinned ? [d] : []);
   if (state.staged && !state.staged.downloadOnly) {
@@ -341,8 +355,12 @@ export function reboot(state: HostState, opts: RebootOptions): HostState {
   return { ...base, staged: null };
 }
 
-/** The initial state of a host booted into `booted`. */
-export function initialState(booted: Deployment | null, bootId: string): HostState {
+/** The initial state of a host booted into `booted` (at `bootedAt`, default now). */
+export function initialState(
+  booted: Deployment | null,
+  bootId: string,
+  bootedAt: string = new Date().toISOString(),
+): HostState {
   return {
     format: 1,
     bootId,
@@ -353,5 +371,6 @@ export function initialState(booted: Deployment | null, bootId: string): HostSta
     rollbackQueued: false,
     usrOverlay: null,
     rebootRequest: null,
+    bootedAt,
   };
 }
