@@ -114,6 +114,14 @@ export const NodeConditionType = {
    * {@linkcode VerifiedReason}).
    */
   Verified: "Verified",
+  /** Written by the daemon: True once the desired image is staged (or booted, or the rollback). */
+  ImageStaged: "ImageStaged",
+  /** Written by the daemon from the Node: True once cordoned in a reboot slot for this target. */
+  Cordoned: "Cordoned",
+  /** Written by the daemon from the Node: True once drained for this target. */
+  Drained: "Drained",
+  /** Written by the daemon: True once the host booted the desired image (after its reboot). */
+  Rebooted: "Rebooted",
 } as const;
 
 /** Reasons of the BootcNode HostHealthy condition (written by the daemon). */
