@@ -101,7 +101,7 @@ export function pdbDemand(
 export interface PodLike extends KubeObject {
   metadata?: KubeObject["metadata"] & { deletionTimestamp?: string };
   spec?: { nodeName?: string };
-  status?: { phase?: string };
+  status?: { phase?: string; conditions?: { type?: string; status?: string }[] };
 }
 
 /** Builds the planner's {@linkcode PodSummary} from a Pod object. */
@@ -117,6 +117,7 @@ export function summarizePod(pod: PodLike): PodSummary {
     daemonSet: (meta.ownerReferences ?? []).some((o) => o.kind === "DaemonSet" && o.controller),
     terminating: typeof meta.deletionTimestamp === "string" && meta.deletionTimestamp !== "",
     completed: pod.status?.phase === "Succeeded" || pod.status?.phase === "Failed",
+    ready: (pod.status?.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True"),
   };
 }
 

@@ -13,7 +13,9 @@ import {
   type BootcNodePool,
   findCondition,
   NodeConditionType,
+  setCondition,
   StalledReason,
+  VerifiedReason,
 } from "../lib/api/mod.ts";
 import {
   drainedPatch,
@@ -24,7 +26,9 @@ import {
   undrainPatch,
 } from "./disruption.ts";
 import { describeDrainBlockers, pdbDemand, planDrainPass, podKey } from "./drain.ts";
-import { EffectiveState } from "./effective_state.ts";
+import { type DesiredImage, EffectiveState } from "./effective_state.ts";
+import type { HealthFailure } from "./failure_policy.ts";
+import { evaluateHealth, type HealthVerdict } from "./health.ts";
 import type { Member } from "./membership.ts";
 import type { PlanBuilder, PlanInput } from "./plan.ts";
 import { formatTime, parseTime, slotUnhealthyReason } from "./slots.ts";
@@ -57,6 +61,10 @@ export class RolloutContext {
   readonly degradedMessages: string[] = [];
   /** Disruptions each PDB must absorb from drains in flight. */
   readonly drainingDemand = new Map<string, number>();
+  /** Nodes that failed their health checks after rebooting (the failure policy acts on them). */
+  readonly failures: HealthFailure[] = [];
+  /** Nodes still being checked after their reboot, with what they wait for. */
+  readonly verifying: string[] = [];
 
   /** Derives the timeouts from the pool's spec. */
   constructor(
@@ -191,9 +199,45 @@ function progressOne(m: Member, bn: BootcNode, ctx: RolloutContext, mode: InFlig
     ? parseTime(record.drainedAt)
     : undefined;
   const readyMs = readyForMs(node, now);
+  const desired: DesiredImage = m.desired ?? { image: bn.spec.desiredImage };
 
-  if (m.state === EffectiveState.UpToDate && node.ready) {
-    if (readyMs >= ctx.minReadyMs) {
+  // After the reboot request (or once it runs the image): is it healthy?
+  let verdict: HealthVerdict | undefined;
+  if (drainedAt || m.state === EffectiveState.UpToDate) {
+    verdict = evaluateHealth({
+      node,
+      bn,
+      desired,
+      health: ctx.pool.spec.rollout?.health,
+      rebootRequestedAt: drainedAt,
+      pods: ctx.podsOf(name),
+      query: input.healthQueries?.get(name),
+      now,
+    });
+  }
+  if (verdict?.state === "FellBack" || verdict?.state === "Failed") {
+    const reason = verdict.state === "FellBack"
+      ? VerifiedReason.FellBack
+      : VerifiedReason.CheckFailed;
+    healthFailed(ctx, bn, name, reason, verdict.message);
+    return;
+  }
+  if (verdict?.state === "Checking") {
+    if (verdict.needPods) plan.needPods.push(name);
+    const pending = verdict.checks.filter((c) => c.state === "pending");
+    if (node.ready) {
+      ctx.verifying.push(`${name}: ${pending.map((c) => `${c.name} (${c.message})`).join(", ")}`);
+      plan.wakeAt(verdict.deadline);
+      // Pods and queries are polled, not watched (the daemon's report comes by watch).
+      if (pending.some((c) => c.name === "Pods" || c.name === "Prometheus")) plan.wake(5_000);
+    }
+  }
+  if (verdict?.state === "Passed") {
+    const verifiedAt = verifiedSince(bn, desired.image) ?? now;
+    const soakMs = ctx.minReadyMs - (now.getTime() - verifiedAt.getTime());
+    const readyOk = readyMs >= ctx.minReadyMs;
+    if (soakMs <= 0 && readyOk) {
+      writeVerified(ctx, bn, name, desired.image, true);
       release(ctx, node, bn, slotAt);
       plan.nodeEvent(
         name,
@@ -204,17 +248,19 @@ function progressOne(m: Member, bn: BootcNode, ctx: RolloutContext, mode: InFlig
       ctx.inUse--;
       return;
     }
-    plan.wake(ctx.minReadyMs - readyMs);
+    if (!verifiedSince(bn, desired.image)) writeVerified(ctx, bn, name, desired.image, false);
+    plan.wake(Math.max(soakMs, ctx.minReadyMs - readyMs, 1));
   }
   if (m.state === EffectiveState.UpToDate) {
     // Runs the target but is not Ready (long enough): hold the slot, no drain needed.
-    const rebootTimedOut = drainedAt !== undefined &&
+    // A Ready node under its health checks (or soaking) has the health timeout instead.
+    const rebootTimedOut = drainedAt !== undefined && !node.ready &&
       now.getTime() >= drainedAt.getTime() + ctx.rebootTimeoutMs;
     if (rebootTimedOut) {
       const msg = `node ${name} runs ${bn.spec.desiredImage} but is not Ready ` +
         `${ctx.rebootTimeoutMs / 1000}s after its reboot request`;
       rebootTimeout(ctx, name, msg, drainedAt!);
-    } else if (drainedAt) {
+    } else if (drainedAt && !node.ready) {
       plan.wake(drainedAt.getTime() + ctx.rebootTimeoutMs - now.getTime());
     }
     const why = slotUnhealthyReason({
@@ -362,6 +408,7 @@ function progressOne(m: Member, bn: BootcNode, ctx: RolloutContext, mode: InFlig
 }
 
 function rebootTimeout(ctx: RolloutContext, name: string, msg: string, drainedAt: Date): void {
+  ctx.failures.push({ node: name, message: msg });
   ctx.degradedMessages.push(msg);
   ctx.plan.nodeEvent(
     name,
@@ -405,4 +452,87 @@ function release(
         : undefined,
     });
   }
+}
+
+/** Marks a node failed: it keeps its slot; the failure policy decides what comes next. */
+function healthFailed(
+  ctx: RolloutContext,
+  bn: BootcNode,
+  name: string,
+  reason: string,
+  message: string,
+): void {
+  ctx.failures.push({ node: name, message });
+  ctx.unhealthy.push(`${name} failed its health checks`);
+  ctx.stuck.add(name);
+  const cond = findCondition(bn.status?.conditions, NodeConditionType.Verified);
+  if (cond?.status === "False" && cond.reason === reason && cond.message === message) return;
+  ctx.plan.act({
+    kind: "patchBootcNodeStatus",
+    node: name,
+    patch: {
+      metadata: { resourceVersion: bn.metadata.resourceVersion },
+      status: {
+        conditions: setCondition(bn.status?.conditions, {
+          type: NodeConditionType.Verified,
+          status: "False",
+          reason,
+          message,
+        }, ctx.input.now),
+      },
+    },
+    why: "health check failed",
+  });
+  ctx.plan.nodeEvent(
+    name,
+    "Warning",
+    "HealthCheckFailed",
+    message,
+    `health-failed/${name}/${bn.spec.desiredImage}`,
+  );
+}
+
+/** When the node was verified on `image` (the Verified condition, if it says so). */
+function verifiedSince(bn: BootcNode, image: string): Date | undefined {
+  const cond = findCondition(bn.status?.conditions, NodeConditionType.Verified);
+  if (cond?.status !== "True" || !cond.message.includes(image)) return undefined;
+  return parseTime(cond.lastTransitionTime);
+}
+
+/** Records the node verified on `image` (and, when `updated`, its update complete). */
+function writeVerified(
+  ctx: RolloutContext,
+  bn: BootcNode,
+  name: string,
+  image: string,
+  updated: boolean,
+): void {
+  const now = ctx.input.now;
+  let conditions = bn.status?.conditions;
+  if (!verifiedSince(bn, image)) {
+    conditions = setCondition(conditions, {
+      type: NodeConditionType.Verified,
+      status: "True",
+      reason: VerifiedReason.ChecksPassed,
+      message: `verified ${image}: running it, Ready and healthy after the reboot`,
+    }, now);
+  }
+  if (updated) {
+    conditions = setCondition(conditions, {
+      type: "Updated",
+      status: "True",
+      reason: "UpdateComplete",
+      message: `runs ${image}; slot released`,
+    }, now);
+  }
+  if (conditions === bn.status?.conditions) return;
+  ctx.plan.act({
+    kind: "patchBootcNodeStatus",
+    node: name,
+    patch: {
+      metadata: { resourceVersion: bn.metadata.resourceVersion },
+      status: { conditions },
+    },
+    why: updated ? "verified and updated" : "verified",
+  });
 }

@@ -8,6 +8,7 @@
  */
 import {
   ANNOTATION_DESIRED_SINCE,
+  ANNOTATION_FAILED_IMAGE,
   API_VERSION,
   type BootcNode,
   type BootcNodePool,
@@ -37,6 +38,8 @@ export interface Member {
   state: EffectiveState;
   /** True while the operator has work to finish or undo on this node (it counts as disrupted). */
   disrupted: boolean;
+  /** The image this member should run (the pool's target, or its rollback image). */
+  desired?: DesiredImage;
 }
 
 /** Name of the pool that controls `bn`, from its controller ownerReference. */
@@ -199,7 +202,15 @@ export function planMembership(
   input: PlanInput,
   plan: PlanBuilder,
   target: Target | undefined,
-  options: { stagingOpen?: boolean } = {},
+  options: {
+    stagingOpen?: boolean;
+    /**
+     * The image for members that failed their health checks on `target` (the
+     * `bootc.dev/failed-image` annotation, onFailure RollbackNode): they go back to
+     * it and are not retried on `target`. Unset: they stay on `target`.
+     */
+    rollbackImage?: Target;
+  } = {},
 ): Membership {
   const { pool, now } = input;
   const poolName = pool.metadata.name ?? "";
@@ -264,6 +275,7 @@ export function planMembership(
         rebootPolicy,
         ...(pool.spec.pullSecretRef ? { pullSecretRef: { ...pool.spec.pullSecretRef } } : {}),
         ...(input.pullSecretHash ? { pullSecretHash: input.pullSecretHash } : {}),
+        ...(healthUnitsOf(pool) ? { healthUnits: healthUnitsOf(pool) } : {}),
       };
       plan.act({
         kind: "createBootcNode",
@@ -295,7 +307,22 @@ export function planMembership(
       members.push({ node, state: EffectiveState.Pending, disrupted });
       continue;
     }
-    members.push(syncMember(input, plan, node, bn, target, desired, staging));
+    const failedOn = bn.metadata.annotations?.[ANNOTATION_FAILED_IMAGE];
+    if (failedOn !== undefined && failedOn !== target.image) {
+      // A new target: the node's failure was about another image; it may try this one.
+      plan.act({
+        kind: "patchBootcNode",
+        node: name,
+        patch: { metadata: { annotations: { [ANNOTATION_FAILED_IMAGE]: null } } },
+        why: "forget failure on an old image",
+      });
+    }
+    const own = failedOn === target.image && options.rollbackImage
+      ? options.rollbackImage
+      : undefined;
+    const t = own ?? target;
+    const d = own ? { image: own.image, platforms: own.platforms } : desired;
+    members.push(syncMember(input, plan, node, bn, t, d, own ? undefined : staging));
   }
   for (const [other, nodes] of [...conflicts].sort(([a], [b]) => a < b ? -1 : 1)) {
     plan.issues.push({
@@ -355,6 +382,7 @@ function syncMember(
     rebootPolicy: pool.spec.disruption?.rebootPolicy ?? "RebootOnly",
     pullSecretRef: pool.spec.pullSecretRef ? { ...pool.spec.pullSecretRef } : undefined,
     pullSecretHash: input.pullSecretHash,
+    healthUnits: healthUnitsOf(pool),
   };
   const viewAnnotations = { ...annotations };
   const annotationPatch: Record<string, string | null> = {};
@@ -408,6 +436,11 @@ function syncMember(
   ) {
     specPatch.pullSecretRef = wantedSpec.pullSecretRef ?? null;
   }
+  if (
+    JSON.stringify(bn.spec.healthUnits ?? null) !== JSON.stringify(wantedSpec.healthUnits ?? null)
+  ) {
+    specPatch.healthUnits = wantedSpec.healthUnits ?? null;
+  }
   const metaPatch: MergePatch = {};
   if (bn.metadata.labels?.[LABEL_POOL] !== poolName) {
     metaPatch.labels = { [LABEL_POOL]: poolName };
@@ -441,5 +474,17 @@ function syncMember(
     }
   }
   labelManaged(plan, node);
-  return { node: viewNode, bn: view, state, disrupted: nodeDisrupted(viewNode, view) };
+  return {
+    node: viewNode,
+    bn: view,
+    state,
+    disrupted: nodeDisrupted(viewNode, view),
+    desired: d,
+  };
+}
+
+/** The units the pool's health check lists (copied to each BootcNode for its daemon). */
+function healthUnitsOf(pool: BootcNodePool): string[] | undefined {
+  const units = pool.spec.rollout?.health?.units;
+  return units && units.length > 0 ? [...units] : undefined;
 }

@@ -6,6 +6,7 @@
  */
 import type { BootcNode, BootcNodePool, BootcNodePoolStatus } from "../lib/api/mod.ts";
 import type { ClusterBudget } from "./gates/gate.ts";
+import type { QueryVerdict } from "./health.ts";
 import type { PoolIssue, StateCounts } from "./pool_status.ts";
 import type { ResolutionMemo } from "./resolution.ts";
 import type { NodeSummary, PdbSummary, PodSummary, PoolSummary } from "./types.ts";
@@ -58,6 +59,8 @@ export interface PlanInput {
    * stops the rollout like any invalid spec; any other reason is reported as Degraded.
    */
   pullSecretIssue?: PoolIssue;
+  /** The latest Prometheus health-check answer per node (nodes being verified only). */
+  healthQueries?: ReadonlyMap<string, QueryVerdict>;
   now: Date;
   options?: PlannerOptions;
 }

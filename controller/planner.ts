@@ -20,6 +20,8 @@
  * @module
  */
 import {
+  ANNOTATION_FAILED_IMAGE,
+  ANNOTATION_RESET_CIRCUIT,
   type BootcNodePoolStatus,
   findCondition,
   NodeConditionType,
@@ -28,7 +30,18 @@ import {
   poolNameError,
 } from "../lib/api/mod.ts";
 import { nodeDisrupted } from "./disruption.ts";
-import { effectiveState } from "./effective_state.ts";
+import { EffectiveState, effectiveState } from "./effective_state.ts";
+import { canaryStep, gatePhase } from "./canary.ts";
+import {
+  circuitOpen,
+  effectiveTarget,
+  failureRecord,
+  maxRollbacks,
+  recordFailure,
+  respondToFailure,
+} from "./failure_policy.ts";
+import { soakFailure } from "./health.ts";
+import { lastGoodImage, nextHistory } from "./history.ts";
 import { progressInFlight, RolloutContext } from "./in_flight.ts";
 import {
   type Member,
@@ -40,7 +53,7 @@ import {
   releaseOrphans,
 } from "./membership.ts";
 import { type Plan, PlanBuilder, type PlanInput, PLANNER_DEFAULTS } from "./plan.ts";
-import { buildPoolStatus, emptyCounts } from "./pool_status.ts";
+import { buildPoolStatus, emptyCounts, type RolloutRecord } from "./pool_status.ts";
 import { priorTarget, resolutionNeed, resolveTarget } from "./resolution.ts";
 import { selectorError } from "./selector.ts";
 import {
@@ -122,9 +135,25 @@ export function planPool(input: PlanInput): Plan {
   }
   if (input.pullSecretIssue) plan.issues.push(input.pullSecretIssue);
 
-  const { target, lastResolvedTime } = resolveTarget(pool, need, input.resolution, plan);
+  const resolved = resolveTarget(pool, need, input.resolution, plan);
+  const lastResolvedTime = resolved.lastResolvedTime;
+  let record = failureRecord(pool);
+  const effective = effectiveTarget({
+    pool,
+    specTarget: resolved.target,
+    priorTarget: priorTarget(pool),
+    record,
+  });
+  const target = effective.target;
+  if (effective.note) plan.notes.push(effective.note);
+  if (target && target.digest !== pool.status?.targetDigest) {
+    plan.poolEvent("Normal", "TargetChanged", `rolling out ${target.image}`);
+  }
+  const lastGood = lastGoodImage(pool.status?.history, target?.image);
+  const rollbackImage = lastGood ? { image: lastGood.image, digest: lastGood.digest } : undefined;
   const { members, releasing, staging } = planMembership(input, plan, target, {
     stagingOpen: stagingOpen(input),
+    rollbackImage,
   });
   if (staging && staging.held.length > 0) {
     plan.notes.push(
@@ -136,6 +165,97 @@ export function planPool(input: PlanInput): Plan {
   ctx.inUse += releasing.length;
   progressInFlight(members, ctx);
   const slots = poolSlots({ pool, memberCount: members.length, now });
+
+  // Health: failures in flight, and canary nodes failing during their soak.
+  const onTarget = (m: Member) => target !== undefined && m.bn?.spec.desiredImage === target.image;
+  const updated = members.filter((m) =>
+    onTarget(m) && !m.disrupted && m.state === EffectiveState.UpToDate
+  );
+  const priorCanary = target && pool.status?.canary?.image === target.image
+    ? pool.status.canary
+    : undefined;
+  if (target && priorCanary && priorCanary.phase !== "Passed") {
+    for (const m of updated) {
+      const why = m.bn && soakFailure(m.node, m.bn, m.desired ?? { image: target.image }, now);
+      if (why) ctx.failures.push({ node: m.node.name, message: why });
+    }
+  }
+  let failed: { outcome: "RolledBack" | "Failed"; message: string } | undefined;
+  let haltFor: string | undefined;
+  if (target && ctx.failures.length > 0 && !effective.rollback) {
+    const response = respondToFailure({
+      pool,
+      target,
+      failures: ctx.failures,
+      lastGood: lastGood?.image,
+      record,
+    });
+    const counted = record.failedDigests.includes(target.digest);
+    record = recordFailure(
+      record,
+      target,
+      counted,
+      response.kind === "rollbackPool"
+        ? { ref: pool.spec.image.ref, image: response.to, now }
+        : undefined,
+    );
+    if (response.kind === "rollbackPool") {
+      failed = { outcome: "RolledBack", message: response.message };
+      plan.issues.push({ reason: PoolDegradedReason.RolledBack, message: response.message });
+      plan.poolEvent("Warning", "RollingBack", response.message, `rollback/${target.image}`);
+      plan.wake(1); // the next reconcile rolls out the good image
+    } else {
+      failed = { outcome: "Failed", message: response.message };
+      plan.issues.push({ reason: PoolDegradedReason.HealthCheckFailed, message: response.message });
+      if (response.kind === "rollbackNodes") {
+        for (const node of response.nodes) {
+          const bn = input.bootcNodes.get(node);
+          if (bn?.metadata.annotations?.[ANNOTATION_FAILED_IMAGE] === target.image) continue;
+          plan.act({
+            kind: "patchBootcNode",
+            node,
+            patch: { metadata: { annotations: { [ANNOTATION_FAILED_IMAGE]: target.image } } },
+            why: "mark failed (roll back)",
+          });
+          plan.nodeEvent(
+            node,
+            "Warning",
+            "RollingBack",
+            `node ${node} failed on ${target.image}; rolling it back to ${response.to}`,
+          );
+        }
+        plan.wake(1);
+      }
+    }
+    haltFor = target.image;
+  } else if (effective.rollback && effective.note) {
+    plan.issues.push({ reason: PoolDegradedReason.RolledBack, message: effective.note });
+  }
+  if (target && !haltFor) {
+    const rolledBack = members.filter((m) =>
+      m.bn?.metadata.annotations?.[ANNOTATION_FAILED_IMAGE] === target.image
+    ).map((m) => m.node.name);
+    if (rolledBack.length > 0) {
+      haltFor = target.image;
+      plan.issues.push({
+        reason: PoolDegradedReason.HealthCheckFailed,
+        message: `node(s) ${rolledBack.join(", ")} failed their health checks on ${target.image} ` +
+          `and were rolled back; the rollout is halted until spec.image.ref changes`,
+      });
+    }
+  }
+  const canary = target
+    ? canaryStep({
+      pool,
+      image: target.image,
+      memberCount: members.length,
+      updated: updated.length,
+      failed: haltFor !== undefined,
+      rollback: effective.rollback,
+      now,
+    })
+    : undefined;
+
   const halted = ctx.unhealthy.length >= 2;
   if (halted) {
     plan.issues.push({
@@ -145,16 +265,22 @@ export function planPool(input: PlanInput): Plan {
       })`,
     });
   }
+  if (ctx.verifying.length > 0) plan.notes.push(`verifying ${ctx.verifying.join("; ")}`);
   const paused = pool.spec.rollout?.paused ?? false;
   let waitReason: string | undefined;
   if (!halted && target) {
-    const candidates = slotCandidates(members);
+    // A halted target gives no new slot to nodes bound for it; rollbacks still proceed.
+    const candidates = slotCandidates(members).filter((m) =>
+      haltFor === undefined || m.bn?.spec.desiredImage !== haltFor
+    );
     const disrupted = [...members.filter((m) => m.disrupted).map((m) => m.node.name), ...releasing];
     const gateInput = {
       pool,
       candidates: candidates.map(toCandidate),
       disrupted,
       memberCount: members.length,
+      updated: updated.length,
+      canary: gatePhase(canary),
       cluster: clusterView(input),
       now,
     };
@@ -184,7 +310,54 @@ export function planPool(input: PlanInput): Plan {
     });
   }
 
-  const counts = countStates(members, ctx);
+  // History and the failure record.
+  const complete = target !== undefined && members.length > 0 &&
+    members.every((m) => onTarget(m) && !m.disrupted && m.state === EffectiveState.UpToDate);
+  const history = nextHistory({
+    prior: pool.status?.history,
+    target,
+    complete,
+    failed,
+    note: effective.rollback && effective.hold
+      ? `automatic rollback after ${effective.hold.failedImage} failed`
+      : undefined,
+    now,
+  });
+  const justSucceeded = complete && history.at(-1)?.outcome === "Succeeded" &&
+    pool.status?.history?.at(-1)?.outcome !== "Succeeded";
+  if (justSucceeded && !effective.rollback) record = { ...record, consecutiveFailures: 0 };
+  const open = circuitOpen(pool, record);
+  const rollout: RolloutRecord = {
+    history,
+    failedDigests: record.failedDigests,
+    consecutiveFailures: record.consecutiveFailures,
+    circuitReset: record.circuitReset,
+    rollbackHold: effective.rollback
+      ? effective.hold
+      : failed?.outcome === "RolledBack"
+      ? record.rollbackHold
+      : undefined,
+    canary,
+    circuit: {
+      open,
+      message: open
+        ? `${record.consecutiveFailures} consecutive failed rollouts (maxRollbacks ` +
+          `${maxRollbacks(pool)}): no automatic change until the circuit is reset ` +
+          `(kubectl annotate bnp ${pool.metadata.name} ${ANNOTATION_RESET_CIRCUIT}=$(date +%s) --overwrite)`
+        : `${record.consecutiveFailures} consecutive failed rollout(s) of ${
+          maxRollbacks(pool)
+        } allowed`,
+    },
+  };
+  if (canary && canary.phase !== "Passed" && !paused) {
+    plan.notes.push(
+      canary.phase === "Soaking"
+        ? `canary soaking until ${canary.soakUntil}`
+        : `canary ${canary.phase.toLowerCase()}: ${updated.length}/${canary.nodes}`,
+    );
+  }
+
+  const counts = countStates(members, ctx, target?.image);
   const status = buildPoolStatus({
     prior: pool.status,
     generation: pool.metadata.generation,
@@ -196,6 +369,7 @@ export function planPool(input: PlanInput): Plan {
     waitReason,
     issues: plan.issues,
     note: plan.notes.join("; ") || undefined,
+    rollout,
     now,
   });
   conditionEvents(plan, pool.status, status);
@@ -289,10 +463,13 @@ function toCandidate(m: Member): Candidate {
   };
 }
 
-function countStates(members: readonly Member[], ctx: RolloutContext) {
+function countStates(members: readonly Member[], ctx: RolloutContext, targetImage?: string) {
   const counts = emptyCounts();
   for (const m of members) {
-    counts[ctx.stuck.has(m.node.name) ? "Degraded" : m.state]++;
+    // A node rolled back from the target is not updated, whatever it runs.
+    const away = targetImage !== undefined && m.bn !== undefined &&
+      m.bn.spec.desiredImage !== targetImage;
+    counts[ctx.stuck.has(m.node.name) || away ? "Degraded" : m.state]++;
   }
   return counts;
 }
@@ -328,6 +505,13 @@ function conditionEvents(
     plan.poolEvent("Warning", after.reason, after.message);
   } else if (after?.status === "False" && before?.status === "True") {
     plan.poolEvent("Normal", "Recovered", `pool is healthy again (was ${before.reason})`);
+  }
+  const circuitBefore = findCondition(prior?.conditions, PoolConditionType.CircuitOpen);
+  const circuitAfter = findCondition(next.conditions, PoolConditionType.CircuitOpen);
+  if (circuitAfter?.status === "True" && circuitBefore?.status !== "True") {
+    plan.poolEvent("Warning", "CircuitOpen", circuitAfter.message);
+  } else if (circuitAfter?.status === "False" && circuitBefore?.status === "True") {
+    plan.poolEvent("Normal", "CircuitClosed", "the circuit breaker was reset");
   }
   const upBefore = findCondition(prior?.conditions, PoolConditionType.UpToDate);
   const upAfter = findCondition(next.conditions, PoolConditionType.UpToDate);

@@ -435,6 +435,7 @@ for (const c of releaseCases) {
         drainedAt: EARLIER,
         wasCordoned: c.wasCordoned,
         state: "Booted",
+        verifiedAt: c.readySince,
       })],
     }));
     const nodeRelease = ofKind(plan, "patchNode").find((a) => a.why === "release slot");
@@ -460,7 +461,10 @@ for (const c of releaseCases) {
         metadata: { annotations: { [ANNOTATION_WAS_CORDONED]: null } },
         spec: { desiredImageState: "Staged" },
       });
-      assert.deepEqual(plan.actions, [bnRelease, nodeRelease]);
+      // Verified and Updated are recorded on the BootcNode's status first.
+      const verified = ofKind(plan, "patchBootcNodeStatus");
+      assert.equal(verified.length, 1);
+      assert.deepEqual(plan.actions, [verified[0], bnRelease, nodeRelease]);
       assert.ok(plan.events.some((e) => e.reason === "NodeUpdated"));
     }
     if (!c.released && c.minReadySeconds) assert.equal(plan.requeueAfterMs, 20_000);

@@ -9,6 +9,7 @@ import {
   type BootcNodePoolStatus,
   type Condition,
   conditionsEqual,
+  findCondition,
   PoolConditionType,
   PoolDegradedReason,
   setCondition,
@@ -40,6 +41,8 @@ const ISSUE_ORDER: readonly PoolIssue["reason"][] = [
   PoolDegradedReason.PullSecretInvalid,
   PoolDegradedReason.ImageResolutionFailed,
   PoolDegradedReason.RolloutHalted,
+  PoolDegradedReason.RolledBack,
+  PoolDegradedReason.HealthCheckFailed,
   PoolDegradedReason.NodeConflict,
   PoolDegradedReason.NodeStalled,
   PoolDegradedReason.NodeDegraded,
@@ -63,7 +66,21 @@ export interface PoolStatusInput {
   issues: readonly PoolIssue[];
   /** Appended to the UpToDate message while the rollout is not done (e.g. why slots wait). */
   note?: string;
+  /** Health-gated rollout bookkeeping: history, failure record, canary, circuit. */
+  rollout?: RolloutRecord;
   now: Date;
+}
+
+/** The health-gated rollout's part of the status. */
+export interface RolloutRecord {
+  history?: BootcNodePoolStatus["history"];
+  failedDigests?: string[];
+  consecutiveFailures?: number;
+  circuitReset?: string;
+  rollbackHold?: BootcNodePoolStatus["rollbackHold"];
+  canary?: BootcNodePoolStatus["canary"];
+  /** The CircuitOpen condition (absent: the condition is left out while it never opened). */
+  circuit?: { open: boolean; message: string };
 }
 
 /** "5/10 updated; 2 staging, 2 staged, 1 rebooting". */
@@ -134,6 +151,24 @@ export function buildPoolStatus(input: PoolStatusInput): BootcNodePoolStatus {
     }, now);
   }
 
+  // Steps that do not touch the rollout record (an invalid spec) keep it as it was.
+  const r: RolloutRecord = input.rollout ?? {
+    history: prior?.history,
+    failedDigests: prior?.failedDigests,
+    consecutiveFailures: prior?.consecutiveFailures,
+    circuitReset: prior?.circuitReset,
+    rollbackHold: prior?.rollbackHold,
+    canary: prior?.canary,
+  };
+  if (r.circuit && (r.circuit.open || findCondition(conditions, PoolConditionType.CircuitOpen))) {
+    conditions = setCondition(conditions, {
+      type: PoolConditionType.CircuitOpen,
+      status: r.circuit.open ? "True" : "False",
+      reason: r.circuit.open ? "TooManyFailedRollouts" : "Closed",
+      message: r.circuit.message,
+      observedGeneration,
+    }, now);
+  }
   const status: BootcNodePoolStatus = {
     observedGeneration,
     targetDigest: target?.digest,
@@ -150,6 +185,12 @@ export function buildPoolStatus(input: PoolStatusInput): BootcNodePoolStatus {
     degradedCount,
     slotsInUse: input.slotsInUse,
     conditions,
+    history: r.history && r.history.length > 0 ? r.history : undefined,
+    failedDigests: r.failedDigests && r.failedDigests.length > 0 ? r.failedDigests : undefined,
+    consecutiveFailures: r.consecutiveFailures ? r.consecutiveFailures : undefined,
+    circuitReset: r.circuitReset,
+    rollbackHold: r.rollbackHold,
+    canary: r.canary,
   };
   return dropUndefined(status);
 }

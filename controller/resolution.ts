@@ -137,8 +137,5 @@ export function resolveTarget(
     }
   }
   if (need.kind === "fresh") plan.wakeAt(need.nextAt);
-  if (out.target && out.target.digest !== pool.status?.targetDigest) {
-    plan.poolEvent("Normal", "TargetChanged", `rolling out ${out.target.image}`);
-  }
   return out;
 }

@@ -47,6 +47,8 @@ export interface PodSummary {
   terminating: boolean;
   /** Phase Succeeded or Failed. */
   completed: boolean;
+  /** The Ready condition is True (health checks on pods after a reboot). */
+  ready?: boolean;
 }
 
 /** What the drain needs of a PodDisruptionBudget. */

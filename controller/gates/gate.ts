@@ -90,8 +90,21 @@ export interface GateInput {
   disrupted: readonly string[];
   /** Number of members of the pool. */
   memberCount: number;
+  /** Members running the target and no longer disrupted (the canary counts them). */
+  updated?: number;
+  /** The pool's canary phase for the current target, when it has a canary. */
+  canary?: CanaryPhase;
   cluster: ClusterView;
   now: Date;
+}
+
+/** A pool's canary for its current target (`status.canary`). */
+export interface CanaryPhase {
+  phase: "Updating" | "Soaking" | "Passed" | "Failed";
+  /** Size of the canary batch. */
+  nodes: number;
+  /** RFC 3339 end of the soak. */
+  soakUntil?: string;
 }
 
 /** Why a gate holds candidates back. */

@@ -7,6 +7,7 @@
  */
 import { blackoutGate } from "./blackout.ts";
 import { budgetGate } from "./budget.ts";
+import { canaryGate } from "./canary.ts";
 import { clusterBudgetGate } from "./cluster_budget.ts";
 import type { Gate } from "./gate.ts";
 import { maintenanceWindowGate } from "./maintenance_window.ts";
@@ -36,6 +37,7 @@ export {
 } from "./schedule.ts";
 export { policyErrors } from "./validate.ts";
 export { pausedGate } from "./paused.ts";
+export { CANARY_FAILED, CANARY_SOAK, CANARY_UPDATING, canaryGate } from "./canary.ts";
 export {
   BLOCKED_DEGRADED_REASONS,
   BLOCKED_UP_TO_DATE_REASONS,
@@ -60,6 +62,7 @@ export const GATES: readonly Gate[] = [
   blackoutGate,
   maintenanceWindowGate,
   pausedGate,
+  canaryGate,
   budgetGate,
   poolOrderGate,
   clusterBudgetGate,

@@ -63,6 +63,15 @@ function entry(image: string) {
   return { image, imageDigest: digestOfPullspec(image), architecture: "amd64" };
 }
 
+/** The host check a healthy host reports for its booted entry. */
+function healthy(booted: { imageDigest?: string }) {
+  return {
+    bootedDigest: booted.imageDigest,
+    checkedAt: "2026-01-01T00:00:00Z",
+    state: "Healthy" as const,
+  };
+}
+
 /**
  * The next status of `bn` (undefined: nothing to do). Pure, so the contract it
  * plays can be read in one place.
@@ -76,7 +85,7 @@ export function nextStatus(
   const desired = bn.spec.desiredImage;
   if (!status?.booted) {
     const booted = entry(initialImage);
-    return withIdle({ booted }, "True", IdleReason.Idle);
+    return withIdle({ booted, hostHealth: healthy(booted) }, "True", IdleReason.Idle);
   }
   const degraded = findCondition(status.conditions, NodeConditionType.Degraded)?.status === "True";
   if (degraded) return undefined;
@@ -84,7 +93,11 @@ export function nextStatus(
   const onDesired = digestOfPullspec(status.booted.image) === digestOfPullspec(desired);
   if (onDesired) {
     if (idle?.status === "True") return undefined;
-    return withIdle({ booted: status.booted, rollback: status.rollback }, "True", IdleReason.Idle);
+    return withIdle(
+      { booted: status.booted, rollback: status.rollback, hostHealth: healthy(status.booted) },
+      "True",
+      IdleReason.Idle,
+    );
   }
   switch (idle?.status === "False" ? idle.reason : IdleReason.Idle) {
     case IdleReason.Staging:
@@ -100,11 +113,14 @@ export function nextStatus(
       if (behaviour.failOnBoot) {
         return withIdle(status, "False", IdleReason.Rebooting, "error: boot check failed");
       }
-      return withIdle(
-        { booted: status.staged ?? entry(desired), rollback: status.booted },
-        "True",
-        IdleReason.Idle,
-      );
+      {
+        const booted = status.staged ?? entry(desired);
+        return withIdle(
+          { booted, rollback: status.booted, hostHealth: healthy(booted) },
+          "True",
+          IdleReason.Idle,
+        );
+      }
     default:
       return withIdle({ ...status, staged: undefined }, "False", IdleReason.Staging);
   }

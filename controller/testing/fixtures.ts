@@ -109,6 +109,11 @@ export function bootcNode(
     arch?: string;
     bootedDigest?: string;
     degradedMessage?: string;
+    /** The daemon's host check for the booted image (default Healthy; "none": no report). */
+    host?: "Healthy" | "Unhealthy" | "Starting" | "none";
+    rollback?: string;
+    /** When the controller recorded the node verified on `desired` (Verified=True). */
+    verifiedAt?: string;
   } = {},
 ): BootcNode {
   const poolName = opts.pool ?? "workers";
@@ -135,6 +140,15 @@ export function bootcNode(
     message: phase === "degraded" ? (opts.degradedMessage ?? "error: boom") : "",
     lastTransitionTime: t,
   });
+  if (opts.verifiedAt) {
+    conditions.push({
+      type: "Verified",
+      status: "True",
+      reason: "ChecksPassed",
+      message: `verified ${desired}`,
+      lastTransitionTime: opts.verifiedAt,
+    });
+  }
   const annotations: Record<string, string> = {};
   if (opts.slotAt) {
     annotations[ANNOTATION_IN_REBOOT_SLOT] = opts.slotAt;
@@ -172,6 +186,15 @@ export function bootcNode(
       staged: phase === "staged" || phase === "rebooting"
         ? { image: desired, imageDigest: desired.split("@")[1], architecture: opts.arch ?? "amd64" }
         : undefined,
+      rollback: opts.rollback
+        ? { image: opts.rollback, imageDigest: opts.rollback.split("@")[1], architecture: "amd64" }
+        : undefined,
+      hostHealth: opts.host === "none" ? undefined : {
+        bootedDigest: opts.bootedDigest ?? booted.split("@")[1],
+        checkedAt: t,
+        state: opts.host ?? "Healthy",
+        ...(opts.host === "Unhealthy" ? { failedUnits: ["app.service"] } : {}),
+      },
       conditions,
     },
   };

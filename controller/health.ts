@@ -1,0 +1,252 @@
+/**
+ * Whether a node that was asked to reboot into its target came back healthy:
+ * a pure verdict from what the caches show (the Node, the BootcNode the daemon
+ * reports on, the node's pods) and, when the pool asks for one, the latest
+ * Prometheus answer. The planner's in-flight step acts on the verdict; the
+ * failure policy (`failure_policy.ts`) decides what a failure does.
+ *
+ * A node is verified when, after the reboot: bootc reports the target booted;
+ * the Node is Ready; the daemon's host check (for this boot) is healthy; the
+ * pods the pool selects on the node are Ready; and the Prometheus query has
+ * been empty long enough. A host that booted the target and fell back to its
+ * previous deployment by itself fails at once, as does a failed unit; checks
+ * still pending when the health timeout runs out fail with their names.
+ *
+ * @module
+ */
+import {
+  type BootcNode,
+  findCondition,
+  type HealthSpec,
+  NodeConditionType,
+} from "../lib/api/mod.ts";
+import { type DesiredImage, entryMatches } from "./effective_state.ts";
+import { matchesSelector } from "./selector.ts";
+import { parseTime } from "./slots.ts";
+import type { NodeSummary, PodSummary } from "./types.ts";
+
+/** Default `spec.rollout.health.timeoutSeconds`. */
+export const DEFAULT_HEALTH_TIMEOUT_S = 600;
+/** Default `spec.rollout.health.prometheus.forSeconds`. */
+export const DEFAULT_QUERY_FOR_S = 60;
+
+/** The latest answer of a node's Prometheus check (kept by the shell). */
+export interface QueryVerdict {
+  /** When the result was last seen non-empty, or the query first ran (the empty streak starts after). */
+  emptySince?: Date;
+  /** The last answer: empty, non-empty (with a sample) or an error. */
+  last: "empty" | "nonEmpty" | "error";
+  message?: string;
+}
+
+/** Everything the verdict looks at. */
+export interface HealthInput {
+  node: NodeSummary;
+  bn: BootcNode;
+  /** The image the node was asked to boot. */
+  desired: DesiredImage;
+  health?: HealthSpec;
+  /** When the reboot was requested (the Node's drained-at), if known. */
+  rebootRequestedAt?: Date;
+  /** The node's pods; undefined when not listed (the pod check then asks for them). */
+  pods?: readonly PodSummary[];
+  query?: QueryVerdict;
+  now: Date;
+}
+
+/** One health check's state. */
+export interface CheckResult {
+  name: string;
+  state: "passed" | "pending" | "failed";
+  message: string;
+}
+
+/** The verdict on a node after its reboot request. */
+export type HealthVerdict =
+  /** Not running the target yet (still rebooting, or never came back). */
+  | { state: "NotBooted" }
+  /** The host booted the target and went back to its previous deployment by itself. */
+  | { state: "FellBack"; message: string }
+  /** Running the target; some checks still pending until `deadline`. */
+  | { state: "Checking"; checks: CheckResult[]; deadline: Date; needPods: boolean }
+  | { state: "Passed"; checks: CheckResult[] }
+  | { state: "Failed"; checks: CheckResult[]; message: string };
+
+/** The health timeout of a pool in milliseconds. */
+export function healthTimeoutMs(health: HealthSpec | undefined): number {
+  return (health?.timeoutSeconds ?? DEFAULT_HEALTH_TIMEOUT_S) * 1000;
+}
+
+/**
+ * True when the host fell back: a reboot into `desired` was requested, and bootc
+ * now reports another deployment booted with `desired` as the rollback and
+ * nothing of it staged (boot counting went back to the previous deployment).
+ */
+export function fellBack(bn: BootcNode, desired: DesiredImage): boolean {
+  const s = bn.status;
+  return !entryMatches(s?.booted, desired) && entryMatches(s?.rollback, desired) &&
+    !entryMatches(s?.staged, desired);
+}
+
+/** Judges a node whose reboot into `input.desired` was requested. */
+export function evaluateHealth(input: HealthInput): HealthVerdict {
+  const { bn, node, desired, health, now } = input;
+  if (input.rebootRequestedAt && fellBack(bn, desired)) {
+    return {
+      state: "FellBack",
+      message: `node ${node.name} booted ${desired.image} and fell back to ${
+        bn.status?.booted?.image ?? "its previous deployment"
+      } by itself`,
+    };
+  }
+  if (!entryMatches(bn.status?.booted, desired)) return { state: "NotBooted" };
+
+  const checks: CheckResult[] = [];
+  checks.push(
+    node.ready
+      ? { name: "NodeReady", state: "passed", message: "Node is Ready" }
+      : { name: "NodeReady", state: "pending", message: "Node is not Ready" },
+  );
+  checks.push(hostCheck(bn, health));
+  let needPods = false;
+  if (health?.podSelector) {
+    if (input.pods === undefined) {
+      needPods = true;
+      checks.push({ name: "Pods", state: "pending", message: "pods not listed yet" });
+    } else {
+      checks.push(podCheck(input.pods, health));
+    }
+  }
+  if (health?.prometheus) checks.push(queryCheck(input.query, health, now));
+
+  const failed = checks.filter((c) => c.state === "failed");
+  if (failed.length > 0) {
+    return { state: "Failed", checks, message: describe(node.name, failed) };
+  }
+  const pending = checks.filter((c) => c.state === "pending");
+  if (pending.length === 0) return { state: "Passed", checks };
+  // The clock starts when the node is back: Ready after the reboot request, else the
+  // request (a node that never gets Ready is caught by the reboot timeout first).
+  const readySince = node.ready ? parseTime(node.readySince) : undefined;
+  const start = latest(readySince, input.rebootRequestedAt) ?? now;
+  const deadline = new Date(start.getTime() + healthTimeoutMs(health));
+  if (node.ready && now.getTime() >= deadline.getTime()) {
+    return {
+      state: "Failed",
+      checks,
+      message: `${describe(node.name, pending)} within ${healthTimeoutMs(health) / 1000}s`,
+    };
+  }
+  return { state: "Checking", checks, deadline, needPods };
+}
+
+/**
+ * Health of a node that already finished its update (released) while its pool
+ * still watches it (the canary's soak): a failed host check fails it; so does
+ * a Node NotReady for longer than `graceMs`.
+ */
+export function soakFailure(
+  node: NodeSummary,
+  bn: BootcNode,
+  desired: DesiredImage,
+  now: Date,
+  graceMs = 60_000,
+): string | undefined {
+  if (fellBack(bn, desired)) {
+    return `node ${node.name} fell back from ${desired.image} to its previous deployment`;
+  }
+  if (!entryMatches(bn.status?.booted, desired)) return undefined;
+  const host = hostCheck(bn, undefined);
+  if (host.state === "failed") return describe(node.name, [host]);
+  if (!node.ready) {
+    const since = parseTime(node.readySince);
+    if (since && now.getTime() - since.getTime() >= graceMs) {
+      return `node ${node.name} is not Ready since ${node.readySince}`;
+    }
+  }
+  return undefined;
+}
+
+function describe(node: string, checks: readonly CheckResult[]): string {
+  return `node ${node} failed health checks: ${
+    checks.map((c) => `${c.name} (${c.message})`).join(", ")
+  }`;
+}
+
+function latest(a: Date | undefined, b: Date | undefined): Date | undefined {
+  if (!a) return b;
+  if (!b) return a;
+  return a.getTime() >= b.getTime() ? a : b;
+}
+
+/** The daemon's report for the boot it runs now (a report from before the reboot does not count). */
+function hostCheck(bn: BootcNode, _health: HealthSpec | undefined): CheckResult {
+  const report = bn.status?.hostHealth;
+  const cond = findCondition(bn.status?.conditions, NodeConditionType.HostHealthy);
+  const booted = bn.status?.booted?.imageDigest;
+  if (!report || (report.bootedDigest && booted && report.bootedDigest !== booted)) {
+    return { name: "HostHealthy", state: "pending", message: "no host check for this boot yet" };
+  }
+  const detail = report.message || cond?.message || report.state;
+  switch (report.state) {
+    case "Healthy":
+      return { name: "HostHealthy", state: "passed", message: detail };
+    case "Unhealthy":
+      return {
+        name: "HostHealthy",
+        state: "failed",
+        message: report.failedUnits?.length
+          ? `failed units: ${report.failedUnits.join(", ")}`
+          : detail,
+      };
+    default:
+      return { name: "HostHealthy", state: "pending", message: detail };
+  }
+}
+
+function podCheck(pods: readonly PodSummary[], health: HealthSpec): CheckResult {
+  const selected = pods.filter((p) =>
+    !p.terminating && !p.completed && matchesSelector(health.podSelector, p.labels)
+  );
+  const notReady = selected.filter((p) => !p.ready);
+  if (notReady.length === 0) {
+    return { name: "Pods", state: "passed", message: `${selected.length} selected pod(s) Ready` };
+  }
+  const names = notReady.slice(0, 3).map((p) => `${p.namespace}/${p.name}`).join(", ");
+  return {
+    name: "Pods",
+    state: "pending",
+    message: `${notReady.length} selected pod(s) not Ready: ${names}${
+      notReady.length > 3 ? ", …" : ""
+    }`,
+  };
+}
+
+function queryCheck(
+  verdict: QueryVerdict | undefined,
+  health: HealthSpec,
+  now: Date,
+): CheckResult {
+  const forMs = (health.prometheus?.forSeconds ?? DEFAULT_QUERY_FOR_S) * 1000;
+  if (!verdict) return { name: "Prometheus", state: "pending", message: "query not run yet" };
+  if (verdict.last !== "empty" || !verdict.emptySince) {
+    return {
+      name: "Prometheus",
+      state: "pending",
+      message: verdict.message ?? (verdict.last === "error" ? "query failed" : "query not empty"),
+    };
+  }
+  const emptyMs = now.getTime() - verdict.emptySince.getTime();
+  if (emptyMs >= forMs) {
+    return {
+      name: "Prometheus",
+      state: "passed",
+      message: `empty for ${Math.round(emptyMs / 1000)}s`,
+    };
+  }
+  return {
+    name: "Prometheus",
+    state: "pending",
+    message: `empty for ${Math.round(emptyMs / 1000)}s of ${forMs / 1000}s`,
+  };
+}
