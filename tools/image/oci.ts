@@ -152,6 +152,7 @@ export async function writeLayout(
   // Written beside the target and renamed into place: a reader never sees half a layout.
   const work = await Deno.makeTempDir({ dir: parent, prefix: ".layout-" });
   try {
+    await Deno.chmod(work, 0o755);
     await Deno.mkdir(`${work}/blobs/sha256`, { recursive: true });
     for (const b of blobs) {
       const path = `${work}/blobs/sha256/${b.descriptor.digest.slice("sha256:".length)}`;

@@ -1,0 +1,293 @@
+/**
+ * The images `deno task build` produces, end to end: built twice from the same inputs they have
+ * the same digests; pushed to a real registry (token auth) with tools/image/push.ts, pulled back
+ * by digest and unpacked, each holds nothing beyond its runtime and libraries; and each
+ * entrypoint, run from the unpacked filesystem the way a runtime runs the pod (own mount
+ * namespace, chroot, the image's user and environment), does its job:
+ *
+ * - the controller, as 65532 with a read-only root and a service-account token mounted like
+ *   the Deployment's, talks TLS to a real API server and reports ready (caches synced, leader
+ *   election running), then stops cleanly on SIGTERM;
+ * - the daemon's `status`, as root like the DaemonSet, finds itself in another mount namespace
+ *   than the "host" process (`--host-pid`), so it enters the host's with the image's own
+ *   `nsenter` and runs the bootc simulator there, and prints the booted image's digest.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { ensureBuild, TARGETS } from "../../tools/build.ts";
+import { buildImages, type ImagesResult } from "../../tools/image/images.ts";
+import { pushLayout } from "../../tools/image/push.ts";
+import { IMAGE_NAMES, NONROOT_UID } from "../../tools/image/spec.ts";
+import { RegistryClient } from "../../lib/registry/client.ts";
+import { startControlPlane } from "../harness/control_plane.ts";
+import { startRegistry } from "../harness/registry.ts";
+import { freePort, startProcess, tailFile } from "../harness/process.ts";
+import { waitFor } from "../harness/wait.ts";
+import { SimulatedHost } from "../bootc_sim/mod.ts";
+import { envObject, podArgv, pullAndUnpack, walk } from "./image_fs.ts";
+
+const ROOT = new URL("../../", import.meta.url).pathname.replace(/\/$/, "");
+const NAMESPACE = "bootc-operator";
+
+Deno.test({
+  name: "images: reproducible, pushed and pulled by digest, entrypoints run from the image",
+  // Two image builds, a control plane and a registry on a loaded 2-core machine.
+  sanitizeResources: true,
+  sanitizeOps: true,
+  async fn(t) {
+    const work = await Deno.makeTempDir({ prefix: "bootc-images-test-" });
+    const cleanups: (() => Promise<unknown>)[] = [];
+    try {
+      // The bundles are copied first: other test processes may rebuild dist/ meanwhile.
+      await ensureBuild();
+      const dist = `${work}/dist`;
+      await Deno.mkdir(dist);
+      for (const target of TARGETS) {
+        await Deno.copyFile(`${ROOT}/dist/${target.bundle}`, `${dist}/${target.bundle}`);
+      }
+      const quiet = () => {};
+      const [first, cp] = await Promise.all([
+        buildImages({ distDir: dist, outDir: `${work}/images-1`, targets: TARGETS, log: quiet }),
+        startControlPlane({ kwok: false, controllerManager: false, scheduler: false, quiet: true }),
+      ]);
+      cleanups.push(() => cp.stop());
+      const second = await buildImages({
+        distDir: dist,
+        outDir: `${work}/images-2`,
+        targets: TARGETS,
+        log: quiet,
+      });
+
+      await t.step("two builds from the same inputs have the same digests", async () => {
+        assert.deepEqual(digests(second), digests(first));
+        for (const name of ["controller", "daemon"]) {
+          assert.deepEqual(
+            await Deno.readTextFile(`${work}/images-2/${name}/index.json`),
+            await Deno.readTextFile(`${work}/images-1/${name}/index.json`),
+          );
+        }
+        // The runtime and base layers are shared, so a node pulls them once.
+        const [controller, daemon] = first.images;
+        assert.deepEqual(controller.layers.slice(0, 2), daemon.layers.slice(0, 2));
+        assert.deepEqual(controller.reference, `${IMAGE_NAMES.controller}:latest`);
+        assert.deepEqual(daemon.reference, `${IMAGE_NAMES.daemon}:latest`);
+      });
+
+      const registry = await startRegistry({ auth: "token", users: { pusher: "s3cret" } });
+      cleanups.push(() => registry.stop());
+      const dockerConfigJson = registry.dockerConfigJson("pusher");
+      const client = new RegistryClient({ ...registry.clientOptions(), dockerConfigJson });
+      cleanups.push(async () => client.close());
+      const roots: Record<string, string> = {};
+      const configs: Record<string, Awaited<ReturnType<typeof pullAndUnpack>>["config"]> = {};
+
+      await t.step("push, pull by digest, unpack", async () => {
+        for (const image of first.images) {
+          const repository = `${registry.host}/bootc-operator/${image.name}`;
+          const pushed = await pushLayout({
+            layout: image.layout,
+            reference: `${repository}:test`,
+            insecureRegistries: [registry.host],
+            dockerConfigJson,
+          });
+          assert.deepEqual(pushed.digest, image.digest);
+          assert.deepEqual(pushed.uploaded, image.layers.length + 1);
+          // Pushing again uploads nothing: every blob is there.
+          const again = await pushLayout({
+            layout: image.layout,
+            reference: `${repository}:test`,
+            insecureRegistries: [registry.host],
+            dockerConfigJson,
+          });
+          assert.deepEqual([again.uploaded, again.existing], [0, image.layers.length + 1]);
+          assert.deepEqual((await client.resolve(`${repository}:test`)).digest, image.digest);
+
+          roots[image.name] = `${work}/rootfs-${image.name}`;
+          const pulled = await pullAndUnpack(client, repository, image.digest, roots[image.name]);
+          configs[image.name] = pulled.config;
+          assert.deepEqual(pulled.layerSizes, image.layers.map((l) => l.size));
+          assert.deepEqual(pulled.config.config.User, `${NONROOT_UID}:${NONROOT_UID}`);
+          assert.deepEqual(pulled.config.config.Entrypoint?.[0], "/usr/bin/deno");
+          assert.deepEqual(pulled.config.architecture, "amd64");
+        }
+        assert.deepEqual(configs.daemon.config.Cmd, ["run"]);
+      });
+
+      await t.step(
+        "the filesystems hold the runtime, libraries and certificates only",
+        async () => {
+          for (const [name, root] of Object.entries(roots)) {
+            const entries = await walk(root);
+            const executables = entries
+              .filter((e) => e.kind === "file" && (e.mode & 0o111) && !/\.so(\.|$)/.test(e.path))
+              .map((e) => e.path);
+            assert.deepEqual(
+              executables,
+              name === "daemon" ? ["usr/bin/deno", "usr/bin/nsenter"] : ["usr/bin/deno"],
+            );
+            for (
+              const shell of ["bin/sh", "usr/bin/sh", "bin/bash", "usr/bin/env", "bin/busybox"]
+            ) {
+              assert.ok(!entries.some((e) => e.path === shell), `${name} has ${shell}`);
+            }
+            assert.ok(entries.some((e) => e.path === "etc/ssl/certs/ca-certificates.crt"));
+            const home = entries.find((e) => e.path === "home/nonroot");
+            assert.deepEqual(home?.mode, 0o700);
+            assert.deepEqual((await Deno.stat(`${root}/home/nonroot`)).uid, NONROOT_UID);
+            assert.deepEqual((await Deno.stat(`${root}/tmp`)).mode! & 0o7777, 0o1777);
+          }
+        },
+      );
+
+      await t.step(
+        "the controller runs as 65532 with a read-only root and gets ready",
+        async () => {
+          for await (const entry of Deno.readDir(`${ROOT}/crds`)) {
+            await cp.applyYaml(`${ROOT}/crds/${entry.name}`);
+          }
+          await cp.applyYaml(`${ROOT}/manifests/namespace.yaml`);
+          await cp.applyYaml(`${ROOT}/manifests/controller-rbac.yaml`);
+          const token = await cp.mintToken({
+            namespace: NAMESPACE,
+            serviceAccount: "bootc-operator-controller",
+          });
+          const sa = `${work}/serviceaccount`;
+          await Deno.mkdir(sa);
+          await Deno.writeTextFile(`${sa}/token`, token);
+          await Deno.copyFile(cp.caCertPath, `${sa}/ca.crt`);
+          await Deno.writeTextFile(`${sa}/namespace`, NAMESPACE);
+          await Deno.chmod(sa, 0o755);
+          for (const f of ["token", "ca.crt", "namespace"]) await Deno.chmod(`${sa}/${f}`, 0o644);
+
+          const config = configs.controller.config;
+          const port = freePort();
+          const api = new URL(cp.apiServerUrl);
+          const argv = await podArgv({
+            root: roots.controller,
+            user: config.User!,
+            readOnlyRoot: true,
+            binds: [{ source: sa, target: "/var/run/secrets/kubernetes.io/serviceaccount" }],
+            // The Deployment's arguments, with the probe port moved off 8080.
+            command: [
+              ...config.Entrypoint!,
+              `--namespace=${NAMESPACE}`,
+              "--leader-elect=true",
+              `--metrics-addr=127.0.0.1:${port}`,
+            ],
+          });
+          // `env -i`: the image's environment and the pod's, nothing of this process's.
+          const env = [
+            ...(config.Env ?? []),
+            `KUBERNETES_SERVICE_HOST=${api.hostname}`,
+            `KUBERNETES_SERVICE_PORT=${api.port}`,
+            "POD_NAME=controller-from-image",
+            `POD_NAMESPACE=${NAMESPACE}`,
+          ];
+          const controller = startProcess({
+            name: "controller-from-image",
+            command: "/usr/bin/env",
+            args: ["-i", ...env, ...argv],
+            logPath: `${work}/controller.log`,
+          });
+          cleanups.push(() => controller.stop());
+          const get = async (path: string) => {
+            const response = await fetch(`http://127.0.0.1:${port}${path}`);
+            return { status: response.status, text: await response.text() };
+          };
+          await waitFor(async () => {
+            if (!controller.running) {
+              throw new Error(`controller exited:\n${await tailFile(controller.logPath)}`);
+            }
+            try {
+              return (await get("/readyz")).status === 200;
+            } catch {
+              return false;
+            }
+          }, {
+            timeoutMs: 90_000,
+            intervalMs: 250,
+            message: "the controller from the image ready",
+          });
+          assert.deepEqual((await get("/healthz")).status, 200);
+          assert.match((await get("/metrics")).text, /bootc_/);
+          // The leader-election Lease names this process's identity (from its hostname).
+          await waitFor(async () => {
+            const lease = await cp.client.request({
+              method: "GET",
+              path: `/apis/coordination.k8s.io/v1/namespaces/${NAMESPACE}/leases/` +
+                "bootc-operator-controller",
+            }).catch(() => undefined) as { spec?: { holderIdentity?: string } } | undefined;
+            return lease?.spec?.holderIdentity?.startsWith(Deno.hostname()) ?? false;
+          }, { timeoutMs: 60_000, intervalMs: 250, message: "the controller holding the Lease" });
+          const status = await controller.stop({ graceMs: 30_000 });
+          const log = await tailFile(controller.logPath, 200);
+          assert.deepEqual(status.code, 0, log);
+          assert.match(log, /controller stopped/);
+        },
+      );
+
+      await t.step(
+        "the daemon's status enters the host namespace with the image's nsenter",
+        async () => {
+          const os = await registry.pushImage({
+            repository: "bootc/os",
+            tag: "v1",
+            version: "1.0",
+          });
+          const host = await SimulatedHost.create({
+            image: `${registry.host}/bootc/os:v1`,
+            etcAuth: JSON.parse(dockerConfigJson),
+          });
+          cleanups.push(() => host.destroy());
+          const config = configs.daemon.config;
+          const argv = await podArgv({
+            root: roots.daemon,
+            // The DaemonSet runs the daemon as root (privileged, hostPID).
+            user: "0:0",
+            command: [
+              ...config.Entrypoint!,
+              "status",
+              "--desired-image",
+              `${registry.host}/bootc/os:v1`,
+              // This test process stands in for the host's PID 1: its mount namespace is the host's.
+              "--host-pid",
+              String(Deno.pid),
+              "--bootc-command",
+              host.command().join(" "),
+              "--systemctl-command",
+              host.systemctlCommand().join(" "),
+            ],
+          });
+          const out = await new Deno.Command(argv[0], {
+            args: argv.slice(1),
+            env: envObject(config.Env ?? []),
+            clearEnv: true,
+            stdin: "null",
+            stdout: "piped",
+            stderr: "piped",
+            signal: AbortSignal.timeout(60_000),
+          }).output();
+          const stdout = new TextDecoder().decode(out.stdout);
+          const stderr = new TextDecoder().decode(out.stderr);
+          assert.deepEqual(out.code, 0, stderr);
+          // Detected, not configured: another mount namespace than the host's, so nsenter.
+          assert.match(stderr, /"mode":"nsenter"/);
+          assert.match(stderr, /nsenter --mount=\/proc\/\d+\/ns\/mnt/);
+          const status = JSON.parse(stdout);
+          // bootc status and bootc --version answered through nsenter, from the simulated host.
+          assert.deepEqual(status.booted?.imageDigest, os.digest, stdout);
+          assert.deepEqual(status.booted?.image, `${registry.host}/bootc/os:v1`);
+          assert.deepEqual(status.bootcVersion, "1.16.10");
+        },
+      );
+    } finally {
+      for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
+      await Deno.remove(work, { recursive: true }).catch(() => {});
+    }
+  },
+});
+
+function digests(result: ImagesResult): Record<string, string> {
+  return Object.fromEntries(result.images.map((i) => [i.name, i.digest]));
+}
