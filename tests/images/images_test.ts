@@ -78,7 +78,7 @@ Deno.test({
       cleanups.push(() => registry.stop());
       const dockerConfigJson = registry.dockerConfigJson("pusher");
       const client = new RegistryClient({ ...registry.clientOptions(), dockerConfigJson });
-      cleanups.push(async () => client.close());
+      cleanups.push(() => Promise.resolve(client.close()));
       const roots: Record<string, string> = {};
       const configs: Record<string, Awaited<ReturnType<typeof pullAndUnpack>>["config"]> = {};
 
