@@ -14,6 +14,11 @@
  * as Events on the BootcNode ({@linkcode DaemonEventReason}), each bounded:
  * once per transition, or once per distinct message while a failure lasts.
  *
+ * The host's health (health.ts) is checked after every bootc status read and
+ * on a timer ({@linkcode DEFAULT_HEALTH_CHECK}); a timed check runs local
+ * commands only and leads to a reconcile (and a write) only when the report
+ * would change, so an idle daemon makes no API requests.
+ *
  * @module
  */
 import type { ISecret } from "kubernetes-models/v1/Secret";
@@ -49,10 +54,13 @@ import {
   DEFAULT_RETRY,
   DEFAULT_STATUS_BUSY_GRACE_MS,
   type HostObservation,
+  nextHostHealth,
+  PhaseReason,
   retryDelay,
   type RetryPolicy,
   statusEqual,
 } from "./decide.ts";
+import { checkHostHealth, type HealthCheck } from "./health.ts";
 import { AUTH_FILE, PullSecretInstaller } from "./pull_secret.ts";
 
 /** What the daemon reads of its own core/v1 Node. */
@@ -75,7 +83,13 @@ export const DaemonEventReason = {
   RebootRefused: "RebootRefused",
   /** Normal: the staged image is being applied and the node reboots. */
   Rebooting: "Rebooting",
-  /** Warning: the apply command failed. */
+  /** Normal: the node reboots into its rollback deployment (`bootc rollback --apply`). */
+  RollingBack: "RollingBack",
+  /** Warning: the host turned Unhealthy (or other units failed); names the failed units. */
+  HostUnhealthy: "HostUnhealthy",
+  /** Normal: the host is Healthy again after it was reported Unhealthy. */
+  HostRecovered: "HostRecovered",
+  /** Warning: the apply (or rollback) command failed. */
   ApplyFailed: "ApplyFailed",
   /** Warning: pulling/staging the desired image failed. */
   StagingFailed: "StagingFailed",
@@ -121,12 +135,31 @@ export interface AgentOptions {
   statusBusyGraceMs?: number;
   /** How soon the Node is read again while a requested reboot is refused (default 30 s). */
   rebootRecheckMs?: number;
+  /** How often the host's health is checked (default {@linkcode DEFAULT_HEALTH_CHECK}). */
+  healthCheck?: Partial<HealthCheckIntervals>;
   clock?: Clock;
   logger?: Logger;
 }
 
 /** Default fallback poll interval. */
 export const DEFAULT_POLL_INTERVAL_MS = 5 * 60_000;
+
+/** How often the host's health is checked besides after every bootc status read. */
+export interface HealthCheckIntervals {
+  /** Interval during the first {@linkcode HealthCheckIntervals.settleMs} after start-up. */
+  startingMs: number;
+  /** How long after start-up (≈ the boot, for a daemon started with it) checks are frequent. */
+  settleMs: number;
+  /** Interval afterwards. */
+  settledMs: number;
+}
+
+/** Default {@linkcode HealthCheckIntervals}: every 15 s for 15 minutes, then every minute. */
+export const DEFAULT_HEALTH_CHECK: HealthCheckIntervals = {
+  startingMs: 15_000,
+  settleMs: 15 * 60_000,
+  settledMs: 60_000,
+};
 
 /** At most this many command/decide rounds per wake-up (a guard against loops). */
 const MAX_ROUNDS = 8;
@@ -176,6 +209,14 @@ export class Agent {
   #secretErrorRecorded?: string;
   /** StatusFailed messages recorded in the current streak of failing status reads. */
   #statusEvents: string[] = [];
+  /** The last host health check. */
+  #health?: HealthCheck;
+  /** When the next timed health check is due (ms since the epoch). */
+  #healthAt = 0;
+  /** When this agent started (health checks are frequent at first). */
+  #startedAt = 0;
+  /** The host was reported Unhealthy and not yet Healthy again (for HostRecovered). */
+  #wasUnhealthy = false;
 
   /** Creates the agent; call {@linkcode Agent.run}. */
   constructor(options: AgentOptions) {
@@ -229,14 +270,24 @@ export class Agent {
     try {
       await informer.waitForSync(signal);
       this.#log.info("watching BootcNode", { name: this.#o.nodeName });
+      this.#startedAt = this.#clock.now().getTime();
       this.#kicked = true;
+      const poll = this.#o.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
+      // The next reconcile at the latest: the poll after the last one, or a backoff deadline.
+      let reconcileAt = Infinity;
       while (!signal.aborted) {
-        let next: Date | undefined;
         if (this.#kicked) {
           this.#kicked = false;
-          next = await this.#reconcile(signal);
+          const next = await this.#reconcile(signal);
+          reconcileAt = Math.min(
+            this.#clock.now().getTime() + poll,
+            next?.getTime() ?? Infinity,
+          );
+        } else if (this.#clock.now().getTime() >= this.#healthAt) {
+          await this.#healthTick(signal);
         }
-        await this.#sleepUntil(next, signal);
+        await this.#sleepUntil(Math.min(reconcileAt, this.#healthAt), signal);
+        if (this.#clock.now().getTime() >= reconcileAt) this.#kicked = true;
       }
     } catch (e) {
       if (!signal.aborted) throw e;
@@ -297,21 +348,20 @@ export class Agent {
     if (kick) this.kick();
   }
 
-  async #sleepUntil(deadline: Date | undefined, signal: AbortSignal): Promise<void> {
+  /** Sleeps until `until` (ms since the epoch), a kick or the abort. */
+  async #sleepUntil(until: number, signal: AbortSignal): Promise<void> {
     if (this.#kicked || signal.aborted) return;
-    const poll = this.#o.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
     const now = this.#clock.now().getTime();
-    const until = Math.min(now + poll, deadline?.getTime() ?? Infinity);
     const stop = new AbortController();
     const onAbort = () => stop.abort();
     signal.addEventListener("abort", onAbort, { once: true });
     try {
       await new Promise<void>((resolve) => {
         this.#wake = resolve;
-        this.#clock.sleep(Math.max(0, until - now), stop.signal).then(() => {
-          this.#kicked = true;
-          resolve();
-        }, () => resolve());
+        this.#clock.sleep(Math.max(0, until - now), stop.signal).then(
+          () => resolve(),
+          () => resolve(),
+        );
       });
     } finally {
       this.#wake = undefined;
@@ -320,14 +370,15 @@ export class Agent {
     }
   }
 
-  /** Reads bootc status into a {@linkcode HostObservation}. */
+  /** Reads bootc status into a {@linkcode HostObservation}, then checks the host's health. */
   async #readHost(signal: AbortSignal): Promise<HostObservation> {
+    let observed: HostObservation;
     try {
       const host = await raceAbort(this.#o.executor.status(), signal);
       this.#hostFailSince = undefined;
       this.#hostFailures = 0;
       this.#statusEvents = [];
-      return { ok: true, host };
+      observed = { ok: true, host };
     } catch (e) {
       if (signal.aborted) throw e;
       this.#hostFailSince ??= this.#clock.now();
@@ -335,8 +386,49 @@ export class Agent {
       const timedOut = (e as { timedOut?: boolean }).timedOut === true;
       this.#log.warn("bootc status failed", { error: e, timedOut });
       this.#recordStatusFailure(message(e), timedOut, this.#hostFailSince);
-      return { ok: false, message: message(e), timedOut, since: this.#hostFailSince };
+      observed = { ok: false, message: message(e), timedOut, since: this.#hostFailSince };
     }
+    await this.#checkHealth(signal);
+    return observed;
+  }
+
+  /** Runs the host health check (local commands only) and schedules the next one. */
+  async #checkHealth(signal: AbortSignal): Promise<HealthCheck> {
+    const check = await raceAbort(
+      checkHostHealth(this.#o.executor, this.#current?.spec.healthUnits, () => this.#clock.now()),
+      signal,
+    );
+    if (check.state !== this.#health?.state || check.message !== this.#health?.message) {
+      this.#log.info("host health", {
+        state: check.state,
+        reason: check.reason,
+        failedUnits: check.failedUnits,
+        message: check.message,
+      });
+    }
+    this.#health = check;
+    const now = this.#clock.now().getTime();
+    const intervals = { ...DEFAULT_HEALTH_CHECK, ...this.#o.healthCheck };
+    this.#healthAt = now +
+      (now - this.#startedAt < intervals.settleMs ? intervals.startingMs : intervals.settledMs);
+    return check;
+  }
+
+  /**
+   * A timed health check: local commands only. A reconcile (which reads bootc status,
+   * checks again and writes) follows only when the report would change.
+   */
+  async #healthTick(signal: AbortSignal): Promise<void> {
+    const check = await this.#checkHealth(signal);
+    const status = this.#current?.status;
+    const idle = findCondition(status?.conditions, NodeConditionType.Idle)?.reason;
+    const update = nextHostHealth(
+      status,
+      check,
+      status?.booted?.imageDigest,
+      this.#applyInFlight || idle === IdleReason.Rebooting,
+    );
+    if (update.changed) this.kick();
   }
 
   /**
@@ -374,7 +466,9 @@ export class Agent {
       spec: node.spec,
       owned: ownedByPool(node),
       reboot: this.#authorization(node),
+      node: this.#nodeRead?.node,
       rebootRecheckMs: this.#o.rebootRecheckMs,
+      health: this.#health,
       generation: node.metadata?.generation,
       status: node.status,
       host,
@@ -431,6 +525,7 @@ export class Agent {
     const wasAllowed = findCondition(before?.conditions, NodeConditionType.RebootAllowed);
     this.#log.info("status changed", {
       idle: idle ? `${idle.status}/${idle.reason}` : undefined,
+      hostHealth: after.hostHealth?.state,
       previousIdle: old ? `${old.status}/${old.reason}` : undefined,
       rebootAllowed: allowed ? `${allowed.status}/${allowed.reason}` : undefined,
       degraded: degraded ? `${degraded.status}/${degraded.reason}` : undefined,
@@ -449,14 +544,53 @@ export class Agent {
       );
     }
     const isStaged = (c: typeof idle) => c?.status === "False" && c.reason === IdleReason.Staged;
+    // The rollback route stages nothing: no Staged event (RollingBack says what happens).
+    const rollbackRoute = findCondition(after.conditions, NodeConditionType.ImageStaged)?.reason ===
+      PhaseReason.RollbackDeployment;
     if (
-      isStaged(idle) && (!isStaged(old) || after.staged?.image !== before?.staged?.image)
+      isStaged(idle) && !rollbackRoute &&
+      (!isStaged(old) || after.staged?.image !== before?.staged?.image)
     ) {
       this.#record(
         "Normal",
         DaemonEventReason.Staged,
         `Staged ${after.staged?.image ?? this.#current?.spec.desiredImage} locked: it boots ` +
           "only when the node is drained and holds a reboot slot",
+      );
+    }
+    this.#reportHealth(before, after);
+  }
+
+  /**
+   * HostUnhealthy when the written report turns Unhealthy (or names other failed units),
+   * HostRecovered when it is Healthy again after being Unhealthy (even with Starting between,
+   * or across a restart: the persisted report counts).
+   */
+  #reportHealth(before: BootcNodeStatus | undefined, after: BootcNodeStatus): void {
+    const was = before?.hostHealth;
+    const now = after.hostHealth;
+    if (was?.state === "Unhealthy") this.#wasUnhealthy = true;
+    if (!now) return;
+    const units = (h: typeof now | undefined) => (h?.failedUnits ?? []).join(", ");
+    if (now.state === "Unhealthy") {
+      if (was?.state !== "Unhealthy" || units(was) !== units(now)) {
+        this.#log.warn("host unhealthy", { failedUnits: now.failedUnits, message: now.message });
+        this.#record(
+          "Warning",
+          DaemonEventReason.HostUnhealthy,
+          `Host unhealthy` + (now.bootedDigest ? ` (booted ${now.bootedDigest})` : "") +
+            `: ${now.message}`,
+        );
+      }
+      this.#wasUnhealthy = true;
+    } else if (now.state === "Healthy" && this.#wasUnhealthy) {
+      this.#wasUnhealthy = false;
+      this.#log.info("host recovered", { message: now.message });
+      this.#record(
+        "Normal",
+        DaemonEventReason.HostRecovered,
+        `Host healthy again` + (now.bootedDigest ? ` (booted ${now.bootedDigest})` : "") +
+          `: ${now.message}`,
       );
     }
   }
@@ -512,8 +646,9 @@ export class Agent {
       const decision = this.#decide(host, secret.error);
       this.#forgetStaleFailures(decision);
       const action = decision.action;
-      // An apply persists Rebooting itself, after its last-moment checks (never before them).
-      if ((decision.persistFirst && action.type !== "apply") || action.type === "none") {
+      // An apply (or rollback) persists Rebooting itself, after its last-moment checks.
+      const rebootAction = action.type === "apply" || action.type === "rollback";
+      if ((decision.persistFirst && !rebootAction) || action.type === "none") {
         if (decision.changed) {
           const before = this.#current.status;
           if (!(await this.#write(decision.status))) {
@@ -533,7 +668,7 @@ export class Agent {
         await this.#readNode(signal);
         continue;
       }
-      if (action.type === "apply") {
+      if (action.type === "apply" || action.type === "rollback") {
         deadlines.push(await this.#apply(action, secret.error, signal));
         break;
       }
@@ -546,7 +681,7 @@ export class Agent {
   }
 
   async #runAction(
-    action: Exclude<Action, { type: "none" | "apply" | "readNode" }>,
+    action: Exclude<Action, { type: "none" | "apply" | "rollback" | "readNode" }>,
     signal: AbortSignal,
   ) {
     const ex = this.#o.executor;
@@ -562,6 +697,9 @@ export class Agent {
           break;
         case "lockStaged":
           await raceAbort(ex.lockStaged(), signal);
+          break;
+        case "unqueueRollback":
+          await raceAbort(ex.unqueueRollback(), signal);
           break;
       }
       delete this.#failures[actionKey(action)];
@@ -579,15 +717,17 @@ export class Agent {
   }
 
   /**
-   * Applies the staged image, after checking everything once more right before:
-   * bootc status (the staged digest must still be the desired one:
-   * `--from-downloaded` applies whatever is staged) and authoritative GETs of the
-   * BootcNode and the Node (the reboot must still be authorized: slot, cordon and
-   * a finished drain for this image). Persists Rebooting, then starts the command
-   * detached. Returns when to reconcile again if it did not apply.
+   * Applies the staged image (or boots the rollback deployment), after checking
+   * everything once more right before: bootc status (the staged digest must
+   * still be the desired one: `--from-downloaded` applies whatever is staged;
+   * for a rollback, the rollback entry must still provide it) and authoritative
+   * GETs of the BootcNode and the Node (the reboot must still be authorized:
+   * slot, cordon and a finished drain for this image). Persists Rebooting, then
+   * starts the command detached. Returns when to reconcile again if it did not
+   * apply.
    */
   async #apply(
-    action: Extract<Action, { type: "apply" }>,
+    action: Extract<Action, { type: "apply" | "rollback" }>,
     pullSecretError: string | undefined,
     signal: AbortSignal,
   ): Promise<Date | undefined> {
@@ -612,7 +752,7 @@ export class Agent {
     const decision = this.#decide(fresh, pullSecretError);
     const again = decision.action;
     if (
-      again.type === "apply" &&
+      again.type === action.type &&
       (again.image !== action.image || bn.spec.desiredImage !== action.image)
     ) {
       this.#log.warn("staged image changed right before apply; not applying", {
@@ -621,7 +761,7 @@ export class Agent {
       this.kick();
       return undefined;
     }
-    if (again.type !== "apply") {
+    if (again.type !== action.type) {
       // Refused (the decision says why, in RebootAllowed) or no longer due.
       this.#log.warn("not applying: checked right before invoking bootc", {
         reason: auth.reason,
@@ -656,15 +796,29 @@ export class Agent {
       this.kick();
       return undefined;
     }
-    this.#log.info("applying staged image and rebooting", { ...again });
-    this.#record(
-      "Normal",
-      DaemonEventReason.Rebooting,
-      `Applying ${again.image} and rebooting` +
-        (again.soft ? " (soft reboot when possible)" : "") + `: ${auth.message}`,
-    );
-    this.#applyInFlight = true;
-    const handle = this.#o.executor.apply({ soft: again.soft, method: again.method });
+    const soft = again.soft ? " (soft reboot when possible)" : "";
+    let handle;
+    if (again.type === "rollback") {
+      this.#log.info("rolling back and rebooting", { ...again });
+      this.#record(
+        "Normal",
+        DaemonEventReason.RollingBack,
+        `Rolling back to ${again.image} (the rollback deployment) and rebooting${soft}: ` +
+          auth.message,
+      );
+      this.#applyInFlight = true;
+      handle = this.#o.executor.applyRollback({ soft: again.soft });
+    } else {
+      this.#log.info("applying staged image and rebooting", { ...again });
+      this.#record(
+        "Normal",
+        DaemonEventReason.Rebooting,
+        `Applying ${again.image} and rebooting${soft}: ${auth.message}`,
+      );
+      this.#applyInFlight = true;
+      handle = this.#o.executor.apply({ soft: again.soft, method: again.method });
+    }
+    const verb = again.type === "rollback" ? "Rolling back to" : "Applying";
     handle.exited.then((error) => {
       if (error) {
         this.#applyInFlight = false;
@@ -672,7 +826,7 @@ export class Agent {
         this.#record(
           "Warning",
           DaemonEventReason.ApplyFailed,
-          `Applying ${again.image} failed: ${message(error)}`,
+          `${verb} ${again.image} failed: ${message(error)}`,
         );
       } else {
         // bootc asked systemd to reboot; stay in flight until the reboot ends us.

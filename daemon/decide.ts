@@ -8,19 +8,24 @@
  * reason) and what bootc reports, so a daemon killed in any phase resumes
  * correctly.
  *
- * State machine (Idle condition reasons):
+ * State machine (Idle condition reasons; D = spec.desiredImage, P = the image booted before D):
  *
- * | host (booted / staged vs desired D)           | spec.desiredImageState | Idle            | action           |
- * |-----------------------------------------------|------------------------|-----------------|------------------|
- * | booted D, nothing (or a copy of D) staged      | any                    | True/Idle       | none             |
- * | booted D, other image B staged                 | any                    | False/Staging   | stage D ¹        |
- * | booted ≠ D, D staged, locked                   | Staged                 | False/Staged    | none             |
- * | booted ≠ D, D staged, unlocked                 | Staged                 | False/Staging   | lock ²           |
- * | booted ≠ D, D staged, reboot authorized ⁶      | Booted                 | False/Rebooting | apply ³          |
- * | booted ≠ D, D staged, reboot not authorized ⁶  | Booted                 | False/Staged    | none (or lock ²) |
- * | booted ≠ D, nothing or other image staged      | any                    | False/Staging   | stage D ⁴        |
- * | after Rebooting: booted ≠ D, rollback = D      | any                    | unchanged       | none, Degraded ⁵ |
- * | any, BootcNode not controlled by a pool        | any                    | True/NotOwned   | none             |
+ * | host (booted / staged / rollback vs D)          | desiredImageState | Idle            | action           |
+ * |-------------------------------------------------|-------------------|-----------------|------------------|
+ * | booted D, nothing (or a copy of D) staged       | any               | True/Idle       | none             |
+ * | booted D, other image B staged                  | any               | False/Staging   | stage D ¹        |
+ * | booted ≠ D, D staged, locked                    | Staged            | False/Staged    | none             |
+ * | booted ≠ D, D staged, unlocked                  | Staged            | False/Staging   | lock ²           |
+ * | booted ≠ D, D staged, reboot authorized ⁶       | Booted            | False/Rebooting | apply ³          |
+ * | booted ≠ D, D staged, reboot not authorized ⁶   | Booted            | False/Staged    | none (or lock ²) |
+ * | booted ≠ D, nothing or other image staged       | any               | False/Staging   | stage D ⁴        |
+ * | after Rebooting: booted ≠ D, rollback = D       | any               | unchanged       | none, Degraded ⁵ |
+ * | booted ≠ D, rollback = D ⁷, B staged unlocked   | any ⁸             | False/Staging   | lock ²           |
+ * | booted ≠ D, rollback = D ⁷, nothing/B locked    | Staged            | False/Staged    | none             |
+ * | booted ≠ D, rollback = D ⁷, reboot authorized ⁶ | Booted            | False/Rebooting | rollback ⁹       |
+ * | booted ≠ D, rollback = D ⁷, not authorized ⁶    | Booted            | False/Staged    | none             |
+ * | booted ≠ D, rollback = D ⁷, rollback queued     | any               | unchanged       | unqueue ¹⁰       |
+ * | any, BootcNode not controlled by a pool         | any               | True/NotOwned   | none             |
  *
  * 1. bootc has no "unstage": left alone, B would boot on the next reboot (if
  *    unlocked) or stay the host's spec. Switching to the booted image stages a
@@ -36,7 +41,11 @@
  * 4. Also a locked stage discarded by an unexpected reboot, a stage interrupted
  *    by a crash, and a desiredImage changed while staging or staged.
  * 5. The node booted D and came back on the previous image (boot assessment
- *    rolled back): applying again would loop, so report it and wait.
+ *    rolled back; P booted, D the rollback, nothing staged): applying again
+ *    would loop, so Degraded says "booted D but the host fell back to P",
+ *    `Rebooted` is False/FellBack (which keeps this row until the spec
+ *    changes) and nothing is done. Only after an apply of a staged D: after a
+ *    rollback (⁹) `Rebooted` is False/RollingBack, which this row excludes.
  * 6. The spec alone never reboots a node: the shell reads its own Node and
  *    passes `rebootAuthorization`'s answer (lib/api/annotations.ts: reboot
  *    slot, cordon and a finished drain for D, from the controller's
@@ -44,6 +53,23 @@
  *    (`readNode`); while the answer is no, the image stays staged (locked),
  *    `RebootAllowed` says why and the Node is read again after
  *    {@linkcode DEFAULT_REBOOT_RECHECK_MS}.
+ * 7. The rollback route: the controller rolls a failed node back by setting D
+ *    to the node's previous image, which is the host's rollback deployment
+ *    (matched like any entry: pullspec digest or per-platform imageDigest).
+ *    Nothing needs staging; `ImageStaged` is True/RollbackDeployment.
+ *    `bootc rollback` is never queued without `--apply`: a queued rollback
+ *    changes what an unexpected reboot boots.
+ * 8. With Booted and an authorized reboot, the rollback itself discards B, but
+ *    B is locked first all the same (the rollback may be refused or fail).
+ * 9. `bootc rollback --apply [--soft-reboot=auto]`, exactly like an apply:
+ *    authorized by the same rule on authoritative reads right before, Rebooting
+ *    persisted first (with `Rebooted` False/RollingBack), run detached. After
+ *    the reboot booted = D: True/Idle.
+ * 10. A rollback already queued (an interrupted `rollback --apply`, or someone's
+ *    `bootc rollback`) would boot D on an unexpected reboot: plain `bootc
+ *    rollback` toggles the boot order back (it also discards a staged
+ *    deployment); the next round proceeds as above. Not while this process's
+ *    own rollback command runs.
  *
  * A BootcNode no BootcNodePool controls (hand-made, or orphaned) is never acted
  * on: nothing is staged, locked or applied (the auto-update timer is still
@@ -62,11 +88,43 @@
  * non-container booted deployment, bootc too old, a missing pull Secret, and
  * the failure of the action that is due (retried with exponential backoff).
  *
+ * Per-phase conditions (MachineConfigNode style), about the current D, set in
+ * the writes the state machine makes anyway (for an owned BootcNode whose host
+ * can be read):
+ *
+ * | type          | True                                               | False                                                |
+ * |---------------|----------------------------------------------------|------------------------------------------------------|
+ * | `ImageStaged` | Staged / Booted / RollbackDeployment: D is on disk  | Downloading                                          |
+ * | `Cordoned`    | Cordoned: the Node holds a slot and is cordoned ¹¹  | Waiting; NotRequired (D booted without a reboot)     |
+ * | `Drained`     | Drained: the Node's drain finished for D ¹¹         | Waiting; NotRequired                                 |
+ * | `Rebooted`    | Rebooted (after a reboot); AlreadyBooted            | Waiting, Rebooting, RollingBack, FellBack ⁵          |
+ *
+ * 11. From the Node as read before a reboot (only then: an idle daemon reads
+ *    nothing); the slot time and the drain time are their lastTransitionTime.
+ *    While the Node is not read they keep their value.
+ *
+ * `ImageStaged`'s message always names D as a word of its own: that is how a
+ * later decision tells that the spec moved to another image. Then the phase
+ * conditions start over (fresh transition times) and the controller's
+ * `Verified` (if present) becomes Unknown and `Updated` (if present) False,
+ * both with reason TargetChanged, in the write made for the new target anyway.
+ * No other condition of the controller's (Stalled, Verified, Updated) is ever
+ * touched.
+ *
+ * Host health (`status.hostHealth`, `HostHealthy`; see health.ts) is the
+ * check the shell passes; it is written only when its state, reason, failed
+ * units or the booted digest change, never because only `checkedAt` or the
+ * message moved. `stopping` is ignored while this node's own reboot runs.
+ *
  * @module
  */
 // Direct imports, not lib/api/mod.ts: the schema module builds TypeBox objects at load time,
 // which the daemon does not need (resident memory matters on every node).
-import type { RebootAuthorization } from "../lib/api/annotations.ts";
+import {
+  disruptionRecord,
+  type NodeForReboot,
+  type RebootAuthorization,
+} from "../lib/api/annotations.ts";
 import {
   type ConditionInput,
   conditionsEqual,
@@ -88,6 +146,7 @@ import type {
 import { entryProvides } from "../lib/bootc/image_ref.ts";
 import type { BootEntry, Host } from "../lib/bootc/types.ts";
 import type { ApplyMethod, BootcCapabilities, StageMethod } from "../lib/bootc/version.ts";
+import type { HealthCheck } from "./health.ts";
 
 /** What reading `bootc status` gave. */
 export type HostObservation =
@@ -117,7 +176,14 @@ export type Action =
    */
   | { type: "readNode" }
   /** Persist Rebooting first, re-check the staged digest, then apply detached. */
-  | { type: "apply"; image: string; soft: boolean; method: ApplyMethod };
+  | { type: "apply"; image: string; soft: boolean; method: ApplyMethod }
+  /**
+   * Reboot into the rollback deployment (`bootc rollback --apply`), which provides
+   * `image`. Persist Rebooting first, re-check, then run detached, like apply.
+   */
+  | { type: "rollback"; image: string; soft: boolean }
+  /** Undo a queued rollback (`bootc rollback`, which toggles the boot order back). */
+  | { type: "unqueueRollback" };
 
 /** A failed action, remembered by the shell for backoff. */
 export interface ActionFailure {
@@ -154,6 +220,75 @@ export const DEFAULT_REBOOT_RECHECK_MS = 30_000;
 export const NOT_OWNED_MESSAGE = "This BootcNode is not controlled by a BootcNodePool (no " +
   "controller ownerReference): nothing is staged or applied until a pool adopts it";
 
+/** Reasons of the daemon's per-phase conditions (ImageStaged, Cordoned, Drained, Rebooted). */
+export const PhaseReason = {
+  /** ImageStaged False: D is being pulled and staged. */
+  Downloading: "Downloading",
+  /** ImageStaged True: D is staged. */
+  Staged: "Staged",
+  /** ImageStaged True: D is booted. */
+  Booted: "Booted",
+  /** ImageStaged True: D is the rollback deployment (the rollback route needs no download). */
+  RollbackDeployment: "RollbackDeployment",
+  /** Cordoned, Drained, Rebooted False: not yet, for D. */
+  Waiting: "Waiting",
+  /** Cordoned, Drained False: D is booted without a reboot, none is needed. */
+  NotRequired: "NotRequired",
+  /** Cordoned True: the Node holds a reboot slot and is cordoned. */
+  Cordoned: "Cordoned",
+  /** Drained True: the Node's drain finished for D. */
+  Drained: "Drained",
+  /** Rebooted False: the apply of the staged D is under way. */
+  Rebooting: "Rebooting",
+  /** Rebooted False: `bootc rollback --apply` into D is under way. */
+  RollingBack: "RollingBack",
+  /** Rebooted True: D booted after the reboot the daemon started. */
+  Rebooted: "Rebooted",
+  /** Rebooted True: D was booted already; no reboot was needed. */
+  AlreadyBooted: "AlreadyBooted",
+  /** Rebooted False: the host booted D and fell back to the previous deployment. */
+  FellBack: "FellBack",
+  /** Verified (Unknown) and Updated (False), reset by the daemon: desiredImage changed. */
+  TargetChanged: "TargetChanged",
+} as const;
+
+/** The daemon's per-phase condition types, in the order they are reached. */
+export const PHASE_CONDITIONS: readonly string[] = [
+  NodeConditionType.ImageStaged,
+  NodeConditionType.Cordoned,
+  NodeConditionType.Drained,
+  NodeConditionType.Rebooted,
+];
+
+/** The controller's conditions reset when desiredImage changes, with their reset status. */
+const RESET_ON_TARGET_CHANGE: readonly [string, "Unknown" | "False"][] = [
+  [NodeConditionType.Verified, "Unknown"],
+  // Not a constant (yet): reset only when the controller writes it.
+  ["Updated", "False"],
+];
+
+/**
+ * Whether the phase conditions in `conditions` are about `image`: ImageStaged's
+ * message names its image as a word of its own. Undefined when there is no
+ * ImageStaged (a BootcNode never reported on, or written by an older daemon).
+ */
+export function phaseTargetIs(
+  conditions: readonly Condition[] | undefined,
+  image: string,
+): boolean | undefined {
+  const c = findCondition(conditions, NodeConditionType.ImageStaged);
+  return c ? c.message.split(/\s+/).includes(image) : undefined;
+}
+
+/** The phase condition `type` in `conditions` if it is about `image` (else undefined). */
+function phaseCondition(
+  conditions: readonly Condition[] | undefined,
+  image: string,
+  type: string,
+): Condition | undefined {
+  return phaseTargetIs(conditions, image) === false ? undefined : findCondition(conditions, type);
+}
+
 /** Input of {@linkcode decide}. */
 export interface DecideInput {
   /** The BootcNode spec; undefined when there is none (standalone `status` without a spec). */
@@ -169,8 +304,15 @@ export interface DecideInput {
    * apply that is due becomes a `readNode` action.
    */
   reboot?: RebootAuthorization;
+  /**
+   * The Node as read for this decision (with `reboot`), for the Cordoned and
+   * Drained conditions; undefined when it was not read (or the read failed).
+   */
+  node?: NodeForReboot;
   /** See {@linkcode DEFAULT_REBOOT_RECHECK_MS}. */
   rebootRecheckMs?: number;
+  /** The host health check just made; undefined keeps the last reported one. */
+  health?: HealthCheck;
   /** `metadata.generation` of the BootcNode, mirrored as `observedGeneration`. */
   generation?: number;
   /** The status as last persisted. */
@@ -227,6 +369,8 @@ export function actionKey(action: Action): string {
       return `stage:${action.image}`;
     case "apply":
       return `apply:${action.image}`;
+    case "rollback":
+      return `rollback:${action.image}`;
     default:
       return action.type;
   }
@@ -272,6 +416,12 @@ interface Plan {
   needsNode?: boolean;
   /** A requested reboot was refused: read the Node again after the recheck delay. */
   refused?: boolean;
+  /** With Idle Rebooting: whether the staged image is applied or the rollback booted. */
+  route?: "apply" | "rollback";
+  /** Set when the host fell back from D (footnote 5): the message of Rebooted False/FellBack. */
+  fellBack?: string;
+  /** The usable host the plan was made for (phase conditions are computed only then). */
+  host?: Host;
 }
 
 const NONE: Action = { type: "none" };
@@ -313,13 +463,23 @@ function planUpdate(input: DecideInput, host: Host, spec: BootcNodeSpec): Plan {
     };
   }
 
-  if (previous === IdleReason.Rebooting && !staged && entryProvides(rollback, want)) {
+  // Footnote 5: after an apply of a staged D (not after a rollback, whose Rebooted reason is
+  // RollingBack), or once reported (Rebooted False/FellBack, until the spec moves).
+  const rebooted = phaseCondition(input.status?.conditions, want, NodeConditionType.Rebooted);
+  const afterApply = previous === IdleReason.Rebooting &&
+    rebooted?.reason !== PhaseReason.RollingBack;
+  if (
+    (afterApply || rebooted?.reason === PhaseReason.FellBack) && !staged &&
+    entryProvides(rollback, want)
+  ) {
+    const fellBack = `booted ${want} but the host fell back to ${describeEntry(booted)}`;
     return {
       action: NONE,
       problems: [
-        `node rolled back: it rebooted into ${want} but now boots ${describeEntry(booted)} ` +
-        "(the desired image is the rollback deployment); not applying it again",
+        `node fell back: it ${fellBack} (boot assessment rolled back; the desired image is ` +
+        "now the rollback deployment); not applying it again",
       ],
+      fellBack,
     };
   }
 
@@ -332,6 +492,7 @@ function planUpdate(input: DecideInput, host: Host, spec: BootcNodeSpec): Plan {
           idle: idle("False", IdleReason.Rebooting, rebootingMessage(want, soft)),
           action: NONE,
           problems: [],
+          route: "apply",
         };
       }
       const apply: Action = caps?.apply
@@ -345,6 +506,7 @@ function planUpdate(input: DecideInput, host: Host, spec: BootcNodeSpec): Plan {
           action: apply,
           problems: [],
           rebootAllowed: rebootAllowedCondition(reboot),
+          route: "apply",
         };
       }
       refusal = reboot;
@@ -378,10 +540,84 @@ function planUpdate(input: DecideInput, host: Host, spec: BootcNodeSpec): Plan {
     };
   }
 
+  if (entryProvides(rollback, want)) return planRollback(input, host, spec);
+
   const why = !staged
     ? `Staging ${want}`
     : `Staging ${want} (replacing staged ${describeEntry(staged)})`;
   return { idle: idle("False", IdleReason.Staging, why), action: stage(), problems: [] };
+}
+
+/**
+ * The rollback route (footnotes 7–10): D is the host's rollback deployment and
+ * is not booted. Nothing is staged; with Booted and an authorized reboot the
+ * host boots the rollback with `bootc rollback --apply`.
+ */
+function planRollback(input: DecideInput, host: Host, spec: BootcNodeSpec): Plan {
+  const want = spec.desiredImage;
+  const { staged } = host.status;
+  const previous = findCondition(input.status?.conditions, NodeConditionType.Idle)?.reason;
+  const caps = input.capabilities;
+  const soft = spec.rebootPolicy === "AllowSoftReboot";
+  const booted = spec.desiredImageState === "Booted";
+  if (booted && previous === IdleReason.Rebooting && input.applyInFlight) {
+    return {
+      idle: idle("False", IdleReason.Rebooting, rollingBackMessage(want, soft)),
+      action: NONE,
+      problems: [],
+      route: "rollback",
+    };
+  }
+  if (host.status.rollbackQueued) {
+    return { action: caps?.apply ? { type: "unqueueRollback" } : NONE, problems: [] };
+  }
+  if (staged?.downloadOnly === false) {
+    return {
+      idle: idle(
+        "False",
+        IdleReason.Staging,
+        `${describeEntry(staged)} is staged unlocked (an unexpected reboot would apply it); ` +
+          `locking it (${want} is the rollback deployment)`,
+      ),
+      action: caps?.apply ? { type: "lockStaged" } : NONE,
+      problems: [],
+    };
+  }
+  const ready = `${want} is the rollback deployment: nothing to stage`;
+  if (!booted) {
+    return {
+      idle: idle("False", IdleReason.Staged, `${ready}; awaiting desiredImageState: Booted`),
+      action: NONE,
+      problems: [],
+    };
+  }
+  if (!caps?.apply) {
+    // bootc too old (Degraded says so): the daemon runs nothing on such a host.
+    return {
+      idle: idle("False", IdleReason.Staged, `${ready}; this bootc cannot be driven`),
+      action: NONE,
+      problems: [],
+    };
+  }
+  const action: Action = { type: "rollback", image: want, soft };
+  const reboot = input.reboot;
+  if (!reboot) return { action, problems: [], needsNode: true };
+  if (reboot.allowed) {
+    return {
+      idle: idle("False", IdleReason.Rebooting, rollingBackMessage(want, soft)),
+      action,
+      problems: [],
+      rebootAllowed: rebootAllowedCondition(reboot),
+      route: "rollback",
+    };
+  }
+  return {
+    idle: idle("False", IdleReason.Staged, `${ready}; not rebooting: ${reboot.message}`),
+    action: NONE,
+    problems: [],
+    rebootAllowed: rebootAllowedCondition(reboot),
+    refused: true,
+  };
 }
 
 /** The RebootAllowed condition for an answer of rebootAuthorization. */
@@ -396,6 +632,11 @@ function rebootAllowedCondition(reboot: RebootAuthorization): ConditionInput {
 
 function rebootingMessage(image: string, soft: boolean): string {
   return `Applying ${image} and rebooting` + (soft ? " (soft reboot when possible)" : "");
+}
+
+function rollingBackMessage(image: string, soft: boolean): string {
+  return `Rolling back to ${image} (the rollback deployment) and rebooting` +
+    (soft ? " (soft reboot when possible)" : "");
 }
 
 /** Problems of the host itself (none when it can be planned for), and its usable state. */
@@ -450,7 +691,7 @@ function plan(input: DecideInput): Plan {
       problems: [],
     };
   }
-  return planUpdate(input, host, input.spec);
+  return { ...planUpdate(input, host, input.spec), host };
 }
 
 /**
@@ -468,6 +709,245 @@ function defaultRebootAllowed(input: DecideInput): ConditionInput | undefined {
     reason: RebootAllowedReason.NotRequested,
     message: "desiredImageState is Staged: no reboot requested",
   };
+}
+
+/** Formats a time the way conditions carry it (RFC 3339, seconds). */
+function rfc3339(at: Date): string {
+  return at.toISOString().replace(/\.\d{3}Z$/, "Z");
+}
+
+/** An annotation's RFC 3339 time, or `fallback` when it does not parse. */
+function annotationTime(value: string | undefined, fallback: Date): Date {
+  const t = value === undefined ? NaN : Date.parse(value);
+  return Number.isFinite(t) ? new Date(t) : fallback;
+}
+
+/**
+ * The per-phase conditions for D (see the module comment): ImageStaged, Cordoned,
+ * Drained and Rebooted, and the reset of the controller's Verified and Updated
+ * when D is new.
+ */
+function phaseConditions(
+  conditions: Condition[] | undefined,
+  input: DecideInput,
+  host: Host,
+  p: Plan,
+): Condition[] | undefined {
+  const { now } = input;
+  const want = input.spec!.desiredImage;
+  const { booted, staged, rollback } = host.status;
+  const newTarget = phaseTargetIs(conditions, want) === false;
+  let out = conditions;
+  if (newTarget) {
+    // Start over: fresh transition times for the new target.
+    out = out?.filter((c) => !PHASE_CONDITIONS.includes(c.type));
+    for (const [type, status] of RESET_ON_TARGET_CHANGE) {
+      if (!findCondition(out, type)) continue;
+      out = setCondition(out, {
+        type,
+        status,
+        reason: PhaseReason.TargetChanged,
+        message: `desiredImage changed to ${want}: not verified yet`,
+      }, now);
+    }
+  }
+  const previous = (type: string) => findCondition(out, type);
+  // `at` is the transition time used when the status changes (the Node's record times).
+  const set = (condition: ConditionInput, at = now) => {
+    out = setCondition(out, condition, at);
+  };
+  const bootedD = entryProvides(booted, want);
+
+  set(
+    bootedD
+      ? {
+        type: NodeConditionType.ImageStaged,
+        status: "True",
+        reason: PhaseReason.Booted,
+        message: `${want} is booted`,
+      }
+      : entryProvides(staged, want)
+      ? {
+        type: NodeConditionType.ImageStaged,
+        status: "True",
+        reason: PhaseReason.Staged,
+        message: `${want} is staged`,
+      }
+      : entryProvides(rollback, want)
+      ? {
+        type: NodeConditionType.ImageStaged,
+        status: "True",
+        reason: PhaseReason.RollbackDeployment,
+        message: `${want} is the rollback deployment: nothing to download`,
+      }
+      : {
+        type: NodeConditionType.ImageStaged,
+        status: "False",
+        reason: PhaseReason.Downloading,
+        message: `Downloading ${want}`,
+      },
+  );
+
+  // Cordoned and Drained: from the Node when it was read for this decision.
+  const node = input.node;
+  const record = node ? disruptionRecord(node) : undefined;
+  const fromNode = (
+    type: string,
+    done: boolean | undefined,
+    at: string | undefined,
+    yes: ConditionInput,
+    waiting: string,
+  ) => {
+    if (done) return set(yes, annotationTime(at, now));
+    const last = previous(type);
+    // Not read: the last answer stands (after the reboot the controller releases the Node).
+    if (done === undefined && last?.status === "True") return;
+    set(
+      bootedD
+        ? {
+          type,
+          status: "False",
+          reason: PhaseReason.NotRequired,
+          message: `${want} is booted: no reboot needed`,
+        }
+        : { type, status: "False", reason: PhaseReason.Waiting, message: waiting },
+    );
+  };
+  fromNode(
+    NodeConditionType.Cordoned,
+    record && (record.slotAt !== undefined && node?.spec?.unschedulable === true),
+    record?.slotAt,
+    {
+      type: NodeConditionType.Cordoned,
+      status: "True",
+      reason: PhaseReason.Cordoned,
+      message: `Cordoned in a reboot slot for ${want} (slot taken at ${record?.slotAt})`,
+    },
+    `Waiting for a reboot slot and cordon for ${want}`,
+  );
+  fromNode(
+    NodeConditionType.Drained,
+    record && (record.drainedAt !== undefined && record.drainedFor === want),
+    record?.drainedAt,
+    {
+      type: NodeConditionType.Drained,
+      status: "True",
+      reason: PhaseReason.Drained,
+      message: `Drained for ${want} (finished at ${record?.drainedAt})`,
+    },
+    `Waiting for the drain for ${want}`,
+  );
+
+  // Rebooted.
+  const lastRebooted = previous(NodeConditionType.Rebooted);
+  const idleNow = p.idle?.reason ??
+    findCondition(input.status?.conditions, NodeConditionType.Idle)?.reason;
+  if (p.fellBack) {
+    set({
+      type: NodeConditionType.Rebooted,
+      status: "False",
+      reason: PhaseReason.FellBack,
+      message: p.fellBack,
+    });
+  } else if (bootedD) {
+    if (lastRebooted?.status !== "True") {
+      const rebootedNow = lastRebooted?.reason === PhaseReason.Rebooting ||
+        lastRebooted?.reason === PhaseReason.RollingBack ||
+        (!newTarget &&
+          findCondition(input.status?.conditions, NodeConditionType.Idle)?.reason ===
+            IdleReason.Rebooting);
+      set(
+        rebootedNow
+          ? {
+            type: NodeConditionType.Rebooted,
+            status: "True",
+            reason: PhaseReason.Rebooted,
+            message: `Booted ${want} after the reboot`,
+          }
+          : {
+            type: NodeConditionType.Rebooted,
+            status: "True",
+            reason: PhaseReason.AlreadyBooted,
+            message: `${want} was already booted: no reboot needed`,
+          },
+      );
+    }
+  } else if (idleNow === IdleReason.Rebooting) {
+    const rollingBack = p.route === "rollback" ||
+      (p.route === undefined && lastRebooted?.reason === PhaseReason.RollingBack);
+    set(
+      rollingBack
+        ? {
+          type: NodeConditionType.Rebooted,
+          status: "False",
+          reason: PhaseReason.RollingBack,
+          message: `Rolling back to ${want} (the rollback deployment)`,
+        }
+        : {
+          type: NodeConditionType.Rebooted,
+          status: "False",
+          reason: PhaseReason.Rebooting,
+          message: `Rebooting into ${want}`,
+        },
+    );
+  } else {
+    set({
+      type: NodeConditionType.Rebooted,
+      status: "False",
+      reason: PhaseReason.Waiting,
+      message: `Waiting to reboot into ${want}`,
+    });
+  }
+  return out;
+}
+
+/** `status.hostHealth`. */
+export type HostHealth = NonNullable<BootcNodeStatus["hostHealth"]>;
+
+/** What {@linkcode nextHostHealth} decided. */
+export interface HostHealthUpdate {
+  /** The hostHealth to report (the previous one when nothing that matters changed). */
+  hostHealth?: HostHealth;
+  /** The HostHealthy condition to set; undefined leaves it as it is. */
+  condition?: ConditionInput;
+  /** True when the report changed (a write is due). */
+  changed: boolean;
+}
+
+/**
+ * The host health to report after `check` on the boot of `bootedDigest`: the
+ * previous report stands unless the state, the reason, the failed units or the
+ * booted digest changed (so `checkedAt` is when this result was first seen).
+ * Undefined `check`, or `stopping` during this node's own reboot, keeps it too.
+ */
+export function nextHostHealth(
+  previous: BootcNodeStatus | undefined,
+  check: HealthCheck | undefined,
+  bootedDigest: string | undefined,
+  rebooting: boolean,
+): HostHealthUpdate {
+  const last = previous?.hostHealth;
+  if (!check || (check.stopping && rebooting)) return { hostHealth: last, changed: false };
+  const condition: ConditionInput = {
+    type: NodeConditionType.HostHealthy,
+    status: check.state === "Healthy" ? "True" : check.state === "Unhealthy" ? "False" : "Unknown",
+    reason: check.reason,
+    message: check.message,
+  };
+  const lastCondition = findCondition(previous?.conditions, NodeConditionType.HostHealthy);
+  const same = last !== undefined && last.state === check.state &&
+    last.bootedDigest === bootedDigest &&
+    (last.failedUnits ?? []).join("\n") === check.failedUnits.join("\n") &&
+    lastCondition?.status === condition.status && lastCondition.reason === condition.reason;
+  if (same) return { hostHealth: last, changed: false };
+  const hostHealth: HostHealth = {
+    ...(bootedDigest !== undefined ? { bootedDigest } : {}),
+    checkedAt: rfc3339(check.at),
+    state: check.state,
+    ...(check.failedUnits.length > 0 ? { failedUnits: [...check.failedUnits] } : {}),
+    message: check.message,
+  };
+  return { hostHealth, condition, changed: true };
 }
 
 function canonical(value: unknown): string {
@@ -530,7 +1010,9 @@ export function decide(input: DecideInput): Decision {
   }
   if (action.type !== "none" && backedOff(action)) action = NONE;
   // Only an apply that is really due (not backing off) is worth reading the Node for.
-  if (p.needsNode && action.type === "apply") action = { type: "readNode" };
+  if (p.needsNode && (action.type === "apply" || action.type === "rollback")) {
+    action = { type: "readNode" };
+  }
   if (p.refused) {
     const at = new Date(now.getTime() + (input.rebootRecheckMs ?? DEFAULT_REBOOT_RECHECK_MS));
     if (!retryAt || at < retryAt) retryAt = at;
@@ -591,6 +1073,18 @@ export function decide(input: DecideInput): Decision {
   const version = caps?.version ?? previous.bootcVersion;
   if (version !== undefined) status.bootcVersion = version;
   status.autoUpdatesDisabled = input.autoUpdatesMasked;
+  if (p.host && input.spec && input.owned) {
+    conditions = phaseConditions(conditions, input, p.host, p);
+  }
+  const idleNow = findCondition(conditions, NodeConditionType.Idle)?.reason;
+  const health = nextHostHealth(
+    previous,
+    input.health,
+    status.booted?.imageDigest,
+    input.applyInFlight === true || idleNow === IdleReason.Rebooting,
+  );
+  if (health.hostHealth) status.hostHealth = health.hostHealth;
+  if (health.condition) conditions = setCondition(conditions, health.condition, now);
   if (conditions) status.conditions = conditions;
 
   const changed = !statusEqual(previous, status);
@@ -598,7 +1092,8 @@ export function decide(input: DecideInput): Decision {
     status: changed ? status : previous,
     changed,
     action,
-    persistFirst: action.type === "stage" || action.type === "apply",
+    persistFirst: action.type === "stage" || action.type === "apply" ||
+      action.type === "rollback",
     retryAt,
     keys,
   };

@@ -65,6 +65,7 @@ function host(
   booted: BootEntry | null,
   staged: BootEntry | null = null,
   rollback: BootEntry | null = null,
+  rollbackQueued = false,
 ): HostObservation {
   const h: Host = {
     apiVersion: "org.containers.bootc/v1",
@@ -76,7 +77,7 @@ function host(
       staged,
       rollback,
       otherDeployments: [],
-      rollbackQueued: false,
+      rollbackQueued,
       type: booted ? "bootcHost" : null,
     },
   };
@@ -92,10 +93,14 @@ function spec(
   return { desiredImage, desiredImageState, rebootPolicy, ...extra };
 }
 
-/** A persisted status with this Idle reason (and optionally RebootAllowed status/reason). */
+/**
+ * A persisted status with this Idle reason (and optionally RebootAllowed status/reason, and
+ * more conditions as [type, status, reason, message?]).
+ */
 function persisted(
   reason: string,
   rebootAllowed?: ["True" | "False", string],
+  more: [string, "True" | "False" | "Unknown", string, string?][] = [],
 ): BootcNodeStatus {
   const status = reason === "Idle" ? "True" : "False";
   const conditions: Condition[] = [{
@@ -111,6 +116,15 @@ function persisted(
       status: rebootAllowed[0],
       reason: rebootAllowed[1],
       message: "",
+      lastTransitionTime: "2026-05-01T09:00:00Z",
+    });
+  }
+  for (const [type, st, r, message] of more) {
+    conditions.push({
+      type,
+      status: st,
+      reason: r,
+      message: message ?? "",
       lastTransitionTime: "2026-05-01T09:00:00Z",
     });
   }
@@ -171,6 +185,8 @@ interface Case {
   rebootAllowed?: [string, string] | [string, string, RegExp] | "unchanged";
   /** Expected retryAt, as milliseconds after NOW. */
   retryInMs?: number;
+  /** Other expected conditions by type: [status, reason] (or with a message pattern). */
+  conditions?: Record<string, [string, string] | [string, string, RegExp]>;
 }
 
 const cases: Case[] = [
@@ -470,7 +486,7 @@ const cases: Case[] = [
       host: host(entry(A), null, entry(B)),
     }),
     idle: ["False", "Rebooting"],
-    degraded: ["True", "Error", /node rolled back/],
+    degraded: ["True", "Error", /booted .*b{64} but the host fell back to .*a{64}/],
     action: { type: "none" },
   },
   {
@@ -845,6 +861,266 @@ const cases: Case[] = [
     degraded: ["True", "Error", /error: x/],
     action: { type: "readNode" },
   },
+  // The rollback route: desiredImage is the host's rollback deployment (the previous image).
+  {
+    name: "rollback route: desired is the rollback deployment, Staged: ready, nothing staged",
+    input: input({
+      spec: spec(A),
+      status: persisted("Idle"),
+      host: host(entry(B), null, entry(A)),
+    }),
+    idle: ["False", "Staged"],
+    degraded: ["False", "Healthy"],
+    action: { type: "none" },
+    conditions: {
+      ImageStaged: ["True", "RollbackDeployment", /a{64} is the rollback deployment/],
+      Rebooted: ["False", "Waiting"],
+    },
+  },
+  {
+    name: "rollback route: matched by the per-arch imageDigest (desired pinned to it)",
+    input: input({
+      spec: spec(`${REPO}@${d("9")}`),
+      host: host(entry(B), null, entry(`${REPO}:v1`, { imageDigest: d("9") })),
+    }),
+    idle: ["False", "Staged"],
+    degraded: ["False", "Healthy"],
+    action: { type: "none" },
+  },
+  {
+    name: "rollback route, Booted, Node not read: read it, write nothing first",
+    input: input({
+      spec: spec(A, "Booted"),
+      status: persisted("Staged"),
+      host: host(entry(B), null, entry(A)),
+    }),
+    idle: "unchanged",
+    degraded: ["False", "Healthy"],
+    action: { type: "readNode" },
+    persistFirst: false,
+  },
+  {
+    name: "rollback route, Booted, authorized: Rebooting persisted first, bootc rollback --apply",
+    input: input({
+      spec: spec(A, "Booted"),
+      status: persisted("Staged"),
+      host: host(entry(B), null, entry(A)),
+      reboot: authorize(spec(A, "Booted"), node(drained(A))),
+    }),
+    idle: ["False", "Rebooting"],
+    degraded: ["False", "Healthy"],
+    action: { type: "rollback", image: A, soft: false },
+    persistFirst: true,
+    rebootAllowed: ["True", "SlotAndDrain"],
+    conditions: { Rebooted: ["False", "RollingBack"], ImageStaged: ["True", "RollbackDeployment"] },
+  },
+  {
+    name: "rollback route, AllowSoftReboot: --soft-reboot=auto",
+    input: input({
+      spec: spec(A, "Booted", "AllowSoftReboot"),
+      host: host(entry(B), null, entry(A)),
+      reboot: authorize(spec(A, "Booted", "AllowSoftReboot"), node(drained(A))),
+    }),
+    idle: ["False", "Rebooting"],
+    degraded: ["False", "Healthy"],
+    action: { type: "rollback", image: A, soft: true },
+  },
+  {
+    name: "rollback route, Booted, no reboot slot: stays Staged, nothing run, says why",
+    input: input({
+      spec: spec(A, "Booted"),
+      status: persisted("Staged"),
+      host: host(entry(B), null, entry(A)),
+      reboot: authorize(spec(A, "Booted"), node({}, false)),
+    }),
+    idle: ["False", "Staged"],
+    degraded: ["False", "Healthy"],
+    action: { type: "none" },
+    rebootAllowed: ["False", "NoRebootSlot"],
+    retryInMs: DEFAULT_REBOOT_RECHECK_MS,
+  },
+  {
+    name: "rollback route, drain finished for another image: AwaitingDrain, nothing run",
+    input: input({
+      spec: spec(A, "Booted"),
+      host: host(entry(B), null, entry(A)),
+      reboot: authorize(spec(A, "Booted"), node(drained(B))),
+    }),
+    idle: ["False", "Staged"],
+    degraded: ["False", "Healthy"],
+    action: { type: "none" },
+    rebootAllowed: ["False", "AwaitingDrain"],
+  },
+  {
+    name: "rollback route, another image staged unlocked: lock it (an unexpected reboot)",
+    input: input({
+      spec: spec(A, "Booted"),
+      host: host(entry(B), entry(C, { downloadOnly: false }), entry(A)),
+      reboot: authorize(spec(A, "Booted"), node(drained(A))),
+    }),
+    idle: ["False", "Staging"],
+    degraded: ["False", "Healthy"],
+    action: { type: "lockStaged" },
+  },
+  {
+    name: "rollback route, another image staged locked, authorized: roll back (bootc drops it)",
+    input: input({
+      spec: spec(A, "Booted"),
+      host: host(entry(B), entry(C, { downloadOnly: true }), entry(A)),
+      reboot: authorize(spec(A, "Booted"), node(drained(A))),
+    }),
+    idle: ["False", "Rebooting"],
+    degraded: ["False", "Healthy"],
+    action: { type: "rollback", image: A, soft: false },
+  },
+  {
+    name: "rollback route, a rollback already queued: undone first (never left queued)",
+    input: input({
+      spec: spec(A, "Booted"),
+      status: persisted("Staged"),
+      host: host(entry(B), null, entry(A), true),
+      reboot: authorize(spec(A, "Booted"), node(drained(A))),
+    }),
+    idle: "unchanged",
+    degraded: ["False", "Healthy"],
+    action: { type: "unqueueRollback" },
+    persistFirst: false,
+  },
+  {
+    name: "rollback route, its own rollback command running: stays Rebooting, nothing more",
+    input: input({
+      spec: spec(A, "Booted"),
+      status: persisted("Rebooting", ["True", "SlotAndDrain"], [[
+        "Rebooted",
+        "False",
+        "RollingBack",
+      ]]),
+      host: host(entry(B), null, entry(A), true),
+      applyInFlight: true,
+    }),
+    idle: ["False", "Rebooting"],
+    degraded: ["False", "Healthy"],
+    action: { type: "none" },
+    conditions: { Rebooted: ["False", "RollingBack"] },
+  },
+  {
+    name: "rollback route, Rebooting persisted, no command running, authorized: issued again " +
+      "(not a fall-back)",
+    input: input({
+      spec: spec(A, "Booted"),
+      status: persisted("Rebooting", ["True", "SlotAndDrain"], [[
+        "Rebooted",
+        "False",
+        "RollingBack",
+      ]]),
+      host: host(entry(B), null, entry(A)),
+      reboot: authorize(spec(A, "Booted"), node(drained(A))),
+    }),
+    idle: ["False", "Rebooting"],
+    degraded: ["False", "Healthy"],
+    action: { type: "rollback", image: A, soft: false },
+  },
+  {
+    name: "rollback route, Rebooting persisted, slot withdrawn meanwhile: back to Staged",
+    input: input({
+      spec: spec(A, "Booted"),
+      status: persisted("Rebooting", ["True", "SlotAndDrain"], [[
+        "Rebooted",
+        "False",
+        "RollingBack",
+      ]]),
+      host: host(entry(B), null, entry(A)),
+      reboot: authorize(spec(A, "Booted"), node({})),
+    }),
+    idle: ["False", "Staged"],
+    degraded: ["False", "Healthy"],
+    action: { type: "none" },
+    rebootAllowed: ["False", "NoRebootSlot"],
+    conditions: { Rebooted: ["False", "Waiting"] },
+  },
+  {
+    name: "rollback route, after the reboot booted = desired: Idle, Rebooted True",
+    input: input({
+      spec: spec(A, "Booted"),
+      status: persisted("Rebooting", ["True", "SlotAndDrain"], [[
+        "Rebooted",
+        "False",
+        "RollingBack",
+      ]]),
+      host: host(entry(A), null, entry(B)),
+    }),
+    idle: ["True", "Idle"],
+    degraded: ["False", "Healthy"],
+    action: { type: "none" },
+    conditions: { Rebooted: ["True", "Rebooted"], ImageStaged: ["True", "Booted"] },
+  },
+  {
+    name: "rollback route on bootc too old: nothing run",
+    input: input({
+      spec: spec(A, "Booted"),
+      host: host(entry(B), null, entry(A)),
+      capabilities: capabilitiesFromVersion("bootc 1.11.0"),
+      reboot: authorize(spec(A, "Booted"), node(drained(A))),
+    }),
+    idle: ["False", "Staged"],
+    degraded: ["True", "Error", /bootc too old/],
+    action: { type: "none" },
+  },
+  {
+    name: "fell back (after an apply of staged D): Degraded names both images, Rebooted FellBack",
+    input: input({
+      spec: spec(B, "Booted"),
+      status: persisted("Rebooting", ["True", "SlotAndDrain"], [[
+        "Rebooted",
+        "False",
+        "Rebooting",
+      ]]),
+      host: host(entry(A), null, entry(B)),
+      reboot: authorize(spec(B, "Booted"), node(drained(B))),
+    }),
+    idle: ["False", "Rebooting"],
+    degraded: ["True", "Error", /booted .*b{64} but the host fell back to .*a{64}/],
+    action: { type: "none" },
+    conditions: {
+      Rebooted: ["False", "FellBack", /^booted .*b{64} but the host fell back to .*a{64}$/],
+    },
+  },
+  {
+    name: "fell back, reported once: stays so (no rollback route) even if Idle was rewritten",
+    input: input({
+      spec: spec(B, "Booted"),
+      status: persisted("Staged", ["True", "SlotAndDrain"], [
+        ["ImageStaged", "True", "RollbackDeployment", `${B} is the rollback deployment`],
+        ["Rebooted", "False", "FellBack"],
+      ]),
+      host: host(entry(A), null, entry(B)),
+      reboot: authorize(spec(B, "Booted"), node(drained(B))),
+    }),
+    idle: "unchanged",
+    degraded: ["True", "Error", /fell back/],
+    action: { type: "none" },
+    conditions: { Rebooted: ["False", "FellBack"] },
+  },
+  {
+    name: "fell back, then the controller rolls the node back to the booted image: Idle",
+    input: input({
+      spec: spec(A),
+      status: persisted("Rebooting", ["True", "SlotAndDrain"], [
+        ["ImageStaged", "True", "RollbackDeployment", `${B} is the rollback deployment`],
+        ["Rebooted", "False", "FellBack"],
+        ["Verified", "False", "FellBack"],
+      ]),
+      host: host(entry(A), null, entry(B)),
+    }),
+    idle: ["True", "Idle"],
+    degraded: ["False", "Healthy"],
+    action: { type: "none" },
+    conditions: {
+      Rebooted: ["True", "AlreadyBooted"],
+      Verified: ["Unknown", "TargetChanged"],
+      Cordoned: ["False", "NotRequired"],
+    },
+  },
   {
     name: "no spec (standalone status): mirror only",
     input: input({ host: host(entry(A)) }),
@@ -881,6 +1157,11 @@ for (const c of cases) {
     }
     if (c.retryInMs !== undefined) {
       assert.equal(out.retryAt?.getTime(), NOW.getTime() + c.retryInMs);
+    }
+    for (const [type, expected] of Object.entries(c.conditions ?? {})) {
+      const got = condition(out.status, type);
+      assert.deepEqual([got?.status, got?.reason], expected.slice(0, 2), type);
+      if (expected[2]) assert.match(got!.message, expected[2], type);
     }
   });
 }
@@ -1085,4 +1366,309 @@ Deno.test("mirrorEntry omits what bootc did not report", () => {
   delete e.image!.architecture;
   assert.equal(mirrorEntry(e)?.architecture, undefined);
   assert.equal("downloadOnly" in mirrorEntry(e)!, false);
+});
+
+Deno.test("decide: no rollback is ever run without the Node's authorization", () => {
+  const s = spec(A, "Booted");
+  const nodes: (NodeForReboot | undefined)[] = [
+    undefined,
+    node({}),
+    node(SLOT),
+    node(drained(B)),
+    node(drained(A), false),
+  ];
+  for (const previous of ["Staged", "Rebooting", "Idle"]) {
+    for (const n of nodes) {
+      for (const owned of [true, false]) {
+        for (const queued of [true, false]) {
+          const out = decide(input({
+            owned,
+            spec: s,
+            status: persisted(previous, undefined, [["Rebooted", "False", "RollingBack"]]),
+            host: host(entry(B), null, entry(A), queued),
+            reboot: authorize(s, n),
+          }));
+          assert.notEqual(out.action.type, "rollback", JSON.stringify({ previous, n, owned }));
+          assert.notEqual(out.action.type, "apply");
+        }
+      }
+    }
+  }
+  // Staged never runs `bootc rollback` (it would change what an unexpected reboot boots).
+  for (const queued of [false]) {
+    const out = decide(input({ spec: spec(A), host: host(entry(B), null, entry(A), queued) }));
+    assert.equal(out.action.type, "none");
+  }
+});
+
+/** [status, reason] of a condition. */
+function sr(status: BootcNodeStatus, type: string): string | undefined {
+  const c = condition(status, type);
+  return c ? `${c.status}/${c.reason}` : undefined;
+}
+
+Deno.test("decide: phase conditions through a whole update, in the writes made anyway", () => {
+  const t = (minutes: number) => new Date(NOW.getTime() + minutes * 60_000);
+  // Idle on A, the controller's conditions from the last rollout.
+  let status = decide(input({ spec: spec(A), host: host(entry(A)) })).status;
+  assert.equal(sr(status, "ImageStaged"), "True/Booted");
+  assert.equal(sr(status, "Rebooted"), "True/AlreadyBooted");
+  assert.equal(sr(status, "Cordoned"), "False/NotRequired");
+  status = {
+    ...status,
+    conditions: [
+      ...status.conditions!,
+      {
+        type: "Verified",
+        status: "True",
+        reason: "ChecksPassed",
+        message: "",
+        lastTransitionTime: "2026-05-01T08:00:00Z",
+      },
+      {
+        type: "Stalled",
+        status: "False",
+        reason: "Progressing",
+        message: "",
+        lastTransitionTime: "2026-05-01T08:00:00Z",
+      },
+    ],
+  };
+
+  // New target B: the Staging write resets the phases and the controller's Verified.
+  let out = decide(input({ spec: spec(B), status, host: host(entry(A)), now: t(1) }));
+  assert.equal(out.changed, true);
+  assert.equal(out.action.type, "stage");
+  status = out.status;
+  assert.equal(sr(status, "ImageStaged"), "False/Downloading");
+  assert.equal(condition(status, "ImageStaged")?.message, `Downloading ${B}`);
+  assert.equal(sr(status, "Cordoned"), "False/Waiting");
+  assert.equal(sr(status, "Drained"), "False/Waiting");
+  assert.equal(sr(status, "Rebooted"), "False/Waiting");
+  assert.equal(sr(status, "Verified"), "Unknown/TargetChanged");
+  assert.equal(sr(status, "Stalled"), "False/Progressing", "other controller conditions kept");
+  assert.equal(condition(status, "Stalled")?.lastTransitionTime, "2026-05-01T08:00:00Z");
+  for (const type of ["ImageStaged", "Cordoned", "Drained", "Rebooted"]) {
+    assert.equal(condition(status, type)?.lastTransitionTime, "2026-05-01T10:01:00Z", type);
+  }
+
+  // The controller verifies later: not reset again for the same target.
+  status = {
+    ...status,
+    conditions: status.conditions!.map((c) =>
+      c.type === "Verified" ? { ...c, status: "False", reason: "CheckFailed" } : c
+    ),
+  };
+  const staged = host(entry(A), entry(B, { downloadOnly: true }));
+  out = decide(input({ spec: spec(B), status, host: staged, now: t(2) }));
+  status = out.status;
+  assert.equal(sr(status, "ImageStaged"), "True/Staged");
+  assert.equal(sr(status, "Verified"), "False/CheckFailed", "the controller's answer stands");
+
+  // Booted, the Node read: slot and cordon, drain finished. One write (Rebooting).
+  const annotations = drained(B);
+  const n = node(annotations);
+  out = decide(input({
+    spec: spec(B, "Booted"),
+    status,
+    host: staged,
+    node: n,
+    reboot: authorize(spec(B, "Booted"), n),
+    now: t(3),
+  }));
+  assert.equal(out.action.type, "apply");
+  status = out.status;
+  assert.equal(sr(status, "Cordoned"), "True/Cordoned");
+  assert.equal(condition(status, "Cordoned")?.lastTransitionTime, "2026-05-01T09:58:00Z");
+  assert.equal(sr(status, "Drained"), "True/Drained");
+  assert.equal(condition(status, "Drained")?.lastTransitionTime, "2026-05-01T09:59:00Z");
+  assert.equal(sr(status, "Rebooted"), "False/Rebooting");
+
+  // After the reboot (the Node is not read; the controller released it): Rebooted True.
+  const after = host(entry(B), null, entry(A));
+  out = decide(input({ spec: spec(B, "Booted"), status, host: after, now: t(9) }));
+  status = out.status;
+  assert.equal(sr(status, "Idle"), "True/Idle");
+  assert.equal(sr(status, "Rebooted"), "True/Rebooted");
+  assert.equal(condition(status, "Rebooted")?.lastTransitionTime, "2026-05-01T10:09:00Z");
+  assert.equal(sr(status, "ImageStaged"), "True/Booted");
+  assert.equal(sr(status, "Cordoned"), "True/Cordoned", "the phase record stands");
+  assert.equal(sr(status, "Drained"), "True/Drained");
+
+  // Idle: nothing to write, ever; the release (back to Staged) changes RebootAllowed only.
+  out = decide(input({ spec: spec(B, "Booted"), status, host: after, now: t(60) }));
+  assert.equal(out.changed, false);
+  out = decide(input({ spec: spec(B), status, host: after, now: t(61) }));
+  assert.equal(sr(out.status, "RebootAllowed"), "False/NotRequested");
+  for (const type of ["ImageStaged", "Cordoned", "Drained", "Rebooted"]) {
+    assert.deepEqual(condition(out.status, type), condition(status, type), type);
+  }
+  out = decide(input({ spec: spec(B), status: out.status, host: after, now: t(62) }));
+  assert.equal(out.changed, false);
+});
+
+Deno.test("decide: a target that only differs by a suffix is a new target", () => {
+  const tagged = `${REPO}:1`;
+  const first = decide(input({ spec: spec(tagged), host: host(entry(A)) })).status;
+  assert.equal(condition(first, "ImageStaged")?.message, `Downloading ${tagged}`);
+  const second = decide(input({ spec: spec(`${REPO}:10`), status: first, host: host(entry(A)) }));
+  assert.equal(condition(second.status, "ImageStaged")?.message, `Downloading ${REPO}:10`);
+  assert.notEqual(
+    condition(second.status, "Rebooted")?.message,
+    condition(first, "Rebooted")?.message,
+  );
+});
+
+Deno.test("decide: a status written by an older daemon keeps the controller's conditions", () => {
+  const status = persisted("Idle", undefined, [["Verified", "True", "ChecksPassed"]]);
+  const out = decide(input({ spec: spec(B), status, host: host(entry(A)) }));
+  assert.equal(sr(out.status, "Verified"), "True/ChecksPassed");
+  assert.equal(sr(out.status, "ImageStaged"), "False/Downloading");
+});
+
+Deno.test("decide: no phase conditions for a BootcNode no pool owns, or an unreadable host", () => {
+  const notOwned = decide(input({ owned: false, spec: spec(B), host: host(entry(A)) }));
+  for (const type of ["ImageStaged", "Cordoned", "Drained", "Rebooted"]) {
+    assert.equal(condition(notOwned.status, type), undefined);
+  }
+  const first = decide(input({ spec: spec(A), host: host(entry(A)) }));
+  const broken = decide(input({
+    spec: spec(B),
+    status: first.status,
+    host: { ok: false, message: "error: x", timedOut: false, since: NOW },
+  }));
+  assert.deepEqual(
+    condition(broken.status, "ImageStaged"),
+    condition(first.status, "ImageStaged"),
+    "kept until bootc can be read",
+  );
+});
+
+/** A health check result. */
+function check(
+  state: "Healthy" | "Starting" | "Unhealthy" | "Unknown",
+  reason: string,
+  o: { failedUnits?: string[]; message?: string; at?: Date; stopping?: boolean } = {},
+) {
+  return {
+    state,
+    reason: reason as "SystemRunning",
+    failedUnits: o.failedUnits ?? [],
+    message: o.message ?? `${state} message`,
+    at: o.at ?? NOW,
+    ...(o.stopping ? { stopping: true } : {}),
+  };
+}
+
+Deno.test("decide: hostHealth and HostHealthy from the check, tied to the booted digest", () => {
+  const out = decide(input({
+    spec: spec(A),
+    host: host(entry(A, { imageDigest: d("9") })),
+    health: check("Starting", "Starting"),
+  }));
+  assert.deepEqual(out.status.hostHealth, {
+    bootedDigest: d("9"),
+    checkedAt: "2026-05-01T10:00:00Z",
+    state: "Starting",
+    message: "Starting message",
+  });
+  assert.equal(sr(out.status, "HostHealthy"), "Unknown/Starting");
+  const cases: [ReturnType<typeof check>, string][] = [
+    [check("Healthy", "SystemRunning"), "True/SystemRunning"],
+    [check("Healthy", "UnitsActive"), "True/UnitsActive"],
+    [check("Unhealthy", "UnitFailed", { failedUnits: ["x.service"] }), "False/UnitFailed"],
+    [check("Unknown", "CheckError"), "Unknown/CheckError"],
+  ];
+  for (const [c, expected] of cases) {
+    const next = decide(
+      input({ spec: spec(A), status: out.status, host: host(entry(A)), health: c }),
+    );
+    assert.equal(next.changed, true, expected);
+    assert.equal(sr(next.status, "HostHealthy"), expected);
+    assert.equal(next.status.hostHealth?.state, c.state);
+    assert.deepEqual(
+      next.status.hostHealth?.failedUnits,
+      c.failedUnits.length ? c.failedUnits : undefined,
+    );
+  }
+});
+
+Deno.test("decide: host health writes only when state, reason, units or boot change", () => {
+  const later = (minutes: number) => new Date(NOW.getTime() + minutes * 60_000);
+  const unhealthy = (units: string[], at: Date, message = "m") =>
+    check("Unhealthy", "UnitFailed", { failedUnits: units, at, message });
+  const first = decide(input({
+    spec: spec(A),
+    host: host(entry(A)),
+    health: unhealthy(["a.service"], NOW),
+  }));
+  // A later check with the same answer (new checkedAt, even another message): no write.
+  const same = decide(input({
+    spec: spec(A),
+    status: first.status,
+    host: host(entry(A)),
+    health: unhealthy(["a.service"], later(5), "other words"),
+    now: later(5),
+  }));
+  assert.equal(same.changed, false);
+  assert.equal(same.status.hostHealth?.checkedAt, "2026-05-01T10:00:00Z");
+  // Other failed units: a write.
+  const more = decide(input({
+    spec: spec(A),
+    status: first.status,
+    host: host(entry(A)),
+    health: unhealthy(["a.service", "b.service"], later(6)),
+  }));
+  assert.equal(more.changed, true);
+  assert.deepEqual(more.status.hostHealth?.failedUnits, ["a.service", "b.service"]);
+  // The same answer on another boot (the booted digest moved): a write.
+  const rebooted = decide(input({
+    spec: spec(A),
+    status: first.status,
+    host: host(entry(B)),
+    health: unhealthy(["a.service"], later(7)),
+  }));
+  assert.equal(rebooted.status.hostHealth?.bootedDigest, d("b"));
+  assert.equal(rebooted.status.hostHealth?.checkedAt, "2026-05-01T10:07:00Z");
+  // No check: the last report stands.
+  const none = decide(input({ spec: spec(A), status: first.status, host: host(entry(A)) }));
+  assert.equal(none.changed, false);
+});
+
+Deno.test("decide: 'stopping' is ignored during this node's own reboot, reported otherwise", () => {
+  const s = spec(B, "Booted");
+  const healthy = decide(input({
+    spec: s,
+    status: persisted("Rebooting"),
+    host: host(entry(A), entry(B, { downloadOnly: false })),
+    applyInFlight: true,
+    health: check("Healthy", "SystemRunning"),
+  }));
+  const stopping = check("Unhealthy", "UnitFailed", { stopping: true });
+  const during = decide(input({
+    spec: s,
+    status: healthy.status,
+    host: host(entry(A), entry(B, { downloadOnly: false })),
+    applyInFlight: true,
+    health: stopping,
+  }));
+  assert.equal(during.changed, false);
+  assert.equal(during.status.hostHealth?.state, "Healthy");
+  const unexpected = decide(input({
+    spec: spec(A),
+    status: decide(input({ spec: spec(A), host: host(entry(A)) })).status,
+    host: host(entry(A)),
+    health: stopping,
+  }));
+  assert.equal(unexpected.status.hostHealth?.state, "Unhealthy");
+});
+
+Deno.test("decide: host health is reported for a BootcNode no pool owns too", () => {
+  const out = decide(input({
+    owned: false,
+    spec: spec(A),
+    host: host(entry(A)),
+    health: check("Healthy", "SystemRunning"),
+  }));
+  assert.equal(sr(out.status, "HostHealthy"), "True/SystemRunning");
 });

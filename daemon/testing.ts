@@ -13,6 +13,7 @@ import {
   type ApplyOptions,
   BootcCommandError,
   type BootcExecutor,
+  type RollbackOptions,
 } from "../lib/bootc/executor.ts";
 import type { BootEntry, Host } from "../lib/bootc/types.ts";
 import type { StageMethod } from "../lib/bootc/version.ts";
@@ -273,6 +274,8 @@ export type FakeHostCall =
   | `stage ${string}`
   | "lockStaged"
   | `apply ${string}`
+  | `rollback${string}`
+  | "unqueueRollback"
   | "mask";
 
 /** A fake bootc host with bootc's staging semantics. */
@@ -280,7 +283,17 @@ export class FakeBootcHost implements BootcExecutor {
   booted: BootEntry | null;
   staged: BootEntry | null = null;
   rollback: BootEntry | null = null;
+  /** `bootc rollback` queued the rollback deployment for the next boot. */
+  rollbackQueued = false;
   versionText = "bootc 1.16.10";
+  /** What `systemctl is-system-running` prints. */
+  systemStateText = "running";
+  /** The units `systemctl list-units --state=failed` lists. */
+  failed: string[] = [];
+  /** `systemctl is-active` answers by unit (absent: `inactive`). */
+  unitActive: Record<string, string> = {};
+  /** Makes every systemctl health query fail with this message while set. */
+  systemctlError?: string;
   masked = false;
   readonly calls: FakeHostCall[] = [];
   /** Makes the next stage commands fail with this bootc error line. */
@@ -334,7 +347,7 @@ export class FakeBootcHost implements BootcExecutor {
         staged: this.staged,
         rollback: this.rollback,
         otherDeployments: [],
-        rollbackQueued: false,
+        rollbackQueued: this.rollbackQueued,
         type: this.booted ? "bootcHost" : null,
       },
     }));
@@ -363,6 +376,50 @@ export class FakeBootcHost implements BootcExecutor {
     return { exited: new Promise((resolve) => this.#applyExit = resolve) };
   }
 
+  applyRollback(options: RollbackOptions): ApplyHandle {
+    this.#call(`rollback${options.soft ? " soft" : ""}`);
+    if (this.rollback) {
+      this.staged = null;
+      this.rollbackQueued = !this.rollbackQueued;
+    }
+    this.rebootRequested = true;
+    return { exited: new Promise((resolve) => this.#applyExit = resolve) };
+  }
+
+  unqueueRollback(): Promise<void> {
+    this.#call("unqueueRollback");
+    if (this.rollback) {
+      this.staged = null;
+      this.rollbackQueued = !this.rollbackQueued;
+    }
+    return Promise.resolve();
+  }
+
+  /** systemctl health queries received (kept out of `calls`, which lists bootc's commands). */
+  healthQueries = 0;
+
+  #health(): Promise<void> {
+    this.healthQueries++;
+    return this.systemctlError
+      ? Promise.reject(new BootcCommandError(`systemctl: ${this.systemctlError}`))
+      : Promise.resolve();
+  }
+
+  async systemState(): Promise<string> {
+    await this.#health();
+    return this.systemStateText;
+  }
+
+  async failedUnits(): Promise<string[]> {
+    await this.#health();
+    return [...this.failed];
+  }
+
+  async unitStates(units: readonly string[]): Promise<string[]> {
+    await this.#health();
+    return units.map((u) => this.unitActive[u] ?? "inactive");
+  }
+
   /** Ends a pending apply command with `error` (undefined: exit 0). */
   finishApply(error?: string): void {
     this.rebootRequested = error === undefined && this.rebootRequested;
@@ -370,12 +427,18 @@ export class FakeBootcHost implements BootcExecutor {
     this.#applyExit = undefined;
   }
 
-  /** Reboots: an unlocked staged entry becomes booted; a locked one is discarded. */
+  /**
+   * Reboots: an unlocked staged entry becomes booted; a locked one is discarded; otherwise a
+   * queued rollback boots (the booted entry becomes the rollback).
+   */
   reboot(): void {
     if (this.staged && this.staged.downloadOnly === false) {
       this.rollback = this.booted;
       this.booted = { ...this.staged, downloadOnly: false };
+    } else if (this.rollbackQueued && this.rollback) {
+      [this.booted, this.rollback] = [this.rollback, this.booted];
     }
+    this.rollbackQueued = false;
     this.staged = null;
     this.rebootRequested = false;
     this.masked = false;

@@ -91,6 +91,28 @@ export interface BootcExecutor {
   maskAutoUpdates(): Promise<void>;
   /** True when `bootc-fetch-apply-updates.timer` is masked (`systemctl is-enabled`). */
   autoUpdatesMasked(): Promise<boolean>;
+  /**
+   * Starts the detached `bootc rollback --apply [--soft-reboot=auto]`: reboots into
+   * the rollback deployment. Call only after `Rebooting` is persisted.
+   */
+  applyRollback(options: RollbackOptions): ApplyHandle;
+  /**
+   * `bootc rollback` without `--apply`, only to undo a queued rollback (it toggles the
+   * boot order back): a queued rollback would boot on an unexpected reboot.
+   */
+  unqueueRollback(): Promise<void>;
+  /** What `systemctl is-system-running` prints (`running`, `degraded`, …), whatever its exit code. */
+  systemState(): Promise<string>;
+  /** The units systemd lists as failed (`systemctl list-units --state=failed`). */
+  failedUnits(): Promise<string[]>;
+  /** `systemctl is-active` of each unit, in order (`active`, `failed`, `inactive`, …). */
+  unitStates(units: readonly string[]): Promise<string[]>;
+}
+
+/** Options of {@linkcode BootcExecutor.applyRollback}. */
+export interface RollbackOptions {
+  /** Pass `--soft-reboot=auto` (soft reboot when the rollback entry allows it). */
+  soft: boolean;
 }
 
 /** Time limits of the host commands, in milliseconds. */
@@ -142,6 +164,19 @@ export const TRANSIENT_UNITS = {
   stage: "bootc-operator-stage",
   apply: "bootc-operator-apply",
 } as const;
+
+/**
+ * Parses `systemctl list-units --plain --no-legend` output: the unit is the first field of
+ * each line (a leading `●` marker, printed by some versions even with `--plain`, is dropped).
+ */
+export function parseUnitList(stdout: string): string[] {
+  const out: string[] = [];
+  for (const line of stdout.split("\n")) {
+    const fields = line.trim().replace(/^[●*]\s*/, "").split(/\s+/);
+    if (fields[0]) out.push(fields[0]);
+  }
+  return out;
+}
 
 /** True when `bootc status` failed because it does not know the arguments it was given. */
 function statusFormRejected(e: unknown): boolean {
@@ -285,6 +320,23 @@ export class HostBootcExecutor implements BootcExecutor {
   apply(options: ApplyOptions): ApplyHandle {
     const args = [options.method, "--from-downloaded", "--apply"];
     if (options.soft) args.push("--soft-reboot=auto");
+    return this.#detached(args);
+  }
+
+  /** @inheritdoc */
+  applyRollback(options: RollbackOptions): ApplyHandle {
+    const args = ["rollback", "--apply"];
+    if (options.soft) args.push("--soft-reboot=auto");
+    return this.#detached(args);
+  }
+
+  /** @inheritdoc */
+  async unqueueRollback(): Promise<void> {
+    await this.#run(this.bootcArgv(["rollback"]), this.#timeouts.stageMs, "bootc rollback");
+  }
+
+  /** Starts `bootc <args>` detached (an `--apply`: no timeout, it waits for the reboot). */
+  #detached(args: string[]): ApplyHandle {
     const what = `bootc ${args.join(" ")}`;
     const argv = this.bootcArgv(args, TRANSIENT_UNITS.apply);
     let running;
@@ -307,6 +359,79 @@ export class HostBootcExecutor implements BootcExecutor {
       return new BootcCommandError(`${what}: ${line}`, r);
     });
     return { exited };
+  }
+
+  /**
+   * Runs `systemctl <args>` in the host and returns its output whatever the exit code
+   * (systemctl's query verbs answer through stdout and exit non-zero for most answers).
+   */
+  async #systemctlQuery(args: string[], what: string): Promise<CommandResult> {
+    const argv = [...this.#prefix, ...this.#systemctl, ...args];
+    let result: CommandResult;
+    try {
+      result = await runCommand(argv, {
+        timeoutMs: this.#timeouts.systemctlMs,
+        killGraceMs: this.#grace,
+        env: this.#env,
+      });
+    } catch (e) {
+      throw new BootcCommandError(
+        `${what}: cannot run ${argv[0]}: ${e instanceof Error ? e.message : e}`,
+      );
+    }
+    if (result.timedOut) {
+      throw new BootcCommandError(
+        `${what}: timed out after ${Math.round(this.#timeouts.systemctlMs / 1000)}s`,
+        result,
+      );
+    }
+    return result;
+  }
+
+  /** @inheritdoc */
+  async systemState(): Promise<string> {
+    const what = "systemctl is-system-running";
+    const r = await this.#systemctlQuery(["is-system-running"], what);
+    const state = r.stdout.trim().split("\n").at(-1)?.trim() ?? "";
+    if (state === "") {
+      throw new BootcCommandError(
+        `${what}: ${extractErrorLine(r.stderr) ?? `no answer (exit code ${r.code})`}`,
+        r,
+      );
+    }
+    return state;
+  }
+
+  /** @inheritdoc */
+  async failedUnits(): Promise<string[]> {
+    const what = "systemctl list-units --state=failed";
+    const r = await this.#systemctlQuery(
+      ["list-units", "--state=failed", "--plain", "--no-legend"],
+      what,
+    );
+    if (r.code !== 0) {
+      throw new BootcCommandError(
+        `${what}: ${extractErrorLine(r.stderr) ?? `exit code ${r.code}`}`,
+        r,
+      );
+    }
+    return parseUnitList(r.stdout);
+  }
+
+  /** @inheritdoc */
+  async unitStates(units: readonly string[]): Promise<string[]> {
+    const what = "systemctl is-active";
+    // `--`: a unit name is never taken for an option.
+    const r = await this.#systemctlQuery(["is-active", "--", ...units], what);
+    const states = r.stdout.split("\n").map((l) => l.trim()).filter((l) => l !== "");
+    if (states.length !== units.length) {
+      throw new BootcCommandError(
+        `${what}: expected ${units.length} answers, got ${states.length}` +
+          (r.stderr.trim() ? ` (${extractErrorLine(r.stderr)})` : ""),
+        r,
+      );
+    }
+    return states;
   }
 
   /** @inheritdoc */

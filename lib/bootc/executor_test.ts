@@ -32,8 +32,12 @@ async function fakeHost(mode: string) {
 echo "prefix=\${PREFIXED-no} container=\${container-unset} $*" >> ${log}
 case "${mode}:$*" in
   slow:*) sleep 30 ;;
+  nobus:systemctl*) echo "Failed to connect to bus: No such file or directory" >&2; exit 1 ;;
   *:--version) echo "bootc 1.16.10" ;;
   *:systemctl\\ is-enabled*) echo "masked-runtime"; exit 1 ;;
+  *:systemctl\\ is-system-running) echo "degraded"; exit 1 ;;
+  *:systemctl\\ list-units*) printf 'a.service loaded failed failed A\\n\\xe2\\x97\\x8f b.mount loaded failed failed B\\n' ;;
+  *:systemctl\\ is-active*) printf 'active\\nfailed\\n'; exit 3 ;;
   old:status\\ --format=json*) echo "error: unexpected argument '--format'" >&2; exit 2 ;;
   v0:status\\ --format=json*) echo "error: Status: Unsupported format version: 1" >&2; exit 1 ;;
   v0:status\\ --json) cat ${dir}/v1alpha1.json ;;
@@ -196,6 +200,53 @@ Deno.test("executor runs apply detached and reports how it ended", async () => {
     const err = await f.executor.apply({ soft: false, method: "switch" }).exited;
     assert.ok(err instanceof BootcCommandError);
     assert.match(err.message, /^bootc switch --from-downloaded --apply: error: Switching/);
+  } finally {
+    await f.cleanup();
+  }
+});
+
+Deno.test("executor rolls back with --apply, detached, and undoes a queued rollback", async () => {
+  const h = await fakeHost("ok");
+  try {
+    assert.equal(await h.executor.applyRollback({ soft: true }).exited, undefined);
+    assert.equal(await h.executor.applyRollback({ soft: false }).exited, undefined);
+    await h.executor.unqueueRollback();
+    assert.deepEqual(await h.lines(), [
+      "prefix=yes container=unset rollback --apply --soft-reboot=auto",
+      "prefix=yes container=unset rollback --apply",
+      "prefix=yes container=unset rollback",
+    ]);
+  } finally {
+    await h.cleanup();
+  }
+});
+
+Deno.test("executor reads systemd's health answers whatever the exit code", async () => {
+  const h = await fakeHost("ok");
+  try {
+    assert.equal(await h.executor.systemState(), "degraded");
+    assert.deepEqual(await h.executor.failedUnits(), ["a.service", "b.mount"]);
+    assert.deepEqual(await h.executor.unitStates(["x.service", "y.service"]), [
+      "active",
+      "failed",
+    ]);
+    await assert.rejects(h.executor.unitStates(["only-one-answer-expected"]), /expected 1 answers/);
+    assert.deepEqual(await h.lines(), [
+      "prefix=yes container=unset systemctl is-system-running",
+      "prefix=yes container=unset systemctl list-units --state=failed --plain --no-legend",
+      "prefix=yes container=unset systemctl is-active -- x.service y.service",
+      "prefix=yes container=unset systemctl is-active -- only-one-answer-expected",
+    ]);
+  } finally {
+    await h.cleanup();
+  }
+  const f = await fakeHost("nobus");
+  try {
+    await assert.rejects(
+      f.executor.systemState(),
+      /^BootcCommandError: systemctl is-system-running: Failed to connect to bus/,
+    );
+    await assert.rejects(f.executor.failedUnits(), /list-units --state=failed: Failed to connect/);
   } finally {
     await f.cleanup();
   }
