@@ -16,7 +16,10 @@
  * only if it prints what it should (a `DENORT_BIN` pointing at a plain `deno` yields a binary
  * that starts Deno's own CLI instead). `BOOTC_BUILD_MODE=compile|bundle` forces a mode.
  *
- * Usage: `deno task build [--mode=auto|compile|bundle] [controller|daemon|plugin ...]`.
+ * Then, unless `--no-images` is given or only some targets were asked for, the controller and
+ * daemon OCI images are built from the bundles into `dist/images/` (tools/image/images.ts).
+ *
+ * Usage: `deno task build [--mode=auto|compile|bundle] [--no-images] [controller|daemon|plugin ...]`.
  * The end-to-end tests call {@linkcode ensureBuild}.
  *
  * @module
@@ -426,6 +429,7 @@ if (import.meta.main) {
     console.error(`--mode must be auto, compile or bundle, not ${modeArg}`);
     Deno.exit(2);
   }
+  const noImages = Deno.args.includes("--no-images");
   const only = Deno.args.filter((a) => !a.startsWith("--")) as Target["name"][];
   for (const name of only) {
     if (!TARGETS.some((t) => t.name === name)) {
@@ -447,5 +451,16 @@ if (import.meta.main) {
         `${formatBytes(target.executableBytes)}, bundle ${formatBytes(target.bundleBytes)}, ` +
         `startup to exit on --help ${best.toFixed(0)} ms (exit ${runs[0].code})`,
     );
+  }
+  // The images package the bundles (not the executables), so they do not depend on the mode.
+  if (!noImages && only.length === 0) {
+    const { buildImages, formatMiB } = await import("./image/images.ts");
+    const images = await buildImages({ distDir: `${defaultRoot()}/dist`, targets: TARGETS });
+    for (const image of images.images) {
+      console.log(
+        `${image.reference}@${image.digest}: ${formatMiB(image.compressedBytes)} compressed, ` +
+          `${formatMiB(image.unpackedBytes)} unpacked (OCI layout ${image.layout})`,
+      );
+    }
   }
 }

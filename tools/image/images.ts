@@ -202,10 +202,6 @@ export async function buildImages(options: BuildImagesOptions): Promise<ImagesRe
         unpackedBytes: layers.reduce((sum, l) => sum + l.tarBytes, 0),
       };
       images.push(image);
-      log(
-        `[image] ${reference}@${image.digest}: ${formatMiB(image.compressedBytes)} compressed, ` +
-          `${formatMiB(image.unpackedBytes)} unpacked -> ${layout}`,
-      );
     }
     const result: ImagesResult = {
       images,
@@ -296,5 +292,10 @@ if (import.meta.main) {
   const dist = Deno.args.find((a) => a.startsWith("--dist="))?.slice("--dist=".length) ??
     new URL("../../dist", import.meta.url).pathname;
   const result = await buildImages({ distDir: dist, targets: TARGETS });
-  for (const image of result.images) console.log(`${image.reference}@${image.digest}`);
+  for (const image of result.images) {
+    console.log(
+      `${image.reference}@${image.digest}: ${formatMiB(image.compressedBytes)} compressed, ` +
+        `${formatMiB(image.unpackedBytes)} unpacked (OCI layout ${image.layout})`,
+    );
+  }
 }
