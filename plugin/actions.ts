@@ -2,9 +2,10 @@
  * The writes of `pause`, `resume` and `rollback`, as pure functions from the
  * pool to a merge patch and the sentence that says what it does.
  *
- * `rollback` before revision history exists (issue 14): the only earlier
- * digest the API records is `status.deployedDigest`, the last one fully rolled
- * out. Rolling back pins `spec.image.ref` to it, in the target's repository.
+ * `rollback` pins `spec.image.ref` to an earlier revision's digest-pinned image
+ * from `status.history`: the one `--to-revision` names, else the newest one
+ * that succeeded (falling back to `status.deployedDigest` for pools whose
+ * history is empty). It is the user's spec change, made for them.
  *
  * @module
  */
@@ -44,30 +45,53 @@ export function repositoryOf(ref: string): string {
   return colon > slash ? noDigest.slice(0, colon) : noDigest;
 }
 
-/** Plans `rollback POOL` (see the module doc). */
-export function planRollback(pool: BootcNodePool): RollbackPlan {
+/** Plans `rollback POOL [--to-revision N]` (see the module doc). */
+export function planRollback(pool: BootcNodePool, toRevision?: number): RollbackPlan {
   const name = pool.metadata?.name ?? "";
+  const history = pool.status?.history ?? [];
   const target = pool.status?.targetDigest;
-  const deployed = pool.status?.deployedDigest;
   const current = pool.spec?.image?.ref ?? "";
-  if (!deployed) {
+  let to: { image: string; digest: string; why: string } | undefined;
+  if (toRevision !== undefined) {
+    const r = history.find((h) => h.revision === toRevision);
+    if (!r) {
+      const known = history.map((h) => h.revision).join(", ") || "none";
+      return {
+        kind: "nothing",
+        message: `pool ${name} has no revision ${toRevision} in its history (revisions: ${known})`,
+      };
+    }
+    to = { image: r.image, digest: r.digest, why: `revision ${r.revision}, ${r.outcome}` };
+  } else {
+    const good = [...history].reverse().find((h) =>
+      h.outcome === "Succeeded" && h.digest !== target
+    );
+    if (good) {
+      to = {
+        image: good.image,
+        digest: good.digest,
+        why: `revision ${good.revision}, the last one that succeeded`,
+      };
+    } else if (pool.status?.deployedDigest && pool.status.deployedDigest !== target) {
+      const d = pool.status.deployedDigest;
+      to = {
+        image: `${repositoryOf(pool.status?.targetImage ?? current)}@${d}`,
+        digest: d,
+        why: "the last digest fully rolled out",
+      };
+    }
+  }
+  if (!to) {
     return {
       kind: "nothing",
-      message: `nothing to roll back to: pool ${name} has never fully rolled out an image ` +
-        "(status.deployedDigest is empty)",
+      message: `nothing to roll back to: pool ${name} has no earlier revision that succeeded ` +
+        `(see kubectl bootc history ${name})`,
     };
   }
-  if (!target || target === deployed) {
-    return {
-      kind: "nothing",
-      message:
-        `nothing to roll back to: pool ${name} already targets ${
-          shortDigest(deployed)
-        }, the last digest it fully rolled out; earlier ones are not recorded until revision ` +
-        "history exists (issue 14)",
-    };
+  if (to.digest === target && current === to.image) {
+    return { kind: "nothing", message: `pool ${name} already targets ${to.image}` };
   }
-  const ref = `${repositoryOf(pool.status?.targetImage ?? current)}@${deployed}`;
+  const ref = to.image;
   // A tag ref (no digest) was followed by the controller; a pinned digest stops that.
   const tag = !current.includes("@") && /:[^/]+$/.test(current) ? current : undefined;
   return {
@@ -79,19 +103,55 @@ export function planRollback(pool: BootcNodePool): RollbackPlan {
       spec: { image: { ref } },
     },
     ref,
-    message: `pool ${name} rolled back: spec.image.ref ${current} → ${ref} (the last digest ` +
-      `fully rolled out; the rollout of ${shortDigest(target)} stops there)` +
+    message: `pool ${name} rolled back: spec.image.ref ${current} → ${ref} (${to.why}` +
+      (target && target !== to.digest
+        ? `; the rollout of ${shortDigest(target)} stops there`
+        : "") +
+      ")" +
       (tag ? `. The pool no longer follows ${tag}; set spec.image.ref back to it to resume.` : ""),
   };
 }
 
-/** What `history POOL` prints until revision history exists. */
+/** `history POOL`: the pool's revisions, newest last, and its failure record. */
 export function historyMessage(pool: BootcNodePool): string {
   const name = pool.metadata?.name ?? "";
-  return [
-    `revision history is not available yet (issue 14: health checks and rollback).`,
-    `pool ${name}: target ${pool.status?.targetImage ?? "(not resolved)"}`,
-    `  last fully rolled out: ${pool.status?.deployedDigest ?? "(none)"}`,
-    `\`kubectl bootc rollback ${name}\` pins spec.image.ref to the last fully rolled-out digest.`,
-  ].join("\n");
+  const s = pool.status;
+  const history = s?.history ?? [];
+  if (history.length === 0) {
+    return `pool ${name} has no revision history yet (target ${s?.targetImage ?? "not resolved"})`;
+  }
+  const rows = history.map((h) => [
+    String(h.revision) + (h.digest === s?.targetDigest ? "*" : ""),
+    h.outcome,
+    h.startedAt,
+    h.endedAt ?? "-",
+    shortDigest(h.digest),
+    h.message ?? "",
+  ]);
+  const head = ["REVISION", "OUTCOME", "STARTED", "ENDED", "DIGEST", "MESSAGE"];
+  const widths = head.map((t, i) => Math.max(t.length, ...rows.map((r) => r[i].length)));
+  const line = (cells: string[]) =>
+    cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]))).join("  ").trimEnd();
+  const out = [line(head), ...rows.map(line)];
+  out.push(`* current target ${s?.targetImage ?? ""}`);
+  if (s?.failedDigests?.length) {
+    out.push(
+      `failed digests (never chosen again automatically): ${
+        s.failedDigests.map(shortDigest).join(", ")
+      }`,
+    );
+  }
+  const circuit = s?.conditions?.find((c) => c.type === "CircuitOpen");
+  if (circuit?.status === "True") out.push(`circuit open: ${circuit.message}`);
+  else if (s?.consecutiveFailures) {
+    out.push(`consecutive failed rollouts: ${s.consecutiveFailures}`);
+  }
+  if (s?.rollbackHold) {
+    out.push(
+      `automatic rollback holds: ${s.rollbackHold.failedImage} failed, running ` +
+        `${s.rollbackHold.image} until spec.image.ref changes`,
+    );
+  }
+  out.push(`roll back with: kubectl bootc rollback ${name} [--to-revision N]`);
+  return out.join("\n");
 }

@@ -14,8 +14,23 @@ Deno.test("pause and resume patch spec.rollout.paused and say what changed", () 
   assert.equal(pauseMessage(pool(), false), "pool main was not paused");
 });
 
-Deno.test("rollback pins the last fully rolled-out digest in the target's repository", () => {
-  const p = pool({ ref: `${REPO}:stable`, target: NEW, deployed: OLD });
+function withHistory(p = pool({ ref: `${REPO}:stable`, target: NEW, deployed: OLD })) {
+  p.status!.history = [
+    {
+      revision: 1,
+      image: `${REPO}@${OLD}`,
+      digest: OLD,
+      startedAt: "t1",
+      endedAt: "t2",
+      outcome: "Succeeded",
+    },
+    { revision: 2, image: `${REPO}@${NEW}`, digest: NEW, startedAt: "t3", outcome: "Progressing" },
+  ];
+  return p;
+}
+
+Deno.test("rollback pins the newest revision that succeeded before the target", () => {
+  const p = withHistory();
   p.metadata.resourceVersion = "42";
   const plan = planRollback(p);
   assert.equal(plan.kind, "patch");
@@ -27,22 +42,30 @@ Deno.test("rollback pins the last fully rolled-out digest in the target's reposi
   });
   assert.equal(
     plan.message,
-    `pool main rolled back: spec.image.ref ${REPO}:stable → ${REPO}@${OLD} (the last digest ` +
-      "fully rolled out; the rollout of bbbbbbbbbbbb stops there). The pool no longer follows " +
-      `${REPO}:stable; set spec.image.ref back to it to resume.`,
+    `pool main rolled back: spec.image.ref ${REPO}:stable → ${REPO}@${OLD} (revision 1, the ` +
+      "last one that succeeded; the rollout of bbbbbbbbbbbb stops there). The pool no longer " +
+      `follows ${REPO}:stable; set spec.image.ref back to it to resume.`,
   );
   // A digest ref: no word about tags.
-  const pinned = planRollback(pool({ ref: `${REPO}@${NEW}`, target: NEW, deployed: OLD }));
+  const pinned = planRollback(withHistory(pool({ ref: `${REPO}@${NEW}`, target: NEW })));
   assert.ok(pinned.kind === "patch" && !pinned.message.includes("no longer follows"));
 });
 
-Deno.test("rollback: nothing to roll back to when the target is the deployed digest or none is", () => {
+Deno.test("rollback --to-revision picks that revision, and names the known ones when absent", () => {
+  const plan = planRollback(withHistory(), 1);
+  assert.ok(plan.kind === "patch" && plan.ref === `${REPO}@${OLD}`);
+  const missing = planRollback(withHistory(), 7);
+  assert.equal(missing.kind, "nothing");
+  assert.match(missing.message, /no revision 7 in its history \(revisions: 1, 2\)/);
+});
+
+Deno.test("rollback without history falls back to deployedDigest, else says there is nothing", () => {
+  const p = pool({ ref: `${REPO}:stable`, target: NEW, deployed: OLD });
+  const plan = planRollback(p);
+  assert.ok(plan.kind === "patch" && plan.ref === `${REPO}@${OLD}`);
   const same = planRollback(pool({ target: OLD, deployed: OLD }));
   assert.equal(same.kind, "nothing");
-  assert.match(same.message, /already targets aaaaaaaaaaaa.*issue 14/);
-  const never = pool();
-  delete never.status!.deployedDigest;
-  assert.match(planRollback(never).message, /never fully rolled out/);
+  assert.match(same.message, /no earlier revision that succeeded/);
 });
 
 Deno.test("repositories: ports, tags and digests", () => {
@@ -52,8 +75,16 @@ Deno.test("repositories: ports, tags and digests", () => {
   assert.equal(repositoryOf("localhost:5000/os"), "localhost:5000/os");
 });
 
-Deno.test("history says it is not available yet and what rollback would do", () => {
-  const text = historyMessage(pool());
-  assert.match(text, /^revision history is not available yet \(issue 14/);
-  assert.match(text, new RegExp(`last fully rolled out: ${OLD}`));
+Deno.test("history lists revisions, marks the target and shows the failure record", () => {
+  const p = withHistory();
+  p.status!.failedDigests = [NEW];
+  p.status!.consecutiveFailures = 1;
+  const text = historyMessage(p);
+  const lines = text.split("\n");
+  assert.match(lines[0], /^REVISION\s+OUTCOME\s+STARTED\s+ENDED\s+DIGEST\s+MESSAGE$/);
+  assert.match(lines[1], /^1\s+Succeeded\s+t1\s+t2\s+aaaaaaaaaaaa$/);
+  assert.match(lines[2], /^2\*\s+Progressing\s+t3\s+-\s+bbbbbbbbbbbb$/);
+  assert.match(text, /failed digests \(never chosen again automatically\): bbbbbbbbbbbb/);
+  assert.match(text, /consecutive failed rollouts: 1/);
+  assert.match(historyMessage(pool()), /no revision history yet/);
 });

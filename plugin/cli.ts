@@ -50,10 +50,11 @@ Usage:
       record, conditions, the pool's gate, its place in the slot queue, the latest events.
   kubectl bootc pause POOL | resume POOL
       Sets spec.rollout.paused (no new reboot slots while paused; staging goes on).
-  kubectl bootc rollback POOL
-      Pins spec.image.ref to status.deployedDigest, the last digest fully rolled out.
+  kubectl bootc rollback POOL [--to-revision N]
+      Pins spec.image.ref to revision N's image (default: the newest revision that
+      succeeded before the current target), from status.history.
   kubectl bootc history POOL
-      Revision history is not available yet (issue 14).
+      The pool's revisions (outcome, start, end, digest), failed digests and circuit breaker.
 
 Flags:
   --kubeconfig FILE   kubeconfig file (default: KUBECONFIG, a colon list, then ~/.kube/config)

@@ -103,16 +103,9 @@ async function run(flags: GlobalFlags, cmd: Command): Promise<number> {
         return 0;
       }
       case "rollback": {
-        if (cmd.toRevision !== undefined) {
-          console.error(
-            "kubectl bootc: --to-revision needs revision history, which does not exist yet " +
-              "(issue 14); without it, rollback returns to status.deployedDigest",
-          );
-          return 1;
-        }
         const { planRollback } = await import("./actions.ts");
         const pools = resources(client).pools;
-        const plan = planRollback(await pools.get(cmd.pool));
+        const plan = planRollback(await pools.get(cmd.pool), cmd.toRevision);
         if (plan.kind === "nothing") {
           console.error(`kubectl bootc: ${plan.message}`);
           return 1;

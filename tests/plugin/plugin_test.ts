@@ -382,11 +382,15 @@ Deno.test("kubectl bootc: live status in a terminal, why, pause/resume during a 
     await step(t, "rollback and history", async () => {
       const history = await kubectlBootc(["history", "web", ...ctx]);
       assert.equal(history.code, 0, history.stderr);
-      assert.match(history.stdout, /^revision history is not available yet \(issue 14/);
-      // Converged: the target is the last deployed digest, nothing earlier is recorded.
-      const nothing = await kubectlBootc(["rollback", "web", ...ctx]);
-      assert.equal(nothing.code, 1);
-      assert.match(nothing.stderr, /nothing to roll back to: pool web already targets/);
+      assert.match(history.stdout, /^REVISION\s+OUTCOME\s+STARTED\s+ENDED\s+DIGEST/);
+      // Converged on v2: its revision succeeded and is marked as the target.
+      const current = (await getPool(stack, "web")).status?.history?.at(-1);
+      assert.equal(current?.digest, v2.digest);
+      assert.equal(current?.outcome, "Succeeded");
+      assert.match(history.stdout, new RegExp(`^${current?.revision}\\*\\s+Succeeded`, "m"));
+      const unknown = await kubectlBootc(["rollback", "web", "--to-revision", "99", ...ctx]);
+      assert.equal(unknown.code, 1);
+      assert.match(unknown.stderr, /pool web has no revision 99 in its history/);
       // Mid-rollout to v1 (paused, so nothing reboots): rollback returns to v2.
       await patchPoolSpec(stack, "web", {
         image: { ref: `${repository}@${v1.digest}` },
@@ -396,7 +400,13 @@ Deno.test("kubectl bootc: live status in a terminal, why, pause/resume during a 
         timeoutMs: SCREEN_TIMEOUT_MS,
         message: "the pool should target v1",
       });
-      const back = await kubectlBootc(["rollback", "web", ...ctx]);
+      const back = await kubectlBootc([
+        "rollback",
+        "web",
+        "--to-revision",
+        String(current?.revision),
+        ...ctx,
+      ]);
       assert.equal(back.code, 0, back.stderr);
       assert.match(back.stdout, new RegExp(`spec\\.image\\.ref .* → ${repository}@${v2.digest}`));
       assert.equal((await getPool(stack, "web")).spec.image.ref, `${repository}@${v2.digest}`);
