@@ -12,7 +12,13 @@ import {
 } from "../lib/api/mod.ts";
 import { FakeClock } from "../lib/clock.ts";
 import { BootcCommandError } from "../lib/bootc/executor.ts";
-import { Agent, type CoreNode, MAX_STATUS_EVENTS } from "./agent.ts";
+import {
+  Agent,
+  type CoreNode,
+  DEFAULT_HEALTH_CHECK,
+  type HealthCheckIntervals,
+  MAX_STATUS_EVENTS,
+} from "./agent.ts";
 import {
   FakeBootcHost,
   fakeEntry,
@@ -93,6 +99,8 @@ interface StartOptions {
   node?: CoreNode;
   /** False: a BootcNode no pool owns. */
   owned?: boolean;
+  /** Health check intervals (default: the agent's). */
+  healthCheck?: Partial<HealthCheckIntervals>;
 }
 
 async function start(
@@ -148,6 +156,7 @@ async function start(
         hostRoot,
         clock,
         retry: { initialMs: 1_000, maxMs: 8_000 },
+        healthCheck: options.healthCheck,
       });
       done = h.agent.run(controller.signal);
     },
@@ -773,6 +782,251 @@ Deno.test("agent: adoption is noticed without a spec change", async () => {
     h.nodes.put({ ...stored, metadata: { ...stored.metadata, ownerReferences: poolOwner() } });
     assert.equal(h.nodes.peek(NODE)!.metadata.generation, generation);
     await waitFor(() => h.idle() === "False/Staged", "Staged once owned");
+  } finally {
+    await h.close();
+  }
+});
+
+/** Counts of API requests: [BootcNode gets, lists, status patches, Node gets]. */
+function apiCalls(h: Harness): number[] {
+  return [
+    h.nodes.count("get"),
+    h.nodes.count("list"),
+    h.nodes.count("patch", "status"),
+    h.coreNodes.count("get"),
+  ];
+}
+
+/** Advances the fake clock by `ms` and lets the agent run what became due. */
+async function tick(h: Harness, ms: number, queriesBefore: number) {
+  h.clock.advance(ms);
+  await waitFor(() => h.host.healthQueries > queriesBefore, "a health check");
+  await new Promise((r) => setTimeout(r, 20));
+}
+
+Deno.test("agent: host health checked before the first write, on a timer, written only on change", async () => {
+  const host = new FakeBootcHost(A);
+  host.systemStateText = "starting";
+  const h = await start({ desiredImage: A }, host);
+  try {
+    await waitFor(() => h.idle() === "True/Idle", "Idle");
+    let status = h.nodes.peek(NODE)!.status!;
+    assert.equal(h.nodes.count("patch", "status"), 1, "one write, with the health in it");
+    assert.deepEqual(status.hostHealth, {
+      bootedDigest: d("a"),
+      checkedAt: "2026-05-01T10:00:00Z",
+      state: "Starting",
+      message: "the system is still starting (systemctl is-system-running: starting)",
+    });
+    const c = findCondition(status.conditions, "HostHealthy")!;
+    assert.deepEqual([c.status, c.reason], ["Unknown", "Starting"]);
+
+    // Timed checks with the same answer: local commands only, no API request, no bootc.
+    const calls = apiCalls(h);
+    const bootc = h.host.calls.length;
+    for (let i = 0; i < 4; i++) {
+      await tick(h, DEFAULT_HEALTH_CHECK.startingMs, h.host.healthQueries);
+    }
+    assert.deepEqual(apiCalls(h), calls);
+    assert.equal(h.host.calls.length, bootc, "no bootc command for a timed check");
+
+    // Running: one write (Healthy), from the timer.
+    host.systemStateText = "running";
+    await tick(h, DEFAULT_HEALTH_CHECK.startingMs, h.host.healthQueries);
+    await waitFor(() => h.nodes.peek(NODE)?.status?.hostHealth?.state === "Healthy", "Healthy");
+    status = h.nodes.peek(NODE)!.status!;
+    assert.equal(status.hostHealth?.checkedAt, "2026-05-01T10:01:15Z");
+    assert.equal(h.nodes.count("patch", "status"), 2);
+    assert.equal(h.events.of("HostRecovered").length, 0, "never unhealthy: nothing recovered");
+
+    // Degraded: Unhealthy naming the failed unit, an event; then running again: recovered.
+    host.systemStateText = "degraded";
+    host.failed = ["bad.service"];
+    await tick(h, DEFAULT_HEALTH_CHECK.startingMs, h.host.healthQueries);
+    await waitFor(() => h.events.of("HostUnhealthy").length === 1, "HostUnhealthy event");
+    status = h.nodes.peek(NODE)!.status!;
+    assert.equal(status.hostHealth?.state, "Unhealthy");
+    assert.deepEqual(status.hostHealth?.failedUnits, ["bad.service"]);
+    const unhealthy = findCondition(status.conditions, "HostHealthy")!;
+    assert.deepEqual([unhealthy.status, unhealthy.reason], ["False", "UnitFailed"]);
+    assert.equal(h.events.of("HostUnhealthy")[0].type, "Warning");
+    assert.match(h.events.of("HostUnhealthy")[0].message, /failed units: bad\.service/);
+    const writes = h.nodes.count("patch", "status");
+    await tick(h, DEFAULT_HEALTH_CHECK.startingMs, h.host.healthQueries);
+    assert.equal(h.nodes.count("patch", "status"), writes, "the same failure: no write");
+    assert.equal(h.events.of("HostUnhealthy").length, 1, "nor another event");
+    host.systemStateText = "running";
+    host.failed = [];
+    await tick(h, DEFAULT_HEALTH_CHECK.startingMs, h.host.healthQueries);
+    await waitFor(() => h.events.of("HostRecovered").length === 1, "HostRecovered event");
+    assert.equal(h.nodes.peek(NODE)!.status!.hostHealth?.state, "Healthy");
+
+    // After the first 15 minutes, a check a minute.
+    h.clock.advance(DEFAULT_HEALTH_CHECK.settleMs);
+    await waitFor(() => true, "");
+    await new Promise((r) => setTimeout(r, 50));
+    const settled = h.host.healthQueries;
+    h.clock.advance(DEFAULT_HEALTH_CHECK.startingMs);
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(h.host.healthQueries, settled, "no check 15 s later");
+    await tick(h, DEFAULT_HEALTH_CHECK.settledMs - DEFAULT_HEALTH_CHECK.startingMs, settled);
+    assert.equal(h.host.healthQueries, settled + 1);
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("agent: healthUnits are checked with is-active; a check that cannot run is Unknown", async () => {
+  const host = new FakeBootcHost(A);
+  host.systemStateText = "degraded"; // ignored: the units decide
+  host.unitActive = { "kubelet.service": "active", "crio.service": "activating" };
+  const h = await start(
+    { desiredImage: A, healthUnits: ["kubelet.service", "crio.service"] },
+    host,
+    { healthCheck: { startingMs: 1_000 } },
+  );
+  try {
+    await waitFor(() => h.nodes.peek(NODE)?.status?.hostHealth?.state === "Starting", "Starting");
+    assert.equal(
+      h.nodes.peek(NODE)!.status!.hostHealth?.message,
+      "waiting for units: crio.service (activating)",
+    );
+    host.unitActive["crio.service"] = "failed";
+    await advanceUntil(
+      h,
+      () => h.nodes.peek(NODE)?.status?.hostHealth?.state === "Unhealthy",
+      "Unhealthy",
+    );
+    assert.deepEqual(h.nodes.peek(NODE)!.status!.hostHealth?.failedUnits, ["crio.service"]);
+    host.systemctlError = "cannot run nsenter";
+    await advanceUntil(
+      h,
+      () => h.nodes.peek(NODE)?.status?.hostHealth?.state === "Unknown",
+      "Unknown",
+    );
+    const c = findCondition(h.nodes.peek(NODE)!.status!.conditions, "HostHealthy")!;
+    assert.deepEqual([c.status, c.reason], ["Unknown", "CheckError"]);
+    assert.match(c.message, /cannot check the host's health: systemctl: cannot run nsenter/);
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("agent: rollback route: nothing staged, Staged; Booted and authorized → Rebooting persisted, bootc rollback --apply once; Idle after reboot", async () => {
+  const host = new FakeBootcHost(B);
+  host.rollback = fakeEntry(A);
+  // The controller rolled the node back: desiredImage is the previous image, A.
+  const h = await start({ desiredImage: A }, host);
+  try {
+    await waitFor(() => h.idle() === "False/Staged", "Staged (ready)");
+    let status = h.nodes.peek(NODE)!.status!;
+    assert.match(findCondition(status.conditions, "Idle")!.message, /rollback deployment/);
+    const staged = findCondition(status.conditions, "ImageStaged")!;
+    assert.deepEqual([staged.status, staged.reason], ["True", "RollbackDeployment"]);
+    assert.equal(h.host.calls.filter((c) => c.startsWith("stage")).length, 0, "nothing staged");
+    assert.equal(h.host.calls.filter((c) => c.startsWith("rollback")).length, 0);
+    assert.equal(h.host.rollbackQueued, false, "no rollback queued without --apply");
+    assert.equal(h.events.of("Staged").length, 0, "nothing was staged: no Staged event");
+
+    let idleAtRollback: string | undefined;
+    let rebootedAtRollback: string | undefined;
+    h.host.beforeCommand = (call) => {
+      if (call.startsWith("rollback")) {
+        idleAtRollback = h.idle();
+        const c = findCondition(h.nodes.peek(NODE)?.status?.conditions, "Rebooted");
+        rebootedAtRollback = `${c?.status}/${c?.reason}`;
+      }
+    };
+    h.coreNodes.put(readyToReboot(A));
+    h.nodes.put({
+      ...h.nodes.peek(NODE)!,
+      spec: { ...h.nodes.peek(NODE)!.spec, desiredImageState: "Booted" },
+    });
+    await waitFor(() => h.host.rebootRequested, "rollback --apply");
+    assert.equal(idleAtRollback, "False/Rebooting");
+    assert.equal(rebootedAtRollback, "False/RollingBack");
+    assert.deepEqual(h.host.calls.filter((c) => c.startsWith("rollback")), ["rollback"]);
+    const rollbackAt = h.host.calls.indexOf("rollback");
+    assert.equal(h.host.calls[rollbackAt - 1], "status", "status read right before");
+    await waitFor(() => h.events.of("RollingBack").length === 1, "RollingBack event");
+    assert.match(h.events.of("RollingBack")[0].message, /^Rolling back to .*a{64} \(the rollback/);
+    status = h.nodes.peek(NODE)!.status!;
+    const cordoned = findCondition(status.conditions, "Cordoned")!;
+    assert.deepEqual([cordoned.status, cordoned.lastTransitionTime], [
+      "True",
+      "2026-05-01T09:58:00Z",
+    ]);
+    const drained = findCondition(status.conditions, "Drained")!;
+    assert.deepEqual([drained.status, drained.lastTransitionTime], [
+      "True",
+      "2026-05-01T09:59:00Z",
+    ]);
+    // While it runs nothing more happens (no second rollback, which would toggle it back).
+    h.agent.kick();
+    h.clock.advance(60_000);
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(h.host.calls.filter((c) => c.startsWith("rollback")).length, 1);
+
+    await h.stop();
+    h.host.reboot();
+    await h.restart();
+    await waitFor(() => h.idle() === "True/Idle", "Idle after the rollback");
+    status = h.nodes.peek(NODE)!.status!;
+    assert.equal(status.booted?.image, A);
+    assert.equal(status.rollback?.image, B);
+    const rebooted = findCondition(status.conditions, "Rebooted")!;
+    assert.deepEqual([rebooted.status, rebooted.reason], ["True", "Rebooted"]);
+    assert.equal(h.degraded().status, "False");
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("agent: rollback route: a queued rollback is undone; refused without a slot", async () => {
+  const host = new FakeBootcHost(B);
+  host.rollback = fakeEntry(A);
+  host.rollbackQueued = true; // an interrupted rollback --apply, or someone's bootc rollback
+  const h = await start({ desiredImage: A, desiredImageState: "Booted" }, host);
+  try {
+    await waitFor(() => h.rebootAllowed() === "False/NoRebootSlot", "refused");
+    assert.equal(h.host.rollbackQueued, false);
+    assert.deepEqual(h.host.calls.filter((c) => c.startsWith("rollback") || c.startsWith("unq")), [
+      "unqueueRollback",
+    ]);
+    assert.equal(h.idle(), "False/Staged");
+    assert.equal(h.host.rebootRequested, false);
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("agent: the host fell back after the apply: Degraded names both images, no rollback, status mirrors the host", async () => {
+  const host = new FakeBootcHost(A);
+  host.staged = fakeEntry(B, { downloadOnly: true });
+  const h = await start({ desiredImage: B, desiredImageState: "Booted" }, host, {
+    node: readyToReboot(B),
+  });
+  try {
+    await waitFor(() => h.host.rebootRequested, "apply");
+    await h.stop();
+    // B boots, fails boot assessment, and the host falls back to A: B is now the rollback.
+    h.host.reboot();
+    [h.host.booted, h.host.rollback] = [h.host.rollback, h.host.booted];
+    await h.restart();
+    await waitFor(() => h.degraded().status === "True", "Degraded");
+    assert.match(h.degraded().message!, /booted .*b{64} but the host fell back to .*a{64}/);
+    const status = h.nodes.peek(NODE)!.status!;
+    assert.equal(status.booted?.image, A);
+    assert.equal(status.rollback?.image, B);
+    assert.equal(status.staged, undefined);
+    const rebooted = findCondition(status.conditions, "Rebooted")!;
+    assert.deepEqual([rebooted.status, rebooted.reason], ["False", "FellBack"]);
+    // The Node still authorizes B, and B is the rollback deployment: still, no loop.
+    h.agent.kick();
+    h.clock.advance(60_000);
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(h.host.calls.filter((c) => c.startsWith("rollback")).length, 0);
+    assert.equal(h.host.rebootRequested, false);
   } finally {
     await h.close();
   }
