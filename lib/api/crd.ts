@@ -104,7 +104,7 @@ function crd(options: {
   };
 }
 
-const condition = (type: string, field: "status" | "reason" | "message") =>
+const condition = (type: string, field: "status" | "reason" | "message" | "lastTransitionTime") =>
   `.status.conditions[?(@.type=="${type}")].${field}`;
 
 /** The BootcNodePool CRD. */
@@ -132,6 +132,19 @@ export function bootcNodePoolCrd(): Record<string, unknown> {
       { name: "Slots", type: "integer", jsonPath: ".status.slotsInUse", priority: 1 },
       { name: "Deployed", type: "string", jsonPath: ".status.deployedDigest", priority: 1 },
       { name: "Health", type: "string", jsonPath: condition("Degraded", "reason"), priority: 1 },
+      {
+        name: "Revision",
+        type: "integer",
+        jsonPath: ".status.history[-1:].revision",
+        priority: 1,
+      },
+      { name: "Canary", type: "string", jsonPath: ".status.canary.phase", priority: 1 },
+      {
+        name: "Circuit",
+        type: "string",
+        jsonPath: condition("CircuitOpen", "status"),
+        priority: 1,
+      },
       { name: "Message", type: "string", jsonPath: condition("UpToDate", "message"), priority: 1 },
     ],
   });
@@ -147,8 +160,11 @@ export function bootcNodeCrd(): Record<string, unknown> {
       { name: "Desired", type: "string", jsonPath: ".spec.desiredImage" },
       { name: "Booted", type: "string", jsonPath: ".status.booted.imageDigest" },
       { name: "State", type: "string", jsonPath: condition("Idle", "reason") },
+      { name: "Since", type: "date", jsonPath: condition("Idle", "lastTransitionTime") },
+      { name: "Verified", type: "string", jsonPath: condition("Verified", "status") },
       { name: "Degraded", type: "string", jsonPath: condition("Degraded", "status") },
       { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" },
+      { name: "Health", type: "string", jsonPath: condition("HostHealthy", "reason"), priority: 1 },
       { name: "DesiredState", type: "string", jsonPath: ".spec.desiredImageState", priority: 1 },
       { name: "Staged", type: "string", jsonPath: ".status.staged.imageDigest", priority: 1 },
       { name: "Version", type: "string", jsonPath: ".status.booted.version", priority: 1 },

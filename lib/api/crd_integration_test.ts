@@ -398,14 +398,24 @@ Deno.test("CRDs validate, default and print on the real API server", async (t) =
           "AGE",
           "IMAGE",
           "PAUSED",
+          "REVISION",
+          "CANARY",
+          "CIRCUIT",
         ]
       ) {
         assert.ok(header.includes(column), `${column} missing from: ${header}`);
       }
       const bn = await cp.kubectl(["get", "bn"]);
       assert.equal(bn.code, 0, bn.stderr);
-      for (const column of ["POOL", "DESIRED", "BOOTED", "STATE", "DEGRADED"]) {
+      for (
+        const column of ["POOL", "DESIRED", "BOOTED", "STATE", "SINCE", "VERIFIED", "DEGRADED"]
+      ) {
         assert.ok(bn.stdout.includes(column), `${column} missing from: ${bn.stdout}`);
+      }
+      const wide = await cp.kubectl(["get", "bn", "-o", "wide"]);
+      assert.equal(wide.code, 0, wide.stderr);
+      for (const column of ["HEALTH", "DESIREDSTATE", "STAGED", "STALLED", "REBOOT", "MESSAGE"]) {
+        assert.ok(wide.stdout.includes(column), `${column} missing from: ${wide.stdout}`);
       }
     });
   } finally {
