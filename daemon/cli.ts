@@ -38,6 +38,10 @@ export interface RunCommand extends HostSettings {
   context?: string;
   pollIntervalMs: number;
   statusBusyGraceMs: number;
+  /** Host health check interval during the first 15 minutes. */
+  healthIntervalMs: number;
+  /** Host health check interval afterwards. */
+  healthIntervalSettledMs: number;
   logLevel?: string;
 }
 
@@ -93,6 +97,9 @@ run:
   --context NAME             kubeconfig context
   --poll-interval DUR        fallback poll of bootc status (env POLL_INTERVAL; default 5m)
   --status-busy-grace DUR    how long a blocked bootc status is tolerated before Degraded (default 10m)
+  --health-interval DUR      host health check interval for the first 15 minutes (default 15s)
+  --health-interval-settled DUR
+                             host health check interval afterwards (default 60s)
 
 status:
   --node-name NAME (env NODE_NAME), --kubeconfig FILE, --context NAME
@@ -114,6 +121,11 @@ export function parseDuration(text: string, flag: string): number {
   return Math.round(n * unit);
 }
 
+function positive(ms: number, flag: string): number {
+  if (ms <= 0) throw new UsageError(`${flag}: must be more than 0`);
+  return ms;
+}
+
 const BOOLEAN_FLAGS = new Set(["transient-units"]);
 const VALUE_FLAGS = new Set([
   "host-root",
@@ -129,11 +141,18 @@ const VALUE_FLAGS = new Set([
   "context",
   "poll-interval",
   "status-busy-grace",
+  "health-interval",
+  "health-interval-settled",
   "desired-image",
   "desired-image-state",
   "reboot-policy",
 ]);
-const RUN_ONLY = new Set(["poll-interval", "status-busy-grace"]);
+const RUN_ONLY = new Set([
+  "poll-interval",
+  "status-busy-grace",
+  "health-interval",
+  "health-interval-settled",
+]);
 const STATUS_ONLY = new Set(["desired-image", "desired-image-state", "reboot-policy"]);
 
 function parseFlags(args: string[]): Map<string, string> {
@@ -227,6 +246,14 @@ export function parseCommandLine(
         "--poll-interval",
       ),
       statusBusyGraceMs: parseDuration(get("status-busy-grace") ?? "10m", "--status-busy-grace"),
+      healthIntervalMs: positive(
+        parseDuration(get("health-interval") ?? "15s", "--health-interval"),
+        "--health-interval",
+      ),
+      healthIntervalSettledMs: positive(
+        parseDuration(get("health-interval-settled") ?? "60s", "--health-interval-settled"),
+        "--health-interval-settled",
+      ),
       logLevel,
     };
   }

@@ -121,3 +121,30 @@ Deno.test("cli: --host-pid names the host's process; bad values are usage errors
     /--host-root must not be empty/,
   );
 });
+
+Deno.test("cli: health check intervals (run only)", () => {
+  const defaults = parseCommandLine(["run", "--node-name", "n"]);
+  assert.equal(defaults.command, "run");
+  if (defaults.command !== "run") return;
+  assert.equal(defaults.healthIntervalMs, 15_000);
+  assert.equal(defaults.healthIntervalSettledMs, 60_000);
+  const set = parseCommandLine([
+    "run",
+    "--node-name",
+    "n",
+    "--health-interval",
+    "1s",
+    "--health-interval-settled=2m",
+  ]);
+  if (set.command !== "run") throw new Error("run expected");
+  assert.equal(set.healthIntervalMs, 1_000);
+  assert.equal(set.healthIntervalSettledMs, 120_000);
+  assert.throws(
+    () => parseCommandLine(["run", "--node-name", "n", "--health-interval", "0s"]),
+    /--health-interval: must be more than 0/,
+  );
+  assert.throws(
+    () => parseCommandLine(["status", "--health-interval", "1s"]),
+    /applies to run only/,
+  );
+});

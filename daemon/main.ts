@@ -105,6 +105,10 @@ async function run(cmd: RunCommand, log: Logger): Promise<number> {
       hostRoot: access.hostRoot,
       pollIntervalMs: cmd.pollIntervalMs,
       statusBusyGraceMs: cmd.statusBusyGraceMs,
+      healthCheck: {
+        startingMs: cmd.healthIntervalMs,
+        settledMs: cmd.healthIntervalSettledMs,
+      },
       logger: log,
     });
     log.info("starting", {
@@ -135,11 +139,13 @@ async function status(cmd: StatusCommand, log: Logger): Promise<number> {
     { capabilitiesFromVersion },
     { ownedByPool, rebootAuthorization },
     { RebootAllowedReason },
+    { checkHostHealth },
   ] = await Promise.all([
     import("./decide.ts"),
     import("../lib/bootc/version.ts"),
     import("../lib/api/annotations.ts"),
     import("../lib/api/constants.ts"),
+    import("./health.ts"),
   ]);
   type NodeForReboot = import("../lib/api/annotations.ts").NodeForReboot;
   type RebootAuthorization = import("../lib/api/annotations.ts").RebootAuthorization;
@@ -151,6 +157,7 @@ async function status(cmd: StatusCommand, log: Logger): Promise<number> {
   // Offline (--desired-image) the flags stand in for the controller, but there is no Node to
   // authorize a reboot: the daemon would keep the image staged, and so says status.
   let owned = true;
+  let node: NodeForReboot | undefined;
   let reboot: RebootAuthorization | undefined = {
     allowed: false,
     reason: RebootAllowedReason.NoRebootSlot,
@@ -174,7 +181,6 @@ async function status(cmd: StatusCommand, log: Logger): Promise<number> {
       // The Node is read only when the daemon would read it: Booted asked of an owned node.
       reboot = undefined;
       if (owned && spec.desiredImageState === "Booted") {
-        let node: NodeForReboot | undefined;
         try {
           node = await client.resource<import("../lib/kube/types.ts").KubeObject & NodeForReboot>(
             Resources.nodes,
@@ -221,10 +227,13 @@ async function status(cmd: StatusCommand, log: Logger): Promise<number> {
   } catch (e) {
     log.warn("cannot tell whether the auto-update timer is masked", { error: e });
   }
+  const health = await checkHostHealth(executor, spec?.healthUnits, () => new Date());
   const decision = decide({
     spec,
     owned,
     reboot,
+    node,
+    health,
     status: previous,
     generation,
     host,
