@@ -7,7 +7,9 @@
  *
  * - the controller, as 65532 with a read-only root and a service-account token mounted like
  *   the Deployment's, talks TLS to a real API server and reports ready (caches synced, leader
- *   election running), then stops cleanly on SIGTERM;
+ *   election running), resolves a pool's tag on a TLS registry whose CA it knows only from a
+ *   bundle mounted over the image's `/etc/ssl/certs` (so Deno uses the image's CA store), then
+ *   stops cleanly on SIGTERM;
  * - the daemon's `status`, as root like the DaemonSet, finds itself in another mount namespace
  *   than the "host" process (`--host-pid`), so it enters the host's with the image's own
  *   `nsenter` and runs the bootc simulator there, and prints the booted image's digest.
@@ -141,7 +143,7 @@ Deno.test({
       );
 
       await t.step(
-        "the controller runs as 65532 with a read-only root and gets ready",
+        "the controller runs as 65532 with a read-only root, gets ready, trusts the image's CAs",
         async () => {
           for await (const entry of Deno.readDir(`${ROOT}/crds`)) {
             await cp.applyYaml(`${ROOT}/crds/${entry.name}`);
@@ -160,6 +162,26 @@ Deno.test({
           await Deno.chmod(sa, 0o755);
           for (const f of ["token", "ca.crt", "namespace"]) await Deno.chmod(`${sa}/${f}`, 0o644);
 
+          // A registry whose certificate only a private CA vouches for, and a CA bundle holding
+          // the image's certificates plus that CA, mounted over the image's /etc/ssl/certs the way
+          // a cluster mounts a ConfigMap: the controller must trust it without --registry-ca-file.
+          const tlsRegistry = await startRegistry({ tls: true });
+          cleanups.push(() => tlsRegistry.stop());
+          const os = await tlsRegistry.pushImage({
+            repository: "bootc/os",
+            tag: "v1",
+            version: "1",
+          });
+          const certs = `${work}/certs`;
+          await Deno.mkdir(certs);
+          await Deno.writeTextFile(
+            `${certs}/ca-certificates.crt`,
+            await Deno.readTextFile(`${roots.controller}/etc/ssl/certs/ca-certificates.crt`) +
+              tlsRegistry.caCertPem!,
+          );
+          await Deno.chmod(certs, 0o755);
+          await Deno.chmod(`${certs}/ca-certificates.crt`, 0o644);
+
           const config = configs.controller.config;
           const port = freePort();
           const api = new URL(cp.apiServerUrl);
@@ -167,7 +189,10 @@ Deno.test({
             root: roots.controller,
             user: config.User!,
             readOnlyRoot: true,
-            binds: [{ source: sa, target: "/var/run/secrets/kubernetes.io/serviceaccount" }],
+            binds: [
+              { source: sa, target: "/var/run/secrets/kubernetes.io/serviceaccount" },
+              { source: certs, target: "/etc/ssl/certs" },
+            ],
             // The Deployment's arguments, with the probe port moved off 8080.
             command: [
               ...config.Entrypoint!,
@@ -220,6 +245,28 @@ Deno.test({
             }).catch(() => undefined) as { spec?: { holderIdentity?: string } } | undefined;
             return lease?.spec?.holderIdentity?.startsWith(Deno.hostname()) ?? false;
           }, { timeoutMs: 60_000, intervalMs: 250, message: "the controller holding the Lease" });
+          // A pool on the TLS registry: the tag resolves only if the image's CA store is used.
+          // JSON is YAML; applyYaml takes text with newlines.
+          await cp.applyYaml(JSON.stringify(
+            {
+              apiVersion: "node.bootc.dev/v1alpha1",
+              kind: "BootcNodePool",
+              metadata: { name: "image-test" },
+              spec: {
+                nodeSelector: { matchLabels: { "image-test": "none" } },
+                image: { ref: `${tlsRegistry.host}/bootc/os:v1` },
+              },
+            },
+            null,
+            2,
+          ));
+          await waitFor(async () => {
+            const pool = await cp.client.request({
+              method: "GET",
+              path: "/apis/node.bootc.dev/v1alpha1/bootcnodepools/image-test",
+            }) as { status?: { targetDigest?: string } };
+            return pool.status?.targetDigest === os.digest;
+          }, { timeoutMs: 60_000, intervalMs: 250, message: "the pool's tag resolved over TLS" });
           const status = await controller.stop({ graceMs: 30_000 });
           const log = await tailFile(controller.logPath, 200);
           assert.deepEqual(status.code, 0, log);
