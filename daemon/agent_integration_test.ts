@@ -696,6 +696,184 @@ Deno.test({
         assert.equal(condition(n, "RebootAllowed"), "False/NotRequested");
       },
     );
+
+    // Issue 14: the host's health, checked with the host's systemctl (the simulator's).
+    await t.step(
+      "host health: Starting before the first write, Healthy on the timer, a failed unit is Unhealthy (event), recovery; idle checks make no API request",
+      async () => {
+        const hh = await newNode("node-h", v1);
+        // systemd says `starting` for a while after the boot (the host was created just now).
+        await hh.host.setStartingMs(6_000);
+        // No poll to speak of: what follows is seen by the health timer alone.
+        start(hh, ["--health-interval", "1s", "--poll-interval", "10m"]);
+        let n = await waitForNode(hh, (n) => n.status?.hostHealth !== undefined, "hostHealth");
+        const first = n.status!.hostHealth!;
+        // The first write of this daemon already carries the check, on the booted digest.
+        assert.equal(first.bootedDigest, n.status?.booted?.imageDigest);
+        assert.ok(first.bootedDigest?.startsWith("sha256:"));
+        assert.equal(first.state, "Starting", JSON.stringify(first));
+        assert.equal(condition(n, "HostHealthy"), "Unknown/Starting");
+        n = await waitForNode(
+          hh,
+          (n) => n.status?.hostHealth?.state === "Healthy",
+          "Healthy once systemd says running",
+        );
+        assert.equal(condition(n, "HostHealthy"), "True/SystemRunning");
+        assert.equal(n.status?.hostHealth?.message, "systemctl is-system-running: running");
+
+        // Idle, healthy, checked every second: no request to the API server at all.
+        await new Promise((r) => setTimeout(r, 2_000));
+        const writesLogged = () =>
+          hh.daemon!.log.filter((l) => l.includes('"msg":"status changed"')).length;
+        const writesBefore = writesLogged();
+        const before = await apiMetrics(api);
+        await new Promise((r) => setTimeout(r, 6_000));
+        const after = await apiMetrics(api);
+        const delta = (key: string) =>
+          (after.requests.get(key) ?? 0) - (before.requests.get(key) ?? 0);
+        for (const key of ["PATCH", "PUT", "GET", "LIST", "POST"]) {
+          assert.equal(delta(`bootcnodes|${key}`), 0, `bootcnodes ${key} while idle`);
+        }
+        assert.equal(delta("nodes|GET"), 0);
+        assert.equal(delta("events|POST") + delta("events|PATCH"), 0);
+        assert.equal(writesLogged(), writesBefore, "no status write while idle");
+
+        // A unit crashes: Unhealthy, naming it, with an event.
+        await hh.host.failUnit("app.service");
+        n = await waitForNode(
+          hh,
+          (n) => n.status?.hostHealth?.state === "Unhealthy",
+          "Unhealthy after a unit failed",
+        );
+        assert.deepEqual(n.status?.hostHealth?.failedUnits, ["app.service"]);
+        assert.equal(condition(n, "HostHealthy"), "False/UnitFailed");
+        assert.match(
+          findCondition(n.status?.conditions, "HostHealthy")!.message,
+          /degraded: failed units: app\.service/,
+        );
+        const unhealthy = await waitFor(async () => {
+          const list = await eventsOf(hh, "HostUnhealthy");
+          return list.length > 0 ? list : undefined;
+        }, { timeoutMs: 30_000, message: "a HostUnhealthy event" });
+        assert.equal(unhealthy[0].type, "Warning");
+        assert.match(unhealthy[0].message, /app\.service/);
+
+        // The admin resets it: Healthy again, and a recovery event.
+        const { units } = await hh.host.readState();
+        const { failed: _failed, ...rest } = units["app.service"];
+        await hh.host.setUnits({ ...units, "app.service": { ...rest, active: true } });
+        await waitForNode(hh, (n) => n.status?.hostHealth?.state === "Healthy", "Healthy again");
+        await waitFor(async () => (await eventsOf(hh, "HostRecovered")).length === 1, {
+          timeoutMs: 30_000,
+          message: "a HostRecovered event",
+        });
+
+        // healthUnits (copied from the pool by the controller): systemctl is-active decides.
+        await setSpec(hh, { healthUnits: ["app.service", "db.service"] });
+        n = await waitForNode(
+          hh,
+          (n) => n.status?.hostHealth?.state === "Starting",
+          "Starting while db.service is inactive",
+        );
+        assert.match(n.status!.hostHealth!.message!, /db\.service \(inactive\)/);
+        const now = (await hh.host.readState()).units;
+        await hh.host.setUnits({
+          ...now,
+          "db.service": { enabled: true, active: true, masked: false, runtimeMasked: false },
+        });
+        n = await waitForNode(
+          hh,
+          (n) => condition(n, "HostHealthy") === "True/UnitsActive",
+          "UnitsActive",
+        );
+        assert.equal(n.status?.hostHealth?.state, "Healthy");
+        await hh.daemon!.stop("SIGKILL");
+        hh.daemon = undefined;
+      },
+    );
+
+    // Issue 14: a node is rolled back by setting desiredImage to its previous image, which is
+    // the host's rollback deployment; the daemon boots it only with the reboot authorization.
+    await t.step(
+      "rollback route: desiredImage = the rollback deployment → ready without staging; Booted without a slot refused; with slot + drain bootc rollback --apply; Idle on the previous image",
+      async () => {
+        const r = await newNode("node-r", v1, { desiredImage: v2 });
+        start(r);
+        await waitForNode(r, (n) => condition(n, "Idle") === "False/Staged", "Staged v2");
+        await grantSlot(r, v2);
+        await setSpec(r, { desiredImageState: "Booted" });
+        await r.host.waitForRebootRequest({ timeoutMs: 60_000 });
+        await reboot(r);
+        let n = await waitForNode(
+          r,
+          (n) => condition(n, "Idle") === "True/Idle" && n.status?.booted?.image === v2,
+          "Idle on v2",
+        );
+        assert.equal(n.status?.rollback?.image, v1);
+        assert.equal(condition(n, "Rebooted"), "True/Rebooted");
+        await release(r);
+
+        // The controller rolls the node back: desiredImage = v1 (the rollback deployment).
+        await setSpec(r, { desiredImage: v1 });
+        n = await waitForNode(
+          r,
+          (n) =>
+            condition(n, "Idle") === "False/Staged" &&
+            condition(n, "ImageStaged") === "True/RollbackDeployment",
+          "ready to roll back, nothing staged",
+        );
+        assert.match(findCondition(n.status?.conditions, "Idle")!.message, /rollback deployment/);
+        assert.equal(condition(n, "Rebooted"), "False/Waiting", "phases start over");
+        assert.equal(condition(n, "Cordoned"), "False/Waiting");
+        let { state } = await r.host.readState();
+        assert.equal(state.staged, null, "nothing staged");
+        assert.equal(state.rollbackQueued, false, "no rollback queued without --apply");
+        assert.equal(state.rebootRequest, null);
+
+        // Booted without a reboot slot: refused, nothing run.
+        await setSpec(r, { desiredImageState: "Booted" });
+        n = await waitForNode(
+          r,
+          (n) => condition(n, "RebootAllowed") === "False/NoRebootSlot",
+          "refused without a slot",
+        );
+        assert.equal(condition(n, "Idle"), "False/Staged");
+        await waitNodeReads(r, 2);
+        ({ state } = await r.host.readState());
+        assert.equal(state.rollbackQueued, false);
+        assert.equal(state.rebootRequest, null);
+        assert.equal(state.booted?.pullspec, v2);
+
+        // Slot, cordon and a finished drain for v1: bootc rollback --apply, Rebooting first.
+        await grantSlot(r, v1);
+        const request = await r.host.waitForRebootRequest({ timeoutMs: 60_000 });
+        assert.deepEqual(request.command.slice(1), ["rollback", "--apply"]);
+        n = await get(r.name);
+        assert.equal(condition(n, "Idle"), "False/Rebooting", "persisted before the reboot");
+        assert.equal(condition(n, "RebootAllowed"), "True/SlotAndDrain");
+        assert.equal(condition(n, "Rebooted"), "False/RollingBack");
+        assert.equal(condition(n, "Cordoned"), "True/Cordoned");
+        assert.equal(condition(n, "Drained"), "True/Drained");
+        const rolling = await waitFor(async () => {
+          const list = await eventsOf(r, "RollingBack");
+          return list.length > 0 ? list : undefined;
+        }, { timeoutMs: 30_000, message: "a RollingBack event" });
+        assert.match(rolling[0].message, /^Rolling back to .* \(the rollback deployment\)/);
+
+        await reboot(r);
+        n = await waitForNode(
+          r,
+          (n) => condition(n, "Idle") === "True/Idle" && n.status?.booted?.image === v1,
+          "Idle on v1 after the rollback",
+        );
+        assert.equal(n.status?.rollback?.image, v2, "status mirrors the host after the reboot");
+        assert.equal(n.status?.staged, undefined);
+        assert.equal(condition(n, "Rebooted"), "True/Rebooted");
+        assert.equal(condition(n, "Degraded"), "False/Healthy", "a rollback is not a fall-back");
+        await r.daemon!.stop("SIGKILL");
+        r.daemon = undefined;
+      },
+    );
   } finally {
     for (const node of nodes) {
       await node.daemon?.stop("SIGKILL");
