@@ -15,6 +15,7 @@ import {
   newDeployment,
   prepareSoftReboot,
   type PulledImage,
+  pulledImage,
   rollback,
   type SimSettings,
   softRebootDecision,
@@ -22,7 +23,8 @@ import {
   stage,
   unlockStaged,
 } from "./model.ts";
-import { PullError, pullImage, readHostAuth } from "./registry_pull.ts";
+import { type BadBoot, badBootFromLabels, BadBootLabelError } from "./bad_boot.ts";
+import { PullError, pullImage, type PullResult, readHostAuth } from "./registry_pull.ts";
 import { buildHost, canonicalJson, emptyHost, humanStatus, type Json } from "./status.ts";
 import {
   lockSysroot,
@@ -199,7 +201,19 @@ async function save(s: Session, opts: { touch: boolean }): Promise<void> {
   }
 }
 
-async function pull(s: Session, pullspec: string, context: string): Promise<PulledImage> {
+/** The bad-boot mode a pulled image's label asks for; a malformed label fails the command. */
+function badBootOf(image: PullResult, context: string): BadBoot | null {
+  try {
+    return badBootFromLabels(image.labels);
+  } catch (e) {
+    if (e instanceof BadBootLabelError) {
+      throw new BootcError(`${context}: bootc simulator: ${e.message}`);
+    }
+    throw e;
+  }
+}
+
+async function pull(s: Session, pullspec: string, context: string): Promise<PullResult> {
   try {
     const image = await pullImage({
       pullspec,
@@ -349,6 +363,7 @@ async function switchCmd(
     checksum: await checksumFor(image.imageDigest),
     softRebootCapable: s.settings.softRebootCapable,
     downloadOnly: cmd.downloadOnly,
+    badBoot: badBootOf(image, context),
   });
   s.state = stage(s.state, deployment);
   await save(s, { touch: true });
@@ -382,7 +397,7 @@ async function upgradeCmd(
     s.ctx.out(`Update available for: ${spec.image}\n`);
     if (fetched.version) s.ctx.out(`  Version: ${fetched.version}\n`);
     s.ctx.out(`  Digest: ${fetched.imageDigest}\n`);
-    s.state = { ...s.state, booted: { ...booted, cachedUpdate: fetched } };
+    s.state = { ...s.state, booted: { ...booted, cachedUpdate: pulledImage(fetched) } };
     await save(s, { touch: true });
     return 0;
   }
@@ -422,6 +437,7 @@ async function upgradeCmd(
     checksum: await checksumFor(fetched.imageDigest),
     softRebootCapable: s.settings.softRebootCapable,
     downloadOnly: cmd.downloadOnly,
+    badBoot: badBootOf(fetched, context),
   });
   s.state = stage(s.state, deployment);
   await save(s, { touch: true });

@@ -12,10 +12,19 @@ import {
   type HostState,
   initialState,
   newDeployment,
-  reboot,
   type RebootRequest,
   type SimSettings,
 } from "./model.ts";
+import {
+  type BadBoot,
+  badBootFromLabels,
+  bootHost,
+  type BootRecord,
+  effectiveBadBoot,
+  formatBadBoot,
+  initialBootRecord,
+  parseBadBoot,
+} from "./bad_boot.ts";
 import { parseImageReference } from "../../lib/registry/mod.ts";
 import {
   type ApplyRecord,
@@ -73,6 +82,13 @@ export interface CreateHostOptions {
   applyGate?: boolean;
   /** Auth file to place at `/etc/ostree/auth.json` before the initial pull. */
   etcAuth?: AuthJson;
+  /**
+   * Per-host bad-boot overrides: image digest or pullspec → a `dev.bootc.sim.bad-boot` value
+   * (see `bad_boot.ts`); they win over the images' labels.
+   */
+  badBoot?: Record<string, string>;
+  /** How long after each boot systemd is still `starting` (default 0). */
+  startingMs?: number;
 }
 
 /** A containers-auth.json document. */
@@ -132,7 +148,11 @@ export class SimulatedHost {
         pullDelayMs: opts.pullDelayMs ?? 0,
         caCertPem: opts.caCertPem ?? null,
         applyGate: opts.applyGate ?? false,
+        startingMs: opts.startingMs ?? 0,
+        badBoot: { ...opts.badBoot },
       };
+      // A malformed override fails now, not at the next boot.
+      for (const value of Object.values(settings.badBoot)) parseBadBoot(value);
       await createLayout(host.paths, settings.composefs);
       if (opts.etcAuth) await host.writeAuthFile("etc", opts.etcAuth);
       const image = await pullImage({
@@ -149,10 +169,19 @@ export class SimulatedHost {
         checksum: await checksumFor(image.imageDigest),
         softRebootCapable: settings.softRebootCapable,
         downloadOnly: false,
+        badBoot: badBootFromLabels(image.labels),
       });
+      const now = new Date().toISOString();
+      const state = initialState(booted, crypto.randomUUID(), now);
+      const lastBoot = initialBootRecord(state, { now, overrides: settings.badBoot });
       await writeSettings(host.paths, settings);
-      await writeUnits(host.paths, initialUnits(opts.autoUpdateTimerEnabled ?? true));
-      await writeHostState(host.paths, initialState(booted, crypto.randomUUID()));
+      await writeUnits(
+        host.paths,
+        rebootUnits(initialUnits(opts.autoUpdateTimerEnabled ?? true), false, {
+          failedUnit: lastBoot.failedUnit,
+        }),
+      );
+      await writeHostState(host.paths, { ...state, lastBoot });
       if (settings.composefs) {
         await syncComposefsDeployDirs(host.paths, [booted.checksum + booted.checksum]);
       }
@@ -258,14 +287,19 @@ export class SimulatedHost {
   }
 
   /**
-   * Reboots the machine. Kill every bootc process of this host first (a pending `--apply` holds
-   * the sysroot lock until killed); this throws if one still holds it.
+   * Boots the machine once. Kill every bootc process of this host first (a pending `--apply`
+   * holds the sysroot lock until killed); this throws if one still holds it.
    *
    * `soft` defaults to what the pending request asked for, else whether the staged deployment was
    * prepared for a soft reboot. A soft reboot keeps the boot ID and `/run`; a full reboot gets a
    * new boot ID and empties `/run` (runtime masks and `/run/ostree/auth.json` are gone).
+   *
+   * When the deployment that boots is a bad image (`bad_boot.ts`), the record says what became of
+   * the boot: `up` (maybe with a failed unit, or never Ready), `fell-back` (the previous
+   * deployment runs again) or `crashed` (a `reboot-loop` image: the machine reboots by itself, so
+   * call `reboot()` again to perform that next boot).
    */
-  async reboot(opts: { soft?: boolean } = {}): Promise<void> {
+  async reboot(opts: { soft?: boolean } = {}): Promise<BootRecord> {
     const owner = await lockOwner(this.paths);
     if (owner) {
       throw new Error(
@@ -279,23 +313,61 @@ export class SimulatedHost {
       const state = await readHostState(this.paths);
       const soft = opts.soft ?? state.rebootRequest?.soft ?? state.staged?.softRebootPrepared ??
         false;
-      const next = reboot(state, { soft, newBootId: crypto.randomUUID() });
-      if (!soft) {
+      const settings = await readSettings(this.paths);
+      const next = bootHost(state, {
+        soft,
+        newBootId: crypto.randomUUID(),
+        now: new Date().toISOString(),
+        overrides: settings.badBoot,
+      });
+      const record = next.lastBoot!;
+      if (!record.soft) {
         for await (const entry of Deno.readDir(`${this.root}/run`)) {
           await Deno.remove(`${this.root}/run/${entry.name}`, { recursive: true });
         }
       }
-      await writeUnits(this.paths, rebootUnits(await readUnits(this.paths), soft));
+      await writeUnits(
+        this.paths,
+        rebootUnits(await readUnits(this.paths), record.soft, { failedUnit: record.failedUnit }),
+      );
       await writeHostState(this.paths, next);
-      const settings = await readSettings(this.paths);
       if (settings.composefs) {
         const verities = [next.staged, next.booted, next.rollback, ...next.other]
           .filter((d) => d !== null).map((d) => d!.checksum + d!.checksum);
         await syncComposefsDeployDirs(this.paths, verities);
       }
+      return record;
     } finally {
       await lock.release();
     }
+  }
+
+  /** What the latest boot came to (`bad_boot.ts`); for a host never rebooted, its creation. */
+  async lastBoot(): Promise<BootRecord | null> {
+    return (await readHostState(this.paths)).lastBoot ?? null;
+  }
+
+  /**
+   * The bad-boot mode that applies to the booted deployment (its image's label or this host's
+   * override); null for a good one.
+   */
+  async bootedBadBoot(): Promise<BadBoot | null> {
+    const { state, settings } = await this.readState();
+    return effectiveBadBoot(state.booted, settings.badBoot);
+  }
+
+  /**
+   * Overrides the bad-boot mode of an image on this host only (by image digest or pullspec), for
+   * the boots that come after: a mode (`"never-ready"`, `{ mode: "unit-fails", unit }`, …),
+   * `"none"` to make a labelled image good here, or null to drop the override.
+   */
+  async setBadBoot(imageDigestOrPullspec: string, mode: string | BadBoot | null): Promise<void> {
+    const value = mode === null || typeof mode === "string" ? mode : formatBadBoot(mode);
+    if (value !== null) parseBadBoot(value);
+    const overrides = { ...(await readSettings(this.paths)).badBoot };
+    if (value === null) delete overrides[imageDigestOrPullspec];
+    else overrides[imageDigestOrPullspec] = value;
+    await this.updateSettings({ badBoot: overrides });
   }
 
   /**

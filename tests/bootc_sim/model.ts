@@ -7,6 +7,8 @@
  * @module
  */
 
+import type { BadBoot, BootRecord } from "./bad_boot.ts";
+
 /** What is known about one pulled image (bootc's ImageStatus minus the reference). */
 export interface PulledImage {
   /** The per-architecture manifest digest (`sha256:…`). */
@@ -45,6 +47,11 @@ export interface Deployment {
   deploySerial: number;
   /** The ostree stateroot. */
   stateroot: string;
+  /**
+   * Simulator only, never printed: how the image misbehaves when booted, from its
+   * `dev.bootc.sim.bad-boot` config label (see `bad_boot.ts`); null or absent for a good image.
+   */
+  badBoot?: BadBoot | null;
 }
 
 /** A reboot that a `--apply` asked for and the harness has not performed yet. */
@@ -87,6 +94,8 @@ export interface HostState {
    * too. `systemctl is-system-running` says `starting` for `startingMs` after it.
    */
   bootedAt?: string;
+  /** What the latest boot came to (bad images, see `bad_boot.ts`); absent before any reboot. */
+  lastBoot?: BootRecord | null;
 }
 
 /** How the simulated machine is set up (written only by the test harness). */
@@ -122,6 +131,11 @@ export interface SimSettings {
    * failing unit still `activating`. Default 0: a booted host is up at once.
    */
   startingMs: number;
+  /**
+   * Per-host bad-boot overrides: image digest (`sha256:…`) or pullspec → a
+   * `dev.bootc.sim.bad-boot` value (`none` makes a labelled image good on this host).
+   */
+  badBoot: Record<string, string>;
 }
 
 /** Default settings of a new simulated host. */
@@ -138,6 +152,7 @@ export const DEFAULT_SETTINGS: SimSettings = {
   caCertPem: null,
   applyGate: false,
   startingMs: 0,
+  badBoot: {},
 };
 
 /** Parses a bootc version (`1.16.10`, `1.10`) into comparable numbers. */
@@ -201,6 +216,18 @@ export interface NewDeploymentOptions {
   softRebootCapable: boolean;
   /** Stage it finalization-locked. */
   downloadOnly: boolean;
+  /** The image's bad-boot mode (from its label), if it is a bad image. */
+  badBoot?: BadBoot | null;
+}
+
+/** Only the {@linkcode PulledImage} fields of a pull result (which may carry more). */
+export function pulledImage(image: PulledImage): PulledImage {
+  return {
+    imageDigest: image.imageDigest,
+    version: image.version,
+    timestamp: image.timestamp,
+    architecture: image.architecture,
+  };
 }
 
 /** The ostree commit checksum the simulator uses for an image digest. */
@@ -217,7 +244,7 @@ export function newDeployment(opts: NewDeploymentOptions): Deployment {
   return {
     pullspec: opts.pullspec,
     transport: "registry",
-    image: opts.image,
+    image: pulledImage(opts.image),
     cachedUpdate: null,
     incompatible: false,
     pinned: false,
@@ -227,6 +254,7 @@ export function newDeployment(opts: NewDeploymentOptions): Deployment {
     checksum: opts.checksum,
     deploySerial: serials.length === 0 ? 0 : Math.max(...serials) + 1,
     stateroot: "default",
+    badBoot: opts.badBoot ?? null,
   };
 }
 

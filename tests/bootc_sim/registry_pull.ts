@@ -110,11 +110,18 @@ export function normalizeTimestamp(value: unknown): string | null {
   return `${base}${frac}Z`;
 }
 
+/** What a pull found: what bootc records, and the image's config labels. */
+export interface PullResult extends PulledImage {
+  /** The config's labels (the simulator reads `dev.bootc.sim.bad-boot` from them). */
+  labels: Record<string, string>;
+}
+
 /**
  * Resolves a pullspec to what bootc records for it: the per-architecture manifest digest, the
- * version label, the build timestamp and the architecture. Throws {@linkcode PullError}.
+ * version label, the build timestamp and the architecture; plus the config labels. Throws
+ * {@linkcode PullError}.
  */
-export async function pullImage(opts: PullOptions): Promise<PulledImage> {
+export async function pullImage(opts: PullOptions): Promise<PullResult> {
   let ref: ImageReference;
   try {
     ref = parseImageReference(opts.pullspec);
@@ -159,6 +166,7 @@ export async function pullImage(opts: PullOptions): Promise<PulledImage> {
       timestamp: normalizeTimestamp(labels["org.opencontainers.image.created"]) ??
         normalizeTimestamp(config.created),
       architecture: config.architecture ?? opts.architecture,
+      labels,
     };
   } catch (e) {
     if (e instanceof RegistryError) {
