@@ -4,13 +4,13 @@
  *
  * Without `spec.healthUnits` the answer is `systemctl is-system-running`:
  *
- * | is-system-running           | state     | HostHealthy reason |
- * |-----------------------------|-----------|--------------------|
- * | `running`                   | Healthy   | SystemRunning      |
- * | `initializing`, `starting`  | Starting  | Starting           |
- * | `degraded`                  | Unhealthy | UnitFailed ¹       |
- * | `maintenance`, `stopping`, other | Unhealthy | UnitFailed ²  |
- * | `offline`, `unknown`, no answer | Unknown | CheckError ³      |
+ * | is-system-running                | state     | HostHealthy reason |
+ * |----------------------------------|-----------|--------------------|
+ * | `running`                        | Healthy   | SystemRunning      |
+ * | `initializing`, `starting`       | Starting  | Starting           |
+ * | `degraded`                       | Unhealthy | UnitFailed ¹       |
+ * | `maintenance`, `stopping`, other | Unhealthy | UnitFailed ²       |
+ * | `offline`, `unknown`, no answer  | Unknown   | CheckError ³       |
  *
  * 1. The failed units are listed (`systemctl list-units --state=failed`) and named.
  * 2. The message names the state. `stopping` is ignored while the daemon's own
