@@ -61,6 +61,12 @@ import { needsLookup, pullSecretVerdict, type SecretLookup } from "./pull_secret
 import { type ImageResolver, secretDataHash } from "./resolver.ts";
 import { TagResolution, type TagResolutionOptions } from "./tag_resolution.ts";
 import {
+  HealthQueries,
+  type HealthQueriesOptions,
+  type PrometheusCheck,
+} from "./health_queries.ts";
+import type { QueryVerdict } from "./health.ts";
+import {
   bootcNodeEventPools,
   nodeEventPools,
   poolEventPools,
@@ -132,6 +138,8 @@ export interface PoolReconcilerOptions {
     TagResolutionOptions,
     "timeoutMs" | "initialBackoffMs" | "maxBackoffMs" | "jitter"
   >;
+  /** Prometheus health-check polling: interval (default 5 s) and per-query timeout (default 5 s). */
+  healthQueries?: Pick<HealthQueriesOptions, "intervalMs" | "timeoutMs">;
 }
 
 /** Counts of the writes a reconciler made, by kind (for tests and reports). */
@@ -236,6 +244,8 @@ export class PoolReconciler {
   #client: KubeClient;
   /** Resolves tags beside the work queue; a reconcile only reads its latest results. */
   #tags: TagResolution;
+  /** Polls pools' Prometheus health checks beside the work queue; a reconcile reads verdicts. */
+  #healthQueries: HealthQueries;
   #grantLock = new Mutex();
   #events?: EventSink;
   #metrics?: ControllerMetrics;
@@ -282,6 +292,12 @@ export class PoolReconciler {
           this.#enqueue(p);
         }
       },
+    });
+    this.#healthQueries = new HealthQueries({
+      ...options.healthQueries,
+      ...common,
+      // A changed verdict (or a streak long enough to pass) wakes the pool.
+      onResult: (pool) => this.#enqueue(pool),
     });
     this.pools = new Informer<BootcNodePool>({
       resource: this.#poolClient,
@@ -357,6 +373,7 @@ export class PoolReconciler {
     this.pools.onDelete((p) => {
       enqueue(poolEventPools(cache, { type: "delete", object: p }));
       this.#tags.forget(p.metadata.name ?? "");
+      this.#healthQueries.forget(p.metadata.name ?? "");
       this.#metrics?.forgetPool(p.metadata.name ?? "");
     });
     this.nodes.onAdd((n) => enqueue(nodeEventPools(cache, { type: "add", object: n })));
@@ -451,6 +468,7 @@ export class PoolReconciler {
       this.#metrics?.setLeading(false);
       // A replica that does not lead polls no registry.
       await this.#tags.forgetAll();
+      await this.#healthQueries.close();
     }
   }
 
@@ -583,6 +601,27 @@ export class PoolReconciler {
     return latest && { generation: pool.metadata.generation, at: latest.at, result: latest.result };
   }
 
+  /**
+   * The latest Prometheus health-check verdicts of the pool's nodes, never waiting
+   * for Prometheus: the nodes holding the pool's reboot slot are polled by
+   * {@linkcode HealthQueries}, every other key of the pool is dropped.
+   */
+  #healthQueryVerdicts(pool: BootcNodePool): Map<string, QueryVerdict> | undefined {
+    const name = pool.metadata.name ?? "";
+    const check = pool.spec.rollout?.health?.prometheus;
+    if (!check || pool.metadata.deletionTimestamp) {
+      this.#healthQueries.forget(name);
+      return undefined;
+    }
+    const wanted = new Map<string, PrometheusCheck>();
+    for (const n of this.nodes.store.list()) {
+      if (n.metadata?.annotations?.[ANNOTATION_SLOT_POOL] === name) {
+        wanted.set(n.metadata.name ?? "", check);
+      }
+    }
+    return this.#healthQueries.wantOnly(name, wanted);
+  }
+
   /** One reconcile of pool `name` (what the work queue runs). */
   async reconcile(name: string): Promise<void> {
     // Slot grants under a cluster-wide budget must see every grant before them: pools
@@ -598,6 +637,7 @@ export class PoolReconciler {
     const pool = this.pools.store.get(name);
     if (!pool) {
       this.#tags.forget(name);
+      this.#healthQueries.forget(name);
       await this.#releaseGonePool(name, log);
       return;
     }
@@ -627,6 +667,7 @@ export class PoolReconciler {
       bootcNodes,
       pdbs,
       resolution,
+      healthQueries: this.#healthQueryVerdicts(pool),
       pullSecretHash: secret.hash,
       pullSecretIssue: secret.issue,
       now,
