@@ -1031,3 +1031,54 @@ Deno.test("agent: the host fell back after the apply: Degraded names both images
     await h.close();
   }
 });
+
+Deno.test("agent: a whole update, health included, costs a bounded number of status writes", async () => {
+  const host = new FakeBootcHost(A);
+  const h = await start({ desiredImage: A }, host);
+  try {
+    await waitFor(() => h.idle() === "True/Idle", "Idle");
+    const base = h.nodes.count("patch", "status");
+    const setSpec = (spec: Partial<BootcNodeSpec>) => {
+      const bn = h.nodes.peek(NODE)!;
+      h.nodes.put({ ...bn, spec: { ...bn.spec, ...spec } });
+    };
+    setSpec({ desiredImage: B });
+    await waitFor(() => h.idle() === "False/Staged", "Staged");
+    h.coreNodes.put(readyToReboot(B));
+    setSpec({ desiredImageState: "Booted" });
+    await waitFor(() => h.host.rebootRequested, "apply");
+    await h.stop();
+    h.host.reboot();
+    h.host.systemStateText = "starting"; // the daemon comes up before the boot finished
+    await h.restart();
+    await waitFor(() => h.idle() === "True/Idle", "Idle after the reboot");
+    h.host.systemStateText = "running";
+    await advanceUntil(
+      h,
+      () => h.nodes.peek(NODE)?.status?.hostHealth?.state === "Healthy",
+      "Healthy",
+    );
+    // The controller releases the node.
+    h.coreNodes.put(coreNode());
+    setSpec({ desiredImageState: "Staged" });
+    await waitFor(() => h.rebootAllowed() === "False/NotRequested", "released");
+    const writes = h.nodes.count("patch", "status") - base;
+    // Staging, Staged, Rebooting, Idle (+ Starting), Healthy, released.
+    assert.equal(writes, 6);
+    const s = h.nodes.peek(NODE)!.status!;
+    for (
+      const [type, expected] of [
+        ["ImageStaged", "True/Booted"],
+        ["Cordoned", "True/Cordoned"],
+        ["Drained", "True/Drained"],
+        ["Rebooted", "True/Rebooted"],
+        ["HostHealthy", "True/SystemRunning"],
+      ]
+    ) {
+      const c = findCondition(s.conditions, type);
+      assert.equal(`${c?.status}/${c?.reason}`, expected, type);
+    }
+  } finally {
+    await h.close();
+  }
+});
