@@ -18,6 +18,16 @@
  * the controller changed by the time the machine goes down. See "Judging an
  * apply" in invariants.ts.
  *
+ * Bad images (`tests/bootc_sim/bad_boot.ts`, the `dev.bootc.sim.bad-boot`
+ * label) play out here as a machine would: after `unit-fails` the host is up
+ * and Ready with a failed unit; after `never-ready` the daemon runs but the
+ * Node stays NotReady until a good deployment boots; after `falls-back` the
+ * host is back, Ready, on its previous deployment (event `fell-back`);
+ * `reboot-loop:N` crashes before Ready N times (event `boot-crashed` for each:
+ * the Node stays NotReady and no daemon runs while it loops), then falls back.
+ * These boots are the machine's own, not daemon applies: the tracker is not
+ * told of them as reboots (the planned reboot that led there was judged).
+ *
  * @module
  */
 import type { INode } from "kubernetes-models/v1/Node";
@@ -25,6 +35,7 @@ import type { IPod } from "kubernetes-models/v1/Pod";
 import { type BootcNode, LABEL_MANAGED } from "../../lib/api/mod.ts";
 import { isNotFound, Resources } from "../../lib/kube/mod.ts";
 import type { ApplyRecord } from "../bootc_sim/apply_gate.ts";
+import { type BootRecord, formatBadBoot } from "../bootc_sim/bad_boot.ts";
 import { SimulatedHost } from "../bootc_sim/host.ts";
 import type { ControlPlane } from "./control_plane.ts";
 import { type ApplyVerdict, InvariantTracker } from "./invariants.ts";
@@ -56,11 +67,25 @@ export interface FleetEvent {
     | "daemon-stopped"
     | "apply-judged"
     | "reboot-started"
-    | "reboot-finished";
+    | "reboot-finished"
+    /** A boot of a `reboot-loop` image crashed before Ready; the machine reboots by itself. */
+    | "boot-crashed"
+    /** A bad image's boot failed and the host came back on its previous deployment. */
+    | "fell-back"
+    /** The machine is up (the daemon runs) but its kubelet does not become Ready. */
+    | "boot-not-ready";
   node: string;
   soft?: boolean;
   /** For `apply-judged`: the verdict. */
   verdict?: ApplyVerdict;
+  /** For `boot-crashed`: consecutive crashes of the image so far; for `fell-back`: in all. */
+  crashes?: number;
+  /** For the boot events: imageDigest of the deployment the machine tried to boot. */
+  image?: string;
+  /** For `fell-back`: imageDigest of the deployment that runs now. */
+  booted?: string;
+  /** For the boot events: the bad-boot mode of the image tried (`falls-back`, …). */
+  badBoot?: string;
 }
 
 /** Options of {@linkcode Fleet.addNode}. */
@@ -78,6 +103,11 @@ export interface FleetNodeOptions {
   pods?: number;
   /** Namespace of those pods (default "default"). */
   podNamespace?: string;
+  /**
+   * This host's bad-boot overrides: image digest or pullspec → a `dev.bootc.sim.bad-boot`
+   * value; they win over the images' labels (see `SimulatedHost.setBadBoot`).
+   */
+  badBoot?: Record<string, string>;
 }
 
 /** One member of the fleet. */
@@ -92,7 +122,19 @@ export interface FleetNode {
   /** While true, a rebooting machine stays down (NotReady, no daemon): it "never comes back". */
   holdDown: boolean;
   daemonStarts: number;
+  /** Reboot cycles performed (a crash loop and its fall-back are part of one cycle). */
   reboots: number;
+  /** Boots that crashed before Ready (`reboot-loop` images), in all. */
+  bootLoops: number;
+  /** Times the host fell back to its previous deployment by itself. */
+  fallBacks: number;
+  /**
+   * Whether the machine's kubelet is Ready: false while it is down, crash-looping, or up on a
+   * `never-ready` image (the Node is kept NotReady meanwhile).
+   */
+  kubeletReady: boolean;
+  /** What the host's latest boot came to (its creation until it reboots). */
+  lastBoot?: BootRecord;
 }
 
 /** The fleet supervisor; see the module doc. */
@@ -132,10 +174,14 @@ export class Fleet {
       bootcVersion: options.bootcVersion,
       insecureRegistries: options.insecureRegistries,
       applyGate: true,
+      badBoot: options.badBoot,
     });
+    const lastBoot = (await host.lastBoot()) ?? undefined;
+    const kubeletReady = lastBoot?.ready ?? true;
     await cp.createNode(name, {
       labels: options.labels,
       unschedulable: options.unschedulable,
+      ...(kubeletReady ? {} : { ready: false }),
     });
     if (options.unschedulable) this.#options.tracker?.markPreCordoned(name);
     const member: FleetNode = {
@@ -146,6 +192,10 @@ export class Fleet {
       holdDown: false,
       daemonStarts: 0,
       reboots: 0,
+      bootLoops: 0,
+      fallBacks: 0,
+      kubeletReady,
+      lastBoot,
     };
     this.nodes.set(name, member);
     for (let i = 0; i < (options.pods ?? 1); i++) {
@@ -368,19 +418,43 @@ export class Fleet {
       await member.daemon?.stop({ graceMs: 0 });
       member.daemon = undefined;
       await killHostProcesses(member.host.root);
+      member.kubeletReady = false;
       await retry(() => cp.setNodeReady(member.name, false));
       this.nodeWrites++;
-      await new Promise((r) => setTimeout(r, soft ? 50 : this.#options.rebootDelayMs ?? 300));
-      await member.host.reboot(options.unexpected ? { soft: false } : {});
+      const downMs = this.#options.rebootDelayMs ?? 300;
+      await new Promise((r) => setTimeout(r, soft ? 50 : downMs));
+      let boot = await member.host.reboot(options.unexpected ? { soft: false } : {});
+      // A reboot-loop image crashes before Ready and the machine reboots by itself, until its
+      // boot counter runs out and the bootloader falls back (bad_boot.ts). The Node stays
+      // NotReady and no daemon runs meanwhile; these are not applies, so not told as reboots.
+      while (boot.outcome === "crashed" && !this.#abort.signal.aborted) {
+        member.bootLoops++;
+        member.lastBoot = boot;
+        this.#options.onEvent?.({ ...bootEvent("boot-crashed", member.name, boot), soft: false });
+        await killHostProcesses(member.host.root);
+        await new Promise((r) => setTimeout(r, downMs));
+        boot = await member.host.reboot({ soft: false });
+      }
+      member.lastBoot = boot;
+      if (boot.outcome === "fell-back") {
+        member.fallBacks++;
+        this.#options.onEvent?.(bootEvent("fell-back", member.name, boot));
+      }
       while (member.holdDown && !this.#abort.signal.aborted) {
         await new Promise((r) => setTimeout(r, 100));
       }
-      await retry(() => cp.setNodeReady(member.name, true));
-      this.nodeWrites++;
+      if (boot.ready) {
+        await retry(() => cp.setNodeReady(member.name, true));
+        this.nodeWrites++;
+      } else {
+        // Up (the supervisor starts the daemon) but the kubelet never gets Ready.
+        this.#options.onEvent?.(bootEvent("boot-not-ready", member.name, boot));
+      }
+      member.kubeletReady = boot.ready;
       if (planned) this.#options.tracker?.setMachineDown(member.name, false);
       member.reboots++;
       this.rebootCount++;
-      this.#options.onEvent?.({ type: "reboot-finished", node: member.name, soft });
+      this.#options.onEvent?.({ type: "reboot-finished", node: member.name, soft: boot.soft });
     } finally {
       member.rebooting = false;
     }
@@ -412,6 +486,19 @@ export class Fleet {
       }),
     );
   }
+}
+
+/** A FleetEvent about a boot of a (bad) image. */
+function bootEvent(type: FleetEvent["type"], node: string, boot: BootRecord): FleetEvent {
+  return {
+    type,
+    node,
+    soft: boot.soft,
+    crashes: boot.crashes,
+    ...(boot.triedDigest ? { image: boot.triedDigest } : {}),
+    ...(boot.bootedDigest ? { booted: boot.bootedDigest } : {}),
+    ...(boot.badBoot ? { badBoot: formatBadBoot(boot.badBoot) } : {}),
+  };
 }
 
 /** Retries `fn` for up to a minute: the API server may be restarting under a fault scenario. */
