@@ -110,6 +110,16 @@ export async function runController(flags: ControllerFlags, signal: AbortSignal)
   const caCertPem = flags.registryCaFile
     ? await Deno.readTextFile(flags.registryCaFile)
     : undefined;
+  const events = new EventRecorder({
+    client,
+    component: "bootc-operator-controller",
+    host: identity,
+    // Pools, BootcNodes and Nodes are cluster-scoped: their events must live in "default".
+    logger: log,
+    // Repeats of one event (a drain blocked pass after pass) patch its count at most every
+    // 10 s; the rest is written by the next patch or the flush at shutdown.
+    minPatchIntervalMs: 10_000,
+  });
   const reconciler = new PoolReconciler({
     client,
     namespace: flags.namespace,
@@ -121,13 +131,7 @@ export async function runController(flags: ControllerFlags, signal: AbortSignal)
     // Resolution runs beside the work queue with this timeout, so a registry that
     // never answers delays only the pools that use it.
     tagResolution: { timeoutMs: flags.registryTimeoutMs },
-    events: new EventRecorder({
-      client,
-      component: "bootc-operator-controller",
-      host: identity,
-      // Pools, BootcNodes and Nodes are cluster-scoped: their events must live in "default".
-      logger: log,
-    }),
+    events,
     metrics,
     logger: log,
     planner: { defaultPollIntervalMs: flags.registryPollIntervalMs },
@@ -163,6 +167,7 @@ export async function runController(flags: ControllerFlags, signal: AbortSignal)
     if (!signal.aborted) throw e;
   } finally {
     await caches.catch(() => {});
+    await events.flush();
     await server.finished;
     client.close();
   }

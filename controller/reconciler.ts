@@ -22,6 +22,7 @@ import {
   type BootcDisruptionBudget,
   type BootcNode,
   type BootcNodePool,
+  type BootcNodePoolStatus,
   CONTROLLER_FIELD_MANAGER,
   LABEL_POOL,
 } from "../lib/api/mod.ts";
@@ -53,7 +54,7 @@ import {
   resolutionNeed,
 } from "./planner.ts";
 import { planGonePool } from "./membership.ts";
-import { statusEqual } from "./pool_status.ts";
+import { type CoalesceOptions, statusWriteDecision } from "./status_coalesce.ts";
 import { daemonSecretNames } from "./daemon_access.ts";
 import { DaemonAccessSync } from "./daemon_access_sync.ts";
 import type { PoolIssue } from "./pool_status.ts";
@@ -133,6 +134,8 @@ export interface PoolReconcilerOptions {
   namespace?: string;
   /** Longest back-off between drain passes whose evictions were refused (default 60 s). */
   maxDrainBackoffMs?: number;
+  /** When progress-only status changes are written (controller/status_coalesce.ts). */
+  statusCoalesce?: Partial<CoalesceOptions>;
   /** Tag resolution tunables: per-attempt timeout (default 10 s), retry backoff. */
   tagResolution?: Pick<
     TagResolutionOptions,
@@ -199,14 +202,25 @@ export function withoutManagedFields<T extends KubeObject>(object: T): T {
   return { ...object, metadata };
 }
 
+/** Prefix of the operator's own labels and annotations. */
+const OPERATOR_PREFIX = "bootc.dev/";
+
 /**
- * Keeps only what the controller reads of a Node (identity, labels, annotations,
- * `spec.unschedulable`, the Ready condition). Nodes are the biggest objects in the
- * cache (image lists, capacity, managedFields); the controller only ever patches
- * them, never writes a cached copy back, so a trimmed cache is safe.
+ * Keeps only what the controller reads of a Node (identity, labels, the
+ * operator's `bootc.dev/` annotations, `spec.unschedulable`, the Ready
+ * condition's status and transition time), like a controller-runtime cache
+ * transform. Nodes are the biggest objects in the cache (image lists, capacity,
+ * nodeInfo, managedFields, other components' annotations, heartbeats); the
+ * controller only ever patches them, never writes a cached copy back, so a
+ * trimmed cache is safe. Labels stay whole: pool selectors may use any of them.
  */
 export function trimNode(node: Node): Node {
   const m = node.metadata ?? {};
+  let annotations: Record<string, string> | undefined;
+  for (const [k, v] of Object.entries(m.annotations ?? {})) {
+    if (k.startsWith(OPERATOR_PREFIX)) (annotations ??= {})[k] = v;
+  }
+  const ready = node.status?.conditions?.find((c) => c.type === "Ready");
   return {
     apiVersion: node.apiVersion,
     kind: node.kind,
@@ -217,11 +231,32 @@ export function trimNode(node: Node): Node {
       creationTimestamp: m.creationTimestamp,
       deletionTimestamp: m.deletionTimestamp,
       labels: m.labels,
-      annotations: m.annotations,
+      ...(annotations ? { annotations } : {}),
     },
     spec: node.spec?.unschedulable === undefined ? {} : { unschedulable: node.spec.unschedulable },
-    status: { conditions: (node.status?.conditions ?? []).filter((c) => c.type === "Ready") },
+    status: {
+      conditions: ready
+        ? [{ type: "Ready", status: ready.status, lastTransitionTime: ready.lastTransitionTime }]
+        : [],
+    },
   } as Node;
+}
+
+/** Keeps only what {@linkcode summarizePdb} reads of a PodDisruptionBudget. */
+export function trimPdb(pdb: Pdb): Pdb {
+  const m = pdb.metadata ?? {};
+  return {
+    apiVersion: pdb.apiVersion,
+    kind: pdb.kind,
+    metadata: {
+      name: m.name,
+      namespace: m.namespace,
+      uid: m.uid,
+      resourceVersion: m.resourceVersion,
+    },
+    spec: { selector: pdb.spec?.selector },
+    status: { disruptionsAllowed: pdb.status?.disruptionsAllowed ?? 0 },
+  } as Pdb;
 }
 
 /** The Pool Reconciler; see the module documentation. */
@@ -260,6 +295,9 @@ export class PoolReconciler {
   #queue?: WorkQueue<string>;
   #onceKeys = new Set<string>();
   #drainRefusals = new Map<string, number>();
+  /** Per pool: when this process last wrote its status, and since when a progress change waits. */
+  #statusWrites = new Map<string, { at?: number; pendingSince?: number }>();
+  #statusCoalesce?: Partial<CoalesceOptions>;
   #poolClient: ResourceClient<BootcNodePool>;
   #bootcNodeClient: ResourceClient<BootcNode>;
   #nodeClient: ResourceClient<Node>;
@@ -276,6 +314,7 @@ export class PoolReconciler {
     this.#cacheWaitMs = options.cacheWaitMs ?? 10_000;
     this.#maxDrainBackoffMs = options.maxDrainBackoffMs ?? 60_000;
     this.#namespace = options.namespace ?? "bootc-operator";
+    this.#statusCoalesce = options.statusCoalesce;
     const c = options.client;
     this.#poolClient = c.resource<BootcNodePool>(Resources.bootcNodePools);
     this.#bootcNodeClient = c.resource<BootcNode>(Resources.bootcNodes);
@@ -319,7 +358,7 @@ export class PoolReconciler {
     });
     this.pdbs = new Informer<Pdb>({
       resource: c.resource<Pdb>(Resources.poddisruptionbudgets),
-      transform: withoutManagedFields,
+      transform: trimPdb,
       ...common,
     });
     this.budgets = new Informer<BootcDisruptionBudget>({
@@ -375,6 +414,7 @@ export class PoolReconciler {
       this.#tags.forget(p.metadata.name ?? "");
       this.#healthQueries.forget(p.metadata.name ?? "");
       this.#metrics?.forgetPool(p.metadata.name ?? "");
+      this.#statusWrites.delete(p.metadata.name ?? "");
     });
     this.nodes.onAdd((n) => enqueue(nodeEventPools(cache, { type: "add", object: n })));
     this.nodes.onUpdate((o, n) =>
@@ -686,7 +726,7 @@ export class PoolReconciler {
       for (const action of plan.actions) {
         refused += await this.#apply(pool, action, written, log);
       }
-      if (plan.status && !statusEqual(pool.status, plan.status)) {
+      if (plan.status && this.#statusDue(name, pool, plan.status)) {
         // Our own finalizer patch in this reconcile moved the resourceVersion on.
         const own = written.findLast((w) => w.store === "pools" && w.name === name);
         const metadata = own?.resourceVersion
@@ -697,6 +737,7 @@ export class PoolReconciler {
           { fieldManager: CONTROLLER_FIELD_MANAGER },
         );
         this.#count("poolStatus");
+        this.#statusWrites.set(name, { at: this.#clock.now().getTime() });
         written.push({
           store: "pools",
           name,
@@ -730,6 +771,33 @@ export class PoolReconciler {
       await this.#apply({ metadata: { name } } as BootcNodePool, action, written, log);
     }
     await this.#awaitCaches(written, log);
+  }
+
+  /**
+   * True when the computed status should be written now (controller/status_coalesce.ts):
+   * changes others act on at once, progress coalesced (the pool is requeued for the time
+   * it is due, so the last state is always written), lastResolvedTime alone rarely.
+   */
+  #statusDue(name: string, pool: BootcNodePool, next: BootcNodePoolStatus): boolean {
+    const now = this.#clock.now().getTime();
+    const memo = this.#statusWrites.get(name);
+    const decision = statusWriteDecision({
+      stored: pool.status,
+      next,
+      now,
+      lastWriteAt: memo?.at,
+      pendingSince: memo?.pendingSince,
+      options: this.#statusCoalesce,
+    });
+    if (decision.kind === "defer") {
+      this.#statusWrites.set(name, { at: memo?.at, pendingSince: memo?.pendingSince ?? now });
+      this.#queue?.addAfter(name, decision.at - now);
+      return false;
+    }
+    if (decision.kind === "skip" && memo?.pendingSince !== undefined) {
+      this.#statusWrites.set(name, { at: memo.at });
+    }
+    return decision.kind === "write";
   }
 
   #count(kind: string) {

@@ -121,3 +121,79 @@ Deno.test("recording never throws; failures are logged", async () => {
   await rec.record(bootcNode, "Warning", "Failed", "boom");
   assert.equal(api.events.size, 1);
 });
+
+Deno.test("similar events beyond maxSimilar are combined into one Event (client-go's aggregator)", async () => {
+  const api = eventsApi();
+  const clock = new FakeClock();
+  const rec = new EventRecorder({ client: api.client, component: "c", clock, maxSimilar: 3 });
+  const pool = {
+    apiVersion: "node.bootc.dev/v1alpha1",
+    kind: "BootcNodePool",
+    metadata: { name: "workers", uid: "pu" },
+  };
+  for (let i = 1; i <= 6; i++) {
+    await rec.record(pool, "Normal", "NodeAdded", `node n${i} joined the pool`);
+  }
+  // Another reason on the same object is not similar.
+  await rec.record(pool, "Normal", "TargetChanged", "rolling out x");
+  // A message seen before the limit still aggregates into its own Event.
+  await rec.record(pool, "Normal", "NodeAdded", "node n2 joined the pool");
+  const evs = [...api.events.values()];
+  assert.deepEqual(
+    evs.map((e) => [e.reason, e.message, e.count]),
+    [
+      ["NodeAdded", "node n1 joined the pool", 1],
+      ["NodeAdded", "node n2 joined the pool", 2],
+      ["NodeAdded", "node n3 joined the pool", 1],
+      ["NodeAdded", "(combined from similar events): node n6 joined the pool", 3],
+      ["TargetChanged", "rolling out x", 1],
+    ],
+  );
+  assert.deepEqual(
+    api.transport.requests.map((r) => r.method),
+    ["POST", "POST", "POST", "POST", "PATCH", "PATCH", "POST", "PATCH"],
+  );
+  // After the window, distinct messages get their own Events again.
+  clock.advance(10 * 60_000 + 1);
+  await rec.record(pool, "Normal", "NodeAdded", "node n7 joined the pool");
+  assert.equal([...api.events.values()].at(-1)!.message, "node n7 joined the pool");
+});
+
+Deno.test("with minPatchIntervalMs, repeats in between are counted and patched together", async () => {
+  const api = eventsApi();
+  const clock = new FakeClock("2026-03-01T10:00:00Z");
+  const rec = new EventRecorder({
+    client: api.client,
+    component: "c",
+    clock,
+    minPatchIntervalMs: 10_000,
+  });
+  await rec.record(bootcNode, "Warning", "EvictionBlocked", "pdb x blocks");
+  for (let i = 0; i < 5; i++) {
+    clock.advance(1_000);
+    await rec.record(bootcNode, "Warning", "EvictionBlocked", "pdb x blocks");
+  }
+  // Only the create so far; the repeats wait for the interval.
+  assert.deepEqual(api.transport.requests.map((r) => r.method), ["POST"]);
+  clock.advance(5_000);
+  // The timer's patch runs on its own: wait for it (a condition, not a duration).
+  for (let i = 0; i < 1000 && api.transport.requests.length < 2; i++) {
+    await new Promise((r) => setTimeout(r, 1));
+  }
+  assert.deepEqual(api.transport.requests.map((r) => r.method), ["POST", "PATCH"]);
+  const ev = [...api.events.values()][0];
+  assert.equal(ev.count, 6);
+  assert.equal(ev.lastTimestamp, "2026-03-01T10:00:05Z");
+  // A repeat after the interval is patched at once; flush() writes what is left.
+  clock.advance(10_000);
+  await rec.record(bootcNode, "Warning", "EvictionBlocked", "pdb x blocks");
+  assert.equal(ev.count, 7);
+  clock.advance(1_000);
+  await rec.record(bootcNode, "Warning", "EvictionBlocked", "pdb x blocks");
+  assert.equal(ev.count, 7);
+  await rec.flush();
+  assert.equal(ev.count, 8);
+  assert.equal(api.transport.requests.length, 4);
+  await rec.flush(); // nothing left: no request
+  assert.equal(api.transport.requests.length, 4);
+});

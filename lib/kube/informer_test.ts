@@ -249,3 +249,57 @@ Deno.test("informer transform trims objects before they are stored or handed out
   ac.abort();
   await running;
 });
+
+Deno.test("informer lists page by page, trimming each page before fetching the next", async () => {
+  const pages = [
+    { items: [obj("a", "1"), obj("b", "2")], continue: "t1" },
+    { items: [obj("c", "3")], continue: "t2" },
+    { items: [obj("d", "4")] },
+  ];
+  const requests: RecordedRequest[] = [];
+  let trimmed = 0;
+  const transport = fakeTransport((req) => {
+    requests.push(req);
+    if (req.query?.watch) {
+      const stream = streamResponse();
+      req.signal?.addEventListener(
+        "abort",
+        () => stream.fail(new DOMException("aborted", "AbortError")),
+      );
+      return stream.response;
+    }
+    const i = req.query?.continue === undefined ? 0 : Number(String(req.query.continue)[1]);
+    // Every earlier page was trimmed before this one was asked for.
+    const before = pages.slice(0, i).reduce((n, p) => n + p.items.length, 0);
+    assert.equal(trimmed, before);
+    const p = pages[i];
+    return jsonResponse({
+      metadata: { resourceVersion: "40", ...(p.continue ? { continue: p.continue } : {}) },
+      items: p.items,
+    });
+  });
+  const inf = new Informer({
+    resource: new KubeClient({ transport }).resource<KubeObject>(Resources.pods, "ns"),
+    clock: new FakeClock(),
+    pageSize: 2,
+    transform: (o) => {
+      trimmed++;
+      return { metadata: { ...o.metadata, uid: undefined } };
+    },
+  });
+  const ac = new AbortController();
+  const running = inf.start(ac.signal);
+  await inf.waitForSync(ac.signal);
+  assert.deepEqual(inf.store.keys().sort(), ["ns/a", "ns/b", "ns/c", "ns/d"]);
+  assert.equal(inf.resourceVersion, "40");
+  const lists = requests.filter((r) => !r.query?.watch);
+  assert.deepEqual(lists.map((r) => [r.query?.limit, r.query?.continue]), [
+    [2, undefined],
+    [2, "t1"],
+    [2, "t2"],
+  ]);
+  assert.ok(inf.store.list().every((o) => o.metadata?.uid === undefined));
+  await until(() => requests.some((r) => r.query?.watch), "watch");
+  ac.abort();
+  await running;
+});
