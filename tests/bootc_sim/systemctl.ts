@@ -173,9 +173,16 @@ function parseArgs(args: string[]): ParsedArgs {
   const addValue = (key: string, value: string) => {
     for (const v of value.split(",")) if (v) (out.values[key] ??= []).push(v);
   };
+  let positionalOnly = false;
   for (let i = 0; i < args.length; i++) {
     const a = args[i];
-    if (a.startsWith("--")) {
+    if (positionalOnly || !a.startsWith("-") || a === "-") {
+      if (out.verb === undefined) out.verb = a;
+      else out.names.push(a);
+    } else if (a === "--") {
+      // Everything after `--` is a verb or a unit name, even when it starts with a dash.
+      positionalOnly = true;
+    } else if (a.startsWith("--")) {
       const eq = a.indexOf("=");
       const name = eq < 0 ? a : a.slice(0, eq);
       const key = VALUE_OPTIONS[name];
@@ -187,9 +194,10 @@ function parseArgs(args: string[]): ParsedArgs {
         }
         addValue(key, value);
       } else {
-        out.flags.add(name);
+        // Kept whole: `--legend=false` differs from `--legend`.
+        out.flags.add(a);
       }
-    } else if (a.startsWith("-") && a.length > 1) {
+    } else {
       const short = a.slice(0, 2);
       const key = VALUE_OPTIONS[short];
       if (key) {
@@ -202,10 +210,6 @@ function parseArgs(args: string[]): ParsedArgs {
       } else {
         for (const c of a.slice(1)) out.flags.add(`-${c}`);
       }
-    } else if (out.verb === undefined) {
-      out.verb = a;
-    } else {
-      out.names.push(a);
     }
   }
   return out;

@@ -77,6 +77,8 @@ Deno.test("a bad image's failed unit: is-active failed (3), is-failed (0), liste
   const units = rebootUnits(initialUnits(true), false, { failedUnit: BAD });
   const active = systemctl(["is-active", BAD], units);
   assert.deepEqual([active.stdout, active.code], ["failed\n", 3]);
+  const dashed = systemctl(["is-active", "--", BAD, AUTO_UPDATE_TIMER], units);
+  assert.deepEqual([dashed.stdout, dashed.code], ["failed\nactive\n", 0]);
   const isFailed = systemctl(["is-failed", BAD], units);
   assert.deepEqual([isFailed.stdout, isFailed.code], ["failed\n", 0]);
   const timerNotFailed = systemctl(["is-failed", AUTO_UPDATE_TIMER], units);
@@ -98,6 +100,10 @@ Deno.test("a bad image's failed unit: is-active failed (3), is-failed (0), liste
   assert.match(spaced.stdout, /^● bootc-sim-bad\.service +loaded failed failed /);
   const json = systemctl(["list-units", "--failed", "-o", "json"], units);
   assert.deepEqual(JSON.parse(json.stdout).map((r: { unit: string }) => r.unit), [BAD]);
+  assert.equal(
+    systemctl(["list-units", "--failed", "--legend=false", "--plain"], units).stdout,
+    plain.stdout,
+  );
   const legend = systemctl(["list-units", "--failed"], units);
   assert.match(legend.stdout, /^ {2}UNIT +LOAD +ACTIVE SUB +DESCRIPTION\n/);
   assert.match(legend.stdout, /\n1 loaded units listed\./);
