@@ -117,7 +117,10 @@ export function evaluateHealth(input: HealthInput): HealthVerdict {
       checks.push(podCheck(input.pods, health));
     }
   }
-  if (health?.prometheus) checks.push(queryCheck(input.query, health, now));
+  // The node is back from its reboot: checks count from then, not from before it.
+  const readySince = node.ready ? parseTime(node.readySince) : undefined;
+  const start = latest(readySince, input.rebootRequestedAt) ?? now;
+  if (health?.prometheus) checks.push(queryCheck(input.query, health, now, start));
 
   const failed = checks.filter((c) => c.state === "failed");
   if (failed.length > 0) {
@@ -127,8 +130,6 @@ export function evaluateHealth(input: HealthInput): HealthVerdict {
   if (pending.length === 0) return { state: "Passed", checks };
   // The clock starts when the node is back: Ready after the reboot request, else the
   // request (a node that never gets Ready is caught by the reboot timeout first).
-  const readySince = node.ready ? parseTime(node.readySince) : undefined;
-  const start = latest(readySince, input.rebootRequestedAt) ?? now;
   const deadline = new Date(start.getTime() + healthTimeoutMs(health));
   if (node.ready && now.getTime() >= deadline.getTime()) {
     return {
@@ -226,6 +227,7 @@ function queryCheck(
   verdict: QueryVerdict | undefined,
   health: HealthSpec,
   now: Date,
+  back: Date,
 ): CheckResult {
   const forMs = (health.prometheus?.forSeconds ?? DEFAULT_QUERY_FOR_S) * 1000;
   if (!verdict) return { name: "Prometheus", state: "pending", message: "query not run yet" };
@@ -236,7 +238,9 @@ function queryCheck(
       message: verdict.message ?? (verdict.last === "error" ? "query failed" : "query not empty"),
     };
   }
-  const emptyMs = now.getTime() - verdict.emptySince.getTime();
+  // An empty streak that began before the node came back counts from its return.
+  const since = latest(verdict.emptySince, back) ?? verdict.emptySince;
+  const emptyMs = now.getTime() - since.getTime();
   if (emptyMs >= forMs) {
     return {
       name: "Prometheus",

@@ -175,7 +175,9 @@ export function planPool(input: PlanInput): Plan {
     ? pool.status.canary
     : undefined;
   if (target && priorCanary && priorCanary.phase !== "Passed") {
-    for (const m of updated) {
+    // Any member that ran the target and was released, whatever it reports now (a host
+    // that fell back runs the old image again).
+    for (const m of members.filter((m) => onTarget(m) && !m.disrupted)) {
       const why = m.bn && soakFailure(m.node, m.bn, m.desired ?? { image: target.image }, now);
       if (why) ctx.failures.push({ node: m.node.name, message: why });
     }
@@ -227,9 +229,18 @@ export function planPool(input: PlanInput): Plan {
         plan.wake(1);
       }
     }
-    haltFor = target.image;
+    // Halt keeps the existing rule (two unhealthy nodes in slots stop new slots); the
+    // rollback policies stop the failed image at once.
+    if (response.kind !== "halt") haltFor = target.image;
   } else if (effective.rollback && effective.note) {
     plan.issues.push({ reason: PoolDegradedReason.RolledBack, message: effective.note });
+  }
+  if (effective.rollback && ctx.failures.length > 0) {
+    // The good image fails too: no automatic response, but every failure is named.
+    plan.issues.push({
+      reason: PoolDegradedReason.HealthCheckFailed,
+      message: ctx.failures.map((f) => f.message).join("; "),
+    });
   }
   if (target && !haltFor) {
     const rolledBack = members.filter((m) =>
@@ -276,7 +287,7 @@ export function planPool(input: PlanInput): Plan {
     const disrupted = [...members.filter((m) => m.disrupted).map((m) => m.node.name), ...releasing];
     const gateInput = {
       pool,
-      candidates: candidates.map(toCandidate),
+      candidates: candidates.map((m) => toCandidate(m, target.image)),
       disrupted,
       memberCount: members.length,
       updated: updated.length,
@@ -290,7 +301,7 @@ export function planPool(input: PlanInput): Plan {
       grantSlots(candidates, ctx, (m, granted) =>
         composeGates(GATES, {
           ...gateInput,
-          candidates: [toCandidate(m)],
+          candidates: [toCandidate(m, target.image)],
           disrupted: [...disrupted, ...granted],
         }).admit.length === 1, admit.length + 5);
     }
@@ -453,13 +464,16 @@ function clusterView(input: PlanInput): ClusterView {
 }
 
 /** A member as gates see it; the Staged condition's transition time says how long it waited. */
-function toCandidate(m: Member): Candidate {
+function toCandidate(m: Member, targetImage?: string): Candidate {
   const staged = findCondition(m.bn?.status?.conditions, NodeConditionType.Idle);
   const since = staged?.lastTransitionTime ? new Date(staged.lastTransitionTime) : undefined;
   return {
     name: m.node.name,
     labels: m.node.labels,
     waitingSince: since && !Number.isNaN(since.getTime()) ? since : undefined,
+    ...(targetImage !== undefined && m.bn && m.bn.spec.desiredImage !== targetImage
+      ? { rollback: true }
+      : {}),
   };
 }
 
@@ -469,7 +483,11 @@ function countStates(members: readonly Member[], ctx: RolloutContext, targetImag
     // A node rolled back from the target is not updated, whatever it runs.
     const away = targetImage !== undefined && m.bn !== undefined &&
       m.bn.spec.desiredImage !== targetImage;
-    counts[ctx.stuck.has(m.node.name) || away ? "Degraded" : m.state]++;
+    // Running the target but still in its slot (being verified, soaking): not done yet.
+    const state = m.disrupted && m.state === EffectiveState.UpToDate
+      ? EffectiveState.Rebooting
+      : m.state;
+    counts[ctx.stuck.has(m.node.name) || away ? "Degraded" : state]++;
   }
   return counts;
 }

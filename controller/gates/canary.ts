@@ -23,6 +23,16 @@ export const canaryGate: Gate = {
   decide(input: GateInput): GateDecision {
     const c = input.canary;
     if (!c || c.phase === "Passed") return { admit: input.candidates };
+    // Nodes going back from a failed image are not part of any canary.
+    const back = input.candidates.filter((x) => x.rollback);
+    if (back.length > 0) {
+      const decision = canaryGate.decide({
+        ...input,
+        candidates: input.candidates.filter((x) => !x.rollback),
+      });
+      const keep = new Set([...back, ...decision.admit].map((x) => x.name));
+      return { admit: input.candidates.filter((x) => keep.has(x.name)), wait: decision.wait };
+    }
     if (c.phase === "Failed") {
       return {
         admit: [],

@@ -23,6 +23,8 @@ export interface Candidate {
   labels: Record<string, string>;
   /** Since when it has been staged and waiting for a slot, when known (fairness). */
   waitingSince?: Date;
+  /** Bound for an image other than the pool's target: it is being rolled back. */
+  rollback?: boolean;
 }
 
 /** Another pool, as gates see it. */
