@@ -11,7 +11,14 @@ import {
   initialBootRecord,
   parseBadBoot,
 } from "./bad_boot.ts";
-import { type Deployment, type HostState, initialState, rollback } from "./model.ts";
+import {
+  DEFAULT_SETTINGS,
+  type Deployment,
+  type HostState,
+  initialState,
+  rollback,
+} from "./model.ts";
+import { buildHost, canonicalJson } from "./status.ts";
 
 function dep(name: string, badBoot: BadBoot | null = null): Deployment {
   return {
@@ -221,4 +228,21 @@ Deno.test("a host created on a bad image: unit-fails fails the unit, never-ready
     overrides: { "registry.test/os:a": "never-ready" },
   });
   assert.equal(good.ready, false, "the override applies");
+});
+
+Deno.test("bootc status after a fall-back: booted previous, rollback bad, default order; no sim fields", () => {
+  const after = boot(updating({ mode: "reboot-loop", crashes: 1 }));
+  const fell = boot(after);
+  const host = buildHost({ state: fell, settings: DEFAULT_SETTINGS });
+  const status = host.status as Record<string, Record<string, Record<string, unknown>> | null>;
+  assert.equal(status.booted?.image?.imageDigest, digest("a"));
+  assert.equal(status.rollback?.image?.imageDigest, digest("b"));
+  assert.equal(status.staged, null);
+  assert.equal(host.status && (host.status as Record<string, unknown>).rollbackQueued, false);
+  assert.deepEqual(host.spec, {
+    image: { image: "registry.test/os:a", transport: "registry" },
+    bootOrder: "default",
+  });
+  const json = canonicalJson(host);
+  assert.doesNotMatch(json, /badBoot|bad-boot|lastBoot|crash/);
 });
