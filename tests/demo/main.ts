@@ -5,7 +5,12 @@
  * pool on v1 and waits until it converges, then moves the tag to v2 and shows the
  * rollout live, ending with a summary and a teardown.
  *
- * Usage: deno task demo [--nodes N] [--max-unavailable N|P%] [--soft-reboot] [--keep]
+ * With `--bad-image` the pool has a canary and `onFailure: RollbackPool`, and
+ * after v2 the tag moves to an image whose boot fails a systemd unit: the demo
+ * shows the canary catching it, the pool rolling back to v2 by itself, and the
+ * pool's revision history.
+ *
+ * Usage: deno task demo [--nodes N] [--max-unavailable N|P%] [--soft-reboot] [--bad-image] [--keep]
  *
  * @module
  */
@@ -30,6 +35,8 @@ export interface DemoOptions {
   nodes: number;
   maxUnavailable: number | string;
   softReboot: boolean;
+  /** After v2, roll out a bad image and show the canary and the automatic rollback. */
+  badImage: boolean;
   keep: boolean;
 }
 
@@ -47,13 +54,15 @@ function parseOptions(args: string[]): DemoOptions {
       nodes: { type: "string", default: "6" },
       "max-unavailable": { type: "string", default: "1" },
       "soft-reboot": { type: "boolean", default: false },
+      "bad-image": { type: "boolean", default: false },
       keep: { type: "boolean", default: false },
       help: { type: "boolean", default: false },
     },
   });
   if (values.help) {
     console.log(
-      "usage: deno task demo [--nodes N] [--max-unavailable N|P%] [--soft-reboot] [--keep]",
+      "usage: deno task demo [--nodes N] [--max-unavailable N|P%] [--soft-reboot] [--bad-image] " +
+        "[--keep]",
     );
     Deno.exit(0);
   }
@@ -64,7 +73,13 @@ function parseOptions(args: string[]): DemoOptions {
   if (typeof maxUnavailable === "string" && !/^(100|[1-9][0-9]?)%$/.test(maxUnavailable)) {
     throw new Error("--max-unavailable must be an integer >= 1 or a percentage 1%-100%");
   }
-  return { nodes, maxUnavailable, softReboot: values["soft-reboot"]!, keep: values.keep! };
+  return {
+    nodes,
+    maxUnavailable,
+    softReboot: values["soft-reboot"]!,
+    badImage: values["bad-image"]!,
+    keep: values.keep!,
+  };
 }
 
 const short = (digest?: string) => digest ? digest.replace("sha256:", "").slice(0, 12) : "-";
@@ -89,9 +104,13 @@ async function snapshot(stack: Stack): Promise<Snapshot> {
   };
 }
 
+/** Digest of the demo's bad image, once pushed. */
+let badDigest: string | undefined;
+
 function versionOf(stack: Stack, digest?: string): string {
   if (digest === stack.images.v1.digest) return "v1";
   if (digest === stack.images.v2.digest) return "v2";
+  if (digest !== undefined && digest === badDigest) return "BAD";
   return short(digest);
 }
 
@@ -201,7 +220,17 @@ export async function runDemo(options: DemoOptions): Promise<void> {
     await stack.createPool(POOL_NAME, {
       nodeSelector: { matchLabels: { [WORKER_LABEL]: "" } },
       image: { ref: `${stack.images.repository}:stable` },
-      rollout: { maxUnavailable: options.maxUnavailable } as BootcNodePool["spec"]["rollout"],
+      rollout: {
+        maxUnavailable: options.maxUnavailable,
+        ...(options.badImage
+          ? {
+            onFailure: "RollbackPool",
+            canary: { nodes: 1, soakSeconds: 5 },
+            health: { timeoutSeconds: 60 },
+            rebootTimeoutSeconds: 60,
+          }
+          : {}),
+      } as BootcNodePool["spec"]["rollout"],
       disruption: { rebootPolicy: options.softReboot ? "AllowSoftReboot" : "RebootOnly" },
     });
     out(
@@ -223,26 +252,30 @@ export async function runDemo(options: DemoOptions): Promise<void> {
     );
     await stack.registry.tagExisting("bootc/os", "v2", "stable");
     const started = Date.now();
-    let previous: string[] = [];
-    let last = "";
-    for (;;) {
-      const snap = await snapshot(stack);
-      const lines = render(stack, snap, started);
-      if (tty) {
-        if (previous.length) out(`\x1b[${previous.length}F\x1b[J`);
-        out(lines.join("\n") + "\n");
-      } else if (lines.at(-1)!.replace(/^\[[^\]]*\] /, "") !== last) {
-        out(lines.at(-1)! + "\n");
-        last = lines.at(-1)!.replace(/^\[[^\]]*\] /, "");
+    /** Redraws the table (a line per change without a terminal) until `done` holds. */
+    const follow = async (since: number, done: (snap: Snapshot) => boolean) => {
+      let previous: string[] = [];
+      let last = "";
+      for (;;) {
+        const snap = await snapshot(stack);
+        const lines = render(stack, snap, since);
+        if (tty) {
+          if (previous.length) out(`\x1b[${previous.length}F\x1b[J`);
+          out(lines.join("\n") + "\n");
+        } else if (lines.at(-1)!.replace(/^\[[^\]]*\] /, "") !== last) {
+          out(lines.at(-1)! + "\n");
+          last = lines.at(-1)!.replace(/^\[[^\]]*\] /, "");
+        }
+        previous = lines;
+        if (done(snap)) return;
+        if (Date.now() - since > 600_000) throw new Error("rollout did not finish in 10 minutes");
+        if (stack.tracker.violations.length) {
+          throw new Error(`invariant violated: ${stack.tracker.violations.join("; ")}`);
+        }
+        await new Promise((r) => setTimeout(r, tty ? 250 : 500));
       }
-      previous = lines;
-      if (converged(snap, stack.images.v2.digest, options.nodes)) break;
-      if (Date.now() - started > 600_000) throw new Error("rollout did not finish in 10 minutes");
-      if (stack.tracker.violations.length) {
-        throw new Error(`invariant violated: ${stack.tracker.violations.join("; ")}`);
-      }
-      await new Promise((r) => setTimeout(r, tty ? 250 : 500));
-    }
+    };
+    await follow(started, (snap) => converged(snap, stack.images.v2.digest, options.nodes));
     const duration = (Date.now() - started) / 1000;
     const writesAfter = await stack.apiWrites();
     // The supervisor's readiness flips of rebooting machines are node writes too, but not ours.
@@ -287,6 +320,7 @@ export async function runDemo(options: DemoOptions): Promise<void> {
     );
     out(`  invariants:                  ${problems.length ? problems.join("; ") : "all held"}\n`);
     if (problems.length) throw new Error("invariants violated");
+    if (options.badImage) await badImageAct(stack, options, out, follow);
     if (options.keep) {
       out(`\nLeft running. Explore with:\n  export KUBECONFIG=${stack.cp.kubeconfigPath}\n`);
       out(`  ${stack.cp.binDir}/kubectl get bootcnodepools,bootcnodes -o wide\n`);
@@ -302,6 +336,55 @@ export async function runDemo(options: DemoOptions): Promise<void> {
     await stack.stop({ keepLogs: options.keep || failed });
     if (failed) out(`Logs kept in ${stack.logDir}\n`);
   }
+}
+
+/** The `--bad-image` act: a bad image under :stable, caught by the canary, rolled back. */
+async function badImageAct(
+  stack: Stack,
+  options: DemoOptions,
+  out: (text: string) => void,
+  follow: (since: number, done: (snap: Snapshot) => boolean) => Promise<void>,
+): Promise<void> {
+  const pushed = await stack.registry.pushImage({
+    repository: "bootc/os",
+    tag: "v3-bad",
+    version: "3.0-bad",
+    labels: { "dev.bootc.sim.bad-boot": "unit-fails:app.service" },
+  });
+  badDigest = pushed.digest;
+  out(
+    `\nMoving tag :stable to v3 (${short(pushed.digest)}), an image whose app.service fails on ` +
+      `boot. The canary (1 node) goes first; onFailure: RollbackPool…\n`,
+  );
+  const rebootsBefore = stack.fleet.rebootCount;
+  await stack.registry.tagExisting("bootc/os", "v3-bad", "stable");
+  const started = Date.now();
+  await follow(started, (snap) =>
+    snap.pool?.status?.rollbackHold !== undefined &&
+    converged(snap, stack.images.v2.digest, options.nodes));
+  const pool = (await snapshot(stack)).pool;
+  const degraded = findCondition(pool?.status?.conditions, "Degraded");
+  out(
+    `\nCaught and rolled back in ${((Date.now() - started) / 1000).toFixed(1)}s: ` +
+      `${stack.fleet.rebootCount - rebootsBefore} reboots (the canary into v3 and back).\n`,
+  );
+  out(`  pool Degraded/${degraded?.reason}: ${degraded?.message}\n`);
+  out(
+    `  failed digests (never chosen again automatically): ${
+      (pool?.status?.failedDigests ?? []).map(short).join(", ")
+    }\n`,
+  );
+  out("  history:\n");
+  for (const r of pool?.status?.history ?? []) {
+    out(
+      `    ${String(r.revision).padEnd(3)} ${r.outcome.padEnd(11)} ${
+        versionOf(stack, r.digest).padEnd(4)
+      } ${r.startedAt} → ${r.endedAt ?? "…"}${r.message ? `  ${r.message.slice(0, 90)}` : ""}\n`,
+    );
+  }
+  const problems = stack.tracker.violations;
+  out(`  invariants:                  ${problems.length ? problems.join("; ") : "all held"}\n`);
+  if (problems.length) throw new Error("invariants violated");
 }
 
 if (import.meta.main) {

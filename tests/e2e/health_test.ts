@@ -1,0 +1,249 @@
+/**
+ * End-to-end health-gated rollouts (issue 14) with the real controller, the real
+ * daemons and simulated hosts that boot bad images in each of the four ways the
+ * simulator knows (a unit fails; the kubelet never gets Ready; the host falls
+ * back by itself; the host crash-loops and then falls back):
+ *
+ * 1. A 6-node pool with a canary and `onFailure: RollbackPool`: a bad image is
+ *    caught on the canary, the canary is rolled back, no other node reboots into
+ *    it, the pool ends on its previous image with the failure in its history, and
+ *    the second and third bad images open the circuit breaker.
+ * 2. Every policy against every kind of bad image, on 2-node pools side by side.
+ */
+import assert from "node:assert/strict";
+import {
+  ANNOTATION_FAILED_IMAGE,
+  ANNOTATION_RESET_CIRCUIT,
+  type BootcNodePool,
+  findCondition,
+  holdsRebootSlot,
+  isDisrupted,
+} from "../../lib/api/mod.ts";
+import { Resources } from "../../lib/kube/mod.ts";
+import { BAD_BOOT_LABEL } from "../bootc_sim/bad_boot.ts";
+import { startStack } from "../harness/stack.ts";
+import {
+  addNodes,
+  assertInvariants,
+  getPool,
+  nodesByName,
+  patchPoolSpec,
+  poolNodes,
+  poolSpec,
+  step,
+  stopStack,
+  waitConverged,
+  waitPool,
+} from "./scenario.ts";
+
+/** Seconds a node may take to come back Ready on the target (and to pass its checks). */
+const TIMEOUT_S = 45;
+const LONG_MS = 240_000;
+
+Deno.test("health: bad images are caught, rolled back per policy, and open the circuit", async (t) => {
+  const stack = await startStack({
+    limits: Object.fromEntries(
+      ["fleet", ...matrixPools().map((p) => p.name)].map((n) => [n, {
+        maxUnavailable: n === "fleet" ? 2 : 1,
+      }]),
+    ),
+  });
+  const { v2, repository } = stack.images;
+  const good = `${repository}@${v2.digest}`;
+  const bad = async (tag: string, mode: string) => {
+    const pushed = await stack.registry.pushImage({
+      repository: "bootc/os",
+      tag,
+      version: `bad-${tag}`,
+      labels: { [BAD_BOOT_LABEL]: mode },
+    });
+    return { digest: pushed.digest, image: `${repository}@${pushed.digest}` };
+  };
+  const reboots = () => new Map([...stack.fleet.nodes].map(([n, m]) => [n, m.reboots]));
+  try {
+    await step(
+      t,
+      "6 nodes, canary + RollbackPool: three bad images, the circuit opens",
+      async () => {
+        const nodes = await addNodes(stack, "fleet", 6);
+        await stack.createPool("fleet", {
+          ...poolSpec("fleet", good, {
+            maxUnavailable: 2,
+            onFailure: "RollbackPool",
+            canary: { nodes: 1, soakSeconds: 5 },
+            rebootTimeoutSeconds: TIMEOUT_S,
+            health: { timeoutSeconds: TIMEOUT_S },
+          }),
+        });
+        // A good rollout first: the canary goes alone, soaks, then the rest follows.
+        let sawSoak = false;
+        await waitPool(
+          stack,
+          "fleet",
+          async () => {
+            const p = await getPool(stack, "fleet");
+            if (p.status?.canary?.phase === "Soaking") sawSoak = true;
+            return p.status?.canary?.phase === "Passed" || undefined;
+          },
+          "the canary passes",
+          LONG_MS,
+        );
+        assert.ok(sawSoak, "the pool reported the canary's soak");
+        await waitConverged(stack, "fleet", v2.digest, 6, LONG_MS);
+        const first = (await getPool(stack, "fleet")).status?.history?.at(-1);
+        assert.equal(first?.outcome, "Succeeded");
+
+        const badImages = [
+          await bad("bad-unit", "unit-fails"),
+          await bad("bad-fallback", "falls-back"),
+          await bad("bad-loop", "reboot-loop:2"),
+        ];
+        for (const [i, b] of badImages.entries()) {
+          const before = reboots();
+          await patchPoolSpec(stack, "fleet", { image: { ref: b.image } });
+          const p = await waitPool(
+            stack,
+            "fleet",
+            async () => {
+              const p = await getPool(stack, "fleet");
+              return p.status?.consecutiveFailures === i + 1 &&
+                p.status.rollbackHold?.failedImage === b.image && p;
+            },
+            `bad image ${i + 1} is caught and rolled back`,
+            LONG_MS,
+          );
+          assert.ok(p.status?.failedDigests?.includes(b.digest));
+          await waitConverged(stack, "fleet", v2.digest, 6, LONG_MS);
+          // Only the canary rebooted (into the bad image, and back): nobody else.
+          const after = reboots();
+          const rebooted = nodes.filter((n) => (after.get(n) ?? 0) > (before.get(n) ?? 0));
+          assert.equal(rebooted.length, 1, `only the canary rebooted, not ${rebooted.join(", ")}`);
+          const done = await getPool(stack, "fleet");
+          const failedRevision = done.status?.history?.find((r) => r.digest === b.digest);
+          assert.equal(failedRevision?.outcome, "RolledBack");
+          assert.equal(done.status?.history?.at(-1)?.digest, v2.digest);
+          assert.equal(done.status?.history?.at(-1)?.outcome, "Succeeded");
+          // The user's spec is not rewritten: it still names the bad image.
+          assert.equal(done.spec.image.ref, b.image);
+          const circuit = findCondition(done.status?.conditions, "CircuitOpen");
+          assert.equal(circuit?.status ?? "False", i === 2 ? "True" : "False");
+        }
+        const events = await stack.cp.client.resource<{ metadata?: { name?: string }; reason?: string }>(Resources.events).list();
+        assert.ok(events.items.some((e) => e.reason === "CircuitOpen"), "a CircuitOpen event");
+        // A user resets the breaker.
+        await stack.cp.client.resource<BootcNodePool>(Resources.bootcNodePools).patch("fleet", {
+          metadata: { annotations: { [ANNOTATION_RESET_CIRCUIT]: "1" } },
+        }, { type: "merge" });
+        await waitPool(stack, "fleet", async () => {
+          const p = await getPool(stack, "fleet");
+          return findCondition(p.status?.conditions, "CircuitOpen")?.status === "False";
+        }, "the circuit closes after the reset");
+        await assertInvariants(stack, nodes);
+      },
+    );
+
+    await step(t, "every policy against every kind of bad image", async () => {
+      const badByMode = new Map<string, { digest: string; image: string }>();
+      for (const mode of ["unit-fails", "falls-back", "never-ready", "reboot-loop:2"]) {
+        badByMode.set(mode, await bad(`m-${mode.replace(/[^a-z]/g, "")}`, mode));
+      }
+      const pools = matrixPools();
+      const all: string[] = [];
+      // Booted into the good image: the pool converges at once, and its history has it.
+      await Promise.all(pools.map(async (p) => {
+        all.push(...await addNodes(stack, p.name, 2, { image: good }));
+        await stack.createPool(p.name, {
+          ...poolSpec(p.name, good, {
+            maxUnavailable: 1,
+            onFailure: p.policy,
+            rebootTimeoutSeconds: TIMEOUT_S,
+            health: { timeoutSeconds: TIMEOUT_S },
+          }),
+        });
+      }));
+      await Promise.all(pools.map((p) => waitConverged(stack, p.name, v2.digest, 2, LONG_MS)));
+      const before = reboots();
+      await Promise.all(
+        pools.map((p) =>
+          patchPoolSpec(stack, p.name, { image: { ref: badByMode.get(p.mode)!.image } })
+        ),
+      );
+      await Promise.all(pools.map(async (p) => {
+        const b = badByMode.get(p.mode)!;
+        const names = [`${p.name}-1`, `${p.name}-2`];
+        if (p.policy === "RollbackPool") {
+          await waitPool(
+            stack,
+            p.name,
+            async () => {
+              const pool = await getPool(stack, p.name);
+              return pool.status?.rollbackHold?.failedImage === b.image || undefined;
+            },
+            `${p.name}: the pool rolls back`,
+            LONG_MS,
+          );
+          await waitConverged(stack, p.name, v2.digest, 2, LONG_MS);
+        } else {
+          // The failed node is reported; with RollbackNode it is back on the good image.
+          const failed = await waitPool(
+            stack,
+            p.name,
+            async () => {
+              const pool = await getPool(stack, p.name);
+              const degraded = findCondition(pool.status?.conditions, "Degraded");
+              if (degraded?.reason !== "HealthCheckFailed") return undefined;
+              const bns = await poolNodes(stack, p.name);
+              const nodeObjects = await nodesByName(stack);
+              const bn = bns.find((x) =>
+                p.policy === "RollbackNode"
+                  ? x.metadata.annotations?.[ANNOTATION_FAILED_IMAGE] === b.image &&
+                    x.status?.booted?.imageDigest === v2.digest &&
+                    !isDisrupted(nodeObjects.get(x.metadata.name ?? "") ?? {})
+                  : findCondition(x.status?.conditions, "Verified")?.status === "False" &&
+                    holdsRebootSlot(nodeObjects.get(x.metadata.name ?? "") ?? {})
+              );
+              return bn?.metadata.name;
+            },
+            `${p.name}: a failed node is reported (${p.policy})`,
+            LONG_MS,
+          );
+          assert.ok(names.includes(failed));
+          // The user moves the pool back to the good image; everything converges.
+          await patchPoolSpec(stack, p.name, { image: { ref: good } });
+          await waitConverged(stack, p.name, v2.digest, 2, LONG_MS);
+        }
+        const history = (await getPool(stack, p.name)).status?.history ?? [];
+        const outcome = history.find((r) => r.digest === b.digest)?.outcome;
+        assert.equal(
+          outcome,
+          p.policy === "RollbackPool" ? "RolledBack" : "Failed",
+          `${p.name}: history ${JSON.stringify(history)}`,
+        );
+        // The second node never rebooted: one bad boot per pool at most.
+        const after = reboots();
+        const rebooted = names.filter((n) => (after.get(n) ?? 0) > (before.get(n) ?? 0));
+        assert.equal(rebooted.length, 1, `${p.name}: rebooted ${rebooted.join(", ")}`);
+      }));
+      await assertInvariants(stack, all);
+    });
+  } finally {
+    await stopStack(stack);
+  }
+});
+
+/** The 2-node pools of the policy matrix. */
+function matrixPools(): { name: string; policy: string; mode: string }[] {
+  const out: { name: string; policy: string; mode: string }[] = [];
+  const modes: [string, string][] = [
+    ["unit", "unit-fails"],
+    ["back", "falls-back"],
+    ["never", "never-ready"],
+    ["loop", "reboot-loop:2"],
+  ];
+  for (const [policy, short] of [["Halt", "h"], ["RollbackNode", "n"]] as const) {
+    for (const [m, mode] of modes) out.push({ name: `${short}-${m}`, policy, mode });
+  }
+  // RollbackPool meets the other modes in the first step.
+  out.push({ name: "p-never", policy: "RollbackPool", mode: "never-ready" });
+  return out;
+}
