@@ -1,0 +1,199 @@
+/**
+ * Gives a long-lived, mostly idle process's start-up pages back to the kernel (the node
+ * daemon, which sits idle on every node for days).
+ *
+ * Most of an idle Deno program's resident set is not its data but the runtime's executable:
+ * clean pages of `deno`/`denort` mapped from the file and touched once at start-up (snapshot
+ * deserialization, module loading, the first TLS handshake) and then never again. The kernel
+ * drops such pages only under memory pressure, so until then they count in the process's
+ * resident memory. `madvise(MADV_PAGEOUT)` (Linux 5.4) asks the kernel to reclaim them now;
+ * a page needed later simply faults back in from the file. The kernel leaves pages that another
+ * process maps too (another Deno on the same machine) alone, so the effect shows where the
+ * executable is the process's own, as in the daemon's image.
+ *
+ * When to trim is decided by {@linkcode trimStep} from samples of the process's file-backed
+ * resident memory: once start-up has settled, and again only after the process grew well
+ * beyond the working set it settled at after the previous trim (a rollout touched code the
+ * idle loop does not). A timer alone would reclaim, and read back from disk, the pages the
+ * idle loop itself needs over and over.
+ *
+ * @module
+ */
+import { type Logger, silentLogger } from "./log.ts";
+
+const MiB = 1 << 20;
+/** `MADV_PAGEOUT` from `<sys/mman.h>` (Linux 5.4+). */
+const MADV_PAGEOUT = 21;
+
+/** Resident memory of a process, in bytes (from `/proc/PID/status`). */
+export interface ResidentMemory {
+  /** `VmRSS`: everything resident. */
+  rss: number;
+  /** `RssAnon`: heap, stacks, the JavaScript heap; only swap could reclaim it. */
+  anon: number;
+  /** `RssFile`: pages mapped from files (mostly the runtime's executable); reclaimable. */
+  file: number;
+}
+
+/** Parses `/proc/PID/status` (its values are in kB). */
+export function parseProcStatus(text: string): ResidentMemory {
+  const field = (name: string): number => {
+    const match = new RegExp(`^${name}:\\s+(\\d+) kB`, "m").exec(text);
+    if (!match) throw new Error(`no ${name} in /proc status`);
+    return Number(match[1]) * 1024;
+  };
+  return { rss: field("VmRSS"), anon: field("RssAnon"), file: field("RssFile") };
+}
+
+/** This process's resident memory. */
+export function readResidentMemory(): ResidentMemory {
+  return parseProcStatus(Deno.readTextFileSync("/proc/self/status"));
+}
+
+/** One line of `/proc/PID/maps`. */
+export interface Mapping {
+  start: bigint;
+  end: bigint;
+  /** e.g. "r-xp". */
+  perms: string;
+  path: string;
+}
+
+/**
+ * The mappings whose resident pages the kernel may simply drop: private, not writable and
+ * backed by a file (code and read-only data of the executable and its libraries). Writable
+ * private mappings hold copied-on-write pages (anonymous memory, only swap could take them)
+ * and shared ones may be dirty (a database file): both are left alone.
+ */
+export function reclaimableMappings(maps: string): Mapping[] {
+  const out: Mapping[] = [];
+  for (const line of maps.split("\n")) {
+    // start-end perms offset dev inode path
+    const m = /^([0-9a-f]+)-([0-9a-f]+) (\S{4}) \S+ \S+ (\d+)\s+(\/.*)$/.exec(line);
+    if (!m || m[4] === "0") continue; // no inode: anonymous, [heap], [stack], [vdso]
+    const perms = m[3];
+    if (perms[1] === "w" || perms[3] !== "p" || (perms[0] !== "r" && perms[2] !== "x")) continue;
+    out.push({ start: BigInt(`0x${m[1]}`), end: BigInt(`0x${m[2]}`), perms, path: m[5] });
+  }
+  return out;
+}
+
+/**
+ * Asks the kernel to reclaim this process's clean file-backed pages (see the module doc).
+ * Returns how many bytes of mappings were advised. Needs FFI (`--allow-ffi`) and glibc; throws
+ * when no mapping could be advised (FFI denied, a kernel without `MADV_PAGEOUT`).
+ */
+export function pageOutFileMappings(): number {
+  const libc = Deno.dlopen("libc.so.6", {
+    madvise: { parameters: ["pointer", "usize", "i32"], result: "i32" },
+  });
+  try {
+    let advised = 0n;
+    let failed = 0;
+    for (const m of reclaimableMappings(Deno.readTextFileSync("/proc/self/maps"))) {
+      const ok =
+        libc.symbols.madvise(Deno.UnsafePointer.create(m.start), m.end - m.start, MADV_PAGEOUT) ===
+          0;
+      if (ok) advised += m.end - m.start;
+      else failed++;
+    }
+    if (advised === 0n) throw new Error(`madvise(MADV_PAGEOUT) failed on all ${failed} mappings`);
+    return Number(advised);
+  } finally {
+    libc.close();
+  }
+}
+
+/** When {@linkcode trimStep} trims. */
+export interface TrimPolicy {
+  /** File-backed memory counts as settled when it moved less than this since the last sample. */
+  settleBytes: number;
+  /** Trim again when the settled file-backed memory exceeds the working set by this much. */
+  growthBytes: number;
+}
+
+/** The default policy: settled within 1 MiB, trim again after 4 MiB of growth. */
+export const DEFAULT_TRIM_POLICY: TrimPolicy = { settleBytes: 1 * MiB, growthBytes: 4 * MiB };
+
+/** What {@linkcode trimStep} remembers between samples. */
+export interface TrimState {
+  /** The previous sample of file-backed resident memory (after a trim: the level it left). */
+  previous?: number;
+  /** The level file-backed memory settled at after the last trim: the idle working set. */
+  workingSet?: number;
+  /** Trims so far. */
+  trims: number;
+}
+
+/**
+ * Decides, from a new sample of file-backed resident memory, whether to trim now. Never
+ * while the level moves (start-up, a rollout); the first time it settles; after a trim, the
+ * next settled level is taken as the working set, and only growth well beyond it trims again.
+ */
+export function trimStep(
+  state: TrimState,
+  file: number,
+  policy: TrimPolicy = DEFAULT_TRIM_POLICY,
+): { state: TrimState; trim: boolean } {
+  const settled = state.previous !== undefined &&
+    Math.abs(file - state.previous) < policy.settleBytes;
+  const next = { ...state, previous: file };
+  if (!settled) return { state: next, trim: false };
+  if (state.trims === 0) return { state: next, trim: true };
+  if (state.workingSet === undefined) return { state: { ...next, workingSet: file }, trim: false };
+  if (file > state.workingSet + policy.growthBytes) return { state: next, trim: true };
+  return { state: next, trim: false };
+}
+
+/** Options of {@linkcode startMemoryTrimmer}. */
+export interface MemoryTrimmerOptions {
+  /** How often to sample (default 30 s). */
+  intervalMs?: number;
+  policy?: TrimPolicy;
+  logger?: Logger;
+  /** Reads the resident memory (default: this process's). */
+  read?: () => ResidentMemory;
+  /** Reclaims (default {@linkcode pageOutFileMappings}). */
+  pageOut?: () => number;
+}
+
+/**
+ * Samples this process's resident memory every `intervalMs` and trims when
+ * {@linkcode trimStep} says so, logging each trim with the JavaScript heap figures. Stops
+ * when `signal` aborts, or for good after the first failure (logged once as a warning). Its
+ * timer never keeps the process alive.
+ */
+export function startMemoryTrimmer(options: MemoryTrimmerOptions, signal: AbortSignal): void {
+  const log = options.logger ?? silentLogger;
+  const read = options.read ?? readResidentMemory;
+  const pageOut = options.pageOut ?? pageOutFileMappings;
+  let state: TrimState = { trims: 0 };
+  const timer = setInterval(() => {
+    try {
+      const before = read();
+      const step = trimStep(state, before.file, options.policy);
+      state = step.state;
+      if (!step.trim) return;
+      pageOut();
+      const after = read();
+      state = { ...state, previous: after.file, workingSet: undefined, trims: state.trims + 1 };
+      const heap = Deno.memoryUsage();
+      const mib = (n: number) => Math.round(n / MiB * 10) / 10;
+      log.info("resident memory trimmed", {
+        rssBeforeMiB: mib(before.rss),
+        rssAfterMiB: mib(after.rss),
+        fileBeforeMiB: mib(before.file),
+        fileAfterMiB: mib(after.file),
+        anonMiB: mib(after.anon),
+        heapUsedMiB: mib(heap.heapUsed),
+        heapTotalMiB: mib(heap.heapTotal),
+        externalMiB: mib(heap.external),
+      });
+    } catch (error) {
+      log.warn("resident memory trimming disabled", { error });
+      clearInterval(timer);
+    }
+  }, options.intervalMs ?? 30_000);
+  Deno.unrefTimer(timer);
+  signal.addEventListener("abort", () => clearInterval(timer), { once: true });
+}

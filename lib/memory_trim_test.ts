@@ -1,0 +1,151 @@
+import assert from "node:assert/strict";
+import {
+  DEFAULT_TRIM_POLICY,
+  pageOutFileMappings,
+  parseProcStatus,
+  readResidentMemory,
+  reclaimableMappings,
+  type ResidentMemory,
+  startMemoryTrimmer,
+  type TrimState,
+  trimStep,
+} from "./memory_trim.ts";
+import { createLogger } from "./log.ts";
+
+const MiB = 1 << 20;
+
+Deno.test("parseProcStatus reads VmRSS, RssAnon and RssFile in bytes", () => {
+  const text = [
+    "Name:\tdeno",
+    "VmPeak:\t 1234 kB",
+    "VmRSS:\t   40960 kB",
+    "RssAnon:\t   10240 kB",
+    "RssFile:\t   30720 kB",
+    "RssShmem:\t       0 kB",
+  ].join("\n");
+  assert.deepEqual(parseProcStatus(text), { rss: 40 * MiB, anon: 10 * MiB, file: 30 * MiB });
+  assert.throws(() => parseProcStatus("Name:\tx\n"), /no VmRSS/);
+});
+
+Deno.test("reclaimableMappings keeps private read-only or executable file mappings only", () => {
+  const maps = [
+    "55d0c0000000-55d0c1000000 r--p 00000000 08:01 1234   /usr/bin/deno",
+    "55d0c1000000-55d0c5000000 r-xp 01000000 08:01 1234   /usr/bin/deno",
+    "55d0c5000000-55d0c5100000 rw-p 05000000 08:01 1234   /usr/bin/deno",
+    "55d0c5100000-55d0c5200000 ---p 05100000 08:01 1234   /usr/bin/deno",
+    "7f0000000000-7f0000100000 rw-s 00000000 08:01 99     /root/.cache/deno/cache.db-shm",
+    "7f0000100000-7f0000200000 rw-p 00000000 00:00 0 ",
+    "7f0000200000-7f0000300000 r-xp 00000000 08:01 77     /usr/lib/libc.so.6",
+    "7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0      [stack]",
+    "7ffd00100000-7ffd00102000 r-xp 00000000 00:00 0      [vdso]",
+    "",
+  ].join("\n");
+  assert.deepEqual(
+    reclaimableMappings(maps).map((m) => [m.perms, m.path, Number(m.end - m.start)]),
+    [
+      ["r--p", "/usr/bin/deno", 0x1000000],
+      ["r-xp", "/usr/bin/deno", 0x4000000],
+      ["r-xp", "/usr/lib/libc.so.6", 0x100000],
+    ],
+  );
+});
+
+/** Feeds samples (MiB) through trimStep; returns the indexes of the samples that trim. */
+function trimsAt(samples: number[]): number[] {
+  let state: TrimState = { trims: 0 };
+  const out: number[] = [];
+  for (const [i, mib] of samples.entries()) {
+    const step = trimStep(state, mib * MiB, DEFAULT_TRIM_POLICY);
+    state = step.state;
+    if (step.trim) {
+      out.push(i);
+      // As the trimmer does: the level the trim left, a working set to find again.
+      state = { ...state, previous: 8 * MiB, workingSet: undefined, trims: state.trims + 1 };
+    }
+  }
+  return out;
+}
+
+Deno.test("trimStep: not while start-up still grows, once it has settled", () => {
+  assert.deepEqual(trimsAt([20, 30, 37]), []);
+  assert.deepEqual(trimsAt([20, 30, 37, 37.5]), [3]);
+});
+
+Deno.test("trimStep: the regrown idle working set is not trimmed again and again", () => {
+  // Trim at 37.5; the idle loop faults 9 MiB back in, settles at 17 and stays there.
+  assert.deepEqual(trimsAt([30, 37, 37.5, 12, 16, 17, 17.2, 17.1, 17.4, 17.3]), [2]);
+});
+
+Deno.test("trimStep: trims again once settled well above the working set (after a rollout)", () => {
+  // Working set 17; a rollout grows to 30; trimmed again once it settles there.
+  assert.deepEqual(trimsAt([37, 37.5, 16, 17, 17.2, 25, 30, 30.2]), [1, 7]);
+  // Growth within the margin does not.
+  assert.deepEqual(trimsAt([37, 37.5, 16, 17, 17.2, 20, 20.5, 20.4]), [1]);
+});
+
+Deno.test("startMemoryTrimmer trims when settled, logs the figures, stops on abort", async () => {
+  const samples: ResidentMemory[] = [
+    { rss: 50 * MiB, anon: 15 * MiB, file: 35 * MiB },
+    { rss: 50 * MiB, anon: 15 * MiB, file: 35 * MiB },
+    { rss: 25 * MiB, anon: 15 * MiB, file: 10 * MiB }, // after the trim
+  ];
+  let reads = 0;
+  let pageOuts = 0;
+  const lines: Record<string, unknown>[] = [];
+  const logger = createLogger({ level: "debug", write: (l) => lines.push(JSON.parse(l)) });
+  const controller = new AbortController();
+  startMemoryTrimmer({
+    intervalMs: 5,
+    logger,
+    read: () => samples[Math.min(reads++, samples.length - 1)],
+    pageOut: () => {
+      pageOuts++;
+      return 1;
+    },
+  }, controller.signal);
+  const deadline = Date.now() + 10_000;
+  while (lines.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+  controller.abort();
+  assert.equal(pageOuts, 1);
+  assert.equal(lines[0].msg, "resident memory trimmed");
+  assert.equal(lines[0].rssBeforeMiB, 50);
+  assert.equal(lines[0].rssAfterMiB, 25);
+  assert.equal(lines[0].fileAfterMiB, 10);
+  assert.equal(typeof lines[0].heapUsedMiB, "number");
+});
+
+Deno.test("startMemoryTrimmer disables itself after a failure, with one warning", async () => {
+  const lines: string[] = [];
+  const logger = createLogger({ level: "debug", write: (l) => lines.push(JSON.parse(l).msg) });
+  let pageOuts = 0;
+  const controller = new AbortController();
+  startMemoryTrimmer({
+    intervalMs: 2,
+    logger,
+    read: () => ({ rss: 40 * MiB, anon: 10 * MiB, file: 30 * MiB }),
+    pageOut: () => {
+      pageOuts++;
+      throw new Error("FFI denied");
+    },
+  }, controller.signal);
+  const deadline = Date.now() + 10_000;
+  while (lines.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+  await new Promise((r) => setTimeout(r, 50));
+  controller.abort();
+  assert.deepEqual(lines, ["resident memory trimming disabled"]);
+  assert.equal(pageOuts, 1);
+});
+
+Deno.test("pageOutFileMappings advises this process's executable and libraries", () => {
+  const before = readResidentMemory();
+  const advised = pageOutFileMappings();
+  // At least the Deno executable's code was advised (how much the kernel reclaims depends on
+  // which pages other processes on this machine share).
+  const exe = Deno.realPathSync(Deno.execPath());
+  const exeBytes = reclaimableMappings(Deno.readTextFileSync("/proc/self/maps"))
+    .filter((m) => m.path === exe)
+    .reduce((n, m) => n + Number(m.end - m.start), 0);
+  assert.ok(exeBytes > 0, "the executable is mapped");
+  assert.ok(advised >= exeBytes, `advised ${advised} bytes, executable maps ${exeBytes}`);
+  assert.ok(readResidentMemory().file <= before.file + 4 * MiB);
+});
