@@ -702,8 +702,8 @@ Deno.test({
       "host health: Starting before the first write, Healthy on the timer, a failed unit is Unhealthy (event), recovery; idle checks make no API request",
       async () => {
         const hh = await newNode("node-h", v1);
-        // systemd says `starting` for a while after the boot (the host was created just now).
-        await hh.host.setStartingMs(6_000);
+        // systemd says `starting` (until the test lets the boot finish below).
+        await hh.host.setStartingMs(3_600_000);
         // No poll to speak of: what follows is seen by the health timer alone.
         start(hh, ["--health-interval", "1s", "--poll-interval", "10m"]);
         let n = await waitForNode(hh, (n) => n.status?.hostHealth !== undefined, "hostHealth");
@@ -713,6 +713,7 @@ Deno.test({
         assert.ok(first.bootedDigest?.startsWith("sha256:"));
         assert.equal(first.state, "Starting", JSON.stringify(first));
         assert.equal(condition(n, "HostHealthy"), "Unknown/Starting");
+        await hh.host.setStartingMs(0); // the boot finishes: systemd says running
         n = await waitForNode(
           hh,
           (n) => n.status?.hostHealth?.state === "Healthy",
@@ -872,6 +873,117 @@ Deno.test({
         assert.equal(condition(n, "Degraded"), "False/Healthy", "a rollback is not a fall-back");
         await r.daemon!.stop("SIGKILL");
         r.daemon = undefined;
+      },
+    );
+
+    // Issue 14 with the simulator's bad images (OCI label dev.bootc.sim.bad-boot).
+    await t.step(
+      "bad images: a fall-back is Degraded naming both images and not re-applied; a failing unit after the reboot is Unhealthy on the new boot; rolled back to the previous image, healthy again",
+      async () => {
+        const [fallsBack, unitFails] = await Promise.all([
+          registry!.pushImage({
+            repository: "os",
+            version: "9",
+            labels: { "dev.bootc.sim.bad-boot": "falls-back" },
+          }),
+          registry!.pushImage({
+            repository: "os",
+            version: "8",
+            labels: { "dev.bootc.sim.bad-boot": "unit-fails:app.service" },
+          }),
+        ]);
+        const vFall = `${repo}@${fallsBack.digest}`;
+        const vUnit = `${repo}@${unitFails.digest}`;
+        const f = await newNode("node-f", v1, { desiredImage: vFall });
+        start(f);
+        await waitForNode(f, (n) => condition(n, "Idle") === "False/Staged", "Staged");
+        await grantSlot(f, vFall);
+        await setSpec(f, { desiredImageState: "Booted" });
+        await f.host.waitForRebootRequest({ timeoutMs: 60_000 });
+        await reboot(f); // boots vFall, which fails: the bootloader goes back to v1
+
+        let n = await waitForNode(
+          f,
+          (n) => condition(n, "Degraded") === "True/Error",
+          "Degraded after the fall-back",
+        );
+        const degraded = findCondition(n.status?.conditions, "Degraded")!.message;
+        assert.ok(degraded.includes(`booted ${vFall} but the host fell back to ${v1}`), degraded);
+        assert.equal(condition(n, "Rebooted"), "False/FellBack");
+        // The status mirrors the host at once: the controller detects the fall-back from it.
+        assert.equal(n.status?.booted?.image, v1);
+        assert.equal(n.status?.rollback?.image, vFall);
+        assert.equal(n.status?.staged, undefined);
+        // The Node still authorizes vFall and vFall is the rollback deployment: nothing is run.
+        await setSpec(f, { rebootPolicy: "AllowSoftReboot" }); // any spec change: a reconcile
+        const generation = (await get(f.name)).metadata.generation;
+        n = await waitForNode(
+          f,
+          (n) => n.status?.observedGeneration === generation,
+          "the spec change observed",
+        );
+        assert.equal(condition(n, "Degraded"), "True/Error");
+        assert.equal((await f.host.readState()).state.rebootRequest, null, "no loop");
+
+        // The controller gives up on vFall (RollbackNode: back to the booted image).
+        await release(f);
+        await setSpec(f, { desiredImage: v1, rebootPolicy: "RebootOnly" });
+        n = await waitForNode(
+          f,
+          (n) =>
+            condition(n, "Idle") === "True/Idle" && condition(n, "Degraded") === "False/Healthy",
+          "Idle and healthy on v1",
+        );
+        assert.equal(condition(n, "Rebooted"), "True/AlreadyBooted");
+
+        // vUnit boots, but app.service fails on it: Unhealthy, on vUnit's boot.
+        await setSpec(f, { desiredImage: vUnit });
+        await waitForNode(f, (n) => condition(n, "Idle") === "False/Staged", "Staged vUnit");
+        await grantSlot(f, vUnit);
+        await setSpec(f, { desiredImageState: "Booted" });
+        await f.host.waitForRebootRequest({ timeoutMs: 60_000 });
+        await reboot(f);
+        n = await waitForNode(
+          f,
+          (n) => n.status?.booted?.image === vUnit && n.status?.hostHealth?.state === "Unhealthy",
+          "Unhealthy on vUnit",
+        );
+        assert.equal(n.status?.hostHealth?.bootedDigest, unitFails.digest);
+        assert.deepEqual(n.status?.hostHealth?.failedUnits, ["app.service"]);
+        assert.equal(condition(n, "Rebooted"), "True/Rebooted");
+        assert.equal(condition(n, "HostHealthy"), "False/UnitFailed");
+        await waitFor(
+          async () =>
+            (await eventsOf(f, "HostUnhealthy")).some((e) => e.message.includes("app.service")),
+          { timeoutMs: 30_000, message: "a HostUnhealthy event naming app.service" },
+        );
+
+        // The controller rolls the node back to v1, the rollback deployment.
+        await release(f);
+        await setSpec(f, { desiredImage: v1 });
+        await waitForNode(
+          f,
+          (n) => condition(n, "ImageStaged") === "True/RollbackDeployment",
+          "ready to roll back",
+        );
+        await grantSlot(f, v1);
+        await setSpec(f, { desiredImageState: "Booted" });
+        const request = await f.host.waitForRebootRequest({ timeoutMs: 60_000 });
+        assert.deepEqual(request.command.slice(1), ["rollback", "--apply"]);
+        await reboot(f);
+        n = await waitForNode(
+          f,
+          (n) => n.status?.booted?.image === v1 && n.status?.hostHealth?.state === "Healthy",
+          "healthy on v1 again",
+        );
+        assert.equal(n.status?.hostHealth?.bootedDigest, pushed[0].digest);
+        assert.equal(condition(n, "Idle"), "True/Idle");
+        await waitFor(async () => (await eventsOf(f, "HostRecovered")).length >= 1, {
+          timeoutMs: 30_000,
+          message: "a HostRecovered event",
+        });
+        await f.daemon!.stop("SIGKILL");
+        f.daemon = undefined;
       },
     );
   } finally {
