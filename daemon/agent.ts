@@ -238,6 +238,11 @@ export class Agent {
     });
   }
 
+  /** When the next timed host health check is due (undefined before the first; for tests). */
+  get nextHealthCheck(): Date | undefined {
+    return this.#healthAt > 0 ? new Date(this.#healthAt) : undefined;
+  }
+
   /** Asks for a reconcile soon (a host change, a finished command, a test). */
   kick(): void {
     this.#kicked = true;

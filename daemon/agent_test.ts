@@ -540,8 +540,13 @@ Deno.test("agent: pull Secret written atomically with mode 0600, rotated, remove
     h.nodes.put(bootcNode({ desiredImage: A, pullSecretRef: ref, pullSecretHash: "h2" }));
     await waitFor(() => h.secrets.count("get") === gets + 1, "re-fetch");
     await eventually(async () => (await read()) === auth2, "rotated file");
-    const leftovers = [...Deno.readDirSync(`${h.hostRoot}/run/ostree`)].map((e) => e.name);
-    assert.deepEqual(leftovers.sort(), ["auth.json", "auth.json.bootc-operator"]);
+    // The marker beside it is written right after the file (atomically too): no leftovers.
+    const listing = () =>
+      [...Deno.readDirSync(`${h.hostRoot}/run/ostree`)].map((e) => e.name).sort().join(" ");
+    await waitFor(
+      () => listing() === "auth.json auth.json.bootc-operator",
+      "only the file and its marker",
+    );
     assert.equal(h.events.of("AuthFileWritten").length, 2, "rotation writes again");
     // The reference goes away: the file goes too.
     h.nodes.put(bootcNode({ desiredImage: A }));
@@ -863,8 +868,12 @@ Deno.test("agent: host health checked before the first write, on a timer, writte
 
     // After the first 15 minutes, a check a minute.
     h.clock.advance(DEFAULT_HEALTH_CHECK.settleMs);
-    await waitFor(() => true, "");
-    await new Promise((r) => setTimeout(r, 50));
+    await waitFor(
+      () =>
+        h.agent.nextHealthCheck?.getTime() ===
+          h.clock.now().getTime() + DEFAULT_HEALTH_CHECK.settledMs,
+      "the settled schedule",
+    );
     const settled = h.host.healthQueries;
     h.clock.advance(DEFAULT_HEALTH_CHECK.startingMs);
     await new Promise((r) => setTimeout(r, 50));
