@@ -260,6 +260,7 @@ function progressOne(m: Member, bn: BootcNode, ctx: RolloutContext, mode: InFlig
       const msg = `node ${name} runs ${bn.spec.desiredImage} but is not Ready ` +
         `${ctx.rebootTimeoutMs / 1000}s after its reboot request`;
       rebootTimeout(ctx, name, msg, drainedAt!);
+      recordVerifiedFalse(ctx, bn, name, VerifiedReason.CheckFailed, `NodeReady: ${msg}`);
     } else if (drainedAt && !node.ready) {
       plan.wake(drainedAt.getTime() + ctx.rebootTimeoutMs - now.getTime());
     }
@@ -465,6 +466,17 @@ function healthFailed(
   ctx.failures.push({ node: name, message });
   ctx.unhealthy.push(`${name} failed its health checks`);
   ctx.stuck.add(name);
+  recordVerifiedFalse(ctx, bn, name, reason, message);
+}
+
+/** Writes Verified=False (once per reason and message) and the HealthCheckFailed event. */
+function recordVerifiedFalse(
+  ctx: RolloutContext,
+  bn: BootcNode,
+  name: string,
+  reason: string,
+  message: string,
+): void {
   const cond = findCondition(bn.status?.conditions, NodeConditionType.Verified);
   if (cond?.status === "False" && cond.reason === reason && cond.message === message) return;
   ctx.plan.act({
