@@ -84,8 +84,14 @@ export function healthTimeoutMs(health: HealthSpec | undefined): number {
  */
 export function fellBack(bn: BootcNode, desired: DesiredImage): boolean {
   const s = bn.status;
-  return !entryMatches(s?.booted, desired) && entryMatches(s?.rollback, desired) &&
+  const shape = !entryMatches(s?.booted, desired) && entryMatches(s?.rollback, desired) &&
     !entryMatches(s?.staged, desired);
+  if (!shape) return false;
+  // The same shape is a node about to roll back to `desired` (its rollback deployment):
+  // the daemon's Rebooted condition tells them apart; without one (an older daemon) the
+  // shape decides.
+  const rebooted = findCondition(s?.conditions, NodeConditionType.Rebooted);
+  return rebooted === undefined || rebooted.reason === "FellBack";
 }
 
 /** Judges a node whose reboot into `input.desired` was requested. */

@@ -327,3 +327,23 @@ Deno.test("soakFailure: a released canary node fails on a failed unit, a fallbac
     else assert.equal(got, undefined, c.name);
   }
 });
+
+Deno.test("fellBack: the daemon's Rebooted condition tells a fall-back from a rollback about to happen", () => {
+  const desired = { image: image("a") };
+  const withRebooted = (reason: string) => {
+    const bn = bootcNode("n1", { booted: image("b"), desired: image("a"), rollback: image("a") });
+    bn.status!.conditions!.push({
+      type: "Rebooted",
+      status: "False",
+      reason,
+      message: "",
+      lastTransitionTime: "2026-01-01T00:00:00Z",
+    });
+    return bn;
+  };
+  // Rolling back to a (its rollback deployment): not a fall-back.
+  assert.equal(fellBack(withRebooted("RollingBack"), desired), false);
+  assert.equal(fellBack(withRebooted("Waiting"), desired), false);
+  // The daemon saw the host come back on the previous deployment.
+  assert.equal(fellBack(withRebooted("FellBack"), desired), true);
+});
