@@ -97,7 +97,7 @@ export function effectiveTarget(options: {
   record: FailureRecord;
 }): EffectiveTarget {
   const { pool, specTarget, priorTarget, record } = options;
-  const ref = pool.spec.image.ref;
+  const ref = pool.spec.image.ref ?? "";
   const hold = record.rollbackHold;
   if (hold && hold.ref === ref && (!specTarget || specTarget.image === hold.failedImage)) {
     const digest = digestOfPullspec(hold.image) ?? "";

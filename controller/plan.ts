@@ -7,6 +7,7 @@
 import type { BootcNode, BootcNodePool, BootcNodePoolStatus } from "../lib/api/mod.ts";
 import type { ClusterBudget } from "./gates/gate.ts";
 import type { QueryVerdict } from "./health.ts";
+import type { ChannelDecision } from "./channel.ts";
 import type { PoolIssue, StateCounts } from "./pool_status.ts";
 import type { ResolutionMemo } from "./resolution.ts";
 import type { NodeSummary, PdbSummary, PodSummary, PoolSummary } from "./types.ts";
@@ -59,6 +60,11 @@ export interface PlanInput {
    * stops the rollout like any invalid spec; any other reason is reported as Degraded.
    */
   pullSecretIssue?: PoolIssue;
+  /**
+   * The channel step's decision (`channel.ts`), for a pool that follows a channel;
+   * the shell has already put its `ref` into the pool's `spec.image.ref`.
+   */
+  channel?: ChannelDecision;
   /** The latest Prometheus health-check answer per node (nodes being verified only). */
   healthQueries?: ReadonlyMap<string, QueryVerdict>;
   now: Date;

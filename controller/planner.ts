@@ -32,6 +32,7 @@ import {
 import { nodeDisrupted } from "./disruption.ts";
 import { EffectiveState, effectiveState } from "./effective_state.ts";
 import { canaryStep, gatePhase } from "./canary.ts";
+import { channelError, channelFailed } from "./channel.ts";
 import {
   circuitOpen,
   effectiveTarget,
@@ -127,6 +128,8 @@ export function planPool(input: PlanInput): Plan {
   }
   specErrors.push(...orderingErrors(pool, input.poolObjects ?? [pool]));
   specErrors.push(...policyErrors(pool.spec));
+  const chErr = channelError(pool.spec.image.channel);
+  if (chErr) specErrors.push(chErr);
   if (input.pullSecretIssue?.reason === PoolDegradedReason.InvalidSpec) {
     specErrors.push(input.pullSecretIssue.message);
   }
@@ -198,7 +201,7 @@ export function planPool(input: PlanInput): Plan {
       target,
       counted,
       response.kind === "rollbackPool"
-        ? { ref: pool.spec.image.ref, image: response.to, now }
+        ? { ref: pool.spec.image.ref ?? "", image: response.to, now }
         : undefined,
     );
     if (response.kind === "rollbackPool") {
@@ -337,6 +340,20 @@ export function planPool(input: PlanInput): Plan {
   const justSucceeded = complete && history.at(-1)?.outcome === "Succeeded" &&
     pool.status?.history?.at(-1)?.outcome !== "Succeeded";
   if (justSucceeded && !effective.rollback) record = { ...record, consecutiveFailures: 0 };
+  let channel = input.channel?.status;
+  if (channel && input.channel?.ref && input.channel.ref === pool.spec.image.ref) {
+    if (failed) channel = channelFailed(channel);
+    if (channel.message) plan.notes.push(`channel: ${channel.message}`);
+  }
+  if (input.channel?.blockedByCircuit) {
+    plan.poolEvent(
+      "Warning",
+      "UpdateAvailable",
+      `version ${input.channel.blockedByCircuit} of ${channel?.repository} is available, but the ` +
+        `circuit is open: not rolled out until it is reset`,
+      `circuit-available/${input.channel.blockedByCircuit}`,
+    );
+  }
   const open = circuitOpen(pool, record);
   const rollout: RolloutRecord = {
     history,
@@ -349,6 +366,7 @@ export function planPool(input: PlanInput): Plan {
       ? record.rollbackHold
       : undefined,
     canary,
+    channel,
     circuit: {
       open,
       message: open

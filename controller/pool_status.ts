@@ -79,6 +79,7 @@ export interface RolloutRecord {
   circuitReset?: string;
   rollbackHold?: BootcNodePoolStatus["rollbackHold"];
   canary?: BootcNodePoolStatus["canary"];
+  channel?: BootcNodePoolStatus["channel"];
   /** The CircuitOpen condition (absent: the condition is left out while it never opened). */
   circuit?: { open: boolean; message: string };
 }
@@ -159,6 +160,7 @@ export function buildPoolStatus(input: PoolStatusInput): BootcNodePoolStatus {
     circuitReset: prior?.circuitReset,
     rollbackHold: prior?.rollbackHold,
     canary: prior?.canary,
+    channel: prior?.channel,
   };
   if (r.circuit && (r.circuit.open || findCondition(conditions, PoolConditionType.CircuitOpen))) {
     conditions = setCondition(conditions, {
@@ -191,6 +193,7 @@ export function buildPoolStatus(input: PoolStatusInput): BootcNodePoolStatus {
     circuitReset: r.circuitReset,
     rollbackHold: r.rollbackHold,
     canary: r.canary,
+    channel: r.channel,
   };
   return dropUndefined(status);
 }

@@ -630,7 +630,7 @@ export class PoolReconciler {
         ? undefined
         : await secretDataHash({ ".dockerconfigjson": secret.dockerConfig }));
     const latest = this.#tags.want(name, {
-      ref: pool.spec.image.ref,
+      ref: pool.spec.image.ref ?? "",
       ...(credentialsHash === undefined
         ? {}
         : { credentials: { hash: credentialsHash, dockerConfigJson: secret.dockerConfig } }),

@@ -33,6 +33,8 @@ export interface ResolutionMemo {
 /** What step 1 needs from the shell. */
 export type ResolutionNeed =
   | { kind: "invalid"; message: string }
+  /** A channel pool whose first version is not chosen yet: nothing to resolve. */
+  | { kind: "none" }
   | { kind: "pinned"; parts: ImageRefParts }
   | { kind: "resolve"; ref: string; parts: ImageRefParts }
   | { kind: "fresh"; parts: ImageRefParts; nextAt: Date };
@@ -56,9 +58,11 @@ export function resolutionNeed(
   memo: ResolutionMemo | undefined,
   options: PlannerOptions = {},
 ): ResolutionNeed {
+  const ref = pool.spec.image.ref;
+  if (ref === undefined) return { kind: "none" };
   let parts: ImageRefParts;
   try {
-    parts = splitImageRef(pool.spec.image.ref);
+    parts = splitImageRef(ref);
   } catch (e) {
     return { kind: "invalid", message: (e as Error).message };
   }
@@ -67,7 +71,7 @@ export function resolutionNeed(
   const generation = pool.metadata.generation;
   const due = (nextAt: Date): ResolutionNeed =>
     now.getTime() >= nextAt.getTime()
-      ? { kind: "resolve", ref: pool.spec.image.ref, parts }
+      ? { kind: "resolve", ref, parts }
       : { kind: "fresh", parts, nextAt };
   if (memo && memo.generation === generation) {
     const wait = memo.result.ok
@@ -83,7 +87,7 @@ export function resolutionNeed(
     !last || !status?.targetImage || status.observedGeneration !== generation || failedBefore ||
     !status.targetImage.startsWith(`${parts.repository}@`)
   ) {
-    return { kind: "resolve", ref: pool.spec.image.ref, parts };
+    return { kind: "resolve", ref, parts };
   }
   return due(new Date(last.getTime() + interval));
 }
@@ -111,6 +115,7 @@ export function resolveTarget(
   memo: ResolutionMemo | undefined,
   plan: PlanBuilder,
 ): Resolution {
+  if (need.kind === "none") return { target: priorTarget(pool) };
   const parts = need.parts;
   const current = memo?.generation === pool.metadata.generation ? memo : undefined;
   let out: Resolution;

@@ -322,6 +322,48 @@ Deno.test("CRDs validate, default and print on the real API server", async (t) =
       );
     });
 
+    await t.step(
+      "image: exactly one of ref and channel; a channel names a repository",
+      async () => {
+        const channel = { repository: "quay.io/example/os", constraint: "~1.4" };
+        await rejects(
+          () =>
+            pools.create(pool("both", {
+              nodeSelector: {},
+              image: { ref: "quay.io/example/os:latest", channel },
+            })),
+          /set exactly one of ref \(a fixed image\) and channel/,
+        );
+        await rejects(
+          () => pools.create(pool("neither", { nodeSelector: {}, image: {} })),
+          /set exactly one of ref/,
+        );
+        await rejects(
+          () =>
+            pools.create(pool("tagged", {
+              nodeSelector: {},
+              image: { channel: { ...channel, repository: "quay.io/example/os:1.4" } },
+            })),
+          /must be a repository without tag or digest/,
+        );
+        await rejects(
+          () =>
+            pools.create(pool("badcron", {
+              nodeSelector: {},
+              image: { channel: { ...channel, schedule: "every saturday" } },
+            })),
+          /must be a cron expression with five fields/,
+        );
+        const ok = await pools.create(pool("channel", {
+          nodeSelector: {},
+          image: {
+            channel: { ...channel, repository: "127.0.0.1:5000/bootc/os", schedule: "0 22 * * 6" },
+          },
+        }));
+        assert.equal(ok.spec.image.channel?.preRelease, "Exclude");
+      },
+    );
+
     await t.step("maxUnavailable must be >= 1 or 1%-100%", async () => {
       for (const value of [0, "0%", "101%", "abc", -1]) {
         await rejects(

@@ -269,6 +269,41 @@ export const DesiredImageStateValues = ["Staged", "Booted"] as const;
 /** Whether the daemon should only stage the desired image or also boot it. */
 export type DesiredImageState = typeof DesiredImageStateValues[number];
 
+/** Values of `spec.image.channel.preRelease`. */
+export const PreReleaseValues = ["Exclude", "Include"] as const;
+
+const Channel = Type.Object({
+  repository: Type.String({
+    minLength: 1,
+    maxLength: 512,
+    description: "The repository whose tags are followed, without tag or digest " +
+      "(quay.io/example/os).",
+    ...validations({
+      rule: `self.matches(r'${IMAGE_REFERENCE_PATTERN}') && self.matches(r'^([^@]*/)?[^/:@]+$')`,
+      message: "must be a repository without tag or digest, such as quay.io/example/os",
+    }),
+  }),
+  constraint: Type.String({
+    minLength: 1,
+    maxLength: 256,
+    description: 'A semver range of versions to follow, e.g. "~1.4" (1.4.x), ">=1.2 <2" or ' +
+      '"^2"; tags with or without a "v" prefix count; tags that are not versions (latest, ' +
+      "sha-…) are ignored.",
+  }),
+  schedule: Type.Optional(Type.String({
+    ...CronSchedule,
+    description: "When to look for a newer version: a cron expression in the pool's timeZone " +
+      '(e.g. "0 22 * * 6", Saturdays 22:00). Unset: every pollIntervalSeconds.',
+  })),
+  preRelease: Type.Optional(StringEnum(PreReleaseValues, {
+    default: "Exclude",
+    description: "Include: pre-release versions (1.5.0-rc.1) inside the range may be chosen.",
+  })),
+}, {
+  description: "Follow the highest version of a repository inside a semver range, checked on " +
+    "a schedule; versions that failed their health checks are never chosen again.",
+});
+
 /** Most units a pool's health check may list. */
 export const MAX_HEALTH_UNITS = 32;
 
@@ -333,12 +368,19 @@ const HealthSpec = Type.Object({
 export const BootcNodePoolSpec = Type.Object({
   nodeSelector: LabelSelector,
   image: Type.Object({
-    ref: ImageRef,
+    ref: Type.Optional(ImageRef),
     pollIntervalSeconds: Type.Optional(Type.Integer({
       minimum: 10,
-      description: "How often a tag is re-resolved against the registry. Defaults to the " +
-        "controller's --registry-poll-interval.",
+      description: "How often a tag is re-resolved against the registry (and, for a channel " +
+        "without a schedule, how often its tags are listed). Defaults to the controller's " +
+        "--registry-poll-interval.",
     })),
+    channel: Type.Optional(Channel),
+  }, {
+    ...validations({
+      rule: "has(self.ref) != has(self.channel)",
+      message: "set exactly one of ref (a fixed image) and channel (follow a semver range)",
+    }),
   }),
   rollout: Type.Object({
     maxUnavailable: MaxUnavailable,
@@ -557,6 +599,27 @@ export const BootcNodePoolStatus = Type.Object({
     description: "An automatic pool rollback: while spec.image.ref is unchanged (and still " +
       "means failedImage) the pool stays on image. The user's spec is never rewritten.",
   })),
+  channel: Type.Optional(Type.Object({
+    repository: Type.String(),
+    constraint: Type.Optional(Type.String()),
+    currentVersion: Type.Optional(Type.String({ description: "The version rolled out." })),
+    currentTag: Type.Optional(Type.String()),
+    newestVersion: Type.Optional(Type.String({
+      description: "The newest version in the repository inside the constraint.",
+    })),
+    newestTag: Type.Optional(Type.String()),
+    lastCheckTime: Type.Optional(Type.String({ format: "date-time" })),
+    nextCheckTime: Type.Optional(Type.String({ format: "date-time" })),
+    failedVersions: Type.Optional(Type.Array(Type.String(), {
+      maxItems: 64,
+      description: "Versions that failed their health checks: never chosen again.",
+    })),
+    message: Type.Optional(Type.String({
+      maxLength: 1024,
+      description: "Why a newer version is not taken (outside the constraint, failed before, " +
+        "circuit open, paused), or what the last check found.",
+    })),
+  }, { description: "The channel the pool follows (spec.image.channel)." })),
   canary: Type.Optional(Type.Object({
     image: Type.String({ description: "The target the canary is for." }),
     phase: StringEnum(["Updating", "Soaking", "Passed", "Failed"] as const),
