@@ -185,7 +185,10 @@ export function channelStep(options: {
       status.newestTag = choice.newest?.tag;
       const notes = choice.skipped.map((s) => `${s.version} ${s.why}`);
       const moving = choice.chosen && choice.chosen.version !== status.currentVersion;
-      if (moving && options.circuitOpen && status.currentVersion) {
+      // Leaving a version that failed is the rollback, not an automatic change.
+      const currentFailed = status.currentVersion !== undefined &&
+        (status.failedVersions ?? []).some((f) => sameVersion(f, status.currentVersion!));
+      if (moving && options.circuitOpen && status.currentVersion && !currentFailed) {
         blockedByCircuit = choice.chosen!.version;
         notes.unshift(`${choice.chosen!.version} available, circuit open`);
       } else if (choice.chosen) {

@@ -289,3 +289,22 @@ Deno.test("channelStep: a new range starts over but keeps the repository's faile
   assert.deepEqual(d.status.failedVersions, ["1.1.0"]);
   assert.match(d.status.message ?? "", /no version of r\/os inside ~1\.1/);
 });
+
+Deno.test("channelStep: with the circuit open a failed version may still be left for a good one", () => {
+  const p = pool({ repository: "r/os", constraint: "~1.0" }, {
+    repository: "r/os",
+    constraint: "~1.0",
+    currentVersion: "1.0.1",
+    currentTag: "v1.0.1",
+    failedVersions: ["1.0.1"],
+  });
+  const d = channelStep({
+    pool: p,
+    listing: ok(TAGS),
+    circuitOpen: true,
+    now: NOW,
+    intervalMs: 1,
+  })!;
+  assert.equal(d.ref, "r/os:1.0.0");
+  assert.equal(d.blockedByCircuit, undefined);
+});

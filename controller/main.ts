@@ -19,6 +19,7 @@ import { createLogger } from "../lib/log.ts";
 import { ControllerMetrics } from "./metrics.ts";
 import { PoolReconciler } from "./reconciler.ts";
 import { RegistryImageResolver } from "./resolver.ts";
+import { registryTagLister } from "./channel_checks.ts";
 import { startServer } from "./server.ts";
 
 /** Parsed command line. */
@@ -131,6 +132,12 @@ export async function runController(flags: ControllerFlags, signal: AbortSignal)
     // Resolution runs beside the work queue with this timeout, so a registry that
     // never answers delays only the pools that use it.
     tagResolution: { timeoutMs: flags.registryTimeoutMs },
+    // Channel pools' tags are listed the same way (a listing may take several pages).
+    channelLister: registryTagLister({
+      insecureRegistries: flags.insecureRegistries,
+      caCertPem,
+      timeoutMs: flags.registryTimeoutMs,
+    }),
     events,
     metrics,
     logger: log,

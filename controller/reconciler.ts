@@ -60,6 +60,9 @@ import { DaemonAccessSync } from "./daemon_access_sync.ts";
 import type { PoolIssue } from "./pool_status.ts";
 import { needsLookup, pullSecretVerdict, type SecretLookup } from "./pull_secret.ts";
 import { type ImageResolver, secretDataHash } from "./resolver.ts";
+import { ChannelChecks, type ChannelChecksOptions, type TagLister } from "./channel_checks.ts";
+import { type ChannelDecision, channelError, channelStep } from "./channel.ts";
+import { circuitOpen, failureRecord } from "./failure_policy.ts";
 import { TagResolution, type TagResolutionOptions } from "./tag_resolution.ts";
 import {
   HealthQueries,
@@ -143,6 +146,13 @@ export interface PoolReconcilerOptions {
   >;
   /** Prometheus health-check polling: interval (default 5 s) and per-query timeout (default 5 s). */
   healthQueries?: Pick<HealthQueriesOptions, "intervalMs" | "timeoutMs">;
+  /** Lists a channel's repository tags (default: none, so channel pools wait for one). */
+  channelLister?: TagLister;
+  /** Channel listing tunables: per-attempt timeout, retry backoff. */
+  channelChecks?: Pick<
+    ChannelChecksOptions,
+    "timeoutMs" | "initialBackoffMs" | "maxBackoffMs" | "jitter"
+  >;
 }
 
 /** Counts of the writes a reconciler made, by kind (for tests and reports). */
@@ -281,6 +291,8 @@ export class PoolReconciler {
   #tags: TagResolution;
   /** Polls pools' Prometheus health checks beside the work queue; a reconcile reads verdicts. */
   #healthQueries: HealthQueries;
+  /** Lists channel pools' repository tags beside the work queue, when their check is due. */
+  #channels: ChannelChecks;
   #grantLock = new Mutex();
   #events?: EventSink;
   #metrics?: ControllerMetrics;
@@ -330,6 +342,15 @@ export class PoolReconciler {
           if (this.pools.store.get(p)) this.#metrics?.observeResolution(p, this.#tags.latest(p));
           this.#enqueue(p);
         }
+      },
+    });
+    this.#channels = new ChannelChecks({
+      lister: options.channelLister ??
+        (() => Promise.reject(new Error("this controller cannot list tags"))),
+      ...options.channelChecks,
+      ...common,
+      onResult: (pools) => {
+        for (const p of pools) this.#enqueue(p);
       },
     });
     this.#healthQueries = new HealthQueries({
@@ -508,6 +529,7 @@ export class PoolReconciler {
       this.#metrics?.setLeading(false);
       // A replica that does not lead polls no registry.
       await this.#tags.forgetAll();
+      this.#channels.forgetAll();
       await this.#healthQueries.close();
     }
   }
@@ -606,6 +628,43 @@ export class PoolReconciler {
   }
 
   /**
+   * The channel step for a pool that follows a channel: what its latest tag listing
+   * says, and the pool as the planner sees it (its ref the chosen version). The
+   * listing is asked for when the check is due and never waited for.
+   */
+  async #channel(
+    pool: BootcNodePool,
+    secret: { hash?: string; dockerConfig?: string },
+    now: Date,
+  ): Promise<{ planned: BootcNodePool; channel?: ChannelDecision }> {
+    const name = pool.metadata.name ?? "";
+    const spec = pool.spec.image.channel;
+    if (!spec || pool.metadata.deletionTimestamp || channelError(spec)) {
+      this.#channels.forget(name);
+      return { planned: pool };
+    }
+    const open = circuitOpen(pool, failureRecord(pool));
+    const intervalMs = pollIntervalMs(pool, this.#plannerOptions);
+    const due = channelStep({ pool, circuitOpen: open, now, intervalMs })!;
+    const credentialsHash = secret.hash ??
+      (secret.dockerConfig === undefined
+        ? undefined
+        : await secretDataHash({ ".dockerconfigjson": secret.dockerConfig }));
+    const listing = this.#channels.want(name, {
+      repository: spec.repository,
+      ...(credentialsHash === undefined
+        ? {}
+        : { credentials: { hash: credentialsHash, dockerConfigJson: secret.dockerConfig } }),
+      dueAt: due.dueAt,
+    });
+    const channel = channelStep({ pool, listing, circuitOpen: open, now, intervalMs })!;
+    const planned = channel.ref
+      ? { ...pool, spec: { ...pool.spec, image: { ...pool.spec.image, ref: channel.ref } } }
+      : pool;
+    return { planned, channel };
+  }
+
+  /**
    * The latest resolution of the pool's tag, never waiting for a registry: the
    * pool tells {@linkcode TagResolution} what it wants and reads what is known.
    * Until a first result arrives there is none (the planner keeps the last target
@@ -677,13 +736,16 @@ export class PoolReconciler {
     const pool = this.pools.store.get(name);
     if (!pool) {
       this.#tags.forget(name);
+      this.#channels.forget(name);
       this.#healthQueries.forget(name);
       await this.#releaseGonePool(name, log);
       return;
     }
     const now = this.#clock.now();
     const secret = await this.#pullSecret(pool);
-    const resolution = await this.#resolution(pool, secret, now);
+    // A channel pool plans with the version its channel chose as its ref.
+    const { planned, channel } = await this.#channel(pool, secret, now);
+    const resolution = await this.#resolution(planned, secret, now);
 
     const pools: PoolSummary[] = this.pools.store.list().map((p) => ({
       name: p.metadata.name ?? "",
@@ -696,7 +758,8 @@ export class PoolReconciler {
     for (const bn of this.bootcNodes.store.list()) bootcNodes.set(bn.metadata.name ?? "", bn);
     const pdbs = this.pdbs.store.list().map(summarizePdb);
     const baseInput = {
-      pool,
+      pool: planned,
+      channel,
       pools,
       poolObjects: this.pools.store.list(),
       budgets: this.budgets.store.list().map((b) => ({
