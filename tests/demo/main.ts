@@ -10,7 +10,12 @@
  * shows the canary catching it, the pool rolling back to v2 by itself, and the
  * pool's revision history.
  *
- * Usage: deno task demo [--nodes N] [--max-unavailable N|P%] [--soft-reboot] [--bad-image] [--keep]
+ * With `--channel` the pool follows the semver range `~1.0` of the repository
+ * instead of the `:stable` tag: v1 is published as 1.0.0 (and v2 as 2.0.0,
+ * outside the range); the update is v2 published as 1.0.1.
+ *
+ * Usage: deno task demo [--nodes N] [--max-unavailable N|P%] [--soft-reboot] [--bad-image]
+ *   [--channel] [--keep]
  *
  * @module
  */
@@ -26,6 +31,7 @@ import {
 import { Resources } from "../../lib/kube/mod.ts";
 import { type Stack, startStack } from "../harness/stack.ts";
 import { waitFor } from "../harness/wait.ts";
+import { formatBreakdown, writeBreakdown } from "../../tools/scale_report.ts";
 
 const POOL_NAME = "workers";
 const WORKER_LABEL = "node-role.kubernetes.io/worker";
@@ -37,6 +43,8 @@ export interface DemoOptions {
   softReboot: boolean;
   /** After v2, roll out a bad image and show the canary and the automatic rollback. */
   badImage: boolean;
+  /** The pool follows the channel ~1.0 instead of the :stable tag; v2 is published as 1.0.1. */
+  channel: boolean;
   keep: boolean;
 }
 
@@ -55,6 +63,7 @@ function parseOptions(args: string[]): DemoOptions {
       "max-unavailable": { type: "string", default: "1" },
       "soft-reboot": { type: "boolean", default: false },
       "bad-image": { type: "boolean", default: false },
+      channel: { type: "boolean", default: false },
       keep: { type: "boolean", default: false },
       help: { type: "boolean", default: false },
     },
@@ -62,7 +71,7 @@ function parseOptions(args: string[]): DemoOptions {
   if (values.help) {
     console.log(
       "usage: deno task demo [--nodes N] [--max-unavailable N|P%] [--soft-reboot] [--bad-image] " +
-        "[--keep]",
+        "[--channel] [--keep]",
     );
     Deno.exit(0);
   }
@@ -78,6 +87,7 @@ function parseOptions(args: string[]): DemoOptions {
     maxUnavailable,
     softReboot: values["soft-reboot"]!,
     badImage: values["bad-image"]!,
+    channel: values.channel!,
     keep: values.keep!,
   };
 }
@@ -217,9 +227,15 @@ export async function runDemo(options: DemoOptions): Promise<void> {
           softRebootCapable: options.softReboot,
         })),
     );
+    if (options.channel) {
+      await stack.registry.tagExisting("bootc/os", "v1", "1.0.0");
+      await stack.registry.tagExisting("bootc/os", "v2", "2.0.0");
+    }
     await stack.createPool(POOL_NAME, {
       nodeSelector: { matchLabels: { [WORKER_LABEL]: "" } },
-      image: { ref: `${stack.images.repository}:stable` },
+      image: options.channel
+        ? { channel: { repository: stack.images.repository, constraint: "~1.0" } }
+        : { ref: `${stack.images.repository}:stable` },
       rollout: {
         maxUnavailable: options.maxUnavailable,
         ...(options.badImage
@@ -245,12 +261,19 @@ export async function runDemo(options: DemoOptions): Promise<void> {
     const writesBefore = await stack.apiWrites();
     const nodeWritesBefore = stack.fleet.nodeWrites;
     const rebootsBefore = stack.fleet.rebootCount;
-    out(
-      `Moving tag :stable to v2 (${
-        short(stack.images.v2.digest)
-      }), maxUnavailable ${options.maxUnavailable}…\n`,
-    );
-    await stack.registry.tagExisting("bootc/os", "v2", "stable");
+    if (!options.channel) {
+      out(
+        `Moving tag :stable to v2 (${
+          short(stack.images.v2.digest)
+        }), maxUnavailable ${options.maxUnavailable}…\n`,
+      );
+    }
+    if (options.channel) {
+      out(`Publishing v2 as 1.0.1 (the pool follows ~1.0; 2.0.0 is outside it)…\n`);
+      await stack.registry.tagExisting("bootc/os", "v2", "1.0.1");
+    } else {
+      await stack.registry.tagExisting("bootc/os", "v2", "stable");
+    }
     const started = Date.now();
     /** Redraws the table (a line per change without a terminal) until `done` holds. */
     const follow = async (since: number, done: (snap: Snapshot) => boolean) => {
@@ -311,15 +334,22 @@ export async function runDemo(options: DemoOptions): Promise<void> {
     out(
       `  peak RSS:                    controller ${rss.controller} MiB, daemon ${rss.daemon} MiB (max)\n`,
     );
-    const breakdown = Object.entries(writesAfter.byResource)
-      .map(([k, v]) => [k, v - (writesBefore.byResource[k] ?? 0)] as const)
-      .filter(([, v]) => v > 0).map(([k, v]) => `${k} ${v}`).join(", ");
+    // By resource, events apart: the target is ≤ 12 writes per node without them.
     out(
-      `  API writes:                  ${writes} (${(writes / options.nodes).toFixed(1)} per node;` +
-        ` ${breakdown})\n`,
+      `  API writes:                  ${writes} in all; ${
+        formatBreakdown(writeBreakdown(writesBefore, writesAfter), options.nodes)
+      }\n`,
     );
     out(`  invariants:                  ${problems.length ? problems.join("; ") : "all held"}\n`);
     if (problems.length) throw new Error("invariants violated");
+    if (options.channel) {
+      const ch = (await snapshot(stack)).pool?.status?.channel;
+      out(
+        `  channel:                     ${ch?.repository} ~1.0: running ${ch?.currentVersion}, ` +
+          `newest ${ch?.newestVersion}; next check ${ch?.nextCheckTime}` +
+          (ch?.message ? ` (${ch.message})` : "") + "\n",
+      );
+    }
     if (options.badImage) await badImageAct(stack, options, out, follow);
     if (options.keep) {
       out(`\nLeft running. Explore with:\n  export KUBECONFIG=${stack.cp.kubeconfigPath}\n`);
@@ -353,11 +383,14 @@ async function badImageAct(
   });
   badDigest = pushed.digest;
   out(
-    `\nMoving tag :stable to v3 (${short(pushed.digest)}), an image whose app.service fails on ` +
+    `\n${options.channel ? "Publishing 1.0.2" : "Moving tag :stable to v3"} (${
+      short(pushed.digest)
+    }), an image whose app.service fails on ` +
       `boot. The canary (1 node) goes first; onFailure: RollbackPool…\n`,
   );
   const rebootsBefore = stack.fleet.rebootCount;
-  await stack.registry.tagExisting("bootc/os", "v3-bad", "stable");
+  // A channel pool sees it as version 1.0.2; a tag pool as the new :stable.
+  await stack.registry.tagExisting("bootc/os", "v3-bad", options.channel ? "1.0.2" : "stable");
   const started = Date.now();
   await follow(started, (snap) =>
     snap.pool?.status?.rollbackHold !== undefined &&

@@ -70,7 +70,7 @@ export interface Stack {
   /** Creates a pool. */
   createPool(
     name: string,
-    spec: Partial<BootcNodePool["spec"]> & { image: { ref: string } },
+    spec: Partial<BootcNodePool["spec"]> & { image: BootcNodePool["spec"]["image"] },
   ): Promise<
     BootcNodePool
   >;
