@@ -345,6 +345,11 @@ export function planPool(input: PlanInput): Plan {
     if (failed) channel = channelFailed(channel);
     if (channel.message) plan.notes.push(`channel: ${channel.message}`);
   }
+  // The next channel check is a time, not an event: come back then (a check already due is
+  // being listed; its result wakes the pool).
+  if (input.channel && input.channel.dueAt.getTime() > now.getTime()) {
+    plan.wakeAt(input.channel.dueAt);
+  }
   if (input.channel?.blockedByCircuit) {
     plan.poolEvent(
       "Warning",
