@@ -98,3 +98,52 @@ Deno.test("planner: a channel version that fails joins the failed versions and a
   assert.equal(plan.status?.channel?.lastCheckTime, undefined, "a re-check is due at once");
   assert.equal(plan.status?.rollbackHold?.failedImage, image("b"));
 });
+
+Deno.test("planner: a version is marked failed once, not again while its node is rolled back", () => {
+  const now = new Date("2026-01-01T01:00:00Z");
+  const bDigest = image("b").split("@")[1];
+  const status = {
+    targetDigest: bDigest,
+    targetImage: image("b"),
+    failedDigests: [bDigest], // counted in an earlier plan
+    consecutiveFailures: 1,
+    history: [
+      {
+        revision: 1,
+        image: image("a"),
+        digest: image("a").split("@")[1],
+        startedAt: "t",
+        outcome: "Succeeded",
+      },
+    ],
+    channel: {
+      repository: "quay.io/example/os",
+      constraint: "~1.0",
+      currentVersion: "1.0.1", // the channel already went back to the good version
+      currentTag: "1.0.1",
+      failedVersions: ["1.0.2"],
+      lastCheckTime: "2026-01-01T00:59:59Z",
+    },
+  };
+  const p = channelPool(status);
+  p.spec.rollout.onFailure = "Halt";
+  const decision = channelStep({ pool: p, circuitOpen: false, now, intervalMs: 600_000 })!;
+  const planned = { ...p, spec: { ...p.spec, image: { ...p.spec.image, ref: decision.ref } } };
+  const plan = planPool({
+    ...input(planned, {
+      nodes: [node("n1", { unschedulable: true })],
+      bootcNodes: [bootcNode("n1", {
+        booted: image("b"),
+        desired: image("b"),
+        slotAt: "2026-01-01T00:50:00Z",
+        drainedAt: "2026-01-01T00:51:00Z",
+        state: "Booted",
+        host: "Unhealthy",
+      })],
+    }),
+    channel: decision,
+    now,
+  });
+  assert.deepEqual(plan.status?.channel?.failedVersions, ["1.0.2"]);
+  assert.equal(plan.status?.channel?.currentVersion, "1.0.1");
+});

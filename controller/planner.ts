@@ -186,6 +186,8 @@ export function planPool(input: PlanInput): Plan {
     }
   }
   let failed: { outcome: "RolledBack" | "Failed"; message: string } | undefined;
+  /** True in the plan that first records the target's failure (a version fails once). */
+  let newFailure = false;
   let haltFor: string | undefined;
   if (target && ctx.failures.length > 0 && !effective.rollback) {
     const response = respondToFailure({
@@ -196,6 +198,7 @@ export function planPool(input: PlanInput): Plan {
       record,
     });
     const counted = record.failedDigests.includes(target.digest);
+    newFailure = !counted;
     record = recordFailure(
       record,
       target,
@@ -342,7 +345,7 @@ export function planPool(input: PlanInput): Plan {
   if (justSucceeded && !effective.rollback) record = { ...record, consecutiveFailures: 0 };
   let channel = input.channel?.status;
   if (channel && input.channel?.ref && input.channel.ref === pool.spec.image.ref) {
-    if (failed) channel = channelFailed(channel);
+    if (failed && newFailure) channel = channelFailed(channel);
     if (channel.message) plan.notes.push(`channel: ${channel.message}`);
   }
   // The next channel check is a time, not an event: come back then (a check already due is
