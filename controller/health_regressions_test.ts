@@ -13,27 +13,21 @@
 import assert from "node:assert/strict";
 import {
   ANNOTATION_DRAINED_FOR,
-  ANNOTATION_FAILED_IMAGE,
   ANNOTATION_IN_REBOOT_SLOT,
-  ANNOTATION_RESET_CIRCUIT,
   type BootcNode,
   type BootcNodePool,
   type BootcNodePoolStatus,
-  type Condition,
   findCondition,
   type Revision,
   setCondition,
 } from "../lib/api/mod.ts";
 import { digestOfPullspec } from "./image_ref.ts";
 import { type Action, type Plan, type PlanInput, planPool } from "./planner.ts";
-import { bootcNode, digest, image, input, node, pool, REPO } from "./testing/fixtures.ts";
+import { bootcNode, digest, image, input, node, pool } from "./testing/fixtures.ts";
 import type { NodeSummary } from "./types.ts";
 
 const A = image("a");
 const B = image("b");
-const C = image("c");
-const D = image("d");
-const E = image("e");
 const NOW = "2026-01-01T01:00:00Z";
 const DRAINED = "2026-01-01T00:58:00Z";
 const BACK = "2026-01-01T00:59:00Z";
@@ -43,9 +37,6 @@ type Rollout = NonNullable<BootcNodePool["spec"]["rollout"]>;
 // ---------------------------------------------------------------------------
 // Helpers on plans
 
-function ofKind<K extends Action["kind"]>(plan: Plan, kind: K): Extract<Action, { kind: K }>[] {
-  return plan.actions.filter((a): a is Extract<Action, { kind: K }> => a.kind === kind);
-}
 function withWhy(plan: Plan, why: string): string[] {
   return plan.actions.flatMap((a) => "why" in a && a.why === why ? [a.node] : []);
 }

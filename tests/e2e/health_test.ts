@@ -128,7 +128,9 @@ Deno.test("health: bad images are caught, rolled back per policy, and open the c
           const circuit = findCondition(done.status?.conditions, "CircuitOpen");
           assert.equal(circuit?.status ?? "False", i === 2 ? "True" : "False");
         }
-        const events = await stack.cp.client.resource<{ metadata?: { name?: string }; reason?: string }>(Resources.events).list();
+        const events = await stack.cp.client.resource<
+          { metadata?: { name?: string }; reason?: string }
+        >(Resources.events).list();
         assert.ok(events.items.some((e) => e.reason === "CircuitOpen"), "a CircuitOpen event");
         // A user resets the breaker.
         await stack.cp.client.resource<BootcNodePool>(Resources.bootcNodePools).patch("fleet", {
