@@ -22,7 +22,7 @@ import {
   setCondition,
 } from "../lib/api/mod.ts";
 import { digestOfPullspec } from "./image_ref.ts";
-import { type Action, type Plan, type PlanInput, planPool } from "./planner.ts";
+import { type Plan, type PlanInput, planPool } from "./planner.ts";
 import { bootcNode, digest, image, input, node, pool } from "./testing/fixtures.ts";
 import type { NodeSummary } from "./types.ts";
 
