@@ -147,3 +147,35 @@ Deno.test("planner: a version is marked failed once, not again while its node is
   assert.deepEqual(plan.status?.channel?.failedVersions, ["1.0.2"]);
   assert.equal(plan.status?.channel?.currentVersion, "1.0.1");
 });
+
+Deno.test("planner: going back to an image that succeeded before does not end a run of failures", () => {
+  const a = image("a");
+  const ad = a.split("@")[1];
+  const p = pool({
+    ref: a,
+    status: {
+      targetDigest: ad,
+      targetImage: a,
+      consecutiveFailures: 1,
+      history: [
+        { revision: 1, image: a, digest: ad, startedAt: "t1", outcome: "Succeeded" },
+        { revision: 2, image: image("b"), digest: "sha256:b", startedAt: "t2", outcome: "Failed" },
+        { revision: 3, image: a, digest: ad, startedAt: "t3", outcome: "Progressing" },
+      ],
+    } as never,
+  });
+  const plan = planPool(input(p, {
+    nodes: [node("n1")],
+    bootcNodes: [bootcNode("n1", { booted: a, desired: a })],
+  }));
+  assert.equal(plan.status?.history?.at(-1)?.outcome, "Succeeded");
+  assert.equal(plan.status?.consecutiveFailures, 1);
+  // A new image that succeeds does end it.
+  const c = image("c");
+  const fresh = planPool(input(pool({ ref: c, status: { ...p.status, targetImage: c } as never }), {
+    nodes: [node("n1")],
+    bootcNodes: [bootcNode("n1", { booted: c, desired: c })],
+  }));
+  assert.equal(fresh.status?.history?.at(-1)?.image, c);
+  assert.equal(fresh.status?.consecutiveFailures, undefined);
+});

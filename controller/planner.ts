@@ -342,7 +342,14 @@ export function planPool(input: PlanInput): Plan {
   });
   const justSucceeded = complete && history.at(-1)?.outcome === "Succeeded" &&
     pool.status?.history?.at(-1)?.outcome !== "Succeeded";
-  if (justSucceeded && !effective.rollback) record = { ...record, consecutiveFailures: 0 };
+  // Only a new image that succeeds ends a run of failures; going back to one that had
+  // succeeded before (a rollback, by hold or by a channel) does not.
+  const returned = (pool.status?.history ?? []).some((r) =>
+    r.image === target?.image && r.outcome === "Succeeded"
+  );
+  if (justSucceeded && !effective.rollback && !returned) {
+    record = { ...record, consecutiveFailures: 0 };
+  }
   let channel = input.channel?.status;
   if (channel && input.channel?.ref && input.channel.ref === pool.spec.image.ref) {
     if (failed && newFailure) channel = channelFailed(channel);
