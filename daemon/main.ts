@@ -67,14 +67,21 @@ async function hostExecutor(
 }
 
 async function run(cmd: RunCommand, log: Logger): Promise<number> {
-  const [{ KubeClient }, { Resources }, { EventRecorder }, { Agent }, { watchHost }] = await Promise
-    .all([
-      import("../lib/kube/client.ts"),
-      import("../lib/kube/resources.ts"),
-      import("../lib/kube/events.ts"),
-      import("./agent.ts"),
-      import("./host_watch.ts"),
-    ]);
+  const [
+    { KubeClient },
+    { Resources },
+    { EventRecorder },
+    { Agent },
+    { watchHost },
+    { startMemoryTrimmer },
+  ] = await Promise.all([
+    import("../lib/kube/client.ts"),
+    import("../lib/kube/resources.ts"),
+    import("../lib/kube/events.ts"),
+    import("./agent.ts"),
+    import("./host_watch.ts"),
+    import("../lib/memory_trim.ts"),
+  ]);
   const access = await hostAccess(cmd, log);
   const client = await KubeClient.fromEnvironment({ path: cmd.kubeconfig, context: cmd.context });
   const controller = new AbortController();
@@ -87,6 +94,8 @@ async function run(cmd: RunCommand, log: Logger): Promise<number> {
   const onInt = () => stop("SIGINT");
   Deno.addSignalListener("SIGTERM", onTerm);
   Deno.addSignalListener("SIGINT", onInt);
+  // The runtime's start-up pages go back to the kernel once the daemon has settled.
+  startMemoryTrimmer({ logger: log }, controller.signal);
   try {
     const agent = new Agent({
       nodeName: cmd.nodeName,

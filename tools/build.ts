@@ -40,6 +40,13 @@ export interface Target {
   bundle: string;
   /** Deno permission flags baked into the binary or passed by the launcher. */
   permissions: readonly string[];
+  /**
+   * `deno bundle --platform`. "browser" makes npm packages resolve to their browser builds:
+   * for the daemon that is `yaml`'s ES module build, where the Node build is CommonJS and
+   * puts a start-up `import "node:module"` (Deno's Node compatibility layer, ~3 MiB resident)
+   * at the top of the bundle even though YAML is parsed only for a kubeconfig file.
+   */
+  platform: "deno" | "browser";
 }
 
 /**
@@ -57,6 +64,7 @@ export const TARGETS: readonly Target[] = [
     executable: "bootc-operator-controller",
     bundle: "controller.js",
     permissions: ["--allow-net", "--allow-env", "--allow-read", "--allow-sys"],
+    platform: "deno",
   },
   {
     name: "daemon",
@@ -64,6 +72,7 @@ export const TARGETS: readonly Target[] = [
     executable: "bootc-operator-daemon",
     bundle: "daemon.js",
     permissions: ["--allow-all"],
+    platform: "browser",
   },
   {
     name: "plugin",
@@ -71,6 +80,7 @@ export const TARGETS: readonly Target[] = [
     executable: "kubectl-bootc",
     bundle: "plugin.js",
     permissions: ["--allow-net", "--allow-env", "--allow-read", "--allow-run"],
+    platform: "deno",
   },
 ];
 
@@ -199,7 +209,7 @@ export async function build(options: BuildOptions = {}): Promise<BuildResult> {
       await run(deno, [
         "bundle",
         "--quiet",
-        "--platform=deno",
+        `--platform=${target.platform}`,
         "-o",
         bundle,
         `${root}/${target.entry}`,

@@ -1,35 +1,56 @@
 /**
- * Measures the daemon while idle: the built daemon executable runs against a
- * real API server for a host that already runs its desired image (its BootcNode
- * owned by a pool, as the controller creates it, so the daemon takes its real
- * path rather than ignoring a BootcNode no pool owns), then for
- * `--seconds` (default 60) the script samples its resident memory and counts
- * the API requests the daemon's BootcNode traffic causes, from the API server's
- * own metrics (`apiserver_request_total`, `apiserver_longrunning_requests`).
+ * Measures the daemon as shipped while idle, and where its memory goes.
+ *
+ * The daemon is built by `deno task build`'s own code (into a private folder;
+ * BOOTC_BUILD_MODE, default bundle) and run the way the image runs it (the
+ * executable: a compiled binary, or the launcher running the bundle with
+ * `deno run --cached-only --no-config ...`) against a real API server, for a
+ * host that already runs its desired image (its BootcNode owned by a pool, as
+ * the controller creates it, so the daemon takes its real path). Once it
+ * reports Idle, the script samples its memory, waits for the daemon's first
+ * "resident memory trimmed" log line (lib/memory_trim.ts), then for
+ * `--seconds` (default 60) samples its memory and counts the API requests of
+ * the resources the daemon uses, from the API server's own metrics
+ * (`apiserver_request_total`, `apiserver_longrunning_requests`). It prints:
+ *
+ * - the bundle: size, the modules in it, and whether anything heavy is loaded
+ *   at start-up (a static `node:` import, TypeBox, the YAML parser);
+ * - a table: Deno's own floor (an empty program run the same way, before and
+ *   after the same trim) against the daemon idle before and after its trim:
+ *   VmRSS, RssAnon, RssFile, and the V8 heap;
+ * - the daemon's resident memory by mapping (the runtime's executable, anonymous
+ *   memory holding the V8 heap and thread stacks, malloc's heap, libraries);
+ * - the API traffic while idle.
  *
  *   deno run --allow-all tools/measure_daemon_idle.ts [--seconds 60]
  *
+ * In bundle mode the daemon runs on a private copy of the Deno executable: in
+ * the image the executable is the daemon's alone, while here every other Deno
+ * process on the machine (this script included) shares its pages, which would
+ * both inflate the figures (the kernel maps cached neighbours on each fault)
+ * and keep the trim from reclaiming them (the kernel leaves shared pages).
  * Set DENO_V8_FLAGS to try V8 options (the launcher passes the environment on).
- * The daemon is built into a private folder (BOOTC_BUILD_MODE, default bundle),
- * so a shared `dist/` is neither needed nor disturbed.
  *
  * @module
  */
 import { parseArgs } from "node:util";
-import { API_VERSION, type BootcNode, type BootcNodePool, NODE, POOL } from "../lib/api/mod.ts";
+import { API_VERSION, NODE, POOL } from "../lib/api/constants.ts";
+import type { BootcNode, BootcNodePool } from "../lib/api/schema.ts";
 import { Resources } from "../lib/kube/mod.ts";
+import { parseProcStatus } from "../lib/memory_trim.ts";
 import { SimulatedHost } from "../tests/bootc_sim/host.ts";
 import { startControlPlane } from "../tests/harness/control_plane.ts";
 import { startProcess } from "../tests/harness/process.ts";
 import { startRegistry } from "../tests/harness/registry.ts";
 import { waitFor } from "../tests/harness/wait.ts";
-import { build, type BuildMode } from "./build.ts";
+import { build, type BuildMode, launcherScript, TARGETS } from "./build.ts";
 
-const { values } = parseArgs({ args: Deno.args, options: { seconds: { type: "string" } } });
-const seconds = Number(values.seconds ?? 60);
+const MiB = 1 << 20;
+/** The resources the daemon reads or writes. */
+const DAEMON_RESOURCES = ["bootcnodes", "nodes", "events", "secrets"];
 
 /** Sums metric lines of `name` whose labels include every pair in `match`. */
-function sumMetric(text: string, name: string, match: Record<string, string>): number {
+export function sumMetric(text: string, name: string, match: Record<string, string>): number {
   let total = 0;
   for (const line of text.split("\n")) {
     if (!line.startsWith(`${name}{`)) continue;
@@ -39,140 +60,355 @@ function sumMetric(text: string, name: string, match: Record<string, string>): n
   return total;
 }
 
-const rssMiB = (pid: number) => {
-  const status = Deno.readTextFileSync(`/proc/${pid}/status`);
-  return Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024;
-};
+/** Resident bytes by mapping name (`/proc/PID/smaps`): file basename, "[anon]", "[heap]"... */
+export function residentByMapping(smaps: string): Map<string, number> {
+  const by = new Map<string, number>();
+  let current = "[anon]";
+  for (const line of smaps.split("\n")) {
+    const header = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (header) {
+      current = header[1] ? header[1].split("/").pop()! : "[anon]";
+      continue;
+    }
+    const rss = /^Rss:\s+(\d+) kB/.exec(line);
+    if (rss) by.set(current, (by.get(current) ?? 0) + Number(rss[1]) * 1024);
+  }
+  return by;
+}
 
-const logDir = await Deno.makeTempDir({ prefix: "bootc-daemon-idle-" });
-const mode = (Deno.env.get("BOOTC_BUILD_MODE") || "bundle") as BuildMode;
-const [built, cp, registry] = await Promise.all([
-  build({ outDir: `${logDir}/dist`, only: ["daemon"], mode }),
-  startControlPlane({ kwok: false, controllerManager: false, scheduler: false, quiet: true }),
-  startRegistry(),
-]);
-const daemonExecutable = built.targets[0].executable;
-// A bundle's launcher finds `deno` in $DENO (this very executable; PATH may have none).
-const daemonArgv = built.mode === "compile"
-  ? [daemonExecutable]
-  : ["/usr/bin/env", `DENO=${Deno.execPath()}`, daemonExecutable];
-let host: SimulatedHost | undefined;
-try {
-  const image = await registry.pushImage({ repository: "bootc/os", tag: "v1", version: "1.0" });
-  const pinned = `${registry.host}/bootc/os@${image.digest}`;
-  host = await SimulatedHost.create({ image: pinned });
-  for await (const f of Deno.readDir(new URL("../crds/", import.meta.url))) {
-    await cp.applyYaml(new URL(`../crds/${f.name}`, import.meta.url).pathname);
+/** What the bundle holds: source modules and npm packages (esbuild's `// path` markers). */
+export function bundleModules(bundle: string): { own: string[]; npm: Map<string, number> } {
+  const own: string[] = [];
+  const npm = new Map<string, number>();
+  let pkg: string | undefined;
+  for (const line of bundle.split("\n")) {
+    const marker = /^\/\/ (\S+\.[cm]?[jt]s)$/.exec(line);
+    if (marker) {
+      const m = /npm\/[^/]+\/((?:@[^/]+\/)?[^/]+)\/[^/]+\//.exec(marker[1]);
+      pkg = m?.[1];
+      if (!pkg) own.push(marker[1]);
+      continue;
+    }
+    if (pkg) npm.set(pkg, (npm.get(pkg) ?? 0) + line.length + 1);
   }
-  const nodes = cp.client.resource<BootcNode>(Resources.bootcNodes);
-  const pools = cp.client.resource<BootcNodePool>(Resources.bootcNodePools);
-  await waitFor(() => nodes.list().then(() => pools.list()).then(() => true, () => false), {
-    timeoutMs: 20_000,
-    message: "CRDs served",
+  return { own, npm };
+}
+
+interface Sample {
+  rss: number;
+  anon: number;
+  file: number;
+  heap?: { heapUsed: number; heapTotal: number; external: number };
+}
+
+const readSample = (pid: number): Sample =>
+  parseProcStatus(Deno.readTextFileSync(`/proc/${pid}/status`));
+
+/**
+ * An empty program, for Deno's own floor: idles; on SIGUSR1 writes its V8 heap
+ * figures to the file named by its argument, on SIGUSR2 first trims itself as
+ * lib/memory_trim.ts does (kept inline so the floor loads nothing).
+ */
+const FLOOR_PROGRAM = `
+const MADV_PAGEOUT = 21;
+function trim() {
+  const libc = Deno.dlopen("libc.so.6", {
+    madvise: { parameters: ["pointer", "usize", "i32"], result: "i32" },
+    malloc_trim: { parameters: ["usize"], result: "i32" },
   });
-  // No controller runs: the pool only owns the BootcNode (paused, selecting no Node).
-  const pool = await pools.create({
-    apiVersion: API_VERSION,
-    kind: POOL.kind,
-    metadata: { name: "idle-pool" },
-    spec: {
-      nodeSelector: { matchLabels: { "bootc.dev/measure": "none" } },
-      image: { ref: pinned },
-      rollout: {
-        maxUnavailable: 1,
-        paused: true,
-        drainTimeoutSeconds: 600,
-        rebootTimeoutSeconds: 1800,
-        minReadySeconds: 0,
+  libc.symbols.malloc_trim(0);
+  for (const line of Deno.readTextFileSync("/proc/self/maps").split("\\n")) {
+    const m = /^([0-9a-f]+)-([0-9a-f]+) (\\S{4}) \\S+ \\S+ (\\d+)\\s+(\\/.*)$/.exec(line);
+    if (!m || m[4] === "0" || m[3][1] === "w" || m[3][3] !== "p" || (m[3][0] !== "r" && m[3][2] !== "x")) continue;
+    const start = BigInt("0x" + m[1]);
+    libc.symbols.madvise(Deno.UnsafePointer.create(start), BigInt("0x" + m[2]) - start, MADV_PAGEOUT);
+  }
+  libc.close();
+}
+const out = Deno.args[0];
+const report = () => Deno.writeTextFileSync(out, JSON.stringify(Deno.memoryUsage()));
+Deno.addSignalListener("SIGUSR1", report);
+Deno.addSignalListener("SIGUSR2", () => { trim(); report(); });
+setInterval(() => {}, 1 << 30);
+`;
+
+if (import.meta.main) {
+  const { values } = parseArgs({ args: Deno.args, options: { seconds: { type: "string" } } });
+  const seconds = Number(values.seconds ?? 60);
+  const logDir = await Deno.makeTempDir({ prefix: "bootc-daemon-idle-" });
+  const mode = (Deno.env.get("BOOTC_BUILD_MODE") || "bundle") as BuildMode;
+  const [built, cp, registry] = await Promise.all([
+    build({ outDir: `${logDir}/dist`, only: ["daemon"], mode }),
+    startControlPlane({ kwok: false, controllerManager: false, scheduler: false, quiet: true }),
+    startRegistry(),
+  ]);
+  const target = TARGETS.find((t) => t.name === "daemon")!;
+  const daemonExecutable = built.targets[0].executable;
+  // One copy each for the daemon and the floor: the kernel does not reclaim shared pages.
+  const privateDeno = `${logDir}/deno`;
+  if (built.mode === "bundle") await Deno.copyFile(Deno.execPath(), privateDeno);
+  let host: SimulatedHost | undefined;
+  try {
+    // Deno's floor: an empty program run exactly like the daemon.
+    const floorDir = `${logDir}/floor`;
+    await Deno.mkdir(floorDir);
+    await Deno.writeTextFile(`${floorDir}/floor.js`, FLOOR_PROGRAM);
+    if (built.mode === "bundle") await Deno.copyFile(Deno.execPath(), `${floorDir}/deno`);
+    let floorArgv: string[];
+    if (built.mode === "bundle") {
+      // The launcher's own flags, from the script the build wrote.
+      const flags = /run (.*) "\$here/.exec(launcherScript(target))![1].split(" ");
+      floorArgv = [
+        `${floorDir}/deno`,
+        "run",
+        ...flags,
+        `${floorDir}/floor.js`,
+        `${floorDir}/heap.json`,
+      ];
+    } else {
+      const out = await new Deno.Command(Deno.execPath(), {
+        args: [
+          "compile",
+          "--quiet",
+          "--no-config",
+          "--no-lock",
+          ...target.permissions,
+          "-o",
+          `${floorDir}/floor`,
+          `${floorDir}/floor.js`,
+        ],
+      }).output();
+      if (!out.success) throw new Error(new TextDecoder().decode(out.stderr));
+      floorArgv = [`${floorDir}/floor`, `${floorDir}/heap.json`];
+    }
+    const floor = startProcess({
+      name: "floor",
+      command: floorArgv[0],
+      args: floorArgv.slice(1),
+      logPath: `${logDir}/floor.log`,
+    });
+    const floorSample = async (request: "heap" | "trim"): Promise<Sample> => {
+      await Deno.remove(`${floorDir}/heap.json`).catch(() => {});
+      // Signals rather than polling: a floor that wakes up touches code an idle one does not.
+      Deno.kill(floor.pid, request === "heap" ? "SIGUSR1" : "SIGUSR2");
+      await waitFor(() => Deno.stat(`${floorDir}/heap.json`).then(() => true, () => false), {
+        timeoutMs: 20_000,
+        message: "the floor program answers",
+      });
+      await new Promise((r) => setTimeout(r, 2000));
+      const heap = JSON.parse(await Deno.readTextFile(`${floorDir}/heap.json`));
+      return { ...readSample(floor.pid), heap };
+    };
+
+    const image = await registry.pushImage({ repository: "bootc/os", tag: "v1", version: "1.0" });
+    const pinned = `${registry.host}/bootc/os@${image.digest}`;
+    host = await SimulatedHost.create({ image: pinned });
+    for await (const f of Deno.readDir(new URL("../crds/", import.meta.url))) {
+      await cp.applyYaml(new URL(`../crds/${f.name}`, import.meta.url).pathname);
+    }
+    const nodes = cp.client.resource<BootcNode>(Resources.bootcNodes);
+    const pools = cp.client.resource<BootcNodePool>(Resources.bootcNodePools);
+    await waitFor(() => nodes.list().then(() => pools.list()).then(() => true, () => false), {
+      timeoutMs: 20_000,
+      message: "CRDs served",
+    });
+    // No controller runs: the pool only owns the BootcNode (paused, selecting no Node).
+    const pool = await pools.create({
+      apiVersion: API_VERSION,
+      kind: POOL.kind,
+      metadata: { name: "idle-pool" },
+      spec: {
+        nodeSelector: { matchLabels: { "bootc.dev/measure": "none" } },
+        image: { ref: pinned },
+        rollout: {
+          maxUnavailable: 1,
+          paused: true,
+          drainTimeoutSeconds: 600,
+          rebootTimeoutSeconds: 1800,
+          minReadySeconds: 0,
+        },
+        disruption: { rebootPolicy: "RebootOnly" },
       },
-      disruption: { rebootPolicy: "RebootOnly" },
-    },
-  });
-  await nodes.create({
-    apiVersion: API_VERSION,
-    kind: NODE.kind,
-    metadata: {
-      name: "idle-node",
-      ownerReferences: [{
-        apiVersion: API_VERSION,
-        kind: POOL.kind,
-        name: pool.metadata.name!,
-        uid: pool.metadata.uid!,
-        controller: true,
-        blockOwnerDeletion: true,
-      }],
-    },
-    spec: { desiredImage: pinned, desiredImageState: "Staged", rebootPolicy: "RebootOnly" },
-  });
-  // In a pod the daemon reads its service-account files and never parses YAML; a JSON
-  // kubeconfig takes the same path here (YAML would load the `yaml` package and Deno's
-  // Node compatibility layer, about 13 MiB more).
-  const kubeconfig = `${logDir}/kubeconfig.json`;
-  const { parse } = await import("yaml");
-  await Deno.writeTextFile(
-    kubeconfig,
-    JSON.stringify(parse(await Deno.readTextFile(cp.kubeconfigPath))),
-  );
-  const [command, ...prefix] = daemonArgv;
-  const daemon = startProcess({
-    name: "daemon",
-    command,
-    args: [
-      ...prefix,
-      "run",
-      "--kubeconfig",
+    });
+    await nodes.create({
+      apiVersion: API_VERSION,
+      kind: NODE.kind,
+      metadata: {
+        name: "idle-node",
+        ownerReferences: [{
+          apiVersion: API_VERSION,
+          kind: POOL.kind,
+          name: pool.metadata.name!,
+          uid: pool.metadata.uid!,
+          controller: true,
+          blockOwnerDeletion: true,
+        }],
+      },
+      spec: { desiredImage: pinned, desiredImageState: "Staged", rebootPolicy: "RebootOnly" },
+    });
+    // In a pod the daemon reads its service-account files and parses no YAML; a JSON
+    // kubeconfig takes the same path here (a YAML one would load the YAML parser).
+    const kubeconfig = `${logDir}/kubeconfig.json`;
+    const { parse } = await import("yaml");
+    await Deno.writeTextFile(
       kubeconfig,
-      "--node-name",
-      "idle-node",
-      // No namespace flag: the daemon detects that it runs in the host's namespace.
-      "--host-root",
-      host.root,
-      "--bootc-command",
-      host.command().join(" "),
-      "--systemctl-command",
-      host.systemctlCommand().join(" "),
-    ],
-    logPath: `${logDir}/daemon.log`,
-  });
-  await waitFor(async () => {
-    const bn = await nodes.get("idle-node");
-    // True/Idle, not True/NotOwned: the owned path.
-    return bn.status?.conditions?.some((c) =>
-      c.type === "Idle" && c.status === "True" && c.reason === "Idle"
+      JSON.stringify(parse(await Deno.readTextFile(cp.kubeconfigPath))),
     );
-  }, { timeoutMs: 30_000, message: "daemon reports Idle (reason Idle)" });
-  // Let start-up work settle before the window opens.
-  await new Promise((r) => setTimeout(r, 5000));
-  const metrics = async () => {
-    const res = await cp.client.transport.request({ method: "GET", path: "/metrics" });
-    return await res.text();
-  };
-  const before = await metrics();
-  const rss: number[] = [];
-  for (let t = 0; t < seconds; t += 5) {
+    const daemonLog = `${logDir}/daemon.log`;
+    const daemon = startProcess({
+      name: "daemon",
+      command: daemonExecutable,
+      env: built.mode === "bundle" ? { DENO: privateDeno } : {},
+      args: [
+        "run",
+        "--kubeconfig",
+        kubeconfig,
+        "--node-name",
+        "idle-node",
+        // No namespace flag: the daemon detects that it runs in the host's namespace.
+        "--host-root",
+        host.root,
+        "--bootc-command",
+        host.command().join(" "),
+        "--systemctl-command",
+        host.systemctlCommand().join(" "),
+      ],
+      logPath: daemonLog,
+    });
+    const started = performance.now();
+    await waitFor(async () => {
+      const bn = await nodes.get("idle-node");
+      // True/Idle, not True/NotOwned: the owned path.
+      return bn.status?.conditions?.some((c) =>
+        c.type === "Idle" && c.status === "True" && c.reason === "Idle"
+      );
+    }, { timeoutMs: 30_000, message: "daemon reports Idle (reason Idle)" });
+    const idleAfterS = (performance.now() - started) / 1000;
+    // Let start-up work settle, then the untrimmed figures (the first trim comes later).
     await new Promise((r) => setTimeout(r, 5000));
-    rss.push(rssMiB(daemon.pid));
+    const trimLines = async () =>
+      (await Deno.readTextFile(daemonLog)).split("\n").filter((l) =>
+        l.includes('"resident memory trimmed"')
+      ).map((l) => JSON.parse(l));
+    if ((await trimLines()).length > 0) throw new Error("the daemon trimmed before the sample");
+    const daemonBefore = readSample(daemon.pid);
+    const floorBefore = await floorSample("heap");
+    const trims = await waitFor(async () => {
+      const lines = await trimLines();
+      return lines.length > 0 ? lines : undefined;
+    }, { timeoutMs: 180_000, message: 'the daemon logs "resident memory trimmed"' });
+    const trimmedAfterS = (performance.now() - started) / 1000;
+    const floorAfter = await floorSample("trim");
+    await floor.stop();
+
+    const metrics = async () => {
+      const res = await cp.client.transport.request({ method: "GET", path: "/metrics" });
+      return await res.text();
+    };
+    const before = await metrics();
+    const samples: Sample[] = [];
+    for (let t = 0; t < seconds; t += 5) {
+      await new Promise((r) => setTimeout(r, 5000));
+      samples.push(readSample(daemon.pid));
+    }
+    const after = await metrics();
+    const smaps = residentByMapping(await Deno.readTextFile(`/proc/${daemon.pid}/smaps`));
+    const allTrims = await trimLines();
+    await daemon.stop();
+
+    const delta = (verb: string) =>
+      DAEMON_RESOURCES.reduce(
+        (n, resource) =>
+          n + sumMetric(after, "apiserver_request_total", { resource, verb }) -
+          sumMetric(before, "apiserver_request_total", { resource, verb }),
+        0,
+      );
+    const writes = ["POST", "PUT", "PATCH", "DELETE"].reduce((n, v) => n + delta(v), 0);
+    const openWatches = sumMetric(after, "apiserver_longrunning_requests", {
+      resource: "bootcnodes",
+      verb: "WATCH",
+    });
+
+    const mib = (n: number) => (n / MiB).toFixed(1).padStart(6);
+    const first = trims[0];
+    const daemonHeap = {
+      heapUsed: first.heapUsedMiB * MiB,
+      heapTotal: first.heapTotalMiB * MiB,
+      external: first.externalMiB * MiB,
+    };
+    const last = samples.at(-1)!;
+    const maxRss = Math.max(...samples.map((s) => s.rss));
+    const bundleText = await Deno.readTextFile(built.targets[0].bundle);
+    const { own, npm } = bundleModules(bundleText);
+    const staticNode = [...bundleText.matchAll(/^import .* from "(node:[^"]+)";$/gm)].map((m) =>
+      m[1]
+    );
+
+    const out: string[] = [];
+    out.push(
+      `daemon ${
+        built.mode === "compile" ? "binary" : "bundle, launcher"
+      } built by tools/build.ts ` +
+        `(--platform=${target.platform}): bundle ${(bundleText.length / 1024).toFixed(0)} KiB, ` +
+        `${own.length} own modules; npm packages: ${
+          [...npm].map(([p, n]) => `${p} ${(n / 1024).toFixed(0)} KiB`).join(", ") || "none"
+        }`,
+    );
+    out.push(
+      `  static node: imports at start-up: ${staticNode.join(", ") || "none"}; TypeBox: ${
+        npm.has("@sinclair/typebox") ? "bundled" : "not bundled"
+      }; YAML parser: ${
+        npm.has("yaml") ? "bundled, evaluated only when a YAML kubeconfig is parsed" : "absent"
+      }`,
+    );
+    out.push(
+      `  Idle after ${idleAfterS.toFixed(1)}s, first trim after ${trimmedAfterS.toFixed(0)}s, ` +
+        `${allTrims.length} trim(s) in all`,
+    );
+    out.push("");
+    out.push(
+      "MiB                                   VmRSS RssAnon RssFile  V8 used  V8 total  external",
+    );
+    const row = (name: string, s: Sample) =>
+      out.push(
+        `${name.padEnd(36)}${mib(s.rss)} ${mib(s.anon)}  ${mib(s.file)}  ` +
+          (s.heap
+            ? `${mib(s.heap.heapUsed)}    ${mib(s.heap.heapTotal)}   ${mib(s.heap.external)}`
+            : "     -         -         -"),
+      );
+    row("Deno floor (empty program)", floorBefore);
+    row("Deno floor, trimmed", floorAfter);
+    row("daemon idle, before its trim", daemonBefore);
+    row(`daemon idle, trimmed (+${seconds}s)`, { ...last, heap: daemonHeap });
+    out.push(
+      `daemon minus floor, trimmed: ${mib(last.rss - floorAfter.rss)} MiB ` +
+        `(anon ${mib(last.anon - floorAfter.anon).trim()}, file ${
+          mib(last.file - floorAfter.file).trim()
+        }); max VmRSS in the window ${mib(maxRss).trim()}`,
+    );
+    out.push("");
+    out.push("daemon resident memory by mapping, at the end (MiB):");
+    const exe = built.mode === "bundle" ? "deno" : target.executable;
+    const names: Record<string, string> = {
+      [exe]: `${exe} (the runtime's executable: code, read-only data)`,
+      "[anon]": "[anon] (V8 heap, thread stacks, runtime buffers)",
+      "[heap]": "[heap] (malloc)",
+    };
+    for (const [name, bytes] of [...smaps].sort((a, b) => b[1] - a[1]).slice(0, 7)) {
+      out.push(`  ${mib(bytes)}  ${names[name] ?? name}`);
+    }
+    out.push("");
+    out.push(
+      `daemon idle for ${seconds}s: RSS ${mib(last.rss).trim()} MiB (max ${mib(maxRss).trim()}); ` +
+        `API traffic (${DAEMON_RESOURCES.join(", ")}): ${openWatches} open BootcNode watch, ` +
+        `${delta("WATCH")} new watches, ${delta("GET") + delta("LIST")} reads, ${writes} writes ` +
+        `[${built.mode}]` +
+        (Deno.env.get("DENO_V8_FLAGS") ? ` (DENO_V8_FLAGS=${Deno.env.get("DENO_V8_FLAGS")})` : ""),
+    );
+    console.log(out.join("\n"));
+  } finally {
+    await host?.destroy();
+    await Promise.allSettled([cp.stop(), registry.stop()]);
+    await Deno.remove(logDir, { recursive: true });
   }
-  const after = await metrics();
-  const delta = (verb: string) =>
-    sumMetric(after, "apiserver_request_total", { resource: "bootcnodes", verb }) -
-    sumMetric(before, "apiserver_request_total", { resource: "bootcnodes", verb });
-  const writes = ["POST", "PUT", "PATCH", "DELETE"].reduce((n, v) => n + delta(v), 0);
-  const openWatches = sumMetric(after, "apiserver_longrunning_requests", {
-    resource: "bootcnodes",
-    verb: "WATCH",
-  });
-  console.log(
-    `daemon idle for ${seconds}s: RSS ${rss.at(-1)!.toFixed(1)} MiB (max ${
-      Math.max(...rss).toFixed(1)
-    }); BootcNode API traffic: ${openWatches} open watch, ${delta("WATCH")} new watches, ` +
-      `${delta("GET") + delta("LIST")} reads, ${writes} writes` +
-      ` [${built.mode}]` +
-      (Deno.env.get("DENO_V8_FLAGS") ? ` (DENO_V8_FLAGS=${Deno.env.get("DENO_V8_FLAGS")})` : ""),
-  );
-  await daemon.stop();
-} finally {
-  await host?.destroy();
-  await Promise.allSettled([cp.stop(), registry.stop()]);
-  await Deno.remove(logDir, { recursive: true });
 }
