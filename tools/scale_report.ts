@@ -150,3 +150,42 @@ export function requestsByVerb(metricsText: string): Record<string, number> {
   }
   return out;
 }
+
+/** Requests of one user in an audit log. */
+export interface AuditUser {
+  total: number;
+  byVerb: Record<string, number>;
+}
+
+/**
+ * Counts the requests of a kube-apiserver audit log (JSON lines) whose
+ * `stageTimestamp` lies in [from, to] (epoch ms), by user (service accounts by
+ * name) and verb. Only the ResponseComplete (or Panic) stage of each request counts.
+ */
+export function summarizeAudit(
+  text: string,
+  from: number,
+  to: number,
+): { total: number; byUser: Record<string, AuditUser> } {
+  const byUser: Record<string, AuditUser> = {};
+  let total = 0;
+  for (const line of text.split("\n")) {
+    if (!line.startsWith("{")) continue;
+    let e: { stage?: string; stageTimestamp?: string; verb?: string; user?: { username?: string } };
+    try {
+      e = JSON.parse(line);
+    } catch {
+      continue;
+    }
+    if (e.stage !== "ResponseComplete" && e.stage !== "Panic") continue;
+    const at = Date.parse(e.stageTimestamp ?? "");
+    if (!(at >= from && at <= to)) continue;
+    const user = (e.user?.username ?? "?").replace(/^system:serviceaccount:[^:]+:/, "");
+    const u = byUser[user] ??= { total: 0, byVerb: {} };
+    const verb = e.verb ?? "?";
+    u.total++;
+    u.byVerb[verb] = (u.byVerb[verb] ?? 0) + 1;
+    total++;
+  }
+  return { total, byUser };
+}

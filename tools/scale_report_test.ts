@@ -6,6 +6,7 @@ import {
   parseProcessUsage,
   percentile,
   requestsByVerb,
+  summarizeAudit,
   writeBreakdown,
 } from "./scale_report.ts";
 
@@ -87,4 +88,27 @@ Deno.test("requestsByVerb sums apiserver_request_total", () => {
     "other_metric 9",
   ].join("\n");
   assert.deepEqual(requestsByVerb(text), { GET: 6, POST: 2 });
+});
+
+Deno.test("summarizeAudit counts completed requests in the window by user and verb", () => {
+  const line = (stage: string, at: string, user: string, verb: string) =>
+    JSON.stringify({ stage, stageTimestamp: at, user: { username: user }, verb });
+  const sa = "system:serviceaccount:bootc-operator:bootc-operator-controller";
+  const text = [
+    line("ResponseComplete", "2026-11-23T10:00:01.000000Z", sa, "patch"),
+    line("ResponseComplete", "2026-11-23T10:00:02.000000Z", sa, "get"),
+    line("ResponseStarted", "2026-11-23T10:00:02.000000Z", sa, "watch"),
+    line("ResponseComplete", "2026-11-23T10:00:03.000000Z", "kwok-admin", "update"),
+    line("ResponseComplete", "2026-11-23T10:00:09.000000Z", sa, "get"), // after the window
+    "not json",
+  ].join("\n");
+  const from = Date.parse("2026-11-23T10:00:00Z");
+  const to = Date.parse("2026-11-23T10:00:05Z");
+  assert.deepEqual(summarizeAudit(text, from, to), {
+    total: 3,
+    byUser: {
+      "bootc-operator-controller": { total: 2, byVerb: { patch: 1, get: 1 } },
+      "kwok-admin": { total: 1, byVerb: { update: 1 } },
+    },
+  });
 });

@@ -17,6 +17,7 @@
  *
  *   deno run -A tools/scale_rollout.ts [--nodes 50] [--pools 1] [--max-unavailable 10%]
  *     [--pull-ms 2000] [--reboot-ms 2000] [--timeout-min 30] [--keep-logs]
+ *     [--controller-v8-flags FLAGS]
  *
  * @module
  */
@@ -31,7 +32,8 @@ import {
 } from "../lib/api/mod.ts";
 import { Resources } from "../lib/kube/mod.ts";
 import { ensureBuild } from "./build.ts";
-import { startControlPlane } from "../tests/harness/control_plane.ts";
+import { type Node, resolveBinDir, startControlPlane } from "../tests/harness/control_plane.ts";
+import { NOT_READY_ANNOTATION } from "../tests/harness/kwok.ts";
 import { InvariantTracker, watchInvariants } from "../tests/harness/invariants.ts";
 import { freePort, type ManagedProcess, startProcess } from "../tests/harness/process.ts";
 import { startRegistry } from "../tests/harness/registry.ts";
@@ -48,6 +50,7 @@ import {
   type ProcessUsage,
   processUsage,
   requestsByVerb,
+  summarizeAudit,
   writeBreakdown,
 } from "./scale_report.ts";
 
@@ -64,6 +67,8 @@ export interface ScaleOptions {
   rebootMs: number;
   timeoutMin: number;
   keepLogs: boolean;
+  /** DENO_V8_FLAGS for the controller process (e.g. a smaller young generation). */
+  controllerV8Flags?: string;
 }
 
 function parseOptions(args: string[]): ScaleOptions {
@@ -77,6 +82,7 @@ function parseOptions(args: string[]): ScaleOptions {
       "reboot-ms": { type: "string", default: "2000" },
       "timeout-min": { type: "string", default: "30" },
       "keep-logs": { type: "boolean", default: false },
+      "controller-v8-flags": { type: "string" },
     },
   });
   const int = (name: string, v: string | undefined, min: number) => {
@@ -95,7 +101,44 @@ function parseOptions(args: string[]): ScaleOptions {
     rebootMs: int("reboot-ms", values["reboot-ms"], 0),
     timeoutMin: int("timeout-min", values["timeout-min"], 1),
     keepLogs: values["keep-logs"]!,
+    controllerV8Flags: values["controller-v8-flags"],
   };
+}
+
+/**
+ * The control plane's binaries, with kube-apiserver wrapped to write an audit log
+ * (every request's user, agent, verb and resource at level Metadata): how the
+ * API server's request rate splits between the controller and the rest.
+ */
+async function auditedBinDir(dir: string): Promise<{ binDir: string; auditLog: string }> {
+  const real = await resolveBinDir();
+  const binDir = `${dir}/bin`;
+  await Deno.mkdir(binDir, { recursive: true });
+  for await (const entry of Deno.readDir(real)) {
+    if (entry.name !== "kube-apiserver") {
+      await Deno.symlink(`${real}/${entry.name}`, `${binDir}/${entry.name}`);
+    }
+  }
+  const policy = `${dir}/audit-policy.yaml`;
+  await Deno.writeTextFile(
+    policy,
+    [
+      "apiVersion: audit.k8s.io/v1",
+      "kind: Policy",
+      "omitStages: [RequestReceived]",
+      "rules:",
+      "- level: Metadata",
+      "",
+    ].join("\n"),
+  );
+  const auditLog = `${dir}/audit.log`;
+  await Deno.writeTextFile(
+    `${binDir}/kube-apiserver`,
+    `#!/bin/sh\nexec "${real}/kube-apiserver" "$@" --audit-policy-file=${policy} ` +
+      `--audit-log-path=${auditLog} --audit-log-format=json --audit-log-maxsize=0\n`,
+  );
+  await Deno.chmod(`${binDir}/kube-apiserver`, 0o755);
+  return { binDir, auditLog };
 }
 
 /** Slots of a pool of `nodes` for maxUnavailable `mu` (percentages round up, at least 1). */
@@ -129,9 +172,15 @@ export async function runScale(o: ScaleOptions): Promise<void> {
   const logDir = await Deno.makeTempDir({ prefix: "bootc-scale-" });
   out(`scale rollout: ${o.nodes} nodes in ${o.pools} pool(s), maxUnavailable ${o.maxUnavailable}`);
   out(`  logs: ${logDir}`);
+  const audit = await auditedBinDir(logDir);
   const [executables, cp, registry] = await Promise.all([
     ensureBuild(),
-    startControlPlane({ logDir: `${logDir}/control-plane`, quiet: true, scheduler: false }),
+    startControlPlane({
+      logDir: `${logDir}/control-plane`,
+      quiet: true,
+      scheduler: false,
+      binDir: audit.binDir,
+    }),
     startRegistry(),
   ]);
   let controller: ManagedProcess | undefined;
@@ -186,8 +235,19 @@ export async function runScale(o: ScaleOptions): Promise<void> {
       pull,
       pullMs: o.pullMs,
       rebootMs: o.rebootMs,
+      // As cp.setNodeReady, polling less often: up to 10 % of the nodes reboot at once.
       setNodeReady: async (node, ready) => {
-        await retry(() => cp.setNodeReady(node, ready));
+        const nodes = cp.client.resource<Node>(Resources.nodes);
+        await retry(() =>
+          nodes.patch(node, {
+            metadata: { annotations: { [NOT_READY_ANNOTATION]: ready ? null : "true" } },
+          }, { type: "merge" })
+        );
+        const want = ready ? "True" : "False";
+        await waitFor(async () => {
+          const n = await nodes.get(node);
+          return n.status?.conditions?.find((c) => c.type === "Ready")?.status === want;
+        }, { timeoutMs: 60_000, intervalMs: 500, message: `node ${node} Ready=${want} (kwok)` });
       },
       tracker,
       onError: (node, e) => {
@@ -237,7 +297,10 @@ export async function runScale(o: ScaleOptions): Promise<void> {
         "--insecure-registry",
         registry.host,
       ],
-      env: { LOG_LEVEL: "warn" },
+      env: {
+        LOG_LEVEL: Deno.env.get("SCALE_CONTROLLER_LOG_LEVEL") ?? "warn",
+        ...(o.controllerV8Flags ? { DENO_V8_FLAGS: o.controllerV8Flags } : {}),
+      },
       logPath: `${logDir}/controller.log`,
     });
     const controllerPid = controller.pid;
@@ -276,6 +339,13 @@ export async function runScale(o: ScaleOptions): Promise<void> {
     });
     out(
       `  pools converged on v1 in ${secs(Date.now() - t1)} (setup ${secs(Date.now() - started)})`,
+    );
+    const idle = processUsage(controllerPid);
+    out(
+      `  controller with ${o.nodes} Nodes, BootcNodes and pods known: RSS ${
+        idle?.rssMiB.toFixed(1)
+      } MiB, peak ${idle?.peakRssMiB.toFixed(1)} MiB` +
+        (o.controllerV8Flags ? ` (DENO_V8_FLAGS=${o.controllerV8Flags})` : ""),
     );
 
     const controllerMetrics = async () =>
@@ -322,6 +392,7 @@ export async function runScale(o: ScaleOptions): Promise<void> {
       await new Promise((r) => setTimeout(r, 2000));
     }
     const makespan = Date.now() - t0;
+    const t2 = Date.now();
     clearInterval(sampler);
     const writesAfter = await apiWrites(cp);
     const requestsAfter = requestsByVerb(await apiserverMetrics());
@@ -401,6 +472,17 @@ export async function runScale(o: ScaleOptions): Promise<void> {
         (reqTotal / (makespan / 1000)).toFixed(1)
       } requests/s during the rollout (${reqBy})`,
     );
+    const audited = summarizeAudit(await Deno.readTextFile(audit.auditLog), t0, t2);
+    const ctl = audited.byUser["bootc-operator-controller"];
+    if (ctl) {
+      const rate = (n: number) => (n / (makespan / 1000)).toFixed(1);
+      out(
+        `  controller's requests:   ${rate(ctl.total)}/s (${
+          Object.entries(ctl.byVerb).sort((a, b) => b[1] - a[1]).map(([v, n]) => `${v} ${rate(n)}`)
+            .join(", ")
+        }); ${audited.total} requests in the audit log, ${rate(audited.total)}/s`,
+      );
+    }
     out(
       `  reconcile latency:       p50 ≤ ${p50?.bound ?? "-"} s, p99 ≤ ${p99?.bound ?? "-"} s ` +
         `(histogram buckets; ${p99?.count ?? 0} reconciles)`,
@@ -413,10 +495,26 @@ export async function runScale(o: ScaleOptions): Promise<void> {
     if (errors.length) out(`  stand-in errors:         ${errors.slice(0, 5).join("; ")}`);
     failed = !finished || problems.length > 0;
   } finally {
-    await fleet?.stop();
-    await controller?.stop({ graceMs: 5000 });
-    await watch?.stop();
-    await Promise.allSettled([cp.stop(), registry.stop()]);
+    // Every step bounded: a stuck one is reported, and the processes are stopped anyway.
+    const bounded = async (what: string, work: Promise<unknown>, ms = 30_000) => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const late = new Promise<"late">((r) => timer = setTimeout(() => r("late"), ms));
+      const outcome = await Promise.race([work.catch((e) => out(`teardown: ${what}: ${e}`)), late]);
+      clearTimeout(timer);
+      if (outcome === "late") out(`teardown: ${what} did not finish in ${ms / 1000} s; going on`);
+    };
+    const standIns = await fleet?.stop();
+    if (standIns) out(`teardown: stand-ins ${standIns}`);
+    await bounded(
+      "stopping the controller",
+      controller?.stop({ graceMs: 5000 }) ?? Promise.resolve(),
+    );
+    await bounded("stopping the invariant watch", watch?.stop() ?? Promise.resolve());
+    await bounded(
+      "stopping the control plane",
+      Promise.allSettled([cp.stop(), registry.stop()]),
+      60_000,
+    );
     if (!o.keepLogs && !failed) await Deno.remove(logDir, { recursive: true }).catch(() => {});
     else out(`logs kept in ${logDir}`);
   }
@@ -430,4 +528,6 @@ if (import.meta.main) {
     console.error(`scale_rollout: ${e instanceof Error ? e.message : e}`);
     Deno.exit(1);
   }
+  // Whatever a stuck teardown step left pending (reported above) must not keep us alive.
+  Deno.exit(0);
 }

@@ -137,7 +137,8 @@ export class StandInFleet {
   #abort = new AbortController();
   #informer?: Informer<BootcNode>;
   #running?: Promise<void>;
-  #busy = new Set<Promise<unknown>>();
+  /** Work in flight, by kind (for a bounded stop that says what did not finish). */
+  #busy = new Map<Promise<unknown>, "loop" | "reboot" | "event">();
 
   constructor(options: StandInFleetOptions) {
     this.#o = options;
@@ -196,13 +197,30 @@ export class StandInFleet {
     await informer.waitForSync(this.#abort.signal);
   }
 
-  /** Stops every loop and waits for what is in flight. */
-  async stop(): Promise<void> {
+  /**
+   * Stops every loop and waits (at most `timeoutMs`) for what is in flight;
+   * resolves with a description of what did not finish, if anything.
+   */
+  async stop(timeoutMs = 30_000): Promise<string | undefined> {
     this.#abort.abort();
     for (const m of this.#members.values()) clearTimeout(m.timer);
-    await this.#running?.catch(() => {});
-    await Promise.allSettled([...this.#busy]);
-    await Promise.allSettled([...this.#members.values()].map((m) => m.events.flush()));
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timedOut = new Promise<"timeout">((r) =>
+      timer = setTimeout(() => r("timeout"), timeoutMs)
+    );
+    const done = (async () => {
+      await this.#running?.catch(() => {});
+      await Promise.allSettled([...this.#busy.keys()]);
+      await Promise.allSettled([...this.#members.values()].map((m) => m.events.flush()));
+    })();
+    const outcome = await Promise.race([done, timedOut]);
+    clearTimeout(timer);
+    if (outcome !== "timeout") return undefined;
+    const counts: Record<string, number> = {};
+    for (const kind of this.#busy.values()) counts[kind] = (counts[kind] ?? 0) + 1;
+    const running = [...this.#members.values()].filter((m) => m.running).map((m) => m.name);
+    return `still in flight after ${timeoutMs} ms: ${JSON.stringify(counts)}` +
+      (running.length ? `; loops of ${running.slice(0, 5).join(", ")}` : "");
   }
 
   #observe(bn: BootcNode, kick: boolean): void {
@@ -217,16 +235,16 @@ export class StandInFleet {
     if (kick) this.#kick(m);
   }
 
-  #track(work: Promise<unknown>): void {
+  #track(work: Promise<unknown>, kind: "loop" | "reboot" | "event"): void {
     const tracked = work.finally(() => this.#busy.delete(tracked));
-    this.#busy.add(tracked);
+    this.#busy.set(tracked, kind);
   }
 
   #kick(m: Member): void {
     m.kicked = true;
     if (m.running || m.down || this.#abort.signal.aborted) return;
     m.running = true;
-    this.#track(this.#loop(m));
+    this.#track(this.#loop(m), "loop");
   }
 
   async #loop(m: Member): Promise<void> {
@@ -242,6 +260,7 @@ export class StandInFleet {
           next = Date.now() + 1_000;
         }
         clearTimeout(m.timer);
+        if (this.#abort.signal.aborted) return;
         const at = Math.min(next ?? Infinity, Date.now() + POLL_MS);
         m.timer = setTimeout(() => this.#kick(m), Math.max(0, at - Date.now()));
       }
@@ -295,7 +314,7 @@ export class StandInFleet {
 
   #record(m: Member, type: "Normal" | "Warning", reason: string, text: string): void {
     if (!m.current) return;
-    this.#track(m.events.record(m.current, type, reason, text));
+    this.#track(m.events.record(m.current, type, reason, text), "event");
   }
 
   /** The agent's transition events: a newly refused reboot, a newly staged image. */
@@ -475,7 +494,7 @@ export class StandInFleet {
     }
     m.applyInFlight = true;
     m.down = true;
-    this.#track(this.#machineReboot(m, again));
+    this.#track(this.#machineReboot(m, again), "reboot");
     return undefined;
   }
 
