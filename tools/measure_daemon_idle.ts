@@ -349,7 +349,9 @@ if (import.meta.main) {
       `daemon ${
         built.mode === "compile" ? "binary" : "bundle, launcher"
       } built by tools/build.ts ` +
-        `(--platform=${target.platform}): bundle ${(bundleText.length / 1024).toFixed(0)} KiB, ` +
+        `(--platform=${target.platform}, V8 flags: ${target.v8Flags.join(" ") || "none"}): bundle ${
+          (bundleText.length / 1024).toFixed(0)
+        } KiB, ` +
         `${own.length} own modules; npm packages: ${
           [...npm].map(([p, n]) => `${p} ${(n / 1024).toFixed(0)} KiB`).join(", ") || "none"
         }`,
