@@ -98,7 +98,7 @@ export function effectiveTarget(options: {
 }): EffectiveTarget {
   const { pool, specTarget, priorTarget, record } = options;
   const ref = pool.spec.image.ref ?? "";
-  const hold = record.rollbackHold;
+  const hold = record.rollbackHold ?? heldByHistory(pool, specTarget, record);
   if (hold && hold.ref === ref && (!specTarget || specTarget.image === hold.failedImage)) {
     const digest = digestOfPullspec(hold.image) ?? "";
     return {
@@ -139,6 +139,32 @@ export function effectiveTarget(options: {
     };
   }
   return { target: specTarget, rollback: false };
+}
+
+/**
+ * A hold rebuilt from the history when `status.rollbackHold` was lost (edited away):
+ * the newest revision is the automatic rollback from the very image the spec still
+ * names, and that image's digest is recorded as failed.
+ */
+function heldByHistory(
+  pool: BootcNodePool,
+  specTarget: Target | undefined,
+  record: FailureRecord,
+): FailureRecord["rollbackHold"] {
+  if (!specTarget || !record.failedDigests.includes(specTarget.digest)) return undefined;
+  const last = pool.status?.history?.at(-1);
+  if (!last || last.message !== rollbackNote(specTarget.image)) return undefined;
+  return {
+    ref: pool.spec.image.ref ?? "",
+    failedImage: specTarget.image,
+    image: last.image,
+    at: last.startedAt,
+  };
+}
+
+/** The history message of the revision an automatic rollback from `failedImage` starts. */
+export function rollbackNote(failedImage: string): string {
+  return `automatic rollback after ${failedImage} failed`;
 }
 
 /** What the pool does about health failures on its target. */

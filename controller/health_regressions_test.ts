@@ -466,3 +466,72 @@ Deno.test("a node failing on the automatic rollback image is named in the pool's
   );
   assert.match(cond(plan.status, "Degraded")?.message ?? "", /node n1 failed health checks/);
 });
+
+Deno.test("RollbackNode: the halt holds when a node's failed-image mark is edited away (history remembers)", () => {
+  const p = pool({
+    ref: B,
+    maxUnavailable: 1,
+    status: {
+      targetDigest: digest("b"),
+      targetImage: B,
+      failedDigests: [digest("b")],
+      consecutiveFailures: 1,
+      history: [
+        { revision: 1, image: A, digest: digest("a"), startedAt: "t1", outcome: "Succeeded" },
+        { revision: 2, image: B, digest: digest("b"), startedAt: "t2", outcome: "Failed" },
+      ],
+    } as BootcNodePoolStatus,
+  });
+  p.spec.rollout.onFailure = "RollbackNode";
+  // n1 was rolled back to a and released; its mark is gone, so it is bound for b again. n2
+  // never tried b. Neither may take a slot for b.
+  const plan = planPool(input(p, {
+    nodes: [node("n1"), node("n2")],
+    bootcNodes: [
+      bootcNode("n1", { booted: A, desired: B, phase: "staged" }),
+      bootcNode("n2", { booted: A, desired: B, phase: "staged" }),
+    ],
+    now: NOW,
+  }));
+  assert.deepEqual(withWhy(plan, "assign slot"), []);
+  const degraded = findCondition(plan.status?.conditions, "Degraded");
+  assert.equal(degraded?.reason, "HealthCheckFailed");
+  assert.match(degraded?.message ?? "", /halted until spec\.image\.ref changes/);
+});
+
+Deno.test("RollbackPool: a lost rollbackHold is rebuilt from the history; the failed pinned digest stays out", () => {
+  const p = pool({
+    ref: B,
+    status: {
+      targetDigest: digest("a"),
+      targetImage: A,
+      failedDigests: [digest("b")],
+      consecutiveFailures: 1,
+      history: [
+        { revision: 1, image: A, digest: digest("a"), startedAt: "t1", outcome: "Succeeded" },
+        { revision: 2, image: B, digest: digest("b"), startedAt: "t2", outcome: "RolledBack" },
+        {
+          revision: 3,
+          image: A,
+          digest: digest("a"),
+          startedAt: "t3",
+          outcome: "Succeeded",
+          message: `automatic rollback after ${B} failed`,
+        },
+      ],
+    } as BootcNodePoolStatus,
+  });
+  p.spec.rollout.onFailure = "RollbackPool";
+  const plan = planPool(input(p, {
+    nodes: [node("n1"), node("n2")],
+    bootcNodes: [
+      bootcNode("n1", { booted: A, desired: A }),
+      bootcNode("n2", { booted: A, desired: A }),
+    ],
+    now: NOW,
+  }));
+  assert.equal(plan.status?.targetImage, A);
+  assert.equal(plan.status?.rollbackHold?.failedImage, B);
+  assert.deepEqual(withWhy(plan, "sync spec"), []);
+  assert.deepEqual(withWhy(plan, "assign slot"), []);
+});

@@ -40,6 +40,7 @@ import {
   maxRollbacks,
   recordFailure,
   respondToFailure,
+  rollbackNote,
 } from "./failure_policy.ts";
 import { soakFailure } from "./health.ts";
 import { lastGoodImage, nextHistory } from "./history.ts";
@@ -252,6 +253,18 @@ export function planPool(input: PlanInput): Plan {
     const rolledBack = members.filter((m) =>
       m.bn?.metadata.annotations?.[ANNOTATION_FAILED_IMAGE] === target.image
     ).map((m) => m.node.name);
+    // The history remembers the failure even if a node's mark is edited away.
+    const lastRevision = pool.status?.history?.at(-1);
+    const failedHere = pool.spec.rollout?.onFailure === "RollbackNode" &&
+      lastRevision?.image === target.image && lastRevision.outcome === "Failed";
+    if (rolledBack.length === 0 && failedHere) {
+      haltFor = target.image;
+      plan.issues.push({
+        reason: PoolDegradedReason.HealthCheckFailed,
+        message: `${target.image} failed its health checks (revision ${lastRevision.revision}); ` +
+          `the rollout is halted until spec.image.ref changes`,
+      });
+    }
     if (rolledBack.length > 0) {
       haltFor = target.image;
       plan.issues.push({
@@ -336,7 +349,7 @@ export function planPool(input: PlanInput): Plan {
     complete,
     failed,
     note: effective.rollback && effective.hold
-      ? `automatic rollback after ${effective.hold.failedImage} failed`
+      ? rollbackNote(effective.hold.failedImage)
       : undefined,
     now,
   });
