@@ -466,8 +466,13 @@ function planUpdate(input: DecideInput, host: Host, spec: BootcNodeSpec): Plan {
   // Footnote 5: after an apply of a staged D (not after a rollback, whose Rebooted reason is
   // RollingBack), or once reported (Rebooted False/FellBack, until the spec moves).
   const rebooted = phaseCondition(input.status?.conditions, want, NodeConditionType.Rebooted);
+  // Only a reboot that was applying D itself can have fallen back from D: the spec may have
+  // moved on while the node rebooted into another image (or rolled back to one).
+  const idleMessage = findCondition(input.status?.conditions, NodeConditionType.Idle)?.message ??
+    "";
+  const rebootingForOther = idleMessage !== "" && !idleMessage.includes(want);
   const afterApply = previous === IdleReason.Rebooting &&
-    rebooted?.reason !== PhaseReason.RollingBack;
+    rebooted?.reason !== PhaseReason.RollingBack && !rebootingForOther;
   if (
     (afterApply || rebooted?.reason === PhaseReason.FellBack) && !staged &&
     entryProvides(rollback, want)

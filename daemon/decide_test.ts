@@ -490,6 +490,26 @@ const cases: Case[] = [
     action: { type: "none" },
   },
   {
+    name:
+      "Rebooting into A while the spec moved on to B: not a fall-back from B (B is staged next)",
+    input: input({
+      spec: spec(B, "Staged"),
+      status: {
+        conditions: [{
+          type: "Idle",
+          status: "False",
+          reason: "Rebooting",
+          message: `Applying ${A} and rebooting`,
+          lastTransitionTime: "2026-05-01T09:00:00Z",
+        }],
+      },
+      host: host(entry(A), null, entry(B)),
+    }),
+    idle: ["False", "Staged"],
+    degraded: ["False", "Healthy"],
+    action: { type: "none" },
+  },
+  {
     name: "Rebooting, rebooted before apply (locked stage discarded): stage again",
     input: input({
       spec: spec(B, "Booted"),
