@@ -38,6 +38,18 @@ Deno.test("faults: controller killed in every phase, daemon killed, API server r
   });
   const { v1, v2, repository } = stack.images;
   try {
+    // Images no host has had yet: going back to the previous image is a `bootc rollback`
+    // (nothing to stage), so the steps about staging need new ones.
+    const v3 = await stack.registry.pushImage({
+      repository: "bootc/os",
+      tag: "v3",
+      version: "3.0",
+    });
+    const v4 = await stack.registry.pushImage({
+      repository: "bootc/os",
+      tag: "v4",
+      version: "4.0",
+    });
     const nodes = await addNodes(stack, "faults", 4);
     // Slow pods make every drain take a few seconds, so the draining phase can be hit.
     for (const name of nodes) {
@@ -98,7 +110,7 @@ Deno.test("faults: controller killed in every phase, daemon killed, API server r
 
     await step(t, "a daemon SIGKILLed mid-stage restages and the rollout finishes", async () => {
       await stack.fleet.nodes.get("faults-2")!.host.setPullDelayMs(4000);
-      await patchPoolSpec(stack, "faults", { image: { ref: `${repository}@${v1.digest}` } });
+      await patchPoolSpec(stack, "faults", { image: { ref: `${repository}@${v3.digest}` } });
       await waitNodes(
         stack,
         "faults",
@@ -107,7 +119,7 @@ Deno.test("faults: controller killed in every phase, daemon killed, API server r
       );
       const starts = stack.fleet.nodes.get("faults-2")!.daemonStarts;
       await stack.fleet.killDaemon("faults-2");
-      await waitConverged(stack, "faults", v1.digest, 4, 180_000);
+      await waitConverged(stack, "faults", v3.digest, 4, 180_000);
       assert.ok(stack.fleet.nodes.get("faults-2")!.daemonStarts > starts, "daemon restarted");
       await assertInvariants(stack, nodes);
       for (const name of nodes) await stack.fleet.nodes.get(name)!.host.setPullDelayMs(0);
@@ -137,7 +149,7 @@ Deno.test("faults: controller killed in every phase, daemon killed, API server r
       "an unexpected reboot of a staged node does not apply the locked stage",
       async () => {
         await patchPoolSpec(stack, "faults", {
-          image: { ref: `${repository}@${v2.digest}` },
+          image: { ref: `${repository}@${v4.digest}` },
           rollout: { paused: true },
         });
         await waitNodes(
@@ -158,9 +170,9 @@ Deno.test("faults: controller killed in every phase, daemon killed, API server r
         const host = stack.fleet.nodes.get("faults-3")!.host;
         await waitPool(stack, "faults", async () => {
           const s = (await host.readState()).state;
-          return s.staged?.image?.imageDigest === v2.digest && s.staged.downloadOnly &&
+          return s.staged?.image?.imageDigest === v4.digest && s.staged.downloadOnly &&
             s.booted?.image?.imageDigest === v1.digest;
-        }, "faults-3 should restage v2, locked, after the unexpected reboot");
+        }, "faults-3 should restage v4, locked, after the unexpected reboot");
         await waitNodes(
           stack,
           "faults",
@@ -170,7 +182,7 @@ Deno.test("faults: controller killed in every phase, daemon killed, API server r
         const node = await stack.cp.client.resource<INode>(Resources.nodes).get("faults-3");
         assert.notEqual(node.spec?.unschedulable, true);
         await patchPoolSpec(stack, "faults", { rollout: { paused: false } });
-        await waitConverged(stack, "faults", v2.digest, 4, 180_000);
+        await waitConverged(stack, "faults", v4.digest, 4, 180_000);
         await assertInvariants(stack, nodes);
       },
     );
