@@ -164,7 +164,8 @@ Deno.test("failures: bad image, halt, blocked drain, conflicts, membership chang
           return degraded?.status === "True" && /guarded-pdb/.test(degraded.message) && p;
         },
         "the drain timeout should be reported with the blocking PDB",
-        60_000,
+        // Refused evictions back the pool's passes off (up to a minute between them).
+        180_000,
       );
       const message = findCondition(blocked.status?.conditions, "Degraded")!.message;
       assert.match(message, /pdb-1/);
