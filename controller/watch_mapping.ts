@@ -20,6 +20,7 @@ import {
   ANNOTATION_DRAINED_AT,
   ANNOTATION_DRAINED_FOR,
   ANNOTATION_IN_REBOOT_SLOT,
+  ANNOTATION_RESET_CIRCUIT,
   ANNOTATION_SLOT_POOL,
   ANNOTATION_WAS_CORDONED,
   type BootcNode,
@@ -82,6 +83,9 @@ export function nodeChangeMatters(oldNode: INode, newNode: INode): boolean {
 export function poolChangeMatters(oldPool: BootcNodePool, newPool: BootcNodePool): boolean {
   return oldPool.metadata.generation !== newPool.metadata.generation ||
     oldPool.metadata.deletionTimestamp !== newPool.metadata.deletionTimestamp ||
+    // A user resetting the circuit breaker (an annotation: no new generation).
+    oldPool.metadata.annotations?.[ANNOTATION_RESET_CIRCUIT] !==
+      newPool.metadata.annotations?.[ANNOTATION_RESET_CIRCUIT] ||
     JSON.stringify(oldPool.metadata.finalizers ?? []) !==
       JSON.stringify(newPool.metadata.finalizers ?? []);
 }

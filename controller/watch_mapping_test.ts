@@ -214,6 +214,12 @@ Deno.test("poolChangeMatters: spec (generation) and lifecycle, not status", () =
     ["deletion started", pool("a", { generation: 3, finalizers: ["f"], deleting: true }), true],
     ["finalizer removed", pool("a", { generation: 3, finalizers: [] }), true],
   ];
+  const reset = pool("a", { generation: 3, finalizers: ["f"] });
+  reset.metadata.annotations = { "bootc.dev/reset-circuit-breaker": "1" };
+  cases.push(["circuit breaker reset (an annotation)", reset, true]);
+  const other = pool("a", { generation: 3, finalizers: ["f"] });
+  other.metadata.annotations = { "example.com/note": "x" };
+  cases.push(["another annotation", other, false]);
   for (const [name, after, want] of cases) {
     assert.equal(poolChangeMatters(before, after), want, name);
   }
