@@ -45,6 +45,7 @@ import {
   IMAGE_TAG,
   type ImageSpec,
   imageSpecs,
+  type ImageTarget,
   NONROOT_UID,
   NSENTER_PACKAGES,
   NSSWITCH,
@@ -61,8 +62,8 @@ export interface BuildImagesOptions {
   distDir: string;
   /** Where the layouts go (default `<distDir>/images`). */
   outDir?: string;
-  /** The build targets (tools/build.ts's `TARGETS`): bundle names and permissions. */
-  targets: readonly { name: string; bundle: string; permissions: readonly string[] }[];
+  /** The build targets (tools/build.ts's `TARGETS`): bundle names, permissions, V8 flags. */
+  targets: readonly ImageTarget[];
   /** The lock (default: tools/image/packages.lock.json). */
   lock?: ImageLock;
   /** The input cache folder (default: see inputs.ts). */

@@ -89,6 +89,8 @@ export interface ImageSpec {
   bundle: string;
   /** Deno permission flags (the build's, so the image runs what the launcher runs). */
   permissions: readonly string[];
+  /** V8 flags (the build's; the daemon runs with `--lite-mode`, as its launcher does). */
+  v8Flags: readonly string[];
   /** Whether the image carries nsenter. */
   nsenter: boolean;
   /** Default arguments (`Cmd`). */
@@ -97,9 +99,17 @@ export interface ImageSpec {
   description: string;
 }
 
+/** What an image needs to know of a build target (tools/build.ts's `Target`). */
+export interface ImageTarget {
+  name: string;
+  bundle: string;
+  permissions: readonly string[];
+  v8Flags: readonly string[];
+}
+
 /** The two images, given the build's targets (for their bundle names and permissions). */
 export function imageSpecs(
-  targets: readonly { name: string; bundle: string; permissions: readonly string[] }[],
+  targets: readonly ImageTarget[],
 ): ImageSpec[] {
   const target = (name: string) => {
     const t = targets.find((x) => x.name === name);
@@ -114,6 +124,7 @@ export function imageSpecs(
       repository: IMAGE_NAMES.controller,
       bundle: controller.bundle,
       permissions: controller.permissions,
+      v8Flags: controller.v8Flags,
       nsenter: false,
       cmd: [],
       description: "bootc-operator controller: rolls bootc OS images out across node pools",
@@ -123,6 +134,7 @@ export function imageSpecs(
       repository: IMAGE_NAMES.daemon,
       bundle: daemon.bundle,
       permissions: daemon.permissions,
+      v8Flags: daemon.v8Flags,
       nsenter: true,
       cmd: ["run"],
       description: "bootc-operator daemon: drives bootc on one node (runs privileged, hostPID)",
@@ -132,7 +144,8 @@ export function imageSpecs(
 
 /** The entrypoint: the runtime running the bundle with the build's flags. */
 export function entrypoint(spec: ImageSpec): string[] {
-  return [DENO_PATH, "run", ...RUN_FLAGS, ...spec.permissions, `${APP_DIR}/${spec.bundle}`];
+  const v8 = spec.v8Flags.length ? [`--v8-flags=${spec.v8Flags.join(",")}`] : [];
+  return [DENO_PATH, "run", ...RUN_FLAGS, ...v8, ...spec.permissions, `${APP_DIR}/${spec.bundle}`];
 }
 
 /**

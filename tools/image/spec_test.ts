@@ -20,10 +20,14 @@ Deno.test("entrypoint: the image runs its bundle with exactly the launcher's den
     assert.equal(argv[0], "/usr/bin/deno");
     assert.equal(argv.at(-1), `/app/${target.bundle}`);
     const flags = argv.slice(2, -1);
-    assert.deepEqual(flags, [...RUN_FLAGS, ...target.permissions]);
+    const v8 = target.v8Flags.length ? [`--v8-flags=${target.v8Flags.join(",")}`] : [];
+    assert.deepEqual(flags, [...RUN_FLAGS, ...v8, ...target.permissions]);
     // The launcher of bundle mode runs `deno run <the same flags> <bundle>`.
     assert.match(launcherScript(target), new RegExp(` run ${flags.join(" ")} "\\$here/`));
   }
+  // What ships is what was measured: the daemon image runs V8 in lite mode.
+  const daemon = imageSpecs(TARGETS).find((s) => s.name === "daemon")!;
+  assert.ok(entrypoint(daemon).includes("--v8-flags=--lite-mode"));
 });
 
 Deno.test("selected: exact paths, folder prefixes and the copyright file", () => {
