@@ -53,6 +53,7 @@ import {
   type ResolutionMemo,
   resolutionNeed,
 } from "./planner.ts";
+import { applyStages, runStages } from "./apply_order.ts";
 import { planGonePool } from "./membership.ts";
 import { type CoalesceOptions, statusWriteDecision } from "./status_coalesce.ts";
 import { daemonSecretNames } from "./daemon_access.ts";
@@ -130,6 +131,11 @@ export interface PoolReconcilerOptions {
   workers?: number;
   /** How long a reconcile waits for the caches to show its own writes (default 10 s). */
   cacheWaitMs?: number;
+  /**
+   * Nodes whose planned writes are applied at the same time (default 16; see
+   * controller/apply_order.ts for what still waits for what).
+   */
+  applyConcurrency?: number;
   /**
    * The operator's namespace (default "bootc-operator"): pull Secrets must live there, and the
    * daemon's pull-secret Role there is kept to the Secrets pools name.
@@ -301,6 +307,7 @@ export class PoolReconciler {
   #plannerOptions: PlannerOptions;
   #workers: number;
   #cacheWaitMs: number;
+  #applyConcurrency: number;
   #maxDrainBackoffMs: number;
   #namespace: string;
   #daemonAccess: DaemonAccessSync;
@@ -324,6 +331,7 @@ export class PoolReconciler {
     this.#plannerOptions = options.planner ?? {};
     this.#workers = options.workers ?? 2;
     this.#cacheWaitMs = options.cacheWaitMs ?? 10_000;
+    this.#applyConcurrency = options.applyConcurrency ?? 16;
     this.#maxDrainBackoffMs = options.maxDrainBackoffMs ?? 60_000;
     this.#namespace = options.namespace ?? "bootc-operator";
     this.#statusCoalesce = options.statusCoalesce;
@@ -786,9 +794,12 @@ export class PoolReconciler {
     const written: Written[] = [];
     let refused = 0;
     try {
-      for (const action of plan.actions) {
-        refused += await this.#apply(pool, action, written, log);
-      }
+      const refusals = await runStages(
+        applyStages(plan.actions),
+        (action) => this.#apply(pool, action, written, log),
+        this.#applyConcurrency,
+      );
+      refused = refusals.reduce((sum, n) => sum + n, 0);
       if (plan.status && this.#statusDue(name, pool, plan.status)) {
         // Our own finalizer patch in this reconcile moved the resourceVersion on.
         const own = written.findLast((w) => w.store === "pools" && w.name === name);
@@ -828,12 +839,17 @@ export class PoolReconciler {
     }));
     const plan = planGonePool(name, { pools, nodes, bootcNodes, now: this.#clock.now() });
     const written: Written[] = [];
-    for (const action of plan.actions) {
-      if (action.kind !== "patchNode") continue;
-      log.warn("restoring a node whose pool is gone", { node: action.node });
-      await this.#apply({ metadata: { name } } as BootcNodePool, action, written, log);
+    const restores = plan.actions.filter((a) => a.kind === "patchNode");
+    try {
+      await runStages(applyStages(restores), (action) => {
+        log.warn("restoring a node whose pool is gone", {
+          node: "node" in action ? action.node : "",
+        });
+        return this.#apply({ metadata: { name } } as BootcNodePool, action, written, log);
+      }, this.#applyConcurrency);
+    } finally {
+      await this.#awaitCaches(written, log);
     }
-    await this.#awaitCaches(written, log);
   }
 
   /**

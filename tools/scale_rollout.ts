@@ -16,7 +16,7 @@
  * Not part of the test suite. Usage:
  *
  *   deno run -A tools/scale_rollout.ts [--nodes 50] [--pools 1] [--max-unavailable 10%]
- *     [--pull-ms 2000] [--reboot-ms 2000] [--timeout-min 30] [--keep-logs]
+ *     [--pull-ms 2000] [--reboot-ms 2000] [--timeout-min 30] [--keep-logs [--audit-bodies]]
  *     [--controller-v8-flags FLAGS]
  *
  * @module
@@ -67,6 +67,8 @@ export interface ScaleOptions {
   rebootMs: number;
   timeoutMin: number;
   keepLogs: boolean;
+  /** Audit at level Request (write bodies too), to see what each write changed. */
+  auditBodies?: boolean;
   /** DENO_V8_FLAGS for the controller process (e.g. a smaller young generation). */
   controllerV8Flags?: string;
 }
@@ -82,6 +84,7 @@ function parseOptions(args: string[]): ScaleOptions {
       "reboot-ms": { type: "string", default: "2000" },
       "timeout-min": { type: "string", default: "30" },
       "keep-logs": { type: "boolean", default: false },
+      "audit-bodies": { type: "boolean", default: false },
       "controller-v8-flags": { type: "string" },
     },
   });
@@ -101,6 +104,7 @@ function parseOptions(args: string[]): ScaleOptions {
     rebootMs: int("reboot-ms", values["reboot-ms"], 0),
     timeoutMin: int("timeout-min", values["timeout-min"], 1),
     keepLogs: values["keep-logs"]!,
+    auditBodies: values["audit-bodies"]!,
     controllerV8Flags: values["controller-v8-flags"],
   };
 }
@@ -110,7 +114,10 @@ function parseOptions(args: string[]): ScaleOptions {
  * (every request's user, agent, verb and resource at level Metadata): how the
  * API server's request rate splits between the controller and the rest.
  */
-async function auditedBinDir(dir: string): Promise<{ binDir: string; auditLog: string }> {
+async function auditedBinDir(
+  dir: string,
+  bodies = false,
+): Promise<{ binDir: string; auditLog: string }> {
   const real = await resolveBinDir();
   const binDir = `${dir}/bin`;
   await Deno.mkdir(binDir, { recursive: true });
@@ -127,6 +134,10 @@ async function auditedBinDir(dir: string): Promise<{ binDir: string; auditLog: s
       "kind: Policy",
       "omitStages: [RequestReceived]",
       "rules:",
+      // Request bodies only for writes: reads would make the log huge.
+      ...(bodies
+        ? ["- level: Request", "  verbs: [create, update, patch, delete]"]
+        : []),
       "- level: Metadata",
       "",
     ].join("\n"),
@@ -172,7 +183,7 @@ export async function runScale(o: ScaleOptions): Promise<void> {
   const logDir = await Deno.makeTempDir({ prefix: "bootc-scale-" });
   out(`scale rollout: ${o.nodes} nodes in ${o.pools} pool(s), maxUnavailable ${o.maxUnavailable}`);
   out(`  logs: ${logDir}`);
-  const audit = await auditedBinDir(logDir);
+  const audit = await auditedBinDir(logDir, o.auditBodies);
   const [executables, cp, registry] = await Promise.all([
     ensureBuild(),
     startControlPlane({
