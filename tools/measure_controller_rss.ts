@@ -4,7 +4,8 @@
  * as a child process, samples its RSS from /proc before and after creating N
  * realistic Node objects (Ready condition, 30 images) and a paused pool that
  * selects them all (so N BootcNodes are created and cached too), then stops
- * the controller with SIGTERM and checks it exits cleanly.
+ * the controller with SIGTERM and checks it exits cleanly. The controller runs
+ * with the V8 flags its manifest sets (DENO_V8_FLAGS overrides them).
  *
  *   deno run --allow-all tools/measure_controller_rss.ts [N]
  */
@@ -15,6 +16,15 @@ import { freePort } from "../tests/harness/process.ts";
 import { waitFor } from "../tests/harness/wait.ts";
 
 const n = Number(Deno.args[0] ?? 1000);
+
+/** The controller's V8 flags as shipped (manifests/controller.yaml), unless DENO_V8_FLAGS is set. */
+async function shippedV8Flags(): Promise<string> {
+  const manifest = await Deno.readTextFile(
+    new URL("../manifests/controller.yaml", import.meta.url),
+  );
+  return /name: DENO_V8_FLAGS\s+value: (\S+)/.exec(manifest)?.[1] ?? "";
+}
+const v8Flags = Deno.env.get("DENO_V8_FLAGS") ?? await shippedV8Flags();
 
 async function rssMiB(pid: number): Promise<number> {
   const status = await Deno.readTextFile(`/proc/${pid}/status`);
@@ -40,10 +50,12 @@ async function inBatches<T>(items: T[], size: number, fn: (item: T) => Promise<u
 const cp = await startControlPlane({ kwok: false, controllerManager: false, scheduler: false });
 let child: Deno.ChildProcess | undefined;
 try {
-  for (const crd of ["bootcnodepools", "bootcnodes"]) {
-    await cp.applyYaml(
-      await Deno.readTextFile(new URL(`../crds/${crd}.node.bootc.dev.yaml`, import.meta.url)),
-    );
+  // Every CRD: the controller waits for all its informers (the budgets' too) before it is ready.
+  const crds = new URL("../crds/", import.meta.url);
+  for await (const entry of Deno.readDir(crds)) {
+    if (entry.name.endsWith(".yaml")) {
+      await cp.applyYaml(await Deno.readTextFile(new URL(entry.name, crds)));
+    }
   }
   const pools = cp.client.resource<BootcNodePool>(Resources.bootcNodePools);
   await waitFor(async () => (await pools.list(), true), { timeoutMs: 30_000, message: "CRDs" });
@@ -62,7 +74,7 @@ try {
     ],
     stdout: "null",
     stderr: "null",
-    env: { LOG_LEVEL: "warn" },
+    env: { LOG_LEVEL: "warn", DENO_V8_FLAGS: v8Flags },
   }).spawn();
   const pid = child.pid;
   await waitFor(
@@ -75,6 +87,7 @@ try {
   ).catch((e) => {
     throw e;
   });
+  console.log(`controller DENO_V8_FLAGS=${v8Flags || "(none)"}`);
   const idle = await settleRss(pid, 3000);
 
   const nodes = cp.client.resource(Resources.nodes);
