@@ -9,8 +9,36 @@
  *
  * @module
  */
+import { isConflict } from "../lib/kube/errors.ts";
 import { shortDigest } from "./format.ts";
 import type { BootcNodePool } from "./model.ts";
+
+/** Reads and conditional writes `rollback` tries before a conflict is reported. */
+export const ROLLBACK_ATTEMPTS = 5;
+
+/**
+ * `rollback POOL [--to-revision N]`: reads the pool, plans, and writes the plan's
+ * conditional patch. The controller writes the pool's status often, so a
+ * conflict means: read again and decide again (never overwrite blindly).
+ */
+export async function rollback(options: {
+  get: () => Promise<BootcNodePool>;
+  patch: (patch: Record<string, unknown>) => Promise<unknown>;
+  toRevision?: number;
+  attempts?: number;
+}): Promise<{ ok: boolean; message: string }> {
+  const attempts = options.attempts ?? ROLLBACK_ATTEMPTS;
+  for (let attempt = 1;; attempt++) {
+    const plan = planRollback(await options.get(), options.toRevision);
+    if (plan.kind === "nothing") return { ok: false, message: plan.message };
+    try {
+      await options.patch(plan.patch);
+      return { ok: true, message: plan.message };
+    } catch (e) {
+      if (!isConflict(e) || attempt >= attempts) throw e;
+    }
+  }
+}
 
 /** The merge patch that pauses or resumes a pool. */
 export function pausePatch(paused: boolean): Record<string, unknown> {

@@ -1,5 +1,13 @@
 import assert from "node:assert/strict";
-import { historyMessage, pauseMessage, pausePatch, planRollback, repositoryOf } from "./actions.ts";
+import { ConflictError } from "../lib/kube/errors.ts";
+import {
+  historyMessage,
+  pauseMessage,
+  pausePatch,
+  planRollback,
+  repositoryOf,
+  rollback,
+} from "./actions.ts";
 import { NEW, OLD, pool, REPO } from "./testing.ts";
 
 Deno.test("pause and resume patch spec.rollout.paused and say what changed", () => {
@@ -87,4 +95,55 @@ Deno.test("history lists revisions, marks the target and shows the failure recor
   assert.match(text, /failed digests \(never chosen again automatically\): bbbbbbbbbbbb/);
   assert.match(text, /consecutive failed rollouts: 1/);
   assert.match(historyMessage(pool()), /no revision history yet/);
+});
+
+Deno.test("rollback: a conflict reads the pool again and decides again; other errors surface", async () => {
+  const reads: string[] = [];
+  const patches: Record<string, unknown>[] = [];
+  let version = 0;
+  const get = () => {
+    const p = withHistory();
+    p.metadata.resourceVersion = String(++version);
+    reads.push(p.metadata.resourceVersion);
+    return Promise.resolve(p);
+  };
+  // The controller wrote the status between the first read and the first patch.
+  const done = await rollback({
+    get,
+    patch: (patch) => {
+      patches.push(patch);
+      return patches.length === 1
+        ? Promise.reject(new ConflictError({ status: 409, reason: "Conflict" }))
+        : Promise.resolve();
+    },
+  });
+  assert.equal(done.ok, true);
+  assert.deepEqual(reads, ["1", "2"]);
+  assert.deepEqual(
+    patches.map((p) => (p.metadata as { resourceVersion: string }).resourceVersion),
+    [
+      "1",
+      "2",
+    ],
+  );
+  // Always conflicting: gives up after the attempts, with the conflict.
+  await assert.rejects(
+    rollback({
+      get,
+      patch: () => Promise.reject(new ConflictError({ status: 409, reason: "Conflict" })),
+      attempts: 3,
+    }),
+    ConflictError,
+  );
+  await assert.rejects(
+    rollback({ get, patch: () => Promise.reject(new Error("forbidden")) }),
+    /forbidden/,
+  );
+  // Nothing to do: no write at all.
+  const nothing = await rollback({
+    get,
+    patch: () => Promise.reject(new Error("no")),
+    toRevision: 9,
+  });
+  assert.equal(nothing.ok, false);
 });

@@ -103,15 +103,18 @@ async function run(flags: GlobalFlags, cmd: Command): Promise<number> {
         return 0;
       }
       case "rollback": {
-        const { planRollback } = await import("./actions.ts");
+        const { rollback } = await import("./actions.ts");
         const pools = resources(client).pools;
-        const plan = planRollback(await pools.get(cmd.pool), cmd.toRevision);
-        if (plan.kind === "nothing") {
-          console.error(`kubectl bootc: ${plan.message}`);
+        const done = await rollback({
+          get: () => pools.get(cmd.pool),
+          patch: (patch) => pools.patch(cmd.pool, patch, { type: "merge" }),
+          toRevision: cmd.toRevision,
+        });
+        if (!done.ok) {
+          console.error(`kubectl bootc: ${done.message}`);
           return 1;
         }
-        await pools.patch(cmd.pool, plan.patch, { type: "merge" });
-        await out(plan.message + "\n");
+        await out(done.message + "\n");
         return 0;
       }
       case "history": {
