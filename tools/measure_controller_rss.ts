@@ -14,17 +14,11 @@ import type { BootcNodePool } from "../lib/api/mod.ts";
 import { startControlPlane } from "../tests/harness/control_plane.ts";
 import { freePort } from "../tests/harness/process.ts";
 import { waitFor } from "../tests/harness/wait.ts";
+import { shippedControllerV8Flags } from "./shipped_flags.ts";
 
 const n = Number(Deno.args[0] ?? 1000);
 
-/** The controller's V8 flags as shipped (manifests/controller.yaml), unless DENO_V8_FLAGS is set. */
-async function shippedV8Flags(): Promise<string> {
-  const manifest = await Deno.readTextFile(
-    new URL("../manifests/controller.yaml", import.meta.url),
-  );
-  return /name: DENO_V8_FLAGS\s+value: (\S+)/.exec(manifest)?.[1] ?? "";
-}
-const v8Flags = Deno.env.get("DENO_V8_FLAGS") ?? await shippedV8Flags();
+const v8Flags = Deno.env.get("DENO_V8_FLAGS") ?? await shippedControllerV8Flags();
 
 async function rssMiB(pid: number): Promise<number> {
   const status = await Deno.readTextFile(`/proc/${pid}/status`);

@@ -17,7 +17,7 @@
  *
  *   deno run -A tools/scale_rollout.ts [--nodes 50] [--pools 1] [--max-unavailable 10%]
  *     [--pull-ms 2000] [--reboot-ms 2000] [--timeout-min 30] [--keep-logs [--audit-bodies]]
- *     [--controller-v8-flags FLAGS]
+ *     [--controller-v8-flags FLAGS]   (default: manifests/controller.yaml's DENO_V8_FLAGS)
  *
  * @module
  */
@@ -42,6 +42,7 @@ import { waitFor } from "../tests/harness/wait.ts";
 import { pullImage } from "../tests/bootc_sim/registry_pull.ts";
 import type { PulledImage } from "../tests/bootc_sim/model.ts";
 import { StandInFleet } from "./scale_standin.ts";
+import { shippedControllerV8Flags } from "./shipped_flags.ts";
 import {
   formatBreakdown,
   histogramBuckets,
@@ -69,7 +70,7 @@ export interface ScaleOptions {
   keepLogs: boolean;
   /** Audit at level Request (write bodies too), to see what each write changed. */
   auditBodies?: boolean;
-  /** DENO_V8_FLAGS for the controller process (e.g. a smaller young generation). */
+  /** DENO_V8_FLAGS for the controller process (default: the manifest's; "" for none). */
   controllerV8Flags?: string;
 }
 
@@ -135,9 +136,7 @@ async function auditedBinDir(
       "omitStages: [RequestReceived]",
       "rules:",
       // Request bodies only for writes: reads would make the log huge.
-      ...(bodies
-        ? ["- level: Request", "  verbs: [create, update, patch, delete]"]
-        : []),
+      ...(bodies ? ["- level: Request", "  verbs: [create, update, patch, delete]"] : []),
       "- level: Metadata",
       "",
     ].join("\n"),
@@ -534,7 +533,9 @@ export async function runScale(o: ScaleOptions): Promise<void> {
 
 if (import.meta.main) {
   try {
-    await runScale(parseOptions(Deno.args));
+    const options = parseOptions(Deno.args);
+    options.controllerV8Flags ??= await shippedControllerV8Flags();
+    await runScale(options);
   } catch (e) {
     console.error(`scale_rollout: ${e instanceof Error ? e.message : e}`);
     Deno.exit(1);
