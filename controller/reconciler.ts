@@ -118,6 +118,9 @@ export interface EventSink {
   ): Promise<void>;
 }
 
+/** Once-only event keys remembered (the oldest are forgotten first). */
+const MAX_ONCE_KEYS = 10_000;
+
 /** Options of {@linkcode PoolReconciler}. */
 export interface PoolReconcilerOptions {
   client: KubeClient;
@@ -1030,6 +1033,10 @@ export class PoolReconciler {
       if (e.onceKey) {
         if (this.#onceKeys.has(e.onceKey)) continue;
         this.#onceKeys.add(e.onceKey);
+        // Bounded: keys name nodes and times, so a long-lived controller would collect them.
+        if (this.#onceKeys.size > MAX_ONCE_KEYS) {
+          this.#onceKeys.delete(this.#onceKeys.values().next().value!);
+        }
       }
       const involved: KubeObject = e.regarding.kind === "BootcNodePool"
         ? { apiVersion: pool.apiVersion, kind: "BootcNodePool", metadata: pool.metadata }
