@@ -118,6 +118,9 @@ export interface EventSink {
   ): Promise<void>;
 }
 
+/** How long planning waits for earlier writes the caches still miss before going on. */
+const MAX_UNSEEN_MS = 60_000;
+
 /** Once-only event keys remembered (the oldest are forgotten first). */
 const MAX_ONCE_KEYS = 10_000;
 
@@ -167,11 +170,33 @@ export interface PoolReconcilerOptions {
 /** Counts of the writes a reconciler made, by kind (for tests and reports). */
 export type WriteCounts = Record<string, number>;
 
-interface Written {
+/** A write of this controller's, as the caches should come to show it. */
+export interface Written {
   store: "bootcNodes" | "nodes" | "pools";
   name: string;
   resourceVersion?: string;
   deleted?: boolean;
+}
+
+/** Whether the cache (`cached`: the object it holds now) shows write `w`. */
+export function writeVisible(w: Written, cached: KubeObject | undefined): boolean {
+  if (w.deleted) return cached === undefined;
+  return cached !== undefined && newerOrEqual(cached.metadata?.resourceVersion, w.resourceVersion);
+}
+
+/**
+ * The earlier writes planning must still wait for: those the cache does not show yet.
+ * A write whose object is no longer cached is not waited for (it was deleted since;
+ * nothing to plan around).
+ */
+export function stillUnseen(
+  unseen: readonly Written[],
+  cached: (w: Written) => KubeObject | undefined,
+): Written[] {
+  return unseen.filter((w) => {
+    const obj = cached(w);
+    return !writeVisible(w, obj) && (w.deleted || obj !== undefined);
+  });
 }
 
 const nodeSummaries = new WeakMap<Node, NodeSummary>();
@@ -316,6 +341,9 @@ export class PoolReconciler {
   #daemonAccess: DaemonAccessSync;
   #queue?: WorkQueue<string>;
   #onceKeys = new Set<string>();
+  /** Writes the caches had not shown when a reconcile stopped waiting; see #cachesBehind. */
+  #unseen: Written[] = [];
+  #unseenSince = 0;
   #drainRefusals = new Map<string, number>();
   /** Per pool: when this process last wrote its status, and since when a progress change waits. */
   #statusWrites = new Map<string, { at?: number; pendingSince?: number }>();
@@ -752,6 +780,10 @@ export class PoolReconciler {
       await this.#releaseGonePool(name, log);
       return;
     }
+    if (this.#cachesBehind(log)) {
+      this.#queue?.addAfter(name, 500);
+      return;
+    }
     const now = this.#clock.now();
     const secret = await this.#pullSecret(pool);
     // A channel pool plans with the version its channel chose as its ref.
@@ -1077,25 +1109,52 @@ export class PoolReconciler {
   }
 
   /** Waits until the caches show this reconcile's writes (bounded). */
+  #cached(w: Written): KubeObject | undefined {
+    const store = w.store === "pools"
+      ? this.pools.store
+      : w.store === "nodes"
+      ? this.nodes.store
+      : this.bootcNodes.store;
+    return (store as { get(k: string): KubeObject | undefined }).get(w.name);
+  }
+
+  #visible(w: Written): boolean {
+    return writeVisible(w, this.#cached(w));
+  }
+
+  /**
+   * True when writes of an earlier reconcile are still not in the caches (the wait for
+   * them timed out): planning now could miss a slot granted then and grant one more.
+   * A write whose object left the cache no longer counts; after
+   * {@linkcode MAX_UNSEEN_MS} the writes are given up on (said in a warning).
+   */
+  #cachesBehind(log: Logger): boolean {
+    if (this.#unseen.length === 0) return false;
+    const now = Date.now();
+    this.#unseen = stillUnseen(this.#unseen, (w) => this.#cached(w));
+    if (this.#unseen.length === 0) return false;
+    if (now - this.#unseenSince >= MAX_UNSEEN_MS) {
+      log.warn("planning although the caches still miss earlier writes", {
+        pending: this.#unseen.map((w) => `${w.store}/${w.name}`),
+      });
+      this.#unseen = [];
+      return false;
+    }
+    return true;
+  }
+
   async #awaitCaches(written: readonly Written[], log: Logger) {
     if (written.length === 0) return;
     const deadline = Date.now() + this.#cacheWaitMs;
-    const visible = (w: Written) => {
-      const store = w.store === "pools"
-        ? this.pools.store
-        : w.store === "nodes"
-        ? this.nodes.store
-        : this.bootcNodes.store;
-      const obj = (store as { get(k: string): KubeObject | undefined }).get(w.name);
-      if (w.deleted) return obj === undefined;
-      return obj !== undefined && newerOrEqual(obj.metadata?.resourceVersion, w.resourceVersion);
-    };
+    const visible = (w: Written) => this.#visible(w);
     let pending = written.filter((w) => !visible(w));
     while (pending.length > 0) {
       if (Date.now() >= deadline) {
-        log.warn("caches did not catch up with our writes", {
+        log.warn("caches did not catch up with our writes; planning waits for them", {
           pending: pending.map((w) => `${w.store}/${w.name}`),
         });
+        if (this.#unseen.length === 0) this.#unseenSince = Date.now();
+        this.#unseen.push(...pending);
         return;
       }
       await new Promise((r) => setTimeout(r, 10));

@@ -2,11 +2,14 @@ import assert from "node:assert/strict";
 import {
   type Node,
   type Pdb,
+  stillUnseen,
   summarizeNode,
   summarizePdb,
   trimNode,
   trimPdb,
   withoutManagedFields,
+  writeVisible,
+  type Written,
 } from "./reconciler.ts";
 import { nodeChangeMatters } from "./watch_mapping.ts";
 
@@ -120,4 +123,24 @@ Deno.test("withoutManagedFields drops only managedFields", () => {
     spec: { x: number };
   });
   assert.deepEqual(o, { metadata: { name: "p", labels: { a: "b" } }, spec: { x: 1 } });
+});
+
+Deno.test("stillUnseen: planning waits for earlier writes the cache does not show yet", () => {
+  const rv = (resourceVersion: string) => ({ metadata: { name: "n", resourceVersion } });
+  const grant: Written = { store: "nodes", name: "n1", resourceVersion: "120" };
+  const gone: Written = { store: "bootcNodes", name: "n2", deleted: true };
+  const created: Written = { store: "bootcNodes", name: "n3", resourceVersion: "130" };
+  const cache = new Map<string, { metadata: { name: string; resourceVersion: string } }>([
+    ["nodes/n1", rv("119")],
+    ["bootcNodes/n2", rv("100")],
+  ]);
+  const cached = (w: Written) => cache.get(`${w.store}/${w.name}`);
+  // The grant is behind, the deletion not yet seen; the created object is not cached at all.
+  assert.deepEqual(stillUnseen([grant, gone, created], cached), [grant, gone]);
+  cache.set("nodes/n1", rv("125")); // someone wrote after us: ours is in it
+  cache.delete("bootcNodes/n2");
+  assert.deepEqual(stillUnseen([grant, gone], cached), []);
+  // Same resourceVersion counts as seen; a missing Node (deleted since) is not waited for.
+  assert.equal(writeVisible(grant, rv("120")), true);
+  assert.deepEqual(stillUnseen([{ ...grant, name: "gone" }], cached), []);
 });
