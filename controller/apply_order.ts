@@ -16,23 +16,13 @@
  *
  * @module
  */
-import { ANNOTATION_IN_REBOOT_SLOT } from "../lib/api/mod.ts";
-import type { Action } from "./plan.ts";
+import { type Action, isSlotGrant } from "./plan.ts";
 
 /** The actions of one node, in planned order. */
 export type Lane = Action[];
 
 /** Lanes that may run concurrently; a stage starts only when the one before succeeded. */
 export type Stage = Lane[];
-
-/** Whether `action` hands a node a reboot slot (its Node write sets the slot record). */
-export function grantsSlot(action: Action): boolean {
-  if (action.kind !== "patchNode") return false;
-  const annotations =
-    (action.patch.metadata as { annotations?: Record<string, unknown> } | undefined)
-      ?.annotations;
-  return typeof annotations?.[ANNOTATION_IN_REBOOT_SLOT] === "string";
-}
 
 function nodeOf(action: Action): string | undefined {
   return "node" in action ? action.node : undefined;
@@ -55,7 +45,7 @@ export function applyStages(actions: readonly Action[]): Stage[] {
       granting = false;
       continue;
     }
-    const grant = grantsSlot(action);
+    const grant = isSlotGrant(action);
     if (grant && !granting) {
       close();
       granting = true;

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { ANNOTATION_IN_REBOOT_SLOT } from "../lib/api/mod.ts";
-import { applyStages, grantsSlot, runStages } from "./apply_order.ts";
-import type { Action } from "./plan.ts";
+import { applyStages, runStages } from "./apply_order.ts";
+import { type Action, isSlotGrant } from "./plan.ts";
 
 const release = (node: string): Action => ({
   kind: "patchNode",
@@ -25,11 +25,19 @@ const evict = (node: string): Action => ({ kind: "evict", node, pods: [] });
 const label = (a: Action) => `${a.kind}:${"node" in a ? a.node : "-"}`;
 const shape = (actions: Action[]) => applyStages(actions).map((s) => s.map((l) => l.map(label)));
 
-Deno.test("grantsSlot: a Node write that sets the slot record, not one that clears it", () => {
-  assert.equal(grantsSlot(grant("a")), true);
-  assert.equal(grantsSlot(release("a")), false);
-  assert.equal(grantsSlot(mirror("a")), false);
-  assert.equal(grantsSlot({ kind: "addFinalizer" }), false);
+const repair = (node: string): Action => ({
+  kind: "patchNode",
+  node,
+  patch: { metadata: { annotations: { [ANNOTATION_IN_REBOOT_SLOT]: "2026-11-23T00:00:00Z" } } },
+  why: "repair record",
+});
+
+Deno.test("isSlotGrant: the grant, not a release nor a repair that rewrites the slot record", () => {
+  assert.equal(isSlotGrant(grant("a")), true);
+  assert.equal(isSlotGrant(release("a")), false);
+  assert.equal(isSlotGrant(repair("a")), false);
+  assert.equal(isSlotGrant(mirror("a")), false);
+  assert.equal(isSlotGrant({ kind: "addFinalizer" }), false);
 });
 
 Deno.test("applyStages: releases before grants, a lane per node, the finalizer alone", () => {
@@ -62,6 +70,11 @@ Deno.test("applyStages: releases before grants, a lane per node, the finalizer a
     [["removeFinalizer:-"]],
   ]);
   assert.deepEqual(shape([]), []);
+  // A repaired record is not a grant: the release after it still runs before the grant.
+  assert.deepEqual(shape([repair("a"), release("b"), grant("c")]), [
+    [["patchNode:a"], ["patchNode:b"]],
+    [["patchNode:c"]],
+  ]);
 });
 
 Deno.test("runStages: a failed release stops the grants; other lanes of its stage finish", async () => {

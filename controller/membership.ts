@@ -78,11 +78,13 @@ export function releaseNode(
   why: string,
 ): void {
   const node = input.nodes.get(name);
-  if (bn) plan.act({ kind: "deleteBootcNode", node: name, uid: bn.metadata.uid });
-  if (node) {
-    const patch = releasePatch(node, bn, { unlabel: true });
-    if (patch) plan.act({ kind: "patchNode", node: name, patch, why: "release node" });
-  }
+  // A BootcNode already going away (a finalizer of someone else's holds it) is not
+  // deleted again on every pass.
+  const deleting = bn !== undefined && !bn.metadata.deletionTimestamp;
+  const patch = node ? releasePatch(node, bn, { unlabel: true }) : undefined;
+  if (!deleting && !patch) return;
+  if (deleting) plan.act({ kind: "deleteBootcNode", node: name, uid: bn.metadata.uid });
+  if (patch) plan.act({ kind: "patchNode", node: name, patch, why: "release node" });
   plan.poolEvent("Normal", "NodeRemoved", `node ${name} left the pool: ${why}`);
 }
 

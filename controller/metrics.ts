@@ -18,7 +18,7 @@ import {
 import type { EvictionOutcome } from "./drain.ts";
 import { EffectiveState } from "./effective_state.ts";
 import { owningPool } from "./membership.ts";
-import type { Action, Plan } from "./plan.ts";
+import { type Action, isSlotGrant, type Plan } from "./plan.ts";
 
 type Labels = Record<string, string>;
 
@@ -347,14 +347,6 @@ export function poolObservation(
     slotHolders,
     waiting: c.Pending + c.Staging + c.Staged > 0,
   };
-}
-
-/**
- * True for the action that grants a node a reboot slot (`slot_grant.ts`; the
- * planner's tests know grants by the same `why`).
- */
-export function isSlotGrant(action: Action): boolean {
-  return action.kind === "patchNode" && action.why === "assign slot";
 }
 
 /**

@@ -8,13 +8,13 @@ import {
 import {
   ControllerMetrics,
   DEGRADED_REASONS,
-  isSlotGrant,
   type NodeLike,
   type PoolObservation,
   poolObservation,
   Registry,
   STALLED_REASONS,
 } from "./metrics.ts";
+import { isSlotGrant } from "./plan.ts";
 import { type Action, planPool } from "./planner.ts";
 import { emptyCounts } from "./pool_status.ts";
 import { bootcNode, digest, image, input, node, pool, REPO } from "./testing/fixtures.ts";

@@ -95,6 +95,17 @@ export type Action =
   | { kind: "addFinalizer" }
   | { kind: "removeFinalizer" };
 
+/** The `why` of the Node write that hands a node a reboot slot (`slot_grant.ts`). */
+export const SLOT_GRANT_WHY = "assign slot";
+
+/**
+ * True for the action that grants a node a reboot slot. Known by its `why`, not by
+ * its patch: a repair of a damaged record also writes the slot annotation.
+ */
+export function isSlotGrant(action: Action): boolean {
+  return action.kind === "patchNode" && action.why === SLOT_GRANT_WHY;
+}
+
 /** A Kubernetes Event to record. */
 export interface PlannedEvent {
   /** The object the event is about. */

@@ -718,6 +718,27 @@ Deno.test("deletion: a pool being deleted hands its nodes back, then drops its f
   assert.ok(p.metadata.finalizers?.includes(POOL_FINALIZER));
 });
 
+Deno.test("deletion: a BootcNode already terminating is not deleted again on every pass", () => {
+  const p = pool();
+  p.metadata.deletionTimestamp = NOW;
+  const held = bootcNode("a", { phase: "idle" });
+  held.metadata.deletionTimestamp = EARLIER; // someone else's finalizer holds it
+  held.metadata.finalizers = ["example.com/hold"];
+  const released = node("a", { labels: { role: "worker" } }); // its first pass unlabelled it
+  const plan = planPool(input(p, { nodes: [released], bootcNodes: [held] }));
+  // Nothing left to do for it, and the pool keeps its finalizer until it is gone.
+  assert.deepEqual(plan.actions, []);
+  assert.equal(plan.events.filter((e) => e.reason === "NodeRemoved").length, 0);
+  // A disrupted Node is still restored.
+  const disrupted = bootcNode("a", { phase: "staged", slotAt: EARLIER, wasCordoned: false });
+  disrupted.metadata.deletionTimestamp = EARLIER;
+  const again = planPool(input(p, {
+    nodes: [node("a", { unschedulable: true })],
+    bootcNodes: [disrupted],
+  }));
+  assert.deepEqual(again.actions.map((a) => a.kind), ["patchNode"]);
+});
+
 Deno.test("pods: with podsListed, unknown nodes are neither drained nor given a slot, and are asked for", () => {
   const args = input(pool({ maxUnavailable: 2 }), {
     nodes: [node("n1", { unschedulable: true }), node("n2"), node("n3")],

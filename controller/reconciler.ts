@@ -178,9 +178,12 @@ export interface Written {
   deleted?: boolean;
 }
 
-/** Whether the cache (`cached`: the object it holds now) shows write `w`. */
+/**
+ * Whether the cache (`cached`: the object it holds now) shows write `w`. A delete
+ * shows once the object is gone or terminating (a finalizer may hold it for long).
+ */
 export function writeVisible(w: Written, cached: KubeObject | undefined): boolean {
-  if (w.deleted) return cached === undefined;
+  if (w.deleted) return cached === undefined || Boolean(cached.metadata?.deletionTimestamp);
   return cached !== undefined && newerOrEqual(cached.metadata?.resourceVersion, w.resourceVersion);
 }
 
@@ -189,10 +192,10 @@ export function writeVisible(w: Written, cached: KubeObject | undefined): boolea
  * A write whose object is no longer cached is not waited for (it was deleted since;
  * nothing to plan around).
  */
-export function stillUnseen(
-  unseen: readonly Written[],
-  cached: (w: Written) => KubeObject | undefined,
-): Written[] {
+export function stillUnseen<W extends Written>(
+  unseen: readonly W[],
+  cached: (w: W) => KubeObject | undefined,
+): W[] {
   return unseen.filter((w) => {
     const obj = cached(w);
     return !writeVisible(w, obj) && (w.deleted || obj !== undefined);
@@ -342,8 +345,7 @@ export class PoolReconciler {
   #queue?: WorkQueue<string>;
   #onceKeys = new Set<string>();
   /** Writes the caches had not shown when a reconcile stopped waiting; see #cachesBehind. */
-  #unseen: Written[] = [];
-  #unseenSince = 0;
+  #unseen: (Written & { since: number })[] = [];
   #drainRefusals = new Map<string, number>();
   /** Per pool: when this process last wrote its status, and since when a progress change waits. */
   #statusWrites = new Map<string, { at?: number; pendingSince?: number }>();
@@ -772,16 +774,18 @@ export class PoolReconciler {
 
   async #reconcile(name: string): Promise<void> {
     const log = this.#log.with({ pool: name });
+    // Writes of an earlier reconcile the caches still miss: planning (a gone pool's
+    // restores included) waits for them rather than redo or outrun them.
+    if (this.#cachesBehind(log)) {
+      this.#queue?.addAfter(name, 500);
+      return;
+    }
     const pool = this.pools.store.get(name);
     if (!pool) {
       this.#tags.forget(name);
       this.#channels.forget(name);
       this.#healthQueries.forget(name);
       await this.#releaseGonePool(name, log);
-      return;
-    }
-    if (this.#cachesBehind(log)) {
-      this.#queue?.addAfter(name, 500);
       return;
     }
     const now = this.#clock.now();
@@ -1131,16 +1135,15 @@ export class PoolReconciler {
   #cachesBehind(log: Logger): boolean {
     if (this.#unseen.length === 0) return false;
     const now = Date.now();
-    this.#unseen = stillUnseen(this.#unseen, (w) => this.#cached(w));
-    if (this.#unseen.length === 0) return false;
-    if (now - this.#unseenSince >= MAX_UNSEEN_MS) {
+    const pending = stillUnseen(this.#unseen, (w) => this.#cached(w));
+    const givenUp = pending.filter((w) => now - w.since >= MAX_UNSEEN_MS);
+    if (givenUp.length > 0) {
       log.warn("planning although the caches still miss earlier writes", {
-        pending: this.#unseen.map((w) => `${w.store}/${w.name}`),
+        pending: givenUp.map((w) => `${w.store}/${w.name}`),
       });
-      this.#unseen = [];
-      return false;
     }
-    return true;
+    this.#unseen = pending.filter((w) => now - w.since < MAX_UNSEEN_MS);
+    return this.#unseen.length > 0;
   }
 
   async #awaitCaches(written: readonly Written[], log: Logger) {
@@ -1153,8 +1156,8 @@ export class PoolReconciler {
         log.warn("caches did not catch up with our writes; planning waits for them", {
           pending: pending.map((w) => `${w.store}/${w.name}`),
         });
-        if (this.#unseen.length === 0) this.#unseenSince = Date.now();
-        this.#unseen.push(...pending);
+        const since = Date.now();
+        this.#unseen.push(...pending.map((w) => ({ ...w, since })));
         return;
       }
       await new Promise((r) => setTimeout(r, 10));

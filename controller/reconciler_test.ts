@@ -144,3 +144,14 @@ Deno.test("stillUnseen: planning waits for earlier writes the cache does not sho
   assert.equal(writeVisible(grant, rv("120")), true);
   assert.deepEqual(stillUnseen([{ ...grant, name: "gone" }], cached), []);
 });
+
+Deno.test("writeVisible: a delete shows once the object is terminating (a finalizer may hold it)", () => {
+  const gone: Written = { store: "bootcNodes", name: "n2", deleted: true };
+  const meta = { name: "n2", resourceVersion: "100" };
+  assert.equal(writeVisible(gone, { metadata: meta }), false);
+  assert.equal(
+    writeVisible(gone, { metadata: { ...meta, deletionTimestamp: "2026-11-25T00:00:00Z" } }),
+    true,
+  );
+  assert.equal(writeVisible(gone, undefined), true);
+});

@@ -14,7 +14,7 @@ import { pdbDemand } from "./drain.ts";
 import { EffectiveState } from "./effective_state.ts";
 import type { RolloutContext } from "./in_flight.ts";
 import type { Member } from "./membership.ts";
-import { listNames } from "./plan.ts";
+import { listNames, SLOT_GRANT_WHY } from "./plan.ts";
 
 /** Members that could take a slot now (before any budget is applied). */
 export function slotCandidates(members: readonly Member[]): Member[] {
@@ -70,7 +70,7 @@ export function grantSlots(
       kind: "patchNode",
       node: name,
       patch: grantPatch(c.node, plan.poolName, input.now),
-      why: "assign slot",
+      why: SLOT_GRANT_WHY,
     });
     plan.act({
       kind: "patchBootcNode",
