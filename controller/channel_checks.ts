@@ -23,24 +23,30 @@
  * - A key no pool wants any more is dropped and its request aborted;
  *   {@linkcode ChannelChecks.close} leaves no timer or request behind.
  *
+ * The keys, timeouts, backoff and loops are keyed_poll.ts's, shared with
+ * tag_resolution.ts; this module says what is fetched and when.
+ *
  * {@linkcode registryTagLister} lists tags with lib/registry (paginated by the
  * `Link` header, authenticated with the pool's `.dockerconfigjson`).
  *
  * @module
  */
-import { type Clock, systemClock } from "../lib/clock.ts";
-import { type Logger, silentLogger } from "../lib/log.ts";
+import type { Clock } from "../lib/clock.ts";
+import type { Logger } from "../lib/log.ts";
 import { RegistryClient } from "../lib/registry/mod.ts";
-import { failureMessage, formatDuration, registryHost, retryDelayMs } from "./tag_resolution.ts";
+import { KeyedPoll, pollKey, type PollOutcome, type PollResult } from "./keyed_poll.ts";
+
+/** A listing's tags. */
+export interface ChannelListing {
+  ok: true;
+  tags: string[];
+}
 
 /** What one listing produced. */
-export type ChannelListResult = { ok: true; tags: string[] } | { ok: false; message: string };
+export type ChannelListResult = PollResult<ChannelListing>;
 
 /** The latest outcome of a key and when it was recorded. */
-export interface ChannelOutcome {
-  at: Date;
-  result: ChannelListResult;
-}
+export type ChannelOutcome = PollOutcome<ChannelListing>;
 
 /** What a pool asks of the service. */
 export interface ChannelRequest {
@@ -92,34 +98,9 @@ const DEFAULT_TIMEOUT_MS = 30_000;
 const DEFAULT_INITIAL_BACKOFF_MS = 5_000;
 const DEFAULT_MAX_BACKOFF_MS = 5 * 60_000;
 const DEFAULT_JITTER = 0.2;
-/** Longest single wait; later due times are waited for in steps (timers overflow at ~24 days). */
-export const MAX_WAIT_MS = 60 * 60_000;
-
-interface KeyState {
-  key: string;
-  repository: string;
-  host: string;
-  dockerConfigJson?: string;
-  /** Pool → its due time (ms since the epoch; NaN when invalid, never due). */
-  pools: Map<string, number>;
-  latest?: ChannelOutcome;
-  /** When the last successful listing was recorded (ms): due times up to it are met. */
-  succeededAt?: number;
-  /** When the last listing (of either kind) was recorded (ms). */
-  settledAt?: number;
-  failures: number;
-  /** Jittered retry delay chosen at the last failure. */
-  retryDelayMs: number;
-  inFlight: boolean;
-  /** Aborted when the key is dropped: ends its loop and its request. */
-  stop: AbortController;
-  /** Aborted to cut the current wait short (the schedule changed). */
-  wake?: AbortController;
-}
-
 /** The identity of a request: repository and credentials (never the secret itself). */
 export function channelKey(request: Pick<ChannelRequest, "repository" | "credentials">): string {
-  return `${request.repository} ${request.credentials?.hash ?? "anonymous"}`;
+  return pollKey(request.repository, request.credentials);
 }
 
 /**
@@ -143,51 +124,57 @@ export function nextListingAt(state: {
 
 /** Lists channel repositories' tags in the background; see the module documentation. */
 export class ChannelChecks {
-  #lister: TagLister;
-  #clock: Clock;
-  #log: Logger;
-  #timeoutMs: number;
-  #initialBackoffMs: number;
-  #maxBackoffMs: number;
-  #jitter: number;
-  #random: () => number;
-  #onResult?: (pools: string[], key: string) => void;
-  #keys = new Map<string, KeyState>();
-  /** Pool → the key it wants. */
-  #subscriptions = new Map<string, string>();
-  /** Every key loop still running, including those of dropped keys still settling. */
-  #loops = new Set<Promise<void>>();
-  #attempts = 0;
-  #closed = false;
+  #poll: KeyedPoll<number, ChannelListing>;
 
   /** Creates an idle service; keys start when a pool wants them. */
   constructor(options: ChannelChecksOptions) {
-    this.#lister = options.lister;
-    this.#clock = options.clock ?? systemClock;
-    this.#log = (options.logger ?? silentLogger).with({ component: "channel-checks" });
-    this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    this.#initialBackoffMs = options.initialBackoffMs ?? DEFAULT_INITIAL_BACKOFF_MS;
-    this.#maxBackoffMs = options.maxBackoffMs ?? DEFAULT_MAX_BACKOFF_MS;
-    this.#jitter = options.jitter ?? DEFAULT_JITTER;
-    this.#random = options.random ?? Math.random;
-    this.#onResult = options.onResult;
+    const lister = options.lister;
+    this.#poll = new KeyedPoll({
+      attempt: async (repository, listOptions) => ({
+        ok: true,
+        tags: await lister(repository, listOptions),
+      }),
+      nextAt: (state) =>
+        nextListingAt({
+          dueAts: state.subscriptions.values(),
+          succeededAt: state.succeededAt,
+          ...(state.latest && !state.latest.result.ok
+            ? { failedAt: state.settledAt, retryDelayMs: state.retryDelayMs }
+            : {}),
+        }),
+      sameSchedule: Object.is,
+      timeoutMessage: (host, repository, timeout) =>
+        `registry ${host} did not list the tags of ${repository} within ${timeout}`,
+      log: {
+        component: "channel-checks",
+        field: "repository",
+        recovered: "channel tags listed again",
+        failed: "channel tag listing failed",
+      },
+      timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+      initialBackoffMs: options.initialBackoffMs ?? DEFAULT_INITIAL_BACKOFF_MS,
+      maxBackoffMs: options.maxBackoffMs ?? DEFAULT_MAX_BACKOFF_MS,
+      jitter: options.jitter ?? DEFAULT_JITTER,
+      random: options.random,
+      clock: options.clock,
+      logger: options.logger,
+      onResult: options.onResult,
+    });
   }
 
   /** Keys currently kept (for tests and metrics). */
   get keys(): string[] {
-    return [...this.#keys.keys()];
+    return this.#poll.keys;
   }
 
   /** Listings in flight right now. */
   get inFlight(): number {
-    let n = 0;
-    for (const s of this.#keys.values()) if (s.inFlight) n++;
-    return n;
+    return this.#poll.inFlight;
   }
 
   /** Listings started so far. */
   get attempts(): number {
-    return this.#attempts;
+    return this.#poll.attempts;
   }
 
   /**
@@ -196,58 +183,27 @@ export class ChannelChecks {
    * {@linkcode close}d.
    */
   want(pool: string, request: ChannelRequest): ChannelOutcome | undefined {
-    if (this.#closed) return undefined;
-    const key = channelKey(request);
-    const previous = this.#subscriptions.get(pool);
-    if (previous !== undefined && previous !== key) this.#unsubscribe(pool, previous);
-    this.#subscriptions.set(pool, key);
-    const dueAt = request.dueAt.getTime();
-    let state = this.#keys.get(key);
-    if (!state) {
-      state = {
-        key,
-        repository: request.repository,
-        host: registryHost(request.repository),
-        dockerConfigJson: request.credentials?.dockerConfigJson,
-        pools: new Map([[pool, dueAt]]),
-        failures: 0,
-        retryDelayMs: 0,
-        inFlight: false,
-        stop: new AbortController(),
-      };
-      this.#keys.set(key, state);
-      const loop = this.#run(state);
-      this.#loops.add(loop);
-      loop.finally(() => this.#loops.delete(loop));
-      return undefined;
-    }
-    // Same hash, same Secret data: the config can only be equal, but keep the newest.
-    state.dockerConfigJson = request.credentials?.dockerConfigJson;
-    const before = state.pools.get(pool);
-    state.pools.set(pool, dueAt);
-    if (!Object.is(before, dueAt)) state.wake?.abort(); // the schedule moved: re-plan
-    return state.latest;
+    return this.#poll.want(pool, {
+      key: channelKey(request),
+      target: request.repository,
+      dockerConfigJson: request.credentials?.dockerConfigJson,
+      schedule: request.dueAt.getTime(),
+    });
   }
 
   /** The latest outcome for `pool`'s key, if any. */
   latest(pool: string): ChannelOutcome | undefined {
-    const key = this.#subscriptions.get(pool);
-    return key === undefined ? undefined : this.#keys.get(key)?.latest;
+    return this.#poll.latest(pool);
   }
 
   /** `pool` wants nothing any more (it is gone or no longer follows a channel). */
   forget(pool: string): void {
-    const key = this.#subscriptions.get(pool);
-    if (key === undefined) return;
-    this.#subscriptions.delete(pool);
-    this.#unsubscribe(pool, key);
+    this.#poll.forget(pool);
   }
 
   /** Drops every key and aborts every listing in flight (they settle shortly). */
   forgetAll(): void {
-    for (const state of this.#keys.values()) state.stop.abort();
-    this.#keys.clear();
-    this.#subscriptions.clear();
+    this.#poll.forgetAll();
   }
 
   /**
@@ -255,143 +211,8 @@ export class ChannelChecks {
    * timer or request is left behind.
    */
   async close(): Promise<void> {
-    this.#closed = true;
-    this.forgetAll();
-    while (this.#loops.size > 0) await Promise.all(this.#loops);
+    await this.#poll.close();
   }
-
-  #unsubscribe(pool: string, key: string) {
-    const state = this.#keys.get(key);
-    if (!state) return;
-    state.pools.delete(pool);
-    if (state.pools.size > 0) {
-      state.wake?.abort(); // its due time may have been the earliest
-      return;
-    }
-    // No pool uses the key: stop and abort what is in flight.
-    this.#keys.delete(key);
-    state.stop.abort();
-  }
-
-  #nextAt(state: KeyState): number {
-    return nextListingAt({
-      dueAts: state.pools.values(),
-      succeededAt: state.succeededAt,
-      ...(state.latest && !state.latest.result.ok
-        ? { failedAt: state.settledAt, retryDelayMs: state.retryDelayMs }
-        : {}),
-    });
-  }
-
-  async #run(state: KeyState): Promise<void> {
-    const stop = state.stop.signal;
-    while (!stop.aborted) {
-      const wait = this.#nextAt(state) - this.#clock.now().getTime();
-      if (wait > 0) {
-        const wake = new AbortController();
-        state.wake = wake;
-        const signal = AbortSignal.any([stop, wake.signal]);
-        try {
-          if (wait === Infinity) await aborted(signal); // nothing due: no timer until a want
-          else await this.#clock.sleep(Math.min(wait, MAX_WAIT_MS), signal);
-        } catch {
-          // Woken early or stopped: look at the schedule again.
-        } finally {
-          if (state.wake === wake) state.wake = undefined;
-        }
-        continue;
-      }
-      await this.#attempt(state);
-    }
-  }
-
-  async #attempt(state: KeyState): Promise<void> {
-    this.#attempts++;
-    state.inFlight = true;
-    const abort = new AbortController();
-    const signal = AbortSignal.any([state.stop.signal, abort.signal]);
-    const request: Promise<ChannelListResult> = (async () => {
-      try {
-        const tags = await this.#lister(state.repository, {
-          ...(state.dockerConfigJson !== undefined
-            ? { dockerConfigJson: state.dockerConfigJson }
-            : {}),
-          signal,
-        });
-        return { ok: true, tags };
-      } catch (e) {
-        return { ok: false, message: failureMessage(e, state.host) };
-      }
-    })();
-    const timer = new AbortController();
-    const timedOut = this.#clock.sleep(this.#timeoutMs, timer.signal).then(() => true, () => false);
-    try {
-      const first = await Promise.race<ChannelListResult | "timeout">([
-        request,
-        timedOut.then((fired): Promise<ChannelListResult | "timeout"> | "timeout" =>
-          fired ? "timeout" : request
-        ),
-      ]);
-      timer.abort();
-      let result: ChannelListResult;
-      if (first === "timeout") {
-        const message =
-          `registry ${state.host} did not list the tags of ${state.repository} within ${
-            formatDuration(this.#timeoutMs)
-          }`;
-        abort.abort(new DOMException(message, "TimeoutError"));
-        result = { ok: false, message };
-      } else {
-        result = first;
-      }
-      if (!state.stop.signal.aborted) this.#record(state, result);
-      // The aborted listing settles promptly; waiting for it keeps one request per key.
-      await request;
-    } finally {
-      timer.abort();
-      await timedOut;
-      state.inFlight = false;
-    }
-  }
-
-  #record(state: KeyState, result: ChannelListResult) {
-    const now = this.#clock.now();
-    state.settledAt = now.getTime();
-    state.latest = { at: now, result };
-    if (result.ok) {
-      if (state.failures > 0) {
-        this.#log.info("channel tags listed again", {
-          repository: state.repository,
-          after: state.failures,
-        });
-      }
-      state.succeededAt = now.getTime();
-      state.failures = 0;
-      state.retryDelayMs = 0;
-    } else {
-      state.failures++;
-      state.retryDelayMs = retryDelayMs(state.failures, {
-        initialMs: this.#initialBackoffMs,
-        maxMs: this.#maxBackoffMs,
-        jitter: this.#jitter,
-      }, this.#random);
-      this.#log.warn("channel tag listing failed", {
-        repository: state.repository,
-        error: result.message,
-        failures: state.failures,
-        retryInMs: state.retryDelayMs,
-      });
-    }
-    this.#onResult?.([...state.pools.keys()], state.key);
-  }
-}
-
-/** Resolves when `signal` aborts (never rejects; holds no timer). */
-function aborted(signal: AbortSignal): Promise<void> {
-  if (signal.aborted) return Promise.resolve();
-  return new Promise((resolve) =>
-    signal.addEventListener("abort", () => resolve(), { once: true })
-  );
 }
 
 /** Options of {@linkcode registryTagLister}: the registry settings the resolver uses. */

@@ -7,12 +7,12 @@ import {
   type ChannelChecksOptions,
   channelKey,
   type ChannelOutcome,
-  MAX_WAIT_MS,
   nextListingAt,
   registryTagLister,
   repositoryProblem,
   type TagLister,
 } from "./channel_checks.ts";
+import { MAX_WAIT_MS } from "./keyed_poll.ts";
 
 const REPO = "reg.example:5000/bootc/os";
 const HOUR = 60 * 60_000;

@@ -31,7 +31,7 @@ import type { HealthSpec } from "../lib/api/mod.ts";
 import { type Clock, systemClock } from "../lib/clock.ts";
 import { type Logger, silentLogger } from "../lib/log.ts";
 import { DEFAULT_QUERY_FOR_S, type QueryVerdict } from "./health.ts";
-import { formatDuration } from "./tag_resolution.ts";
+import { formatDuration } from "./keyed_poll.ts";
 
 /** A pool's `spec.rollout.health.prometheus`. */
 export type PrometheusCheck = NonNullable<HealthSpec["prometheus"]>;

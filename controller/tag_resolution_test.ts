@@ -1,10 +1,9 @@
 import assert from "node:assert/strict";
 import { FakeClock } from "../lib/clock.ts";
 import type { ImageResolver, ResolvedTarget, ResolveOptions } from "./resolver.ts";
+import { failureMessage, registryHost, retryDelayMs } from "./keyed_poll.ts";
 import {
-  failureMessage,
-  registryHost,
-  retryDelayMs,
+  nextResolutionAt,
   tagKey,
   TagResolution,
   type TagResolutionOptions,
@@ -329,5 +328,45 @@ Deno.test("messages name the registry host", () => {
       "reg.example:5000",
     ),
     "cannot reach registry reg.example:5000: connection refused",
+  );
+});
+
+Deno.test("nextResolutionAt: notBefore first, then the shortest interval, retries never later", () => {
+  const subs = (...s: { intervalMs: number; notBefore?: number }[]) =>
+    new Map(s.map((x, i) => [`p${i}`, x]));
+  const ok = { at: new Date(0), result: { ok: true as const, digest: DIGEST } };
+  const failed = { at: new Date(0), result: { ok: false as const, message: "down" } };
+  // Never tried: at once, unless every pool says its resolution is still fresh.
+  assert.equal(
+    nextResolutionAt({ subscriptions: subs({ intervalMs: 60 }), retryDelayMs: 0 }),
+    -Infinity,
+  );
+  assert.equal(
+    nextResolutionAt({
+      subscriptions: subs({ intervalMs: 60, notBefore: 500 }, { intervalMs: 90, notBefore: 300 }),
+      retryDelayMs: 0,
+    }),
+    300,
+  );
+  assert.equal(
+    nextResolutionAt({
+      subscriptions: subs({ intervalMs: 60, notBefore: 500 }, { intervalMs: 90 }),
+      retryDelayMs: 0,
+    }),
+    -Infinity,
+  );
+  // After a success: the shortest interval; after a failure: the retry delay, capped by it.
+  const both = subs({ intervalMs: 60 }, { intervalMs: 90 });
+  assert.equal(
+    nextResolutionAt({ subscriptions: both, latest: ok, settledAt: 1_000, retryDelayMs: 0 }),
+    1_060,
+  );
+  assert.equal(
+    nextResolutionAt({ subscriptions: both, latest: failed, settledAt: 1_000, retryDelayMs: 20 }),
+    1_020,
+  );
+  assert.equal(
+    nextResolutionAt({ subscriptions: both, latest: failed, settledAt: 1_000, retryDelayMs: 500 }),
+    1_060,
   );
 });
