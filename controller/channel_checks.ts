@@ -31,10 +31,14 @@
  *
  * @module
  */
-import type { Clock } from "../lib/clock.ts";
-import type { Logger } from "../lib/log.ts";
 import { RegistryClient } from "../lib/registry/mod.ts";
-import { KeyedPoll, pollKey, type PollOutcome, type PollResult } from "./keyed_poll.ts";
+import {
+  KeyedPoll,
+  type KeyedPollTunables,
+  pollKey,
+  type PollOutcome,
+  type PollResult,
+} from "./keyed_poll.ts";
 
 /** A listing's tags. */
 export interface ChannelListing {
@@ -73,31 +77,17 @@ export type TagLister = (
 ) => Promise<string[]>;
 
 /** Options of {@linkcode ChannelChecks}. */
-export interface ChannelChecksOptions {
+export interface ChannelChecksOptions extends KeyedPollTunables {
   lister: TagLister;
-  clock?: Clock;
-  logger?: Logger;
   /**
    * How long one listing (every page of it) may take before it is aborted
    * (default 30 s: longer than a tag resolution, since a listing is several requests).
    */
   timeoutMs?: number;
-  /** Delay before the first retry after a failure (default 5 s); doubles per failure. */
-  initialBackoffMs?: number;
-  /** Longest retry delay before jitter (default 5 min). */
-  maxBackoffMs?: number;
-  /** Retry delays are stretched by a random fraction up to this (default 0.2). */
-  jitter?: number;
-  /** Source of randomness in [0, 1) for the jitter (tests pin it). */
-  random?: () => number;
-  /** Called after every recorded outcome with the pools of the key. */
-  onResult?: (pools: string[], key: string) => void;
 }
 
 const DEFAULT_TIMEOUT_MS = 30_000;
-const DEFAULT_INITIAL_BACKOFF_MS = 5_000;
-const DEFAULT_MAX_BACKOFF_MS = 5 * 60_000;
-const DEFAULT_JITTER = 0.2;
+
 /** The identity of a request: repository and credentials (never the secret itself). */
 export function channelKey(request: Pick<ChannelRequest, "repository" | "credentials">): string {
   return pollKey(request.repository, request.credentials);
@@ -151,14 +141,8 @@ export class ChannelChecks {
         recovered: "channel tags listed again",
         failed: "channel tag listing failed",
       },
+      ...options,
       timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
-      initialBackoffMs: options.initialBackoffMs ?? DEFAULT_INITIAL_BACKOFF_MS,
-      maxBackoffMs: options.maxBackoffMs ?? DEFAULT_MAX_BACKOFF_MS,
-      jitter: options.jitter ?? DEFAULT_JITTER,
-      random: options.random,
-      clock: options.clock,
-      logger: options.logger,
-      onResult: options.onResult,
     });
   }
 

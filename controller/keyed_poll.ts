@@ -64,8 +64,26 @@ export interface PollRequest<Sub> {
   schedule: Sub;
 }
 
+/** The tunables the services built on the engine pass through (defaults in brackets). */
+export interface KeyedPollTunables {
+  clock?: Clock;
+  logger?: Logger;
+  /** How long one attempt may take before it is aborted (each service has its default). */
+  timeoutMs?: number;
+  /** Delay before the first retry after a failure (5 s); doubles per failure. */
+  initialBackoffMs?: number;
+  /** Longest retry delay before jitter (5 min). */
+  maxBackoffMs?: number;
+  /** Retry delays are stretched by a random fraction up to this (0.2). */
+  jitter?: number;
+  /** Source of randomness in [0, 1) for the jitter (tests pin it). */
+  random?: () => number;
+  /** Called after every recorded outcome with the key's subscribers (pools). */
+  onResult?: (subscribers: string[], key: string) => void;
+}
+
 /** Options of {@linkcode KeyedPoll}. */
-export interface KeyedPollOptions<Sub, Ok extends { ok: true }> {
+export interface KeyedPollOptions<Sub, Ok extends { ok: true }> extends KeyedPollTunables {
   /** Performs one attempt; must settle promptly when `signal` aborts. */
   attempt(
     target: string,
@@ -79,20 +97,7 @@ export interface KeyedPollOptions<Sub, Ok extends { ok: true }> {
   timeoutMessage(host: string, target: string, timeout: string): string;
   /** Log wording: the field naming the target, and the two messages. */
   log: { component: string; field: string; recovered: string; failed: string };
-  /** How long one attempt may take before it is aborted. */
   timeoutMs: number;
-  /** Delay before the first retry after a failure; doubles per failure. */
-  initialBackoffMs: number;
-  /** Longest retry delay before jitter. */
-  maxBackoffMs: number;
-  /** Retry delays are stretched by a random fraction up to this. */
-  jitter: number;
-  /** Source of randomness in [0, 1) for the jitter (tests pin it). */
-  random?: () => number;
-  clock?: Clock;
-  logger?: Logger;
-  /** Called after every recorded outcome with the key's subscribers. */
-  onResult?: (subscribers: string[], key: string) => void;
 }
 
 interface KeyState<Sub, Ok extends { ok: true }> extends PollSchedule<Sub, Ok> {
@@ -151,6 +156,7 @@ export function retryDelayMs(
 /** Keyed background attempts with per-subscriber schedules; see the module documentation. */
 export class KeyedPoll<Sub, Ok extends { ok: true }> {
   #options: KeyedPollOptions<Sub, Ok>;
+  #backoff: { initialMs: number; maxMs: number; jitter: number };
   #clock: Clock;
   #log: Logger;
   #random: () => number;
@@ -168,6 +174,11 @@ export class KeyedPoll<Sub, Ok extends { ok: true }> {
     this.#clock = options.clock ?? systemClock;
     this.#log = (options.logger ?? silentLogger).with({ component: options.log.component });
     this.#random = options.random ?? Math.random;
+    this.#backoff = {
+      initialMs: options.initialBackoffMs ?? 5_000,
+      maxMs: options.maxBackoffMs ?? 5 * 60_000,
+      jitter: options.jitter ?? 0.2,
+    };
   }
 
   /** Keys currently kept. */
@@ -362,11 +373,7 @@ export class KeyedPoll<Sub, Ok extends { ok: true }> {
       state.retryDelayMs = 0;
     } else {
       state.failures++;
-      state.retryDelayMs = retryDelayMs(state.failures, {
-        initialMs: this.#options.initialBackoffMs,
-        maxMs: this.#options.maxBackoffMs,
-        jitter: this.#options.jitter,
-      }, this.#random);
+      state.retryDelayMs = retryDelayMs(state.failures, this.#backoff, this.#random);
       this.#log.warn(log.failed, {
         [log.field]: state.target,
         error: (result as { message: string }).message,

@@ -23,10 +23,9 @@
  * @module
  */
 import type { PlatformDigest } from "../lib/api/mod.ts";
-import type { Clock } from "../lib/clock.ts";
-import type { Logger } from "../lib/log.ts";
 import {
   KeyedPoll,
+  type KeyedPollTunables,
   pollKey,
   type PollOutcome,
   type PollResult,
@@ -64,28 +63,13 @@ export interface TagRequest {
 }
 
 /** Options of {@linkcode TagResolution}. */
-export interface TagResolutionOptions {
+export interface TagResolutionOptions extends KeyedPollTunables {
   resolver: ImageResolver;
-  clock?: Clock;
-  logger?: Logger;
   /** How long one attempt may take before it is aborted (default 10 s). */
   timeoutMs?: number;
-  /** Delay before the first retry after a failure (default 5 s); doubles per failure. */
-  initialBackoffMs?: number;
-  /** Longest retry delay before jitter (default 5 min); never beyond the poll interval. */
-  maxBackoffMs?: number;
-  /** Retry delays are stretched by a random fraction up to this (default 0.2). */
-  jitter?: number;
-  /** Source of randomness in [0, 1) for the jitter (tests pin it). */
-  random?: () => number;
-  /** Called after every recorded result with the subscribers (pools) of the key. */
-  onResult?: (subscribers: string[], key: string) => void;
 }
 
 const DEFAULT_TIMEOUT_MS = 10_000;
-const DEFAULT_INITIAL_BACKOFF_MS = 5_000;
-const DEFAULT_MAX_BACKOFF_MS = 5 * 60_000;
-const DEFAULT_JITTER = 0.2;
 
 /** One pool's schedule: its poll interval and when its first attempt may be. */
 interface Subscription {
@@ -136,14 +120,8 @@ export class TagResolution {
         recovered: "tag resolved again",
         failed: "image resolution failed",
       },
+      ...options,
       timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
-      initialBackoffMs: options.initialBackoffMs ?? DEFAULT_INITIAL_BACKOFF_MS,
-      maxBackoffMs: options.maxBackoffMs ?? DEFAULT_MAX_BACKOFF_MS,
-      jitter: options.jitter ?? DEFAULT_JITTER,
-      random: options.random,
-      clock: options.clock,
-      logger: options.logger,
-      onResult: options.onResult,
     });
   }
 
