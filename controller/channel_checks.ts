@@ -120,6 +120,8 @@ export class ChannelChecks {
   constructor(options: ChannelChecksOptions) {
     const lister = options.lister;
     this.#poll = new KeyedPoll({
+      ...options,
+      timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
       attempt: async (repository, listOptions) => ({
         ok: true,
         tags: await lister(repository, listOptions),
@@ -141,8 +143,6 @@ export class ChannelChecks {
         recovered: "channel tags listed again",
         failed: "channel tag listing failed",
       },
-      ...options,
-      timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
     });
   }
 

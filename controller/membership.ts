@@ -9,6 +9,7 @@
 import {
   ANNOTATION_DESIRED_SINCE,
   ANNOTATION_FAILED_IMAGE,
+  ANNOTATION_WAS_CORDONED,
   API_VERSION,
   type BootcNode,
   type BootcNodePool,
@@ -19,7 +20,7 @@ import {
   POOL,
   PoolDegradedReason,
 } from "../lib/api/mod.ts";
-import { nodeDisrupted, recordOf, releasePatch, undrainPatch } from "./disruption.ts";
+import { mirrorOf, nodeDisrupted, recordOf, releasePatch, undrainPatch } from "./disruption.ts";
 import { type DesiredImage, EffectiveState, effectiveState } from "./effective_state.ts";
 import { listNames, type MergePatch, PlanBuilder, type PlanInput } from "./plan.ts";
 import { matchesSelector, selectorError } from "./selector.ts";
@@ -82,7 +83,15 @@ export function releaseNode(
   // deleted again on every pass.
   const deleting = bn !== undefined && !bn.metadata.deletionTimestamp;
   const patch = node ? releasePatch(node, bn, { unlabel: true }) : undefined;
-  if (!deleting && !patch) return;
+  if (!deleting && !patch) {
+    // Its Node is restored: the cordon mirror left on the held BootcNode would keep the
+    // node counted as disrupted for as long as the finalizer holds it. Drop it.
+    if (mirrorOf(bn) !== undefined) {
+      const patch = { metadata: { annotations: { [ANNOTATION_WAS_CORDONED]: null } } };
+      plan.act({ kind: "patchBootcNode", node: name, patch, why: "drop mirror" });
+    }
+    return;
+  }
   if (deleting) plan.act({ kind: "deleteBootcNode", node: name, uid: bn.metadata.uid });
   if (patch) plan.act({ kind: "patchNode", node: name, patch, why: "release node" });
   plan.poolEvent("Normal", "NodeRemoved", `node ${name} left the pool: ${why}`);
@@ -231,7 +240,13 @@ export function planMembership(
   for (const bn of ownedBootcNodes(input)) {
     const name = bn.metadata.name ?? "";
     const node = input.nodes.get(name);
-    if (node && nodeDisrupted(node, bn) && !matching.has(name)) releasing.push(name);
+    // A node leaving counts as disrupted until restored; once its BootcNode is going
+    // away (perhaps held by someone's finalizer) that is what its Node says.
+    const leavingDisrupted = node !== undefined && !matching.has(name) &&
+      (bn.metadata.deletionTimestamp
+        ? releasePatch(node, bn, { unlabel: false }) !== undefined
+        : nodeDisrupted(node, bn));
+    if (leavingDisrupted) releasing.push(name);
     if (!node) releaseNode(input, plan, name, bn, "node was deleted");
     else if (!matching.has(name)) {
       releaseNode(input, plan, name, bn, "node no longer matches the pool's nodeSelector");

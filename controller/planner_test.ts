@@ -718,6 +718,40 @@ Deno.test("deletion: a pool being deleted hands its nodes back, then drops its f
   assert.ok(p.metadata.finalizers?.includes(POOL_FINALIZER));
 });
 
+Deno.test("membership: a slot holder leaving while its BootcNode is held does not hold the budget", () => {
+  const p = pool({ maxUnavailable: 1 });
+  const held = bootcNode("a", { phase: "staged", slotAt: EARLIER, wasCordoned: false });
+  held.metadata.finalizers = ["example.com/hold"];
+  const b = bootcNode("b", { phase: "staged" });
+  // Pass 1: relabelled out of the pool while in its slot; deleted and restored.
+  const first = planPool(input(p, {
+    nodes: [
+      node("a", { labels: { role: "other", "bootc.dev/managed": "" }, unschedulable: true }),
+      node("b"),
+    ],
+    bootcNodes: [held, b],
+  }));
+  assert.deepEqual(first.actions.map((a) => `${a.kind}:${"node" in a ? a.node : ""}`), [
+    "deleteBootcNode:a",
+    "patchNode:a",
+  ]);
+  assert.equal(
+    withWhy(first, "assign slot").length,
+    0,
+    "a still counts in the pass that restores it",
+  );
+  // Pass 2: the Node is restored, the BootcNode terminating with its cordon mirror.
+  const terminating = structuredClone(held);
+  terminating.metadata.deletionTimestamp = NOW;
+  // (The fixture keeps the Node's record on the BootcNode; the restored Node has none.)
+  delete terminating.metadata.annotations![ANNOTATION_IN_REBOOT_SLOT];
+  const restored = node("a", { labels: { role: "other" } });
+  const second = planPool(input(p, { nodes: [restored, node("b")], bootcNodes: [terminating, b] }));
+  assert.deepEqual(withWhy(second, "assign slot"), ["b"]);
+  assert.deepEqual(withWhy(second, "drop mirror"), ["a"]);
+  assert.equal(ofKind(second, "deleteBootcNode").length, 0);
+});
+
 Deno.test("deletion: a BootcNode already terminating is not deleted again on every pass", () => {
   const p = pool();
   p.metadata.deletionTimestamp = NOW;

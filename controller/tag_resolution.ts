@@ -107,6 +107,8 @@ export class TagResolution {
   constructor(options: TagResolutionOptions) {
     const resolver = options.resolver;
     this.#poll = new KeyedPoll({
+      ...options,
+      timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
       attempt: async (ref, { dockerConfigJson, signal }) => {
         const r = await resolver.resolve(ref, { dockerConfigJson, signal });
         return { ok: true, digest: r.digest, ...(r.platforms ? { platforms: r.platforms } : {}) };
@@ -120,8 +122,6 @@ export class TagResolution {
         recovered: "tag resolved again",
         failed: "image resolution failed",
       },
-      ...options,
-      timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
     });
   }
 
