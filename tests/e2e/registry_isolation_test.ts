@@ -11,7 +11,7 @@
  * pools starved every other pool for minutes.
  */
 import assert from "node:assert/strict";
-import { findCondition } from "../../lib/api/mod.ts";
+import { findCondition, isDisrupted } from "../../lib/api/mod.ts";
 import { startHangingRegistry } from "../harness/hanging_registry.ts";
 import { startStack } from "../harness/stack.ts";
 import { waitFor } from "../harness/wait.ts";
@@ -19,6 +19,7 @@ import {
   addNodes,
   assertInvariants,
   getPool,
+  nodesByName,
   patchPoolSpec,
   poolNodes,
   poolSpec,
@@ -100,14 +101,19 @@ Deno.test("registry isolation: a hanging registry delays only the pools that use
         assert.ok(message.includes(`registry ${hanging.host}`), message);
         assert.match(message, /answer/, message);
       }
-      // Pool a keeps its last target: the rollout it had started reaches every node.
+      // Pool a keeps its last target: the rollout it had started reaches every node, each
+      // released (booting v2 comes before the checks and the release: not done yet).
       await waitPool(
         stack,
         "a",
         async () => {
           const bns = await poolNodes(stack, "a");
+          const nodes = await nodesByName(stack);
           return bns.length === 2 &&
-            bns.every((bn) => bn.status?.booted?.imageDigest === v2.digest);
+            bns.every((bn) =>
+              bn.status?.booted?.imageDigest === v2.digest &&
+              !isDisrupted(nodes.get(bn.metadata.name ?? "") ?? {})
+            );
         },
         "pool a's nodes should finish on the last resolved target",
         120_000,
