@@ -14,6 +14,7 @@ const grant = (node: string): Action => ({
   node,
   patch: { metadata: { annotations: { [ANNOTATION_IN_REBOOT_SLOT]: "2026-11-23T00:00:00Z" } } },
   why: "assign slot",
+  grant: true,
 });
 const mirror = (node: string): Action => ({
   kind: "patchBootcNode",
@@ -38,6 +39,9 @@ Deno.test("isSlotGrant: the grant, not a release nor a repair that rewrites the 
   assert.equal(isSlotGrant(repair("a")), false);
   assert.equal(isSlotGrant(mirror("a")), false);
   assert.equal(isSlotGrant({ kind: "addFinalizer" }), false);
+  // Known by its mark, not by its words: the same `why` without the mark is no grant.
+  const { grant: _, ...unmarked } = grant("a") as Extract<Action, { kind: "patchNode" }>;
+  assert.equal(isSlotGrant(unmarked), false);
 });
 
 Deno.test("applyStages: releases before grants, a lane per node, the finalizer alone", () => {

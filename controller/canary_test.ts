@@ -6,6 +6,8 @@ import {
   type CanaryStatus,
   canaryStep,
   gatePhase,
+  soakGraceMs,
+  soakStart,
 } from "./canary.ts";
 import { image, pool } from "./testing/fixtures.ts";
 
@@ -58,6 +60,24 @@ Deno.test("canaryStep: Updating → Soaking → Passed, Failed, rollback and a n
       prior: { image: b, phase: "Updating", nodes: 1 },
       input: { updated: 1 },
       want: { image: b, phase: "Soaking", nodes: 1, soakUntil: "2026-01-01T01:05:00Z" },
+    },
+    {
+      name: "the soak ends rounded up to the whole second, never before now + soakSeconds",
+      prior: { image: b, phase: "Updating", nodes: 1 },
+      input: { updated: 1, now: new Date("2026-01-01T01:00:00.400Z") },
+      want: { image: b, phase: "Soaking", nodes: 1, soakUntil: "2026-01-01T01:05:01Z" },
+    },
+    {
+      name: "soak over while a node is NotReady within its grace: the end moves to the grace's end",
+      prior: { image: b, phase: "Soaking", nodes: 1, soakUntil: "2026-01-01T01:00:00Z" },
+      input: { updated: 1, notReadyUntil: new Date("2026-01-01T01:00:07.500Z") },
+      want: { image: b, phase: "Soaking", nodes: 1, soakUntil: "2026-01-01T01:00:08Z" },
+    },
+    {
+      name: "a grace that ended does not hold the soak (the node then fails on its own)",
+      prior: { image: b, phase: "Soaking", nodes: 1, soakUntil: "2026-01-01T01:00:00Z" },
+      input: { updated: 1, notReadyUntil: NOW },
+      want: { image: b, phase: "Passed", nodes: 1 },
     },
     {
       name: "soaking: the end does not move",
@@ -144,4 +164,32 @@ Deno.test("gatePhase: what the canary gate sees", () => {
     gatePhase({ image: image("b"), phase: "Soaking", nodes: 2, soakUntil: "2026-01-01T01:05:00Z" }),
     { phase: "Soaking", nodes: 2, soakUntil: "2026-01-01T01:05:00Z" },
   );
+});
+
+Deno.test("soakGraceMs: notReadyGraceSeconds, 0 by default, never longer than the soak", () => {
+  assert.equal(soakGraceMs(pool()), 0);
+  assert.equal(soakGraceMs(canaryPool({ nodes: 1, soakSeconds: 60 })), 0);
+  assert.equal(
+    soakGraceMs(canaryPool({ nodes: 1, soakSeconds: 60, notReadyGraceSeconds: 20 })),
+    20_000,
+  );
+  assert.equal(
+    soakGraceMs(canaryPool({ nodes: 1, soakSeconds: 20, notReadyGraceSeconds: 60 })),
+    20_000,
+  );
+  assert.equal(soakGraceMs(canaryPool({ nodes: 1, notReadyGraceSeconds: 60 })), 0);
+});
+
+Deno.test("soakStart: the soak's end minus soakSeconds, only while soaking", () => {
+  const b = image("b");
+  const p = canaryPool({ nodes: 1, soakSeconds: 300 });
+  const soaking: CanaryStatus = {
+    image: b,
+    phase: "Soaking",
+    nodes: 1,
+    soakUntil: "2026-01-01T01:05:00Z",
+  };
+  assert.equal(soakStart(p, soaking)?.toISOString(), "2026-01-01T01:00:00.000Z");
+  assert.equal(soakStart(p, { image: b, phase: "Updating", nodes: 1 }), undefined);
+  assert.equal(soakStart(p, undefined), undefined);
 });

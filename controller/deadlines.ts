@@ -1,6 +1,6 @@
 /**
  * The per-node deadlines of a pool (`spec.rollout.stagingTimeoutSeconds`,
- * `daemonReportTimeoutSeconds`), read with their defaults.
+ * `daemonReportTimeoutSeconds`, `progressTimeoutSeconds`), read with their defaults.
  *
  * @module
  */
@@ -9,11 +9,15 @@
 export const DEFAULT_STAGING_TIMEOUT_SECONDS = 1800;
 /** Default of `spec.rollout.daemonReportTimeoutSeconds`. */
 export const DEFAULT_DAEMON_REPORT_TIMEOUT_SECONDS = 300;
+/** Default of `spec.rollout.progressTimeoutSeconds` (the liveness rule). */
+export const DEFAULT_PROGRESS_TIMEOUT_SECONDS = 600;
 
 /** The deadlines of a pool, in milliseconds. */
 export interface StallDeadlines {
   stagingMs: number;
   daemonReportMs: number;
+  /** How long a node may wait on unchanged facts where no other deadline applies. */
+  progressMs: number;
 }
 
 /** Reads the deadlines from a pool's rollout spec. */
@@ -22,5 +26,6 @@ export function stallDeadlines(rollout: Record<string, unknown> | undefined): St
   return {
     stagingMs: n(rollout?.stagingTimeoutSeconds, DEFAULT_STAGING_TIMEOUT_SECONDS),
     daemonReportMs: n(rollout?.daemonReportTimeoutSeconds, DEFAULT_DAEMON_REPORT_TIMEOUT_SECONDS),
+    progressMs: n(rollout?.progressTimeoutSeconds, DEFAULT_PROGRESS_TIMEOUT_SECONDS),
   };
 }

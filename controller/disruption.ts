@@ -23,7 +23,7 @@ import {
   LABEL_MANAGED,
 } from "../lib/api/mod.ts";
 import type { MergePatch } from "./plan.ts";
-import { formatTime } from "./slots.ts";
+import { formatTime, parseTime } from "./slots.ts";
 import type { NodeSummary } from "./types.ts";
 
 /** Every annotation of the Node disruption record. */
@@ -90,9 +90,9 @@ export interface Repair {
 }
 
 /**
- * Completes a damaged record of a disrupted member: a missing slot annotation is
- * put back (the node keeps counting against every budget until the operator is
- * done), a record of another pool is taken over, and a missing prior cordon state
+ * Completes a damaged record of a disrupted member: a missing or unreadable slot
+ * annotation is put back (the node keeps counting against every budget until the
+ * operator is done, and its drain timeout can fire), a record of another pool is taken over, and a missing prior cordon state
  * comes back from the BootcNode's mirror. When both copies are gone and the node is
  * cordoned, nobody can know whether the user had cordoned it: record "true" (never
  * uncordon what we cannot prove we cordoned) and report it.
@@ -107,10 +107,19 @@ export function repairPatch(
   const set: Record<string, string> = {};
   const fixed: string[] = [];
   let priorCordonLost: boolean | undefined;
-  if (record.slotAt === undefined) {
-    record.slotAt = record.drainedAt ?? formatTime(now);
+  if (record.slotAt === undefined || parseTime(record.slotAt) === undefined) {
+    // The drain timeout is measured from the slot time: an unreadable one would never
+    // let it fire. The finished drain (if readable) is the best bound we have, else now.
+    const garbled = record.slotAt;
+    const drainedAt = parseTime(record.drainedAt);
+    record.slotAt = drainedAt ? formatTime(drainedAt) : formatTime(now);
     set[ANNOTATION_IN_REBOOT_SLOT] = record.slotAt;
-    fixed.push(`restored its missing ${ANNOTATION_IN_REBOOT_SLOT} annotation`);
+    fixed.push(
+      garbled === undefined
+        ? `restored its missing ${ANNOTATION_IN_REBOOT_SLOT} annotation`
+        : `replaced its unreadable ${ANNOTATION_IN_REBOOT_SLOT} annotation ` +
+          `(${JSON.stringify(garbled)}, not an RFC 3339 time) with ${record.slotAt}`,
+    );
   }
   if (record.pool !== pool) {
     if (record.pool !== undefined) fixed.push(`took over the slot from pool ${record.pool}`);

@@ -79,6 +79,29 @@ export function describeDrainBlockers(pass: DrainPass, pdbs: readonly PdbSummary
 }
 
 /**
+ * The PodDisruptionBudgets that refuse an eviction this drain needs now (they
+ * cover a pod still to evict and allow no disruption), as a phrase naming them,
+ * e.g. "PodDisruptionBudget ns/web allows no disruption now"; undefined when none
+ * does. Only names (no pod counts), so the phrase stays put while the block lasts.
+ */
+export function drainBlockedBy(
+  pass: DrainPass,
+  pdbs: readonly PdbSummary[],
+): string | undefined {
+  const blocking = new Set<string>();
+  for (const pod of pass.toEvict) {
+    for (const pdb of pdbsCovering(pod, pdbs)) {
+      if (pdb.disruptionsAllowed <= 0) blocking.add(podKey(pdb));
+    }
+  }
+  if (blocking.size === 0) return undefined;
+  const names = [...blocking].sort();
+  return `PodDisruptionBudget ${names.join(", ")} ${
+    names.length === 1 ? "allows" : "allow"
+  } no disruption now`;
+}
+
+/**
  * How many disruptions each PDB would need for the given pods to be evicted,
  * keyed by `namespace/name`.
  */

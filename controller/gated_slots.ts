@@ -5,22 +5,40 @@
  * events and the kubectl plugin repeat it), and grants then ask the gates one
  * candidate at a time (`slot_grant.ts`), counting the slots granted before it.
  *
+ * The step also says what views need, so that none recomputes it: the pool's
+ * slot limit and which budget sets it (`status.slots`, arithmetic in
+ * `lib/api/budget.ts`), and the candidates left waiting in the order the grants
+ * walk them, each with what holds it (`status.queue`).
+ *
  * @module
  */
-import { findCondition, NodeConditionType, PoolDegradedReason } from "../lib/api/mod.ts";
+import {
+  findCondition,
+  NodeConditionType,
+  owningPool,
+  PoolDegradedReason,
+  poolSlotLimit,
+  type QueueEntry,
+  SlotLimitSource,
+  type SlotsStatus,
+} from "../lib/api/mod.ts";
 import type { CanaryStatus } from "./canary.ts";
 import { gatePhase } from "./canary.ts";
 import {
+  budgetStates,
   type Candidate,
+  clusterSlotCaps,
   type ClusterView,
   composeGates,
+  type GateInput,
   GATES,
   waitingCandidates,
 } from "./gates/mod.ts";
 import type { RolloutContext } from "./in_flight.ts";
-import { type Member, owningPool } from "./membership.ts";
+import type { Member } from "./membership.ts";
 import type { PlanInput } from "./plan.ts";
-import { grantSlots, slotCandidates } from "./slot_grant.ts";
+import { grantSlots, QueueWait, slotCandidates } from "./slot_grant.ts";
+import { formatTime } from "./slots.ts";
 import type { Target } from "./types.ts";
 
 /** What step 5 works on. */
@@ -37,57 +55,179 @@ export interface GatedSlotsInput {
   canary: CanaryStatus | undefined;
 }
 
+/** What step 5 decided, for the pool's status. */
+export interface GatedSlots {
+  /** The reason of the first gate that holds nodes back for more than routine pacing. */
+  waitReason?: string;
+  /** `status.slots` but `inUse` (the status takes the slots in use after every step). */
+  slots: Omit<SlotsStatus, "inUse">;
+  /**
+   * Every candidate that waits, in the order slots are handed out (the order the
+   * grants walk), with what holds it back; the status keeps the first
+   * `SLOT_QUEUE_LIMIT`.
+   */
+  queue: QueueEntry[];
+}
+
 /**
- * Halts on two unhealthy slots, else grants the slots the gates allow. Returns
- * the reason of the first gate that holds nodes back for more than routine
- * pacing, if any.
+ * Halts on two unhealthy slots, else grants the slots the gates allow. Says why
+ * the pool waits, its slot limit and what set it, and the queue of the
+ * candidates left waiting (each with the reason of what holds it).
  */
-export function planGatedSlots(input: GatedSlotsInput): string | undefined {
-  const { ctx, members, target, haltFor } = input;
-  const { plan, pool } = ctx;
+export function planGatedSlots(input: GatedSlotsInput): GatedSlots {
+  const { ctx, members, target } = input;
+  const cluster = clusterView(ctx.input);
+  const disrupted = [
+    ...members.filter((m) => m.disrupted).map((m) => m.node.name),
+    ...input.releasing,
+  ];
+  const limit = slotLimitStatus(ctx.input, members, cluster, disrupted);
+  const all = slotCandidates(members);
+  let decided: { held: ReadonlyMap<string, string>; waitReason?: string };
   if (ctx.unhealthy.length >= 2) {
-    plan.issues.push({
+    ctx.plan.issues.push({
       reason: PoolDegradedReason.RolloutHalted,
       message: `rollout halted: ${ctx.unhealthy.length} nodes in reboot slots are unhealthy (${
         ctx.unhealthy.join("; ")
       })`,
     });
-    return undefined;
+    decided = { held: new Map(all.map((m) => [m.node.name, QueueWait.RolloutHalted])) };
+  } else if (!target) {
+    decided = { held: new Map() };
+  } else {
+    decided = throughGates(input, all, { cluster, disrupted, target });
   }
-  if (!target) return undefined;
+  const queue = queueOf(all, decided.held);
+  return { waitReason: decided.waitReason, slots: { ...limit, waiting: queue.length }, queue };
+}
+
+/**
+ * The gates' say on `all` (the slot candidates) and the grants they allow:
+ * what holds each candidate left waiting, and the reason of the first gate
+ * that holds nodes back for more than routine pacing.
+ */
+function throughGates(
+  input: GatedSlotsInput,
+  all: readonly Member[],
+  view: { cluster: ClusterView; disrupted: readonly string[]; target: Target },
+): { held: Map<string, string>; waitReason?: string } {
+  const { ctx, haltFor } = input;
+  const { plan } = ctx;
+  const image = view.target.image;
   // A halted target gives no new slot to nodes bound for it; rollbacks still proceed.
-  const candidates = slotCandidates(members).filter((m) =>
-    haltFor === undefined || m.bn?.spec.desiredImage !== haltFor
+  const bound = (m: Member) => haltFor !== undefined && m.bn?.spec.desiredImage === haltFor;
+  const candidates = all.filter((m) => !bound(m));
+  const held = new Map<string, string>(
+    all.filter(bound).map((m) => [m.node.name, QueueWait.RolloutHalted]),
   );
-  const disrupted = [
-    ...members.filter((m) => m.disrupted).map((m) => m.node.name),
-    ...input.releasing,
-  ];
-  const gateInput = {
-    pool,
-    candidates: candidates.map((m) => toCandidate(m, target.image)),
-    disrupted,
-    memberCount: members.length,
+  const gateInput: GateInput = {
+    pool: ctx.pool,
+    candidates: candidates.map((m) => toCandidate(m, image)),
+    disrupted: view.disrupted,
+    memberCount: input.members.length,
     updated: input.updated,
     canary: gatePhase(input.canary),
-    cluster: clusterView(ctx.input),
+    cluster: view.cluster,
     now: ctx.input.now,
   };
-  const { admit, waits } = composeGates(GATES, gateInput);
-  if (admit.length > 0) {
-    grantSlots(candidates, ctx, (m, granted) =>
-      composeGates(GATES, {
-        ...gateInput,
-        candidates: [toCandidate(m, target.image)],
-        disrupted: [...disrupted, ...granted],
-      }).admit.length === 1, admit.length + 5);
-  }
+  const { admit, waits, heldBy } = composeGates(GATES, gateInput);
+  for (const [name, reason] of heldBy) held.set(name, reason);
+  if (admit.length > 0) grantThroughGates(ctx, candidates, gateInput, admit.length, held);
   for (const w of waits) {
     if (w.until) plan.wakeAt(w.until);
     // Routine waits (the budget's pace) are news only when a schedule sets the pace.
     if (!w.routine || w.until) plan.notes.push(w.message);
   }
-  return waits.find((w) => !w.routine)?.reason;
+  return { held, waitReason: waits.find((w) => !w.routine)?.reason };
+}
+
+/**
+ * Grants slots one candidate at a time, each asking the gates again given the
+ * grants before it (`slot_grant.ts`); updates `held` to what holds each
+ * candidate still waiting.
+ */
+function grantThroughGates(
+  ctx: RolloutContext,
+  candidates: readonly Member[],
+  gateInput: GateInput,
+  admitted: number,
+  held: Map<string, string>,
+): void {
+  const outcome = grantSlots(candidates, ctx, (m, granted) => {
+    const one = composeGates(GATES, {
+      ...gateInput,
+      candidates: gateInput.candidates.filter((c) => c.name === m.node.name),
+      disrupted: [...gateInput.disrupted, ...granted],
+    });
+    return one.admit.length === 1 ? undefined : one.heldBy.get(m.node.name);
+  }, admitted + 5);
+  const granted = new Set(outcome.granted);
+  for (const name of granted) held.delete(name);
+  for (const [name, reason] of outcome.held) held.set(name, reason);
+  // Not reached by the walk (it stopped to read pods first): they wait for that too.
+  for (const m of candidates) {
+    if (!granted.has(m.node.name) && !held.has(m.node.name)) {
+      held.set(m.node.name, QueueWait.PodList);
+    }
+  }
+}
+
+/** The candidates left waiting, in grant order, with what holds each (none: granted). */
+function queueOf(all: readonly Member[], held: ReadonlyMap<string, string>): QueueEntry[] {
+  const out: QueueEntry[] = [];
+  for (const m of all) {
+    const waitingFor = held.get(m.node.name);
+    if (waitingFor !== undefined) {
+      out.push({ node: m.node.name, position: out.length + 1, waitingFor });
+    }
+  }
+  return out;
+}
+
+/**
+ * The pool's slot limit now and what set it (`lib/api/budget.ts`): the budget
+ * gate's limit (maxUnavailable, active scheduled budgets), capped by the cluster
+ * budgets that select every member. An unreadable spec: 0 (InvalidSpec).
+ */
+function slotLimitStatus(
+  input: PlanInput,
+  members: readonly Member[],
+  cluster: ClusterView,
+  disrupted: readonly string[],
+): Omit<SlotsStatus, "inUse" | "waiting"> {
+  const { pool, now } = input;
+  try {
+    const l = poolSlotLimit({
+      maxUnavailable: pool.spec.rollout?.maxUnavailable,
+      budgets: budgetStates(pool, now),
+      clusterCaps: clusterSlotCaps(
+        cluster,
+        pool.metadata.name ?? "",
+        members.map((m) => m.node.name),
+        new Set(disrupted),
+      ),
+      memberCount: members.length,
+    });
+    return {
+      limit: l.limit,
+      source: l.source,
+      name: l.name,
+      ...(l.until ? { until: formatTime(l.until) } : {}),
+      message: l.message,
+    };
+  } catch (e) {
+    return invalidSlots((e as Error).message);
+  }
+}
+
+/** `status.slots` of a pool whose spec cannot be read: no new slot. */
+export function invalidSlots(why: string): Omit<SlotsStatus, "inUse" | "waiting"> {
+  return {
+    limit: 0,
+    source: SlotLimitSource.InvalidSpec,
+    name: "spec",
+    message: `no new reboot slots: the spec is invalid (${why})`.slice(0, 1024),
+  };
 }
 
 /** The read-only view of the cluster the gates decide on (built once per plan). */
@@ -112,7 +252,7 @@ function clusterView(input: PlanInput): ClusterView {
     budgets,
     // Fairness between pools only matters when a budget spans them.
     waiting: budgets.length > 0
-      ? waitingCandidates(pools, input.bootcNodes.values(), input.nodes)
+      ? waitingCandidates(pools, input.bootcNodes.values(), input.nodes, input.now)
       : [],
   };
 }

@@ -147,31 +147,69 @@ export function evaluateHealth(input: HealthInput): HealthVerdict {
   return { state: "Checking", checks, deadline, needPods };
 }
 
+/** How a released node stands while its pool's canary still watches it (the soak). */
+export type SoakVerdict =
+  | { state: "Healthy" }
+  /** NotReady within its grace: the soak cannot pass now; the node fails at `failsAt`. */
+  | { state: "NotReady"; failsAt: Date; message: string }
+  | { state: "Failed"; message: string };
+
+/** What a soak verdict looks at. */
+export interface SoakInput {
+  node: NodeSummary;
+  bn: BootcNode;
+  /** The image being soaked. */
+  desired: DesiredImage;
+  /** How long the node may be NotReady before it fails (the pool's grace, at most the soak). */
+  graceMs: number;
+  /**
+   * When the soak began, if it has: with no grace, a Node Ready again since then was
+   * NotReady during the soak (between two reconciles) and fails.
+   */
+  soakStart?: Date;
+  now: Date;
+}
+
 /**
  * Health of a node that already finished its update (released) while its pool
- * still watches it (the canary's soak): a failed host check fails it; so does
- * a Node NotReady for longer than `graceMs`.
+ * still watches it (the canary's soak): a fallback or a failed host check
+ * fails it; so does NotReady for `graceMs` or longer (at once without a grace,
+ * also when its NotReady time is unknown). NotReady within the grace holds the
+ * soak until `failsAt`. The pod and Prometheus checks are not repeated.
  */
-export function soakFailure(
-  node: NodeSummary,
-  bn: BootcNode,
-  desired: DesiredImage,
-  now: Date,
-  graceMs = 60_000,
-): string | undefined {
+export function soakVerdict(input: SoakInput): SoakVerdict {
+  const { node, bn, desired, graceMs, now } = input;
   if (fellBack(bn, desired)) {
-    return `node ${node.name} fell back from ${desired.image} to its previous deployment`;
+    return {
+      state: "Failed",
+      message: `node ${node.name} fell back from ${desired.image} to its previous deployment`,
+    };
   }
-  if (!entryMatches(bn.status?.booted, desired)) return undefined;
+  if (!entryMatches(bn.status?.booted, desired)) return { state: "Healthy" };
   const host = hostCheck(bn, undefined);
-  if (host.state === "failed") return describe(node.name, [host]);
+  if (host.state === "failed") return { state: "Failed", message: describe(node.name, [host]) };
+  const since = parseTime(node.readySince);
   if (!node.ready) {
-    const since = parseTime(node.readySince);
-    if (since && now.getTime() - since.getTime() >= graceMs) {
-      return `node ${node.name} is not Ready since ${node.readySince}`;
+    const failsAt = since && new Date(since.getTime() + graceMs);
+    const message = `node ${node.name} is not Ready since ${node.readySince ?? "an unknown time"}`;
+    if (failsAt && now.getTime() < failsAt.getTime()) {
+      return { state: "NotReady", failsAt, message: `${message} (grace ${graceMs / 1000}s)` };
     }
+    return {
+      state: "Failed",
+      message: graceMs > 0 ? `${message}, longer than its grace of ${graceMs / 1000}s` : message,
+    };
   }
-  return undefined;
+  // Without a grace, a flap the reconciles did not see still counts: the Ready condition
+  // changed during the soak, so it was NotReady in between.
+  if (graceMs === 0 && since && input.soakStart && since.getTime() > input.soakStart.getTime()) {
+    return {
+      state: "Failed",
+      message: `node ${node.name} was not Ready during the canary soak (Ready again since ` +
+        `${node.readySince})`,
+    };
+  }
+  return { state: "Healthy" };
 }
 
 function describe(node: string, checks: readonly CheckResult[]): string {

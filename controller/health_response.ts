@@ -16,7 +16,8 @@ import {
   recordFailure,
   respondToFailure,
 } from "./failure_policy.ts";
-import { soakFailure } from "./health.ts";
+import { soakGraceMs, soakStart } from "./canary.ts";
+import { soakVerdict } from "./health.ts";
 import type { RolloutContext } from "./in_flight.ts";
 import type { Member } from "./membership.ts";
 import type { Target } from "./types.ts";
@@ -44,6 +45,10 @@ export interface HealthResponse {
   haltFor?: string;
   /** The failure record after this plan. */
   record: FailureRecord;
+  /** True when a released member failed the canary's watch in this plan (any policy). */
+  canaryFailed?: boolean;
+  /** When the last member NotReady within the canary's grace fails, if one is. */
+  notReadyUntil?: Date;
 }
 
 /** Applies the pool's `onFailure` policy to the health failures in `ctx`. */
@@ -51,19 +56,13 @@ export function respondToHealth(input: HealthResponseInput): HealthResponse {
   const { ctx, members, target, effective, onTarget } = input;
   const { pool, plan } = ctx;
   let record = input.record;
-  const priorCanary = target && pool.status?.canary?.image === target.image
-    ? pool.status.canary
-    : undefined;
-  if (target && priorCanary && priorCanary.phase !== "Passed") {
-    // Any member that ran the target and was released, whatever it reports now (a host
-    // that fell back runs the old image again).
-    for (const m of members.filter((m) => onTarget(m) && !m.disrupted)) {
-      const why = m.bn &&
-        soakFailure(m.node, m.bn, m.desired ?? { image: target.image }, ctx.input.now);
-      if (why) ctx.failures.push({ node: m.node.name, message: why });
-    }
-  }
-  const response: HealthResponse = { newFailure: false, record };
+  const soak = target ? watchSoak(ctx, members.filter(onTarget), target) : { failed: false };
+  const response: HealthResponse = {
+    newFailure: false,
+    record,
+    canaryFailed: soak.failed,
+    notReadyUntil: soak.notReadyUntil,
+  };
   if (target && ctx.failures.length > 0 && !effective.rollback) {
     const decision = respondToFailure({
       pool,
@@ -126,6 +125,46 @@ export function respondToHealth(input: HealthResponseInput): HealthResponse {
   }
   if (target && !response.haltFor) response.haltFor = rolledBackHalt(ctx, members, target);
   return response;
+}
+
+/**
+ * The canary's watch over released members while it has not passed: each
+ * failure joins `ctx.failures`; a member NotReady within the grace holds the
+ * soak (a reconcile is asked for when its grace ends).
+ */
+function watchSoak(
+  ctx: RolloutContext,
+  onTarget: readonly Member[],
+  target: Target,
+): { failed: boolean; notReadyUntil?: Date } {
+  const { pool, plan } = ctx;
+  const canary = pool.status?.canary?.image === target.image ? pool.status.canary : undefined;
+  if (!canary || canary.phase === "Passed") return { failed: false };
+  const graceMs = soakGraceMs(pool);
+  const start = soakStart(pool, canary);
+  let failed = false;
+  let notReadyUntil: Date | undefined;
+  // Any member that ran the target and was released, whatever it reports now (a host
+  // that fell back runs the old image again).
+  for (const m of onTarget.filter((m) => !m.disrupted && m.bn)) {
+    const verdict = soakVerdict({
+      node: m.node,
+      bn: m.bn!,
+      desired: m.desired ?? { image: target.image },
+      graceMs,
+      soakStart: start,
+      now: ctx.input.now,
+    });
+    if (verdict.state === "Failed") {
+      ctx.failures.push({ node: m.node.name, message: verdict.message });
+      failed = true;
+    } else if (verdict.state === "NotReady") {
+      plan.notes.push(`canary: ${verdict.message}`);
+      plan.wakeAt(verdict.failsAt);
+      if (!notReadyUntil || verdict.failsAt > notReadyUntil) notReadyUntil = verdict.failsAt;
+    }
+  }
+  return { failed, notReadyUntil };
 }
 
 /**

@@ -1,10 +1,9 @@
 import assert from "node:assert/strict";
 import { ANNOTATION_FAILED_IMAGE, PoolDegradedReason } from "../lib/api/mod.ts";
-import { EffectiveState } from "./effective_state.ts";
 import { failureRecord } from "./failure_policy.ts";
 import { respondToHealth } from "./health_response.ts";
 import { RolloutContext } from "./in_flight.ts";
-import type { Member } from "./membership.ts";
+import { classifyMember, type Member } from "./membership.ts";
 import { PlanBuilder } from "./plan.ts";
 import { bootcNode, digest, image, input, node, pool } from "./testing/fixtures.ts";
 
@@ -33,12 +32,10 @@ function scene(
   const plan = new PlanBuilder("workers", i.now);
   const ctx = new RolloutContext(i, plan, p);
   for (const n of opts.failures ?? []) ctx.failures.push({ node: n, message: `${n}: unit failed` });
-  const members: Member[] = bns.map((bn) => ({
-    node: i.nodes.get(bn.metadata.name ?? "")!,
-    bn,
-    state: EffectiveState.Staged,
-    disrupted: false,
-  }));
+  const members: Member[] = bns.map((bn) => {
+    const node = i.nodes.get(bn.metadata.name ?? "")!;
+    return { node, bn, ...classifyMember(node, bn), disrupted: false };
+  });
   const respond = () =>
     respondToHealth({
       ctx,

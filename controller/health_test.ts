@@ -6,7 +6,7 @@ import {
   type HealthInput,
   healthTimeoutMs,
   type HealthVerdict,
-  soakFailure,
+  soakVerdict,
 } from "./health.ts";
 import { bootcNode, image, node, pod } from "./testing/fixtures.ts";
 import type { NodeSummary, PodSummary } from "./types.ts";
@@ -291,10 +291,17 @@ Deno.test("evaluateHealth: a failed check wins over pending ones and is named al
   );
 });
 
-Deno.test("soakFailure: a released canary node fails on a failed unit, a fallback or a long NotReady", () => {
+Deno.test("soakVerdict: a released canary node fails on a failed unit, a fallback or NotReady past its grace", () => {
   const now = new Date("2026-01-01T02:00:00Z");
-  const cases: { name: string; n: NodeSummary; bn: BootcNode; want?: RegExp }[] = [
-    { name: "healthy", n: node("n1"), bn: back() },
+  const soakStart = new Date("2026-01-01T01:59:30Z");
+  const cases: {
+    name: string;
+    n: NodeSummary;
+    bn: BootcNode;
+    graceS?: number;
+    want: "Healthy" | RegExp | { failsAt: string };
+  }[] = [
+    { name: "healthy", n: node("n1"), bn: back(), want: "Healthy" },
     {
       name: "a unit failed",
       n: node("n1"),
@@ -308,23 +315,77 @@ Deno.test("soakFailure: a released canary node fails on a failed unit, a fallbac
       want: /node n1 fell back from .*@sha256:b+ to its previous deployment/,
     },
     {
-      name: "NotReady for 59s: within the grace",
-      n: node("n1", { ready: false, readySince: "2026-01-01T01:59:01Z" }),
+      name: "NotReady for 1s without a grace: fails at once",
+      n: node("n1", { ready: false, readySince: "2026-01-01T01:59:59Z" }),
       bn: back(),
+      want: /^node n1 is not Ready since 2026-01-01T01:59:59Z$/,
     },
     {
-      name: "NotReady for 60s",
-      n: node("n1", { ready: false, readySince: "2026-01-01T01:59:00Z" }),
+      name: "NotReady since an unknown time: fails even with a grace",
+      n: node("n1", { ready: false, readySince: undefined }),
       bn: back(),
-      want: /node n1 is not Ready since 2026-01-01T01:59:00Z/,
+      graceS: 30,
+      want: /node n1 is not Ready since an unknown time/,
     },
-    { name: "host starting is not a failure", n: node("n1"), bn: back({ host: "Starting" }) },
-    { name: "not on the image at all", n: node("n1"), bn: bootcNode("n1"), want: undefined },
+    {
+      name: "NotReady for 29s with a grace of 30s: holds the soak until the grace ends",
+      n: node("n1", { ready: false, readySince: "2026-01-01T01:59:31Z" }),
+      bn: back(),
+      graceS: 30,
+      want: { failsAt: "2026-01-01T02:00:01.000Z" },
+    },
+    {
+      name: "NotReady for 30s with a grace of 30s",
+      n: node("n1", { ready: false, readySince: "2026-01-01T01:59:30Z" }),
+      bn: back(),
+      graceS: 30,
+      want: /node n1 is not Ready since 2026-01-01T01:59:30Z, longer than its grace of 30s/,
+    },
+    {
+      name: "without a grace, Ready again since the soak began: was NotReady during it",
+      n: node("n1", { readySince: "2026-01-01T01:59:40Z" }),
+      bn: back(),
+      want:
+        /node n1 was not Ready during the canary soak \(Ready again since 2026-01-01T01:59:40Z\)/,
+    },
+    {
+      name: "with a grace, a flap that is over is tolerated",
+      n: node("n1", { readySince: "2026-01-01T01:59:40Z" }),
+      bn: back(),
+      graceS: 30,
+      want: "Healthy",
+    },
+    {
+      name: "Ready since before the soak",
+      n: node("n1", { readySince: "2026-01-01T01:59:30Z" }),
+      bn: back(),
+      want: "Healthy",
+    },
+    {
+      name: "host starting is not a failure",
+      n: node("n1"),
+      bn: back({ host: "Starting" }),
+      want: "Healthy",
+    },
+    { name: "not on the image at all", n: node("n1"), bn: bootcNode("n1"), want: "Healthy" },
   ];
   for (const c of cases) {
-    const got = soakFailure(c.n, c.bn, desired, now);
-    if (c.want) assert.match(got ?? "", c.want, c.name);
-    else assert.equal(got, undefined, c.name);
+    const got = soakVerdict({
+      node: c.n,
+      bn: c.bn,
+      desired,
+      graceMs: (c.graceS ?? 0) * 1000,
+      soakStart,
+      now,
+    });
+    if (c.want === "Healthy") assert.deepEqual(got, { state: "Healthy" }, c.name);
+    else if (c.want instanceof RegExp) {
+      assert.equal(got.state, "Failed", c.name);
+      assert.match("message" in got ? got.message : "", c.want, c.name);
+    } else {
+      assert.equal(got.state, "NotReady", c.name);
+      assert.equal("failsAt" in got ? got.failsAt.toISOString() : "", c.want.failsAt, c.name);
+    }
   }
 });
 

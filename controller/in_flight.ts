@@ -25,8 +25,15 @@ import {
   repairPatch,
   undrainPatch,
 } from "./disruption.ts";
-import { describeDrainBlockers, pdbDemand, planDrainPass, podKey } from "./drain.ts";
-import { type DesiredImage, EffectiveState } from "./effective_state.ts";
+import {
+  describeDrainBlockers,
+  drainBlockedBy,
+  pdbDemand,
+  planDrainPass,
+  podKey,
+} from "./drain.ts";
+import { reportDrain } from "./drain_report.ts";
+import { type DesiredImage, EffectiveState } from "../lib/api/node_state.ts";
 import type { HealthFailure } from "./failure_policy.ts";
 import { evaluateHealth, type HealthVerdict } from "./health.ts";
 import type { Member } from "./membership.ts";
@@ -359,6 +366,10 @@ function progressOne(m: Member, bn: BootcNode, ctx: RolloutContext, mode: InFlig
       ctx.drainingNodes++;
       ctx.addDemand(pods);
       ctx.evict(name, pods);
+      if (node.unschedulable) {
+        const blockedBy = drainBlockedBy(pass, input.pdbs);
+        reportDrain(plan, bn, { image: bn.spec.desiredImage, slotAt: record.slotAt, blockedBy });
+      }
       plan.wake(input.options?.drainPollMs ?? 5_000);
       const deadline = slotAt.getTime() + ctx.drainTimeoutMs;
       if (now.getTime() >= deadline) {

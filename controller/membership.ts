@@ -9,22 +9,38 @@
 import {
   ANNOTATION_DESIRED_SINCE,
   ANNOTATION_FAILED_IMAGE,
-  ANNOTATION_WAS_CORDONED,
   API_VERSION,
   type BootcNode,
   type BootcNodePool,
   type BootcNodeSpec,
   LABEL_MANAGED,
   LABEL_POOL,
+  MAX_STAGING,
   NODE,
+  owningPool,
   POOL,
   PoolDegradedReason,
+  resolveIntOrPercent,
 } from "../lib/api/mod.ts";
-import { mirrorOf, nodeDisrupted, recordOf, releasePatch, undrainPatch } from "./disruption.ts";
-import { type DesiredImage, EffectiveState, effectiveState } from "./effective_state.ts";
+import {
+  classifyNode,
+  daemonProgress,
+  type DesiredImage,
+  EffectiveState,
+  type NodeClassification,
+} from "../lib/api/node_state.ts";
+import {
+  mirrorOf,
+  nodeDisrupted,
+  recordOf,
+  releaseBootcNodePatch,
+  releasePatch,
+  undrainPatch,
+} from "./disruption.ts";
+import { type LeavingHold, leavingHold, reportLeavingHold } from "./leaving.ts";
 import { listNames, type MergePatch, PlanBuilder, type PlanInput } from "./plan.ts";
 import { matchesSelector, selectorError } from "./selector.ts";
-import { formatTime, parseTime, resolveMaxUnavailable } from "./slots.ts";
+import { formatTime, parseTime } from "./slots.ts";
 import { stallDeadlines } from "./deadlines.ts";
 import type { NodeSummary, Target } from "./types.ts";
 
@@ -36,17 +52,50 @@ export interface Member {
   node: NodeSummary;
   /** The BootcNode as it will be after this plan's sync (undefined: being created). */
   bn?: BootcNode;
+  /** How far its daemon got towards `desired` (`cls.effective`): what decisions read. */
   state: EffectiveState;
-  /** True while the operator has work to finish or undo on this node (it counts as disrupted). */
+  /**
+   * True while the operator has work to finish or undo on this node, or its daemon
+   * reboots it (`cls.disrupted`): it counts as disrupted.
+   */
   disrupted: boolean;
   /** The image this member should run (the pool's target, or its rollback image). */
   desired?: DesiredImage;
+  /** The node's one classification (`lib/api/node_state.ts`), as of this plan's sync. */
+  cls: NodeClassification;
 }
 
-/** Name of the pool that controls `bn`, from its controller ownerReference. */
-export function owningPool(bn: BootcNode): string | undefined {
-  return bn.metadata.ownerReferences?.find((o) => o.kind === POOL.kind && o.controller)?.name;
+/** What {@linkcode classifyMember} needs besides the node and its BootcNode. */
+export interface MemberContext {
+  /** The image the member should run (undefined: its spec's). */
+  desired?: DesiredImage;
+  /** The pool's target (a member rolled back from it is RollingBack). */
+  poolTarget?: DesiredImage;
+  /** Why the member is held back from the target (a staging gate), if it is. */
+  heldBy?: { reason: string; message: string };
 }
+
+/**
+ * A member's state, disruption and classification from the one rulebook
+ * (`classifyNode`), so every step reads the same facts.
+ */
+export function classifyMember(
+  node: NodeSummary,
+  bn: BootcNode | undefined,
+  context: MemberContext = {},
+): Pick<Member, "state" | "disrupted" | "cls"> {
+  const cls = classifyNode({
+    bootcNode: bn,
+    node,
+    target: context.desired,
+    poolTarget: context.poolTarget,
+    heldBy: context.heldBy,
+    member: true,
+  });
+  return { state: cls.effective, disrupted: cls.disrupted, cls };
+}
+
+export { owningPool } from "../lib/api/mod.ts";
 
 /** The controller ownerReference a pool puts on its BootcNodes. */
 export function ownerReference(pool: BootcNodePool) {
@@ -70,6 +119,9 @@ export function ownedBootcNodes(input: PlanInput): BootcNode[] {
  * Hands a node back: its BootcNode goes first (with its mirror of the prior cordon
  * state), then the Node's record is removed and its cordon state restored, so a
  * crash in between leaves a record that {@linkcode releaseOrphans} finishes.
+ * A node whose reboot has not finished is held instead (`leaving.ts`): it keeps
+ * its BootcNode, record and cordon, and counts against every budget. Returns true
+ * while it is held.
  */
 export function releaseNode(
   input: PlanInput,
@@ -77,8 +129,13 @@ export function releaseNode(
   name: string,
   bn: BootcNode | undefined,
   why: string,
-): void {
+): boolean {
   const node = input.nodes.get(name);
+  const hold = node ? holdOf(input, node, bn) : undefined;
+  if (hold?.waitsFor) {
+    reportLeavingHold(plan, name, hold, why);
+    return true;
+  }
   // A BootcNode already going away (a finalizer of someone else's holds it) is not
   // deleted again on every pass.
   const deleting = bn !== undefined && !bn.metadata.deletionTimestamp;
@@ -86,22 +143,35 @@ export function releaseNode(
   if (!deleting && !patch) {
     // Its Node is restored: the cordon mirror left on the held BootcNode would keep the
     // node counted as disrupted for as long as the finalizer holds it. Drop it.
-    if (mirrorOf(bn) !== undefined) {
-      const patch = { metadata: { annotations: { [ANNOTATION_WAS_CORDONED]: null } } };
-      plan.act({ kind: "patchBootcNode", node: name, patch, why: "drop mirror" });
+    const bnPatch = mirrorOf(bn) !== undefined ? releaseBootcNodePatch(bn) : undefined;
+    if (bnPatch) {
+      plan.act({ kind: "patchBootcNode", node: name, patch: bnPatch, why: "drop mirror" });
     }
-    return;
+    return false;
   }
   if (deleting) plan.act({ kind: "deleteBootcNode", node: name, uid: bn.metadata.uid });
   if (patch) plan.act({ kind: "patchNode", node: name, patch, why: "release node" });
   plan.poolEvent("Normal", "NodeRemoved", `node ${name} left the pool: ${why}`);
+  return false;
+}
+
+/** {@linkcode leavingHold} of a node leaving `input.pool`, with the pool's reboot timeout. */
+function holdOf(input: PlanInput, node: NodeSummary, bn: BootcNode | undefined): LeavingHold {
+  const seconds = input.pool.spec.rollout?.rebootTimeoutSeconds;
+  return leavingHold({
+    node,
+    bn,
+    rebootTimeoutMs: seconds !== undefined ? seconds * 1000 : undefined,
+    now: input.now,
+  });
 }
 
 /**
  * Nodes carrying this pool's disruption record (or, for a record naming a pool
  * that no longer exists, the first pool by name) that are no longer members and
- * that no other single pool will adopt: restore them so nothing stays cordoned.
- * Returns the names of the nodes released.
+ * that no other single pool will adopt: restore them so nothing stays cordoned
+ * (once their reboot, if one was under way, has finished). Returns the names of
+ * the nodes released or still held: they count against the budget in this plan.
  */
 export function releaseOrphans(
   input: PlanInput,
@@ -125,6 +195,13 @@ export function releaseOrphans(
     const matching = valid.filter((p) => matchesSelector(p.selector, node.labels));
     const adopter = matching.length === 1 && matching[0].name !== poolName;
     if (adopter) continue;
+    const hold = holdOf(input, node, bn);
+    if (hold.waitsFor) {
+      // Still rebooting: it counts against the budget until it is back.
+      reportLeavingHold(plan, node.name, hold, "no longer a member");
+      released.push(node.name);
+      continue;
+    }
     const patch = releasePatch(node, bn, { unlabel: false });
     if (patch) {
       plan.act({ kind: "patchNode", node: node.name, patch, why: "restore orphaned node" });
@@ -150,6 +227,8 @@ export interface StagingQueue {
   room: number;
   /** Nodes held back, waiting for a place. */
   held: string[];
+  /** Why the held nodes wait (their classification's `heldBy`). */
+  heldBy: { reason: string; message: string };
 }
 
 /**
@@ -165,19 +244,30 @@ export function stagingQueue(
 ): StagingQueue | undefined {
   const rollout = input.pool.spec.rollout;
   if (rollout?.maxStaging === undefined && open) return undefined;
-  const limit = open ? resolveMaxUnavailable(rollout?.maxStaging, memberCount) : 0;
+  const limit = open && rollout?.maxStaging !== undefined
+    ? resolveIntOrPercent(rollout.maxStaging, memberCount, MAX_STAGING)
+    : 0;
   const deadlines = stallDeadlines(rollout as Record<string, unknown> | undefined);
   const d: DesiredImage = { image: target.image, platforms: target.platforms };
   let active = 0;
   for (const bn of ownedBootcNodes(input)) {
     if (bn.spec.desiredImage !== target.image) continue;
-    const state = effectiveState(bn, d);
+    const state = daemonProgress(bn, d);
     if (state !== EffectiveState.Pending && state !== EffectiveState.Staging) continue;
     const since = parseTime(bn.metadata.annotations?.[ANNOTATION_DESIRED_SINCE]);
     if (since && input.now.getTime() >= since.getTime() + deadlines.stagingMs) continue;
     active++;
   }
-  return { limit, active, room: Math.max(0, limit - active), held: [] };
+  const heldBy = open
+    ? {
+      reason: "StagingLimit",
+      message: `a staging place (spec.rollout.maxStaging: ${limit} at a time, ${active} in use)`,
+    }
+    : {
+      reason: "OutsideMaintenanceWindow",
+      message: "the next maintenance window (maintenance.stageOutsideWindows: false)",
+    };
+  return { limit, active, room: Math.max(0, limit - active), held: [], heldBy };
 }
 
 /**
@@ -282,7 +372,7 @@ export function planMembership(
     }
     const disrupted = nodeDisrupted(node, bn);
     if (!desired || !target) {
-      members.push({ node, state: EffectiveState.Pending, disrupted, bn });
+      members.push({ node, bn, ...classifyMember(node, bn) });
       continue;
     }
     if (!bn) {
@@ -321,7 +411,7 @@ export function planMembership(
       } else {
         plan.poolEvent("Normal", "NodeAdded", `node ${name} joined the pool`);
       }
-      members.push({ node, state: EffectiveState.Pending, disrupted });
+      members.push({ node, ...classifyMember(node, undefined, { desired }) });
       continue;
     }
     const failedOn = bn.metadata.annotations?.[ANNOTATION_FAILED_IMAGE];
@@ -339,7 +429,9 @@ export function planMembership(
       : undefined;
     const t = own ?? target;
     const d = own ? { image: own.image, platforms: own.platforms } : desired;
-    members.push(syncMember(input, plan, node, bn, t, d, own ? undefined : staging));
+    members.push(
+      syncMember(input, plan, node, bn, { t, d, poolTarget: desired }, own ? undefined : staging),
+    );
   }
   for (const [other, nodes] of [...conflicts].sort(([a], [b]) => a < b ? -1 : 1)) {
     plan.issues.push({
@@ -375,10 +467,10 @@ function syncMember(
   plan: PlanBuilder,
   node: NodeSummary,
   bn: BootcNode,
-  t: Target,
-  d: DesiredImage,
+  targets: { t: Target; d: DesiredImage; poolTarget: DesiredImage },
   staging: StagingQueue | undefined,
 ): Member {
+  const { t, d } = targets;
   const { pool, now } = input;
   const poolName = pool.metadata.name ?? "";
   const name = node.name;
@@ -423,14 +515,18 @@ function syncMember(
       viewNode = { ...node, annotations: nodeAnnotations };
     }
   }
-  let state = effectiveState({ ...bn, spec: wantedSpec }, d);
+  const context: MemberContext = {
+    desired: d,
+    poolTarget: targets.poolTarget,
+    heldBy: hold ? staging?.heldBy : undefined,
+  };
+  const state = classifyMember(viewNode, { ...bn, spec: wantedSpec }, context).state;
   const record = recordOf(viewNode);
   const approved = record.slotAt !== undefined && record.drainedFor === wantedSpec.desiredImage;
   if (
     wantedSpec.desiredImageState === "Booted" && state !== EffectiveState.UpToDate && !approved
   ) {
     wantedSpec.desiredImageState = "Staged";
-    state = effectiveState({ ...bn, spec: wantedSpec }, d);
     if (!imageChanged) {
       plan.nodeEvent(
         name,
@@ -494,8 +590,7 @@ function syncMember(
   return {
     node: viewNode,
     bn: view,
-    state,
-    disrupted: nodeDisrupted(viewNode, view),
+    ...classifyMember(viewNode, view, context),
     desired: d,
   };
 }

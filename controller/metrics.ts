@@ -11,13 +11,13 @@ import {
   type Condition,
   findCondition,
   NodeConditionType,
+  owningPool,
   PoolConditionType,
   PoolDegradedReason,
   StalledReason,
 } from "../lib/api/mod.ts";
 import type { EvictionOutcome } from "./drain.ts";
 import { EffectiveState } from "./effective_state.ts";
-import { owningPool } from "./membership.ts";
 import { type Action, isSlotGrant, type Plan } from "./plan.ts";
 
 type Labels = Record<string, string>;

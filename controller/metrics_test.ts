@@ -72,6 +72,7 @@ const grant = (n: string): Action => ({
   node: n,
   patch: {},
   why: "assign slot",
+  grant: true,
 });
 const at = (s: number) => new Date(Date.parse(NOW) + s * 1000);
 
@@ -166,6 +167,7 @@ Deno.test("pool gauges: states, slots, every Degraded reason as 0/1, stalled nod
     "DaemonNotReporting",
     "StagingTimeout",
     "RebootTimeout",
+    "NoProgress",
     "Other",
   ]);
   assert.equal(

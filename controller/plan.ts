@@ -90,20 +90,26 @@ export type Action =
    */
   | { kind: "patchBootcNodeStatus"; node: string; patch: MergePatch; why: string }
   | { kind: "deleteBootcNode"; node: string; uid?: string }
-  | { kind: "patchNode"; node: string; patch: MergePatch; why: string; observe?: Observation }
+  | {
+    kind: "patchNode";
+    node: string;
+    patch: MergePatch;
+    why: string;
+    observe?: Observation;
+    /**
+     * Set on the one write that hands the node a reboot slot (`slot_grant.ts`): the
+     * apply order and the hand-off metric key on it. A repair that rewrites the slot
+     * record is no grant, so the patch alone cannot tell.
+     */
+    grant?: true;
+  }
   | { kind: "evict"; node: string; pods: { namespace: string; name: string; uid?: string }[] }
   | { kind: "addFinalizer" }
   | { kind: "removeFinalizer" };
 
-/** The `why` of the Node write that hands a node a reboot slot (`slot_grant.ts`). */
-export const SLOT_GRANT_WHY = "assign slot";
-
-/**
- * True for the action that grants a node a reboot slot. Known by its `why`, not by
- * its patch: a repair of a damaged record also writes the slot annotation.
- */
+/** True for the action that grants a node a reboot slot: the one marked `grant`. */
 export function isSlotGrant(action: Action): boolean {
-  return action.kind === "patchNode" && action.why === SLOT_GRANT_WHY;
+  return action.kind === "patchNode" && action.grant === true;
 }
 
 /** A Kubernetes Event to record. */

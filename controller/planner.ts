@@ -30,15 +30,15 @@ import {
   PoolConditionType,
   PoolDegradedReason,
 } from "../lib/api/mod.ts";
-import { nodeDisrupted } from "./disruption.ts";
-import { EffectiveState, effectiveState } from "./effective_state.ts";
+import { countedState, EffectiveState, NodeState } from "../lib/api/node_state.ts";
 import { canaryStep } from "./canary.ts";
 import { effectiveTarget, failureRecord } from "./failure_policy.ts";
-import { planGatedSlots } from "./gated_slots.ts";
+import { invalidSlots, planGatedSlots } from "./gated_slots.ts";
 import { respondToHealth } from "./health_response.ts";
 import { lastGoodImage } from "./history.ts";
 import { progressInFlight, RolloutContext } from "./in_flight.ts";
 import {
+  classifyMember,
   type Member,
   ownedBootcNodes,
   planMembership,
@@ -51,7 +51,7 @@ import { buildPoolStatus, emptyCounts } from "./pool_status.ts";
 import { priorTarget, resolutionNeed, resolveTarget } from "./resolution.ts";
 import { rolloutRecord } from "./rollout_record.ts";
 import { specErrors } from "./spec_check.ts";
-import { poolSlots, poolTimeZone, windowState } from "./gates/mod.ts";
+import { poolTimeZone, windowState } from "./gates/mod.ts";
 import { reportStalled } from "./stalled.ts";
 
 export { owningPool, POOL_FINALIZER } from "./membership.ts";
@@ -71,6 +71,8 @@ export {
   resolutionNeed,
   type ResolveResult,
 } from "./resolution.ts";
+// The channel and circuit decisions made before planning (the chosen version is the ref).
+export { type ChannelPlan, channelWant, plannedChannel } from "./channel_step.ts";
 
 /** Plans one reconcile of `input.pool`. Pure: same input, same plan. */
 export function planPool(input: PlanInput): Plan {
@@ -119,7 +121,6 @@ export function planPool(input: PlanInput): Plan {
   const ctx = new RolloutContext(input, plan, pool);
   ctx.inUse += releasing.length;
   progressInFlight(members, ctx);
-  const slots = poolSlots({ pool, memberCount: members.length, now });
 
   // 4. Health failures and the onFailure policy.
   const onTarget = (m: Member) => target !== undefined && m.bn?.spec.desiredImage === target.image;
@@ -141,15 +142,17 @@ export function planPool(input: PlanInput): Plan {
       image: target.image,
       memberCount: members.length,
       updated,
-      failed: health.haltFor !== undefined,
+      // A canary that failed its watch fails whatever the policy (Halt included).
+      failed: health.haltFor !== undefined || (health.canaryFailed ?? false),
       rollback: effective.rollback,
+      notReadyUntil: health.notReadyUntil,
       now,
     })
     : undefined;
 
   // 5. New slots through the gates; 6. nodes that do not keep up.
   if (ctx.verifying.length > 0) plan.notes.push(`verifying ${ctx.verifying.join("; ")}`);
-  let waitReason = planGatedSlots({
+  const gated = planGatedSlots({
     ctx,
     members,
     releasing,
@@ -158,6 +161,7 @@ export function planPool(input: PlanInput): Plan {
     updated,
     canary,
   });
+  let waitReason = gated.waitReason;
   if (!waitReason && staging && staging.held.length > 0) waitReason = "StagingLimit";
   reportStalled(members, ctx);
   if (ctx.degradedMessages.length > 0) {
@@ -179,7 +183,7 @@ export function planPool(input: PlanInput): Plan {
     canary,
     updated,
   });
-  const counts = countStates(members, ctx, target?.image);
+  const counts = countStates(members, ctx);
   const status = buildPoolStatus({
     prior: pool.status,
     generation: pool.metadata.generation,
@@ -187,6 +191,8 @@ export function planPool(input: PlanInput): Plan {
     lastResolvedTime: resolved.lastResolvedTime,
     counts,
     slotsInUse: ctx.inUse,
+    slots: gated.slots,
+    queue: gated.queue,
     paused: pool.spec.rollout?.paused ?? false,
     waitReason,
     issues: plan.issues,
@@ -195,7 +201,7 @@ export function planPool(input: PlanInput): Plan {
     now,
   });
   conditionEvents(plan, pool.status, status);
-  return finish(plan, status, slots, counts);
+  return finish(plan, status, gated.slots.limit, counts);
 }
 
 /** A pool being deleted hands every node back, then lets go of its finalizer. */
@@ -221,12 +227,7 @@ function planInvalid(input: PlanInput, plan: PlanBuilder, specErrors: string[]):
   for (const bn of ownedBootcNodes(input)) {
     const node = input.nodes.get(bn.metadata.name ?? "");
     if (!node || bn.metadata.deletionTimestamp) continue;
-    members.push({
-      node,
-      bn,
-      state: effectiveState(bn, { image: bn.spec.desiredImage }),
-      disrupted: nodeDisrupted(node, bn),
-    });
+    members.push({ node, bn, ...classifyMember(node, bn) });
   }
   const ctx = new RolloutContext(input, plan, pool);
   progressInFlight(members, ctx, "undoUndrained");
@@ -238,6 +239,7 @@ function planInvalid(input: PlanInput, plan: PlanBuilder, specErrors: string[]):
     lastResolvedTime: pool.status?.lastResolvedTime,
     counts,
     slotsInUse: ctx.inUse,
+    slots: { ...invalidSlots(specErrors.join("; ")), waiting: 0 },
     paused: pool.spec.rollout?.paused ?? false,
     issues: [{ reason: PoolDegradedReason.InvalidSpec, message: specErrors.join("; ") }],
     now,
@@ -260,17 +262,18 @@ function stagingOpen(input: PlanInput): boolean {
   }
 }
 
-function countStates(members: readonly Member[], ctx: RolloutContext, targetImage?: string) {
+/**
+ * The pool's counts: each member as its classification counts it (`countedState`:
+ * failed, rolled back and daemon errors are Degraded; being verified is Rebooting;
+ * held back by a gate is Pending). Whether it is stuck (drain or reboot timeout,
+ * failed checks, stalled) is this plan's judgement, not the Stalled condition the
+ * cache still shows.
+ */
+function countStates(members: readonly Member[], ctx: RolloutContext) {
   const counts = emptyCounts();
   for (const m of members) {
-    // A node rolled back from the target is not updated, whatever it runs.
-    const away = targetImage !== undefined && m.bn !== undefined &&
-      m.bn.spec.desiredImage !== targetImage;
-    // Running the target but still in its slot (being verified, soaking): not done yet.
-    const state = m.disrupted && m.state === EffectiveState.UpToDate
-      ? EffectiveState.Rebooting
-      : m.state;
-    counts[ctx.stuck.has(m.node.name) || away ? "Degraded" : state]++;
+    const state = m.cls.state === NodeState.Stalled ? m.cls.phase : m.cls.state;
+    counts[ctx.stuck.has(m.node.name) ? "Degraded" : countedState(state, m.cls.effective)]++;
   }
   return counts;
 }

@@ -12,7 +12,10 @@ import {
   findCondition,
   PoolConditionType,
   PoolDegradedReason,
+  type QueueEntry,
   setCondition,
+  SLOT_QUEUE_LIMIT,
+  type SlotsStatus,
   UpToDateReason,
 } from "../lib/api/mod.ts";
 import { EffectiveState } from "./effective_state.ts";
@@ -57,6 +60,13 @@ export interface PoolStatusInput {
   lastResolvedTime?: string;
   counts: StateCounts;
   slotsInUse: number;
+  /**
+   * `status.slots` but `inUse`, which is `slotsInUse` (gated_slots.ts): the limit, what
+   * sets it and how many nodes wait. Absent: left out.
+   */
+  slots?: Omit<SlotsStatus, "inUse">;
+  /** `status.queue`: the first waiting nodes in grant order (at most SLOT_QUEUE_LIMIT). */
+  queue?: readonly QueueEntry[];
   paused: boolean;
   /**
    * The reason new reboots wait, from the gate that blocks (e.g. OutsideMaintenanceWindow);
@@ -186,6 +196,10 @@ export function buildPoolStatus(input: PoolStatusInput): BootcNodePoolStatus {
     updatingCount: nodeCount - counts.UpToDate - degradedCount,
     degradedCount,
     slotsInUse: input.slotsInUse,
+    slots: input.slots ? { ...input.slots, inUse: input.slotsInUse } : undefined,
+    queue: input.queue && input.queue.length > 0
+      ? input.queue.slice(0, SLOT_QUEUE_LIMIT)
+      : undefined,
     conditions,
     history: r.history && r.history.length > 0 ? r.history : undefined,
     failedDigests: r.failedDigests && r.failedDigests.length > 0 ? r.failedDigests : undefined,

@@ -15,6 +15,7 @@ import {
   LABEL_MANAGED,
 } from "../lib/api/mod.ts";
 import { EventRecorder, isNotFound, Resources } from "../lib/kube/mod.ts";
+import { createLogger } from "../lib/log.ts";
 import { type ControlPlane, startControlPlane } from "../tests/harness/control_plane.ts";
 import { waitFor } from "../tests/harness/wait.ts";
 import { type Node, PoolReconciler } from "./reconciler.ts";
@@ -42,11 +43,19 @@ interface Controller {
   stop(): Promise<void>;
 }
 
+/** The controllers' warnings (messages only), for the steps that must see none of a kind. */
+const warnings: string[] = [];
+const logger = createLogger({
+  level: "warn",
+  write: (line) => void warnings.push(JSON.parse(line).msg),
+});
+
 function startController(cp: ControlPlane): Controller {
   const ac = new AbortController();
   const reconciler = new PoolReconciler({
     client: cp.client,
     resolver,
+    logger,
     events: new EventRecorder({ client: cp.client, component: "bootc-operator-controller" }),
     planner: { drainPollMs: 500, resolveRetryMs: 1000 },
   });
@@ -413,6 +422,40 @@ Deno.test("pool reconciler on a real control plane", async (t) => {
       assert.equal(left.items.length, 0, "the pod was evicted by the new controller");
       await deletePool("killed");
       await cp.deleteNode("k1");
+    });
+
+    await t.step("a node moved between pools stalls no pool's planning", async () => {
+      const side = (name: string) => ({ selector: { suite: "move", side: name }, ref: OLD });
+      await createPool("left", side("l"));
+      await createPool("right", side("r"));
+      for (const [n, s] of [["mv1", "l"], ["mv2", "l"], ["mv3", "r"]]) {
+        await cp.createNode(n, { labels: { suite: "move", side: s } });
+      }
+      const members = (n: number) => (p: BootcNodePool) =>
+        upToDate(p) && p.status?.nodeCount === n && p.status?.updatedCount === n;
+      await waitPool("left", members(2), "left: mv1 and mv2 up to date");
+      await waitPool("right", members(1), "right: mv3 up to date");
+      const before = (await bn("mv1"))!;
+      warnings.length = 0;
+      // Left deletes mv1's BootcNode and right creates its own of the same name at once.
+      await nodesApi.patch("mv1", { metadata: { labels: { side: "r" } } }, { type: "merge" });
+      await waitFor(async () => {
+        const b = await bn("mv1");
+        return b?.metadata.uid !== before.metadata.uid && b?.metadata.labels?.["bootc.dev/pool"] ===
+            "right";
+      }, { timeoutMs: 10_000, message: "mv1's BootcNode recreated by right" });
+      // Both pools roll out now: their slots are handed out and back without a stall.
+      for (const p of ["left", "right"]) {
+        await poolsApi.patch(p, { spec: { image: { ref: NEW } } }, { type: "merge" });
+      }
+      const onNew = (n: number) => (p: BootcNodePool) =>
+        members(n)(p) && p.status?.targetImage === NEW && p.status?.slotsInUse === 0;
+      await waitPool("left", onNew(1), "left: mv2 updated", 15_000);
+      await waitPool("right", onNew(2), "right: mv1 and mv3 updated", 15_000);
+      assert.deepEqual(warnings.filter((w) => /caches/.test(w)), []);
+      await deletePool("left");
+      await deletePool("right");
+      for (const n of ["mv1", "mv2", "mv3"]) await cp.deleteNode(n);
     });
   } finally {
     await controller.stop();

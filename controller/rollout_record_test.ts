@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
-import { EffectiveState } from "./effective_state.ts";
-import type { Member } from "./membership.ts";
+import { classifyMember, type Member } from "./membership.ts";
 import { PlanBuilder } from "./plan.ts";
 import { rolloutRecord } from "./rollout_record.ts";
 import { bootcNode, digest, image, input, node, pool } from "./testing/fixtures.ts";
@@ -26,12 +25,10 @@ function record(
     bootcNode(n, { desired: target.image, booted: target.image })
   );
   const i = input(p, { nodes: [node("n1"), node("n2")], bootcNodes: bns });
-  const members: Member[] = bns.map((bn) => ({
-    node: i.nodes.get(bn.metadata.name ?? "")!,
-    bn,
-    state: EffectiveState.UpToDate,
-    disrupted: false,
-  }));
+  const members: Member[] = bns.map((bn) => {
+    const node = i.nodes.get(bn.metadata.name ?? "")!;
+    return { node, bn, ...classifyMember(node, bn), disrupted: false };
+  });
   const plan = new PlanBuilder("workers", i.now);
   return rolloutRecord({
     input: i,

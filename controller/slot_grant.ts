@@ -11,44 +11,68 @@
 import { ANNOTATION_WAS_CORDONED } from "../lib/api/mod.ts";
 import { grantPatch } from "./disruption.ts";
 import { pdbDemand } from "./drain.ts";
-import { EffectiveState } from "./effective_state.ts";
 import type { RolloutContext } from "./in_flight.ts";
 import type { Member } from "./membership.ts";
-import { listNames, SLOT_GRANT_WHY } from "./plan.ts";
+import { listNames } from "./plan.ts";
 
 /** Members that could take a slot now (before any budget is applied). */
 export function slotCandidates(members: readonly Member[]): Member[] {
-  return members.filter((m) =>
-    m.bn && !m.disrupted && m.state === EffectiveState.Staged && m.node.ready
-  );
+  return members.filter((m) => m.bn && !m.disrupted && m.cls.readyForSlot && m.node.ready);
 }
 
-/** Asks the gates whether one more candidate may take a slot, given those granted so far. */
-export type AdmitOne = (candidate: Member, granted: readonly string[]) => boolean;
+/**
+ * Asks the gates whether one more candidate may take a slot, given those granted
+ * so far: undefined when it may, else the reason of the gate that holds it.
+ */
+export type AdmitOne = (candidate: Member, granted: readonly string[]) => string | undefined;
+
+/** Why a candidate that passed the gates still got no slot (a `status.queue` waitingFor). */
+export const QueueWait = {
+  /** Its drain would wait on a PodDisruptionBudget a drain in flight needs. */
+  PodDisruptionBudget: "PodDisruptionBudget",
+  /** Its pods are not known yet: the shell lists them for the next plan. */
+  PodList: "PodList",
+  /** Two slot nodes are unhealthy, or its image's rollout is halted. */
+  RolloutHalted: "RolloutHalted",
+} as const;
+
+/** What {@linkcode grantSlots} did: the grants in order, and why each other candidate it saw waits. */
+export interface GrantOutcome {
+  granted: string[];
+  /** Candidates it saw and did not grant, by name: a gate's reason or a {@linkcode QueueWait}. */
+  held: Map<string, string>;
+}
 
 /**
  * Step 4: walks the candidates in order and hands a slot to each one the gates
  * admit given the grants before it (see `gates/`), unless its drain would
  * deadlock with one in flight on a shared PodDisruptionBudget. Pods are asked
- * for at most `podBudget` candidates whose pods are unknown.
+ * for at most `podBudget` candidates whose pods are unknown (the walk stops
+ * there: the candidates after it are not in `held`).
  */
 export function grantSlots(
   candidates: readonly Member[],
   ctx: RolloutContext,
   admitOne: AdmitOne,
   podBudget: number,
-): void {
+): GrantOutcome {
   const { plan, input } = ctx;
   const waitingOnPdb: string[] = [];
   const granted: string[] = [];
+  const held = new Map<string, string>();
   let unknown = podBudget;
   for (const c of candidates) {
     const name = c.node.name;
-    if (!admitOne(c, granted)) continue;
+    const refused = admitOne(c, granted);
+    if (refused !== undefined) {
+      held.set(name, refused);
+      continue;
+    }
     const pods = ctx.podsOf(name);
     if (!pods) {
       if (unknown-- <= 0) break;
       plan.needPods.push(name);
+      held.set(name, QueueWait.PodList);
       continue;
     }
     const demand = pdbDemand(pods, input.pdbs);
@@ -59,6 +83,7 @@ export function grantSlots(
     // and its drain timeout reports the budget that blocks it.
     if (blockedBy.length > 0 && ctx.drainingNodes > 0) {
       waitingOnPdb.push(`${name} (PodDisruptionBudget ${listNames(blockedBy, 3)})`);
+      held.set(name, QueueWait.PodDisruptionBudget);
       continue;
     }
     granted.push(name);
@@ -70,7 +95,8 @@ export function grantSlots(
       kind: "patchNode",
       node: name,
       patch: grantPatch(c.node, plan.poolName, input.now),
-      why: SLOT_GRANT_WHY,
+      why: "assign slot",
+      grant: true,
     });
     plan.act({
       kind: "patchBootcNode",
@@ -99,4 +125,5 @@ export function grantSlots(
   if (waitingOnPdb.length > 0) {
     plan.notes.push(`waiting on disruption budgets: ${listNames(waitingOnPdb, 3)}`);
   }
+  return { granted, held };
 }

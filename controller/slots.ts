@@ -1,39 +1,10 @@
 /**
- * Reboot slots: how many there are, and when a slot node counts as unhealthy
- * for the halt rule (two or more unhealthy slot nodes stop new assignments).
+ * Reboot slots: when a slot node counts as unhealthy for the halt rule (two or
+ * more unhealthy slot nodes stop new assignments). How many slots there are is
+ * `lib/api/budget.ts` (with the schedules in `gates/budget.ts`).
  *
  * @module
  */
-
-/**
- * Resolves `maxUnavailable` against the pool size: an integer as is, a
- * percentage of `nodeCount` rounded up (as DaemonSets do); never below 1.
- * Throws when the value is neither (the CRD's CEL rule should prevent that).
- */
-export function resolveMaxUnavailable(
-  value: number | string | undefined,
-  nodeCount: number,
-): number {
-  if (value === undefined) return 1;
-  if (typeof value === "number") {
-    if (!Number.isInteger(value) || value < 1) {
-      throw new Error(`rollout.maxUnavailable ${value} must be an integer >= 1`);
-    }
-    return value;
-  }
-  const match = /^(\d+)%$/.exec(value);
-  if (match) {
-    const pct = Number(match[1]);
-    if (pct < 1 || pct > 100) {
-      throw new Error(`rollout.maxUnavailable ${value} must be between 1% and 100%`);
-    }
-    return Math.max(1, Math.ceil((pct * nodeCount) / 100));
-  }
-  if (/^\d+$/.test(value) && Number(value) >= 1) return Number(value);
-  throw new Error(
-    `rollout.maxUnavailable ${JSON.stringify(value)} must be an integer >= 1 or a percentage`,
-  );
-}
 
 /** Where a slot node is in its cycle, as far as health is concerned. */
 export interface SlotHealthInput {
@@ -63,9 +34,15 @@ export function slotUnhealthyReason(input: SlotHealthInput): string | undefined 
   return undefined;
 }
 
-/** Parses an RFC 3339 annotation value; undefined when absent or unparsable. */
+/** RFC 3339 date-time (`T` or `t`, fractional seconds, `Z` or an offset). */
+const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+
+/**
+ * Parses an RFC 3339 annotation value; undefined when absent or not RFC 3339
+ * (`Date.parse` alone would read "7" or "March 7" as some date).
+ */
 export function parseTime(value: string | undefined): Date | undefined {
-  if (!value) return undefined;
+  if (!value || !RFC3339.test(value)) return undefined;
   const t = Date.parse(value);
   return Number.isNaN(t) ? undefined : new Date(t);
 }

@@ -1,25 +1,5 @@
 import assert from "node:assert/strict";
-import { resolveMaxUnavailable, slotUnhealthyReason } from "./slots.ts";
-
-Deno.test("resolveMaxUnavailable: integers, percentages rounded up, at least 1", () => {
-  const cases: [number | string | undefined, number, number][] = [
-    [undefined, 10, 1],
-    [3, 10, 3],
-    ["25%", 10, 3],
-    ["10%", 10, 1],
-    ["1%", 10, 1],
-    ["1%", 0, 1],
-    ["100%", 7, 7],
-    ["50%", 5, 3],
-    ["2", 10, 2],
-  ];
-  for (const [value, count, want] of cases) {
-    assert.equal(resolveMaxUnavailable(value, count), want, `${value} of ${count}`);
-  }
-  assert.throws(() => resolveMaxUnavailable("abc", 3), /percentage/);
-  assert.throws(() => resolveMaxUnavailable(0, 3), />= 1/);
-  assert.throws(() => resolveMaxUnavailable("0%", 3), /between/);
-});
+import { slotUnhealthyReason } from "./slots.ts";
 
 Deno.test("slotUnhealthyReason: NotReady only counts before the reboot request or after its deadline", () => {
   const base = {

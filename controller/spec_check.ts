@@ -6,13 +6,19 @@
  *
  * @module
  */
-import { PoolDegradedReason, poolNameError } from "../lib/api/mod.ts";
+import {
+  CANARY_NODES,
+  intOrPercentError,
+  MAX_STAGING,
+  POOL_MAX_UNAVAILABLE,
+  PoolDegradedReason,
+  poolNameError,
+} from "../lib/api/mod.ts";
 import { channelError } from "./channel.ts";
 import { orderingErrors, policyErrors } from "./gates/mod.ts";
 import type { PlanInput } from "./plan.ts";
 import type { ResolutionNeed } from "./resolution.ts";
 import { selectorError } from "./selector.ts";
-import { resolveMaxUnavailable } from "./slots.ts";
 
 /** Every spec error of `input.pool`, each naming its field (empty when the spec is fine). */
 export function specErrors(input: PlanInput, need: ResolutionNeed): string[] {
@@ -23,10 +29,18 @@ export function specErrors(input: PlanInput, need: ResolutionNeed): string[] {
   const selErr = selectorError(pool.spec.nodeSelector);
   if (selErr) errors.push(selErr);
   if (need.kind === "invalid") errors.push(need.message);
-  try {
-    resolveMaxUnavailable(pool.spec.rollout?.maxUnavailable, 1);
-  } catch (e) {
-    errors.push((e as Error).message);
+  // Every int-or-percent field the planner resolves (lib/api/budget.ts): an unreadable one
+  // would fail closed deep inside a step; say so here, naming the field.
+  const rollout = pool.spec.rollout;
+  for (
+    const [value, rule] of [
+      [rollout?.maxUnavailable, POOL_MAX_UNAVAILABLE],
+      [rollout?.maxStaging, MAX_STAGING],
+      [rollout?.canary?.nodes, CANARY_NODES],
+    ] as const
+  ) {
+    const err = value === undefined ? undefined : intOrPercentError(value, rule);
+    if (err) errors.push(`spec.${err}`);
   }
   errors.push(...orderingErrors(pool, input.poolObjects ?? [pool]));
   errors.push(...policyErrors(pool.spec));

@@ -1,8 +1,10 @@
 /**
- * Planning step 5, stalled nodes: a BootcNode whose status has not caught up
+ * Planning step 6, stalled nodes: a BootcNode whose status has not caught up
  * with its spec within a deadline gets a `Stalled` condition (reasons
- * DaemonNotReporting, StagingTimeout, RebootTimeout), an event, and counts in
- * the pool's message and Degraded condition. The deadlines are pool fields.
+ * DaemonNotReporting, StagingTimeout, RebootTimeout, and NoProgress from the
+ * liveness rule in `liveness.ts`: a wait on unchanged facts past
+ * `progressTimeoutSeconds`), an event, and counts in the pool's message and
+ * Degraded condition. The deadlines are pool fields.
  *
  * @module
  */
@@ -23,9 +25,11 @@ import type { Member } from "./membership.ts";
 import { listNames } from "./plan.ts";
 import { formatTime, parseTime } from "./slots.ts";
 import { type StallDeadlines, stallDeadlines } from "./deadlines.ts";
+import { daemonSays, findNoProgress } from "./liveness.ts";
 
 export {
   DEFAULT_DAEMON_REPORT_TIMEOUT_SECONDS,
+  DEFAULT_PROGRESS_TIMEOUT_SECONDS,
   DEFAULT_STAGING_TIMEOUT_SECONDS,
   type StallDeadlines,
   stallDeadlines,
@@ -33,7 +37,8 @@ export {
 
 /**
  * Why a member is stalled now, if it is (RebootTimeout is found by the in-flight
- * step); otherwise when to look again.
+ * step): DaemonNotReporting, else NoProgress, else StagingTimeout; otherwise when
+ * to look again.
  */
 export function findStall(
   m: Member,
@@ -65,22 +70,45 @@ export function findStall(
       },
     };
   }
-  if (m.state === EffectiveState.Pending || m.state === EffectiveState.Staging) {
-    const desiredSince = parseTime(bn.metadata.annotations?.[ANNOTATION_DESIRED_SINCE]) ??
-      parseTime(bn.metadata.creationTimestamp);
-    if (!desiredSince) return {};
-    const at = new Date(desiredSince.getTime() + deadlines.stagingMs);
-    if (now < at) return { nextAt: at };
-    return {
-      finding: {
-        reason: StalledReason.StagingTimeout,
-        message: `node ${m.node.name} has not staged ${bn.spec.desiredImage} within ` +
-          `${deadlines.stagingMs / 1000}s`,
-        since: at,
-      },
-    };
-  }
-  return {};
+  // The liveness rule first: it names what the node waits for.
+  const live = findNoProgress({
+    node: m.node,
+    bn,
+    cls: m.cls,
+    progressMs: deadlines.progressMs,
+    now,
+  });
+  if (live.finding) return live;
+  const staging = findStagingTimeout(m, bn, deadlines, now);
+  if (staging.finding) return staging;
+  const next = [live.nextAt, staging.nextAt].filter((t): t is Date => t !== undefined);
+  return next.length > 0 ? { nextAt: new Date(Math.min(...next.map((t) => t.getTime()))) } : {};
+}
+
+/** StagingTimeout: a node that has not staged its desired image within the staging deadline. */
+function findStagingTimeout(
+  m: Member,
+  bn: BootcNode,
+  deadlines: StallDeadlines,
+  now: Date,
+): { finding?: StallFinding; nextAt?: Date } {
+  if (m.state !== EffectiveState.Pending && m.state !== EffectiveState.Staging) return {};
+  // Held back by a gate (the staging limit, a closed window): waiting, not stalled.
+  if (m.cls.waitsOn === "gate") return {};
+  const desiredSince = parseTime(bn.metadata.annotations?.[ANNOTATION_DESIRED_SINCE]) ??
+    parseTime(bn.metadata.creationTimestamp);
+  if (!desiredSince) return {};
+  const at = new Date(desiredSince.getTime() + deadlines.stagingMs);
+  if (now < at) return { nextAt: at };
+  const waiting = m.cls.waitsFor ? `; waiting for ${m.cls.waitsFor}` : "";
+  return {
+    finding: {
+      reason: StalledReason.StagingTimeout,
+      message: `node ${m.node.name} has not staged ${bn.spec.desiredImage} within ` +
+        `${deadlines.stagingMs / 1000}s${waiting}${daemonSays(bn)}`,
+      since: at,
+    },
+  };
 }
 
 /** The Stalled condition a BootcNode should carry, or undefined to leave it as is. */

@@ -16,11 +16,19 @@ function stalledOf(plan: Plan) {
 }
 
 Deno.test("stallDeadlines: pool fields, else defaults", () => {
-  assert.deepEqual(stallDeadlines(undefined), { stagingMs: 1_800_000, daemonReportMs: 300_000 });
-  assert.deepEqual(stallDeadlines({ stagingTimeoutSeconds: 60, daemonReportTimeoutSeconds: 5 }), {
-    stagingMs: 60_000,
-    daemonReportMs: 5_000,
+  assert.deepEqual(stallDeadlines(undefined), {
+    stagingMs: 1_800_000,
+    daemonReportMs: 300_000,
+    progressMs: 600_000,
   });
+  assert.deepEqual(
+    stallDeadlines({
+      stagingTimeoutSeconds: 60,
+      daemonReportTimeoutSeconds: 5,
+      progressTimeoutSeconds: 30,
+    }),
+    { stagingMs: 60_000, daemonReportMs: 5_000, progressMs: 30_000 },
+  );
 });
 
 Deno.test("stalled: no daemon ever reported past the deadline: DaemonNotReporting", () => {

@@ -9,7 +9,7 @@
  * events are derived from them, so they must not lag.
  *
  * A status that differs only in **progress** (the node counts, `slotsInUse`,
- * condition messages) is coalesced: the first such change waits
+ * `slots`, the slot `queue`, condition messages) is coalesced: the first such change waits
  * {@linkcode CoalesceOptions.settleMs} for the burst it starts (a slot released
  * and granted again, nodes finishing staging together) and writes are at
  * least {@linkcode CoalesceOptions.windowMs} apart. The reconciler requeues the
@@ -60,6 +60,9 @@ const PROGRESS_FIELDS = [
   "updatingCount",
   "degradedCount",
   "slotsInUse",
+  // What views read (the slot limit and what sets it, the slot queue): nothing acts on them.
+  "slots",
+  "queue",
 ] as const;
 
 /** The status without its progress fields, condition messages and (optionally) lastResolvedTime. */

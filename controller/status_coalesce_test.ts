@@ -52,6 +52,21 @@ Deno.test("classify: counts, slots and condition messages are progress", () => {
   const stored = status();
   assert.equal(classifyStatusChange(stored, status()), "none");
   assert.equal(classifyStatusChange(stored, status({ slotsInUse: 0 })), "progress");
+  // The published slots and queue are for views: a new order or limit is progress too.
+  const slots = {
+    limit: 1,
+    inUse: 1,
+    waiting: 1,
+    source: "MaxUnavailable" as const,
+    name: "maxUnavailable",
+    message: "maxUnavailable 1",
+  };
+  const queued = status({ slots, queue: [{ node: "a", position: 1, waitingFor: "Paused" }] });
+  assert.equal(classifyStatusChange(stored, queued), "progress");
+  assert.equal(
+    classifyStatusChange(queued, status({ slots: { ...slots, limit: 0, waiting: 0 } })),
+    "progress",
+  );
   assert.equal(
     classifyStatusChange(
       stored,

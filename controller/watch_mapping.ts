@@ -1,8 +1,8 @@
 /**
  * Which pools a watch event wakes: pure functions from an event (and what the
  * controller has cached) to the pool keys to put on the work queue, plus the
- * predicates that drop updates no reconcile cares about. The reconciler's
- * `#wireHandlers` only forwards informer events here.
+ * predicates that drop updates no reconcile cares about. The controller's
+ * caches (`caches.ts`, `wire`) only forward informer events here.
  *
  * The rule throughout: wake every pool whose decision the change can alter, and
  * no other. A node can matter to a pool because the pool's selector matches its
@@ -26,7 +26,7 @@ import {
   type BootcNode,
   type BootcNodePool,
   LABEL_POOL,
-  POOL,
+  owningPool,
 } from "../lib/api/mod.ts";
 import { matchesSelector } from "./selector.ts";
 
@@ -90,12 +90,6 @@ export function poolChangeMatters(oldPool: BootcNodePool, newPool: BootcNodePool
       JSON.stringify(newPool.metadata.finalizers ?? []);
 }
 
-/** The pool controlling a BootcNode (its controller ownerReference), if any. */
-export function ownerPool(bn: BootcNode): string | undefined {
-  return bn.metadata.ownerReferences?.find((o) => o.kind === POOL.kind && o.controller === true)
-    ?.name;
-}
-
 /** What {@linkcode poolsForNode} reads of a node. */
 export interface NodeKeys {
   name: string;
@@ -117,7 +111,7 @@ export function poolsForNode(cache: WatchCache, node: NodeKeys): string[] {
   const slotPool = node.annotations?.[ANNOTATION_SLOT_POOL];
   if (slotPool) out.add(slotPool);
   const bn = cache.bootcNode(node.name);
-  const owner = bn ? ownerPool(bn) : undefined;
+  const owner = bn ? owningPool(bn) : undefined;
   if (owner) out.add(owner);
   return sorted(out);
 }
@@ -147,7 +141,7 @@ export function nodeEventPools(cache: WatchCache, event: WatchEvent<INode>): str
 
 function bootcNodePools(bn: BootcNode): string[] {
   const out: string[] = [];
-  const owner = ownerPool(bn);
+  const owner = owningPool(bn);
   if (owner) out.push(owner);
   const label = bn.metadata.labels?.[LABEL_POOL];
   if (label) out.push(label);

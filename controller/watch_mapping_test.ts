@@ -6,7 +6,6 @@ import {
   bootcNodeEventPools,
   nodeChangeMatters,
   nodeEventPools,
-  ownerPool,
   poolChangeMatters,
   poolEventPools,
   poolsForNode,
@@ -484,12 +483,4 @@ Deno.test("secretEventPools: the pools whose pullSecretRef names the Secret", ()
   for (const [name, event, want] of cases) {
     assert.deepEqual(secretEventPools(cache, event), want, name);
   }
-});
-
-Deno.test("ownerPool: only a controller ownerReference of kind BootcNodePool", () => {
-  assert.equal(ownerPool(bootcNode("n", { owner: "a" })), "a");
-  assert.equal(ownerPool(bootcNode("n")), undefined);
-  const notController = bootcNode("n", { owner: "a" });
-  notController.metadata.ownerReferences![0].controller = false;
-  assert.equal(ownerPool(notController), undefined);
 });

@@ -26,6 +26,7 @@
  * | booted ≠ D, rollback = D ⁷, not authorized ⁶    | Booted            | False/Staged    | none             |
  * | booted ≠ D, rollback = D ⁷, rollback queued     | any               | unchanged       | unqueue ¹⁰       |
  * | any, BootcNode not controlled by a pool         | any               | True/NotOwned   | none             |
+ * | Rebooting, own reboot running, spec moved ¹²    | any               | unchanged       | none             |
  *
  * 1. bootc has no "unstage": left alone, B would boot on the next reboot (if
  *    unlocked) or stay the host's spec. Switching to the booted image stages a
@@ -70,6 +71,12 @@
  *    rollback` toggles the boot order back (it also discards a staged
  *    deployment); the next round proceeds as above. Not while this process's
  *    own rollback command runs.
+ * 12. While the apply (or rollback) this process started still runs and the spec
+ *    no longer asks for that reboot (desiredImage changed, even to the booted
+ *    image, or Booted withdrawn), Idle stays Rebooting and nothing is done: the
+ *    host is going down into what it applies, and the controller counts a
+ *    Rebooting node as disrupted (lib/api/node_state.ts) until it is back. Once
+ *    back, the next decision starts from what it booted (it may need redoing).
  *
  * A BootcNode no BootcNodePool controls (hand-made, or orphaned) is never acted
  * on: nothing is staged, locked or applied (the auto-update timer is still
@@ -101,7 +108,10 @@
  *
  * 11. From the Node as read before a reboot (only then: an idle daemon reads
  *    nothing); the slot time and the drain time are their lastTransitionTime.
- *    While the Node is not read they keep their value.
+ *    While the Node is not read they keep their value, whoever wrote it: the
+ *    controller writes them while it drains the node (Cordoned True, Drained
+ *    False/Draining or DrainBlocked naming the PodDisruptionBudget), see
+ *    lib/api/drain_conditions.ts. Only NotRequired (D booted) replaces a False.
  *
  * `ImageStaged`'s message always names D as a word of its own: that is how a
  * later decision tells that the spec moved to another image. Then the phase
@@ -125,6 +135,7 @@ import {
   type NodeForReboot,
   type RebootAuthorization,
 } from "../lib/api/annotations.ts";
+import { cordonedMessage } from "../lib/api/drain_conditions.ts";
 import {
   type ConditionInput,
   conditionsEqual,
@@ -137,6 +148,9 @@ import {
   NodeDegradedReason,
   RebootAllowedReason,
 } from "../lib/api/constants.ts";
+// Whether the phase conditions are about an image: the one test the controller and the
+// plugin read too.
+import { phaseTargetIs } from "../lib/api/node_state.ts";
 import type {
   BootcNodeSpec,
   BootcNodeStatus,
@@ -266,19 +280,6 @@ const RESET_ON_TARGET_CHANGE: readonly [string, "Unknown" | "False"][] = [
   // Not a constant (yet): reset only when the controller writes it.
   ["Updated", "False"],
 ];
-
-/**
- * Whether the phase conditions in `conditions` are about `image`: ImageStaged's
- * message names its image as a word of its own. Undefined when there is no
- * ImageStaged (a BootcNode never reported on, or written by an older daemon).
- */
-export function phaseTargetIs(
-  conditions: readonly Condition[] | undefined,
-  image: string,
-): boolean | undefined {
-  const c = findCondition(conditions, NodeConditionType.ImageStaged);
-  return c ? c.message.split(/\s+/).includes(image) : undefined;
-}
 
 /** The phase condition `type` in `conditions` if it is about `image` (else undefined). */
 function phaseCondition(
@@ -422,6 +423,8 @@ interface Plan {
   fellBack?: string;
   /** The usable host the plan was made for (phase conditions are computed only then). */
   host?: Host;
+  /** Leave the phase conditions as they are (footnote 12: they describe the reboot under way). */
+  keepPhases?: boolean;
 }
 
 const NONE: Action = { type: "none" };
@@ -442,6 +445,14 @@ function planUpdate(input: DecideInput, host: Host, spec: BootcNodeSpec): Plan {
   const caps = input.capabilities;
   const stage = (): Action =>
     caps?.stage ? { type: "stage", image: want, method: caps.stage } : NONE;
+
+  // Footnote 12: a reboot this process started is under way, no longer for what the
+  // spec asks (retargeted, or Booted withdrawn): the host goes down all the same.
+  const sameRoute = spec.desiredImageState === "Booted" &&
+    (entryProvides(staged, want) || entryProvides(rollback, want));
+  if (input.applyInFlight && previous === IdleReason.Rebooting && !sameRoute) {
+    return { action: NONE, problems: [], keepPhases: true };
+  }
 
   if (entryProvides(booted, want)) {
     if (!staged || entryProvides(staged, want)) {
@@ -805,8 +816,10 @@ function phaseConditions(
   ) => {
     if (done) return set(yes, annotationTime(at, now));
     const last = previous(type);
-    // Not read: the last answer stands (after the reboot the controller releases the Node).
-    if (done === undefined && last?.status === "True") return;
+    // Not read: the last answer stands, whoever wrote it (after the reboot the controller
+    // releases the Node; while it drains, it writes these from the Node itself, e.g. a
+    // drain blocked by a PodDisruptionBudget). Only "booted, none needed" replaces a False.
+    if (done === undefined && last && (last.status === "True" || !bootedD)) return;
     set(
       bootedD
         ? {
@@ -826,7 +839,7 @@ function phaseConditions(
       type: NodeConditionType.Cordoned,
       status: "True",
       reason: PhaseReason.Cordoned,
-      message: `Cordoned in a reboot slot for ${want} (slot taken at ${record?.slotAt})`,
+      message: cordonedMessage(want, record?.slotAt),
     },
     `Waiting for a reboot slot and cordon for ${want}`,
   );
@@ -1078,7 +1091,7 @@ export function decide(input: DecideInput): Decision {
   const version = caps?.version ?? previous.bootcVersion;
   if (version !== undefined) status.bootcVersion = version;
   status.autoUpdatesDisabled = input.autoUpdatesMasked;
-  if (p.host && input.spec && input.owned) {
+  if (p.host && input.spec && input.owned && !p.keepPhases) {
     conditions = phaseConditions(conditions, input, p.host, p);
   }
   const idleNow = findCondition(conditions, NodeConditionType.Idle)?.reason;

@@ -1527,6 +1527,28 @@ Deno.test("decide: phase conditions through a whole update, in the writes made a
   assert.equal(out.changed, false);
 });
 
+Deno.test("decide: the controller's Cordoned/Drained (a blocked drain) stand while the Node is not read", () => {
+  // B is staged; the controller holds the slot and writes what blocks the drain.
+  const staged = host(entry(A), entry(B, { downloadOnly: true }));
+  let status = decide(input({ spec: spec(B), host: staged })).status;
+  assert.equal(sr(status, "Cordoned"), "False/Waiting");
+  const blocked = `Drain for ${B} blocked: PodDisruptionBudget ns/pdb allows 0 disruption(s)`;
+  status = {
+    ...status,
+    conditions: status.conditions!.map((c) =>
+      c.type === "Cordoned"
+        ? { ...c, status: "True", reason: "Cordoned", message: "Cordoned in a reboot slot" }
+        : c.type === "Drained"
+        ? { ...c, reason: "DrainBlocked", message: blocked }
+        : c
+    ),
+  };
+  const out = decide(input({ spec: spec(B), status, host: staged, now: NOW }));
+  assert.equal(sr(out.status, "Cordoned"), "True/Cordoned");
+  assert.equal(sr(out.status, "Drained"), "False/DrainBlocked");
+  assert.equal(condition(out.status, "Drained")?.message, blocked);
+});
+
 Deno.test("decide: a target that only differs by a suffix is a new target", () => {
   const tagged = `${REPO}:1`;
   const first = decide(input({ spec: spec(tagged), host: host(entry(A)) })).status;
@@ -1691,4 +1713,39 @@ Deno.test("decide: host health is reported for a BootcNode no pool owns too", ()
     health: check("Healthy", "SystemRunning"),
   }));
   assert.equal(sr(out.status, "HostHealthy"), "True/SystemRunning");
+});
+
+Deno.test("decide: retargeted while its own apply runs: stays Rebooting, does nothing, phases kept", () => {
+  // Applying B (unlocked by the apply); the pool moved to A (booted) or to C (the rollback).
+  const rebooting = persisted("Rebooting", ["True", "SlotAndDrain"], [
+    ["ImageStaged", "True", "Staged", `${B} is staged`],
+    ["Rebooted", "False", "Rebooting", `Rebooting into ${B}`],
+  ]);
+  rebooting.conditions![0].message = `Applying ${B} and rebooting`;
+  for (const want of [A, C]) {
+    const r = decide(input({
+      spec: spec(want),
+      status: rebooting,
+      host: host(entry(A), entry(B, { downloadOnly: false }), entry(C)),
+      applyInFlight: true,
+    }));
+    assert.deepEqual(r.action, { type: "none" }, want);
+    assert.equal(condition(r.status, "Idle")?.reason, "Rebooting");
+    assert.equal(condition(r.status, "Rebooted")?.message, `Rebooting into ${B}`);
+  }
+});
+
+Deno.test("decide: back from a reboot into B after a retarget to A (now the rollback): the rollback route, not FellBack", () => {
+  const rebooting = persisted("Rebooting", ["True", "SlotAndDrain"], [
+    ["ImageStaged", "True", "Staged", `${B} is staged`],
+    ["Rebooted", "False", "Rebooting", `Rebooting into ${B}`],
+  ]);
+  rebooting.conditions![0].message = `Applying ${B} and rebooting`;
+  const r = decide(
+    input({ spec: spec(A), status: rebooting, host: host(entry(B), null, entry(A)) }),
+  );
+  assert.deepEqual(r.action, { type: "none" });
+  assert.equal(condition(r.status, "Idle")?.reason, "Staged");
+  assert.match(condition(r.status, "Idle")?.message ?? "", /is the rollback deployment/);
+  assert.equal(condition(r.status, "Degraded")?.status, "False");
 });

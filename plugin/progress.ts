@@ -1,31 +1,36 @@
 /**
  * Where each node of a pool stands in a rollout, and what holds the pool back.
  *
- * A node is in exactly one bucket, judged against the pool's target digest:
- * - `failed`: its BootcNode is `Degraded=True` or `Stalled=True`;
- * - `rebooting`: the operator is disrupting it (its Node carries the disruption
- *   record: reboot slot, cordon, drain) or it reports `Idle=False/Rebooting`;
- *   a node back on the target counts here until the operator releases it;
+ * Each node is classified by the one rulebook the controller plans with
+ * (`lib/api/node_state.ts`, against the pool's published target); the plugin
+ * derives nothing of its own. Its state lands in exactly one bucket:
+ * - `failed`: failed its verification, a daemon error, rolled back, stalled;
+ * - `rebooting`: in a reboot slot (cordoning, draining), rebooting (its daemon
+ *   says so, whatever the target), or back on the target and being verified;
  * - `updated`: it boots the target and is released;
- * - `staged`: the target is staged (`Idle=False/Staged`), waiting for a slot;
- * - `staging`: it is downloading (`Idle=False/Staging`);
+ * - `staged`: ready for a reboot slot (the target staged, or the host's
+ *   rollback deployment);
+ * - `staging`: it is downloading;
  * - `pending`: none of these yet (queued for staging, daemon not reacted, …).
  *
  * @module
  */
 import {
-  ANNOTATION_WAS_CORDONED,
-  IdleReason,
   NodeConditionType,
-  POOL,
   PoolConditionType,
   PoolDegradedReason,
   UpToDateReason,
 } from "../lib/api/constants.ts";
-import { isDisrupted } from "../lib/api/annotations.ts";
+import { owningPool } from "../lib/api/ownership.ts";
 import { findCondition } from "../lib/api/conditions.ts";
+import {
+  classifyNode,
+  type DesiredImage,
+  type NodeClassification,
+  NodeState,
+} from "../lib/api/node_state.ts";
 import type { BootcNode, BootcNodePool, NodeLike } from "./model.ts";
-import { parseTime } from "./model.ts";
+import { nodeReady, parseTime } from "./model.ts";
 
 /** The buckets of a progress bar, in bar order. */
 export const BUCKETS = ["updated", "rebooting", "staged", "staging", "pending", "failed"] as const;
@@ -58,27 +63,7 @@ export function poolTarget(pool: BootcNodePool): TargetDigest | undefined {
   return digest ? { digest, platforms: pool.status?.targetPlatforms } : undefined;
 }
 
-/**
- * True when a boot entry provides `target`: its pullspec's digest, its
- * `imageDigest`, or the index's manifest for its architecture matches.
- */
-export function entryProvides(
-  entry: { image?: string; imageDigest?: string; architecture?: string } | undefined,
-  target: TargetDigest,
-): boolean {
-  if (!entry) return false;
-  if (digestOf(entry.image) === target.digest || entry.imageDigest === target.digest) return true;
-  return (target.platforms ?? []).some((p) =>
-    p.digest === entry.imageDigest &&
-    (entry.architecture === undefined || p.architecture === undefined ||
-      p.architecture === entry.architecture)
-  );
-}
-
-/** The pool that controls a BootcNode (controller ownerReference). */
-export function owningPool(bn: BootcNode): string | undefined {
-  return bn.metadata?.ownerReferences?.find((o) => o.kind === POOL.kind && o.controller)?.name;
-}
+export { owningPool };
 
 /** The BootcNodes a pool owns, sorted by name. */
 export function poolMembers(pool: string, bootcNodes: readonly BootcNode[]): BootcNode[] {
@@ -87,50 +72,95 @@ export function poolMembers(pool: string, bootcNodes: readonly BootcNode[]): Boo
   );
 }
 
+/** The bucket of each node state. */
+const BUCKET_OF: Readonly<Record<NodeState, Bucket>> = {
+  Released: "pending",
+  Pending: "pending",
+  Staging: "staging",
+  Staged: "staged",
+  InSlot: "rebooting",
+  Draining: "rebooting",
+  Rebooting: "rebooting",
+  Verifying: "rebooting",
+  Updated: "updated",
+  Failed: "failed",
+  Degraded: "failed",
+  RollingBack: "failed",
+  Stalled: "failed",
+};
+
+/** The bucket a classified node lands in. */
+export function bucketOf(cls: NodeClassification): Bucket {
+  return BUCKET_OF[cls.state];
+}
+
+/** The pool's target as the classification takes it (from the pool's status). */
+export function targetImage(
+  target: TargetDigest | undefined,
+  image?: string,
+): DesiredImage | undefined {
+  if (!target) return undefined;
+  return { image: image ?? `@${target.digest}`, platforms: target.platforms };
+}
+
 /**
- * True while the operator has work to finish or undo on the node: the Node
- * carries part of the disruption record, or the BootcNode mirrors a prior
- * cordon state (as the controller judges it).
+ * Why the pool holds nodes back from its target, as it publishes it: the staging
+ * limit, or staging only inside the maintenance windows.
  */
-export function disrupted(bn: BootcNode | undefined, node: NodeLike | undefined): boolean {
-  return (node !== undefined && isDisrupted(node)) ||
-    bn?.metadata?.annotations?.[ANNOTATION_WAS_CORDONED] !== undefined;
+function heldByOf(
+  pool: BootcNodePool | undefined,
+): { reason: string; message: string } | undefined {
+  const up = findCondition(pool?.status?.conditions, PoolConditionType.UpToDate);
+  const message = up ? withoutBreakdown(up.message) : "";
+  if (up?.reason === "StagingLimit" || /staging limit: /.test(message)) {
+    return {
+      reason: "StagingLimit",
+      message: /staging limit: [^;]*/.exec(message)?.[0] ?? message,
+    };
+  }
+  if (
+    up?.reason === "OutsideMaintenanceWindow" &&
+    pool?.spec?.maintenance?.stageOutsideWindows === false
+  ) {
+    return {
+      reason: up.reason,
+      message: "the next maintenance window (stageOutsideWindows: false)",
+    };
+  }
+  return undefined;
 }
 
-/** The target a node is judged against: the pool's, else its own desired image. */
-function targetFor(bn: BootcNode, target: TargetDigest | undefined): TargetDigest | undefined {
-  if (target) return target;
-  const digest = digestOf(bn.spec?.desiredImage);
-  return digest ? { digest } : undefined;
-}
-
-/** The bucket of one node (see the module doc). */
-export function classifyNode(
+/**
+ * The one classification of a node (`lib/api/node_state.ts`) against its pool's
+ * published target, from the BootcNode and the Node as read.
+ */
+export function classifyMember(
   bn: BootcNode,
   node: NodeLike | undefined,
-  poolTargetDigest: TargetDigest | undefined,
+  pool: BootcNodePool | undefined,
+): NodeClassification {
+  const target = pool ? targetImage(poolTarget(pool), pool.status?.targetImage) : undefined;
+  return classifyNode({
+    bootcNode: { ...bn, spec: bn.spec ?? { desiredImage: "" } },
+    node: node
+      ? {
+        annotations: node.metadata?.annotations,
+        unschedulable: node.spec?.unschedulable ?? false,
+        ready: nodeReady(node),
+      }
+      : undefined,
+    poolTarget: target,
+    heldBy: heldByOf(pool),
+  });
+}
+
+/** The bucket of one node against its pool's target (see the module doc). */
+export function nodeBucket(
+  bn: BootcNode,
+  node: NodeLike | undefined,
+  pool: BootcNodePool | undefined,
 ): Bucket {
-  const conditions = bn.status?.conditions;
-  if (
-    findCondition(conditions, NodeConditionType.Degraded)?.status === "True" ||
-    findCondition(conditions, NodeConditionType.Stalled)?.status === "True"
-  ) return "failed";
-  const idle = findCondition(conditions, NodeConditionType.Idle);
-  if (disrupted(bn, node)) return "rebooting";
-  if (idle?.status === "False" && idle.reason === IdleReason.Rebooting) return "rebooting";
-  const target = targetFor(bn, poolTargetDigest);
-  if (target && entryProvides(bn.status?.booted, target)) return "updated";
-  if (idle?.status !== "False") return "pending";
-  if (idle.reason === IdleReason.Staging) return "staging";
-  if (idle.reason === IdleReason.Staged) {
-    // A staged entry of some other image (the daemon has not reacted to the new
-    // target, or the node is queued behind the staging limit) is not progress.
-    const desired = digestOf(bn.spec?.desiredImage);
-    const staged = bn.status?.staged;
-    const forTarget = target === undefined || desired === target.digest;
-    if (forTarget && (target === undefined || entryProvides(staged, target))) return "staged";
-  }
-  return "pending";
+  return bucketOf(classifyMember(bn, node, pool));
 }
 
 /** The progress of one pool. */
@@ -139,6 +169,8 @@ export interface PoolProgress {
   counts: BucketCounts;
   /** Each member's bucket, by name. */
   buckets: Map<string, Bucket>;
+  /** Each member's classification, by name. */
+  classes: Map<string, NodeClassification>;
   /** When each node updated in this rollout finished (see {@linkcode completionTime}). */
   completions: Date[];
 }
@@ -149,24 +181,26 @@ export function poolProgress(
   bootcNodes: readonly BootcNode[],
   nodes: ReadonlyMap<string, NodeLike>,
 ): PoolProgress {
-  const target = poolTarget(pool);
   const counts = emptyBucketCounts();
   const buckets = new Map<string, Bucket>();
+  const classes = new Map<string, NodeClassification>();
   const completions: Date[] = [];
   const start = rolloutStart(pool);
   const members = poolMembers(pool.metadata?.name ?? "", bootcNodes);
   for (const bn of members) {
     const name = bn.metadata?.name ?? "";
-    const bucket = classifyNode(bn, nodes.get(name), target);
+    const cls = classifyMember(bn, nodes.get(name), pool);
+    const bucket = bucketOf(cls);
     counts[bucket]++;
     buckets.set(name, bucket);
+    classes.set(name, cls);
     if (bucket === "updated") {
       const done = completionTime(bn);
       if (done && start && done.getTime() >= start.getTime()) completions.push(done);
     }
   }
   completions.sort((a, b) => a.getTime() - b.getTime());
-  return { total: members.length, counts, buckets, completions };
+  return { total: members.length, counts, buckets, classes, completions };
 }
 
 /**

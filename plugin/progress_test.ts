@@ -1,54 +1,68 @@
 import assert from "node:assert/strict";
 import {
-  classifyNode,
+  nodeBucket,
   poolBlockers,
   poolMembers,
   poolProgress,
   withoutBreakdown,
 } from "./progress.ts";
-import { bootcNode, cond, NEW, node, OLD, pool, secondsAgo } from "./testing.ts";
+import { bootcNode, cond, NEW, node, OLD, pool, REPO, secondsAgo } from "./testing.ts";
 
-const target = { digest: NEW };
+const main = pool();
 
 Deno.test("each node lands in one bucket", () => {
-  const cases: [string, ReturnType<typeof classifyNode>, ReturnType<typeof bootcNode>, object?][] =
+  const cases: [string, ReturnType<typeof nodeBucket>, ReturnType<typeof bootcNode>, object?][] = [
+    ["booted on target", "updated", bootcNode("a", { booted: NEW, idle: ["True", "Idle"] })],
+    ["idle on the old image", "pending", bootcNode("a", { idle: ["True", "Idle"] })],
+    ["no status yet", "pending", { ...bootcNode("a"), status: undefined }],
+    ["downloading", "staging", bootcNode("a", { idle: ["False", "Staging"] })],
+    ["staged target", "staged", bootcNode("a", { idle: ["False", "Staged"], staged: NEW })],
+    // The daemon still reports the previous target staged: not progress.
+    ["staged another", "pending", bootcNode("a", { idle: ["False", "Staged"], staged: OLD })],
+    // Queued behind the staging limit: the BootcNode still wants the old image.
     [
-      ["booted on target", "updated", bootcNode("a", { booted: NEW, idle: ["True", "Idle"] })],
-      ["idle on the old image", "pending", bootcNode("a", { idle: ["True", "Idle"] })],
-      ["no status yet", "pending", { ...bootcNode("a"), status: undefined }],
-      ["downloading", "staging", bootcNode("a", { idle: ["False", "Staging"] })],
-      ["staged target", "staged", bootcNode("a", { idle: ["False", "Staged"], staged: NEW })],
-      // The daemon still reports the previous target staged: not progress.
-      ["staged another", "pending", bootcNode("a", { idle: ["False", "Staged"], staged: OLD })],
-      // Queued behind the staging limit: the BootcNode still wants the old image.
-      [
-        "queued",
-        "pending",
-        bootcNode("a", { desired: OLD, idle: ["False", "Staged"], staged: OLD }),
-      ],
-      ["reboot reported", "rebooting", bootcNode("a", { idle: ["False", "Rebooting"] })],
-      ["holds a slot", "rebooting", bootcNode("a", { idle: ["False", "Staged"], staged: NEW }), {
-        slot: 5,
-      }],
-      // Back on the target but not released yet: still counted as in flight.
-      ["back, not released", "rebooting", bootcNode("a", { booted: NEW, idle: ["True", "Idle"] }), {
-        slot: 40,
-        drained: 30,
-      }],
-      ["only the mirror", "rebooting", bootcNode("a", { idle: ["True", "Idle"], mirror: "false" })],
-      [
-        "degraded",
-        "failed",
-        bootcNode("a", { conditions: [cond("Degraded", "True", "Error", "pull failed")] }),
-      ],
-      [
-        "stalled",
-        "failed",
-        bootcNode("a", { conditions: [cond("Stalled", "True", "StagingTimeout", "")] }),
-      ],
-    ];
+      "queued",
+      "pending",
+      bootcNode("a", { desired: OLD, idle: ["False", "Staged"], staged: OLD }),
+    ],
+    ["reboot reported", "rebooting", bootcNode("a", { idle: ["False", "Rebooting"] })],
+    ["holds a slot", "rebooting", bootcNode("a", { idle: ["False", "Staged"], staged: NEW }), {
+      slot: 5,
+    }],
+    // Back on the target but not released yet: still counted as in flight.
+    ["back, not released", "rebooting", bootcNode("a", { booted: NEW, idle: ["True", "Idle"] }), {
+      slot: 40,
+      drained: 30,
+    }],
+    ["only the mirror", "rebooting", bootcNode("a", { idle: ["True", "Idle"], mirror: "false" })],
+    [
+      "degraded",
+      "failed",
+      bootcNode("a", { conditions: [cond("Degraded", "True", "Error", "pull failed")] }),
+    ],
+    [
+      "stalled",
+      "failed",
+      bootcNode("a", { conditions: [cond("Stalled", "True", "StagingTimeout", "")] }),
+    ],
+    // Failed its verification (onFailure Halt): it holds its slot, it is not rebooting.
+    [
+      "failed verification",
+      "failed",
+      bootcNode("a", {
+        booted: NEW,
+        idle: ["True", "Idle"],
+        conditions: [
+          cond("Verified", "False", "CheckFailed", "node a failed health checks: Pods (x)"),
+        ],
+      }),
+      { slot: 40, drained: 30 },
+    ],
+    // The target is the host's rollback deployment: ready for a slot, nothing to stage.
+    ["rollback route", "staged", rollbackRoute()],
+  ];
   for (const [what, want, bn, n] of cases) {
-    assert.equal(classifyNode(bn, n ? node("a", n) : node("a"), target), want, what);
+    assert.equal(nodeBucket(bn, n ? node("a", n) : node("a"), main), want, what);
   }
 });
 
@@ -60,9 +74,10 @@ Deno.test("an index target matches the per-architecture digest the host reports"
     imageDigest: perArch,
     architecture: "amd64",
   };
-  const index = { digest: NEW, platforms: [{ digest: perArch, architecture: "amd64" }] };
-  assert.equal(classifyNode(bn, node("a"), index), "updated");
-  assert.equal(classifyNode(bn, node("a"), target), "pending");
+  const index = pool();
+  index.status!.targetPlatforms = [{ os: "linux", digest: perArch, architecture: "amd64" }];
+  assert.equal(nodeBucket(bn, node("a"), index), "updated");
+  assert.equal(nodeBucket(bn, node("a"), main), "pending");
 });
 
 Deno.test("pool progress counts members only and collects this rollout's completions", () => {
@@ -168,3 +183,16 @@ Deno.test("the breakdown prefix is removed from UpToDate messages", () => {
   );
   assert.equal(withoutBreakdown("target image not resolved yet"), "target image not resolved yet");
 });
+
+/** A node whose daemon reports NEW as the rollback deployment, a copy of OLD staged. */
+function rollbackRoute() {
+  const bn = bootcNode("a", {
+    idle: ["False", "Staged"],
+    staged: OLD,
+    conditions: [
+      cond("ImageStaged", "True", "RollbackDeployment", `${REPO}@${NEW} is the rollback`),
+    ],
+  });
+  bn.status!.rollback = { image: `${REPO}@${NEW}`, imageDigest: NEW };
+  return bn;
+}

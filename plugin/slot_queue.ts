@@ -1,29 +1,86 @@
 /**
- * The reboot-slot queue of a pool as the controller's planner orders it: the
- * candidates are the members that are staged on the target, Ready, undisrupted
- * and healthy, sorted by name; the gates then admit them in that order while the
- * budgets have room.
+ * A pool's reboot slots and slot queue as the controller publishes them: the
+ * limit, what sets it and the slots in use (`status.slots`), and the first
+ * nodes waiting for a slot in the order the planner hands slots out, each with
+ * what holds it (`status.queue`). The plugin reads them and derives nothing:
+ * no budget arithmetic, no schedule, no candidate order of its own. A
+ * controller that predates these fields publishes neither; the views then say
+ * so instead of guessing.
  *
  * @module
  */
 import { ANNOTATION_IN_REBOOT_SLOT, ANNOTATION_SLOT_POOL } from "../lib/api/constants.ts";
-import type { BootcNode, BootcNodePool, NodeLike } from "./model.ts";
-import { nodeReady } from "./model.ts";
-import { classifyNode, poolMembers, poolTarget } from "./progress.ts";
+import type { QueueEntry, SlotsStatus } from "../lib/api/schema.ts";
+import { ordinal } from "./format.ts";
+import type { BootcNodePool, NodeLike } from "./model.ts";
 
-/** The pool's slot candidates, in the order slots are handed out. */
-export function slotQueue(
-  pool: BootcNodePool,
-  bootcNodes: readonly BootcNode[],
-  nodes: ReadonlyMap<string, NodeLike>,
-): string[] {
-  const target = poolTarget(pool);
-  return poolMembers(pool.metadata?.name ?? "", bootcNodes)
-    .filter((bn) => {
-      const node = nodes.get(bn.metadata?.name ?? "");
-      return node !== undefined && nodeReady(node) && classifyNode(bn, node, target) === "staged";
-    })
-    .map((bn) => bn.metadata?.name ?? "");
+/** Said when the controller publishes no `status.slots` (it is older than the plugin). */
+export const NOT_PUBLISHED = "not published by the controller (it predates status.slots)";
+
+/** The pool's slots as published, or undefined from a controller that does not publish them. */
+export function publishedSlots(pool: BootcNodePool): SlotsStatus | undefined {
+  return pool.status?.slots;
+}
+
+/**
+ * The pool's slot queue as published (empty when nobody waits), or undefined
+ * from a controller that does not publish it.
+ */
+export function publishedQueue(pool: BootcNodePool): readonly QueueEntry[] | undefined {
+  if (!pool.status?.slots) return undefined;
+  return pool.status.queue ?? [];
+}
+
+/** Where a node stands in the published queue. */
+export type QueuePlace =
+  /** The controller publishes no queue. */
+  | { kind: "unknown" }
+  /** In the published part of the queue. */
+  | { kind: "queued"; entry: QueueEntry; of: number }
+  /** Not in the published part, which is cut while more wait than it holds. */
+  | { kind: "beyond"; shown: number; of: number }
+  /** Not waiting for a slot (not a candidate, or granted one since). */
+  | { kind: "none"; of: number };
+
+/** Where `node` stands in `pool`'s published slot queue. */
+export function queuePlace(pool: BootcNodePool, node: string): QueuePlace {
+  const slots = publishedSlots(pool);
+  const queue = publishedQueue(pool);
+  if (!slots || !queue) return { kind: "unknown" };
+  const of = Math.max(slots.waiting, queue.length);
+  const entry = queue.find((e) => e.node === node);
+  if (entry) return { kind: "queued", entry, of };
+  return of > queue.length ? { kind: "beyond", shown: queue.length, of } : { kind: "none", of };
+}
+
+/** "2nd of 3 in the slot queue", or what is known of the node's place. */
+export function placeText(place: QueuePlace): string {
+  switch (place.kind) {
+    case "unknown":
+      return `place in the slot queue ${NOT_PUBLISHED}`;
+    case "queued":
+      return `${ordinal(place.entry.position)} of ${place.of} in the slot queue`;
+    case "beyond":
+      return `after the first ${place.shown} of ${place.of} in the slot queue`;
+    case "none":
+      return "not in the slot queue";
+  }
+}
+
+/**
+ * "1/2 slot(s) in use (n1)": the published slots in use and limit, and the
+ * Nodes that hold one of the pool's slots (their own record says so).
+ */
+export function slotsText(pool: BootcNodePool, holders: readonly string[]): string {
+  const slots = publishedSlots(pool);
+  const who = holders.length > 0 ? ` (${holders.join(", ")})` : "";
+  if (!slots) return `${holders.length} slot(s) in use${who}; the limit is ${NOT_PUBLISHED}`;
+  return `${slots.inUse}/${slots.limit} slot(s) in use${who}`;
+}
+
+/** The limit and what sets it, for people: "1 (maxUnavailable 1)", with `until` when scheduled. */
+export function limitText(slots: SlotsStatus): string {
+  return `${slots.limit} (${slots.message}${slots.until ? ` until ${slots.until}` : ""})`;
 }
 
 /** The Nodes holding a reboot slot for `pool`, sorted by name. */
@@ -36,19 +93,4 @@ export function slotHolders(pool: string, nodes: Iterable<NodeLike>): string[] {
     }
   }
   return out.sort();
-}
-
-/**
- * The pool's `maxUnavailable` as a node count: an integer, or a percentage of
- * `total` rounded up (as the controller resolves it); undefined when unreadable.
- */
-export function resolveMaxUnavailable(
-  value: number | string | undefined,
-  total: number,
-): number | undefined {
-  if (value === undefined) return 1;
-  if (typeof value === "number") return value;
-  const m = /^(\d+)%$/.exec(value.trim());
-  if (m) return Math.ceil((Number(m[1]) * total) / 100);
-  return /^\d+$/.test(value.trim()) ? Number(value) : undefined;
 }

@@ -6,22 +6,26 @@
  * @module
  */
 import { findCondition } from "../lib/api/conditions.ts";
-import { NodeConditionType, PoolConditionType } from "../lib/api/constants.ts";
+import { PoolConditionType } from "../lib/api/constants.ts";
 import { legend, progressBar } from "./bar.ts";
 import { type Estimate, estimateTimeLeft } from "./estimate.ts";
 import { clock, formatDuration, shortDigest, shortImage, truncate } from "./format.ts";
+import type { SlotsStatus } from "../lib/api/schema.ts";
 import type { BootcNodePool, NodeLike, Snapshot } from "./model.ts";
 import {
   type Blocker,
   type BucketCounts,
   BUCKETS,
   poolBlockers,
-  poolMembers,
   poolProgress,
   poolUpToDate,
   rolloutStart,
 } from "./progress.ts";
+import { NOT_PUBLISHED, publishedQueue, publishedSlots } from "./slot_queue.ts";
 import { type Style, visibleLength } from "./style.ts";
+
+/** How many waiting nodes the queue line names. */
+const QUEUE_SHOWN = 5;
 
 /** Everything shown about one pool. */
 export interface PoolView {
@@ -38,7 +42,10 @@ export interface PoolView {
   /** Failed members with the condition that failed them: "n5 (Stalled/StagingTimeout)". */
   failed: string[];
   slotsInUse: number;
-  maxUnavailable?: string;
+  /** The slot limit and what sets it, as the controller publishes it (absent: an older controller). */
+  slots?: SlotsStatus;
+  /** The first nodes waiting for a slot, in the order slots go (absent: not published). */
+  queue?: string[];
   blockers: Blocker[];
   estimate: Estimate;
 }
@@ -61,17 +68,14 @@ function poolView(
 ): PoolView {
   const name = pool.metadata?.name ?? "";
   const progress = poolProgress(pool, snapshot.bootcNodes, nodes);
+  // Failed members as their classification says: "n5 (Stalled/StagingTimeout)", "n2 (Failed/Pods)".
   const failed: string[] = [];
-  for (const bn of poolMembers(name, snapshot.bootcNodes)) {
-    const node = bn.metadata?.name ?? "";
+  for (const [node, cls] of progress.classes) {
     if (progress.buckets.get(node) !== "failed") continue;
-    const c = findCondition(bn.status?.conditions, NodeConditionType.Stalled)?.status === "True"
-      ? findCondition(bn.status?.conditions, NodeConditionType.Stalled)!
-      : findCondition(bn.status?.conditions, NodeConditionType.Degraded)!;
-    failed.push(`${node} (${c.type}/${c.reason})`);
+    failed.push(`${node} (${cls.state}/${cls.failedCheck ?? cls.reason})`);
   }
   const up = findCondition(pool.status?.conditions, PoolConditionType.UpToDate);
-  const maxUnavailable = pool.spec?.rollout?.maxUnavailable;
+  const slots = publishedSlots(pool);
   return {
     name,
     phase: up?.reason || "Unknown",
@@ -82,8 +86,9 @@ function poolView(
     counts: progress.counts,
     inFlight: [...progress.buckets].filter(([, b]) => b === "rebooting").map(([n]) => n),
     failed,
-    slotsInUse: pool.status?.slotsInUse ?? 0,
-    maxUnavailable: maxUnavailable === undefined ? undefined : String(maxUnavailable),
+    slotsInUse: slots?.inUse ?? pool.status?.slotsInUse ?? 0,
+    slots,
+    queue: publishedQueue(pool)?.map((e) => e.node),
     blockers: poolBlockers(pool),
     estimate: estimateTimeLeft({
       total: progress.total,
@@ -136,12 +141,19 @@ export function renderPool(view: PoolView, options: RenderOptions): string[] {
   const barWidth = Math.max(10, Math.min(50, (Number.isFinite(width) ? width : 80) - 20));
   lines.push(`  progress   [${progressBar(view.counts, barWidth, style)}] ${percent}%`);
   lines.push(`             ${legend(view.counts, style)}`);
-  const slots = `${view.slotsInUse} reboot slot(s) in use` +
-    (view.maxUnavailable !== undefined ? ` (maxUnavailable ${view.maxUnavailable})` : "");
+  const limit = view.slots
+    ? `${view.slots.message}${view.slots.until ? ` until ${view.slots.until}` : ""}`
+    : `limit ${NOT_PUBLISHED}`;
   lines.push(
     `  in flight  ${view.inFlight.length > 0 ? style.yellow(view.inFlight.join(", ")) : "none"}` +
-      ` · ${slots}`,
+      ` · ${view.slotsInUse} reboot slot(s) in use (${limit})`,
   );
+  const waiting = view.slots?.waiting ?? 0;
+  if (view.queue && waiting > 0) {
+    const shown = view.queue.slice(0, QUEUE_SHOWN);
+    const more = waiting > shown.length ? ` and ${waiting - shown.length} more` : "";
+    lines.push(`  queue      ${waiting} waiting for a slot: ${shown.join(", ")}${more}`);
+  }
   if (view.failed.length > 0) lines.push(`  failed     ${style.red(view.failed.join(", "))}`);
   for (const b of view.blockers) {
     const label = b.kind === "wait"

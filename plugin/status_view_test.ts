@@ -127,3 +127,36 @@ Deno.test("plain lines: a new line only when something but the estimate changed"
   assert.notEqual(third.key, first.key);
   assert.match(third.key, /2 rebooting, 0 staged/);
 });
+
+Deno.test("slots and queue as the controller publishes them; an older controller says so", () => {
+  const snapshot = midRollout();
+  snapshot.pools[0] = pool({
+    upToDate: cond("UpToDate", "False", "BudgetExhausted", "2/5 updated; 1 staged", 600),
+    slotsInUse: 1,
+    queue: ["main-4", "main-6", "main-7", "main-8", "main-9", "main-10"],
+    slots: {
+      limit: 1,
+      source: "Budget",
+      name: "rollout.budgets[0]",
+      until: "2026-03-01T17:00:00Z",
+      message: 'rollout.budgets[0] 1 ("0 9 * * 1-5" for 8h)',
+      waiting: 8,
+    },
+  });
+  const text = renderFrame(poolViews(snapshot, "main"), { style: plain, width: 200, now: NOW });
+  assert.match(
+    text,
+    /in flight +main-3 · 1 reboot slot\(s\) in use \(rollout\.budgets\[0\] 1 \("0 9 \* \* 1-5" for 8h\) until 2026-03-01T17:00:00Z\)\n/,
+  );
+  assert.match(
+    text,
+    /\n {2}queue {6}8 waiting for a slot: main-4, main-6, main-7, main-8, main-9 and 3 more\n/,
+  );
+  snapshot.pools[0] = pool({ slotsInUse: 1, slots: null });
+  const old = renderFrame(poolViews(snapshot, "main"), { style: plain, width: 200, now: NOW });
+  assert.match(
+    old,
+    /1 reboot slot\(s\) in use \(limit not published by the controller \(it predates status\.slots\)\)/,
+  );
+  assert.doesNotMatch(old, /queue/);
+});

@@ -11,6 +11,7 @@ import {
   ANNOTATION_SLOT_POOL,
   ANNOTATION_WAS_CORDONED,
 } from "../lib/api/constants.ts";
+import type { BootcNodePoolStatus, SlotsStatus } from "../lib/api/schema.ts";
 import type { BootcNode, BootcNodePool, Condition, EventLike, NodeLike } from "./model.ts";
 
 /** Digest of the old image. */
@@ -133,6 +134,37 @@ export interface PoolFixture {
   generation?: number;
   observedGeneration?: number;
   slotsInUse?: number;
+  /**
+   * `status.slots` as the controller publishes it (fields not given: the limit is an integer
+   * `maxUnavailable` or 1, set by maxUnavailable); null: none (a controller that predates it).
+   */
+  slots?: Partial<SlotsStatus> | null;
+  /** `status.queue`: node names in order (waiting for `waitingFor`, default BudgetExhausted). */
+  queue?: string[];
+  waitingFor?: string;
+}
+
+/** The `status.slots` and `status.queue` a controller would publish for `f`. */
+function published(f: PoolFixture): Pick<BootcNodePoolStatus, "slots" | "queue"> {
+  if (f.slots === null) return {};
+  const max = f.maxUnavailable ?? 1;
+  const queue = (f.queue ?? []).map((node, i) => ({
+    node,
+    position: i + 1,
+    waitingFor: f.waitingFor ?? "BudgetExhausted",
+  }));
+  return {
+    slots: {
+      limit: typeof max === "number" ? max : 1,
+      inUse: f.slotsInUse ?? 0,
+      waiting: queue.length,
+      source: "MaxUnavailable",
+      name: "maxUnavailable",
+      message: `maxUnavailable ${max}`,
+      ...f.slots,
+    },
+    ...(queue.length > 0 ? { queue } : {}),
+  };
 }
 
 /** A pool "main" (or `name`) rolling out NEW over OLD, started 10 minutes before NOW. */
@@ -155,6 +187,7 @@ export function pool(f: PoolFixture = {}, name = "main"): BootcNodePool {
       targetImage: `${REPO}@${target}`,
       deployedDigest: f.deployed ?? OLD,
       slotsInUse: f.slotsInUse ?? 0,
+      ...published(f),
       conditions: [
         f.upToDate ?? cond("UpToDate", "False", "RolloutInProgress", "0/3 updated", 600),
         f.degraded ?? cond("Degraded", "False", "Healthy", "No issues", 3600),

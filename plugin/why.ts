@@ -1,17 +1,19 @@
 /**
  * `kubectl bootc why NODE`: one explanation of where a node stands in its
  * pool's rollout and what it waits for, from the same facts the controller and
- * the daemon decide on: the BootcNode (spec, status, conditions), the Node's
- * disruption record, the pool's status and gates, the slot queue and the events.
+ * the daemon decide on: the node's one classification (`lib/api/node_state.ts`,
+ * which the controller plans with), the pool's status and gates, the slot queue
+ * and the events. The headline renders the classification; nothing here
+ * decides a node's state of its own.
  *
  * @module
  */
 import {
   ANNOTATION_WAS_CORDONED,
-  IdleReason,
   NodeConditionType,
   RebootAllowedReason,
 } from "../lib/api/constants.ts";
+import { type NodeClassification, NodeStateReason } from "../lib/api/node_state.ts";
 import { disruptionRecord } from "../lib/api/annotations.ts";
 import { findCondition } from "../lib/api/conditions.ts";
 import { ago, clock, ordinal, shortDigest, shortImage } from "./format.ts";
@@ -19,16 +21,23 @@ import type { BootcNode, BootcNodePool, Condition, EventLike, NodeLike } from ".
 import { eventTime, nodeReady, parseTime } from "./model.ts";
 import {
   type Blocker,
-  classifyNode,
+  bucketOf,
+  classifyMember,
   digestOf,
-  disrupted,
-  entryProvides,
   owningPool,
   poolBlockers,
-  poolMembers,
   poolTarget,
 } from "./progress.ts";
-import { resolveMaxUnavailable, slotHolders, slotQueue } from "./slot_queue.ts";
+import {
+  NOT_PUBLISHED,
+  placeText,
+  publishedQueue,
+  publishedSlots,
+  type QueuePlace,
+  queuePlace,
+  slotHolders,
+  slotsText,
+} from "./slot_queue.ts";
 import type { Style } from "./style.ts";
 
 /** Everything `why` looks at. */
@@ -62,13 +71,7 @@ export const WHY_EVENTS = 6;
 /** Explains one node (see the module doc). */
 export function explainNode(input: WhyInput): Explanation {
   const { name, bootcNode: bn, node, now } = input;
-  const events = [...input.events]
-    .filter((e) =>
-      e.involvedObject?.name === name &&
-      (e.involvedObject.kind === "BootcNode" || e.involvedObject.kind === "Node")
-    )
-    .sort((a, b) => (eventTime(a)?.getTime() ?? 0) - (eventTime(b)?.getTime() ?? 0))
-    .slice(-WHY_EVENTS);
+  const events = nodeEvents(input);
   const facts: [string, string][] = [];
   const result = (headline: string): Explanation => ({
     name,
@@ -83,29 +86,16 @@ export function explainNode(input: WhyInput): Explanation {
 
   if (!bn) {
     facts.push(...nodeFacts());
-    if (!node) return result(`there is no Node and no BootcNode named ${name}`);
-    return result(
-      Object.keys(record).length > 0
-        ? "no BootcNode, but the Node carries a disruption record: the controller of the pool " +
-          `named in it (${record.pool ?? "unknown"}) restores it`
-        : "not managed: no pool selects this node (it has no BootcNode)",
-    );
+    return result(unmanagedHeadline(name, node, record));
   }
 
   const poolName = owningPool(bn);
   const pool = input.pools.find((p) => p.metadata?.name === poolName);
   const target = pool ? poolTarget(pool) : undefined;
-  const idle = findCondition(bn.status?.conditions, NodeConditionType.Idle);
-  const bucket = classifyNode(bn, node, target);
-  const idleText = idle
-    ? ` (Idle=${idle.status}/${idle.reason}, ${ago(parseTime(idle.lastTransitionTime), now)})`
-    : "";
+  const cls = classifyMember(bn, node, pool);
   facts.push(
     ["pool", poolName ? `${poolName} → ${shortImage(pool?.status?.targetImage)}` : "none"],
-    ["phase", `${bucket}${idleText}`],
-    ["desired", `${shortImage(bn.spec?.desiredImage)} (${bn.spec?.desiredImageState})`],
-    ["booted", entryFact(bn.status?.booted)],
-    ["staged", entryFact(bn.status?.staged)],
+    ...classFacts(bn, cls, now),
     ...nodeFacts(),
   );
 
@@ -120,131 +110,256 @@ export function explainNode(input: WhyInput): Explanation {
   }
   const mentions = poolMentions(pool, name);
 
-  const degraded = findCondition(bn.status?.conditions, NodeConditionType.Degraded);
-  const stalled = findCondition(bn.status?.conditions, NodeConditionType.Stalled);
-  const inFlight = disrupted(bn, node);
-  const desiredDigest = digestOf(bn.spec?.desiredImage);
+  // The queue matters for every node that could wait for a slot: as the controller publishes it.
+  const slotsLine = slotsText(pool, slotHolders(poolName, input.nodes.values()));
+  const place = queuePlace(pool, name);
+  facts.push(["slot queue", queueFact(pool, name, place, slotsLine)]);
 
-  // The queue matters for every node that could wait for a slot.
-  const queue = slotQueue(pool, input.bootcNodes, input.nodes);
-  const members = poolMembers(poolName, input.bootcNodes).length;
-  const max = resolveMaxUnavailable(pool.spec?.rollout?.maxUnavailable, members);
-  const holders = slotHolders(poolName, input.nodes.values());
-  const slotsText = `${holders.length}/${max ?? "?"} slot(s) in use` +
-    (holders.length > 0 ? ` (${holders.join(", ")})` : "");
-  const position = queue.indexOf(name);
-  facts.push([
-    "slot queue",
-    position >= 0
-      ? `${ordinal(position + 1)} of ${queue.length}: ${
-        queue.map((n) => (n === name ? `[${n}]` : n)).join(", ")
-      } · ${slotsText}`
-      : `not a candidate · ${queue.length} waiting · ${slotsText}`,
-  ]);
-
-  if (degraded?.status === "True") {
-    return result(`degraded: ${degraded.message || degraded.reason}` + inFlightNote(inFlight));
-  }
-  if (stalled?.status === "True") {
-    return result(`stalled (${stalled.reason}): ${stalled.message}` + inFlightNote(inFlight));
-  }
-
-  if (inFlight) return result(inFlightHeadline(bn, node, record, target, mentions, now));
-
-  if (target && entryProvides(bn.status?.booted, target)) {
-    return result(`up to date: runs ${shortImage(pool.status?.targetImage)}`);
-  }
-  if (!target) return result(`the pool has no target image yet${mentionText(mentions)}`);
-  if (desiredDigest !== target.digest) {
-    const queued = blockers.find((b) => b.reason === "StagingLimit");
-    return result(
-      queued
-        ? `queued for staging: ${queued.message}`
-        : "waiting for the controller to give it the new target " +
-          `(desired ${shortDigest(desiredDigest)}, target ${shortDigest(target.digest)})`,
-    );
-  }
-  if (bucket === "staging") {
-    return result(
-      `downloading ${shortImage(bn.spec?.desiredImage)} (staging since ${
-        clock(parseTime(idle?.lastTransitionTime) ?? now)
-      })`,
-    );
-  }
-  if (bucket === "staged") {
-    if (!node) return result("staged, but its Node is missing: not a slot candidate");
-    if (!nodeReady(node)) return result("staged, but its Node is not Ready: not a slot candidate");
-    const wait = blockers.find((b) => b.kind === "wait");
-    const halted = blockers.find((b) => b.reason === "RolloutHalted");
-    const place = `${ordinal(position + 1)} of ${queue.length} in the slot queue`;
-    if (halted) {
-      return result(`staged, waiting for a reboot slot (${place}): the rollout is halted`);
-    }
-    if (wait) {
-      return result(
-        `staged, waiting for a reboot slot (${place}): the pool waits (${wait.reason})`,
-      );
-    }
-    const free = max === undefined ? 0 : Math.max(0, max - holders.length);
-    if (position < free) {
-      return result(
-        `staged, next for a reboot slot (${place}, ${free} free)${mentionText(mentions)}`,
-      );
-    }
-    return result(
-      `staged, waiting for a reboot slot (${place}); ${slotsText}${mentionText(mentions)}`,
-    );
-  }
-  // Pending on the target: the daemon has not moved yet.
-  const reported = bn.status?.observedGeneration;
-  const generation = bn.metadata?.generation;
-  if (generation !== undefined && (reported === undefined || reported < generation)) {
-    return result("waiting for the daemon to report on its current spec (it has not yet)");
-  }
+  const hasTarget = target !== undefined;
   return result(
-    `waiting for the daemon to start staging${idle?.message ? ` (${idle.message})` : ""}`,
+    classHeadline({
+      cls,
+      bn,
+      node,
+      record,
+      pool,
+      hasTarget,
+      place,
+      blockers,
+      slotsLine,
+      mentions,
+      now,
+    }),
   );
 }
 
-/** The headline of a node the operator is disrupting. */
-function inFlightHeadline(
-  bn: BootcNode,
+/** The headline of a node without a BootcNode. */
+function unmanagedHeadline(
+  name: string,
   node: NodeLike | undefined,
   record: ReturnType<typeof disruptionRecord>,
-  target: ReturnType<typeof poolTarget>,
-  mentions: string[],
-  now: Date,
 ): string {
+  if (!node) return `there is no Node and no BootcNode named ${name}`;
+  return Object.keys(record).length > 0
+    ? "no BootcNode, but the Node carries a disruption record: the controller of the pool " +
+      `named in it (${record.pool ?? "unknown"}) restores it`
+    : "not managed: no pool selects this node (it has no BootcNode)";
+}
+
+/** The node's classification and images as facts. */
+function classFacts(bn: BootcNode, cls: NodeClassification, now: Date): [string, string][] {
   const idle = findCondition(bn.status?.conditions, NodeConditionType.Idle);
-  const allowed = findCondition(bn.status?.conditions, NodeConditionType.RebootAllowed);
-  const slotAt = parseTime(record.slotAt);
-  if (record.slotAt === undefined) {
-    return "the operator is finishing or undoing its work here (a disruption record without a " +
-      `reboot slot)${mentionText(mentions)}`;
+  const idleText = idle
+    ? ` (Idle=${idle.status}/${idle.reason}, ${ago(parseTime(idle.lastTransitionTime), now)})`
+    : "";
+  return [
+    ["phase", `${bucketOf(cls)}${idleText}`],
+    ["state", `${cls.state}/${cls.reason}`],
+    ["waits for", cls.waitsFor ? `${cls.waitsFor} (${cls.waitsOn})` : "nothing"],
+    ["desired", `${shortImage(bn.spec?.desiredImage)} (${bn.spec?.desiredImageState})`],
+    ["booted", entryFact(bn.status?.booted)],
+    ["staged", entryFact(bn.status?.staged)],
+  ];
+}
+
+/** The events about the node (its BootcNode or its Node), the latest {@linkcode WHY_EVENTS}. */
+function nodeEvents(input: WhyInput): EventLike[] {
+  return [...input.events]
+    .filter((e) =>
+      e.involvedObject?.name === input.name &&
+      (e.involvedObject.kind === "BootcNode" || e.involvedObject.kind === "Node")
+    )
+    .sort((a, b) => (eventTime(a)?.getTime() ?? 0) - (eventTime(b)?.getTime() ?? 0))
+    .slice(-WHY_EVENTS);
+}
+
+/** What a headline of a classified node renders. */
+interface HeadlineContext {
+  cls: NodeClassification;
+  bn: BootcNode;
+  node: NodeLike | undefined;
+  record: ReturnType<typeof disruptionRecord>;
+  pool: BootcNodePool;
+  /** The pool has a target. */
+  hasTarget: boolean;
+  place: QueuePlace;
+  blockers: readonly Blocker[];
+  slotsLine: string;
+  mentions: string[];
+  now: Date;
+}
+
+/** The headline: the node's classification in words. */
+function classHeadline(ctx: HeadlineContext): string {
+  const { cls, bn, pool, now, node, mentions } = ctx;
+  const conditions = bn.status?.conditions;
+  const note = inFlightNote(cls.disrupted);
+  switch (cls.state) {
+    case "Staged": {
+      if (!node) return "staged, but its Node is missing: not a slot candidate";
+      if (cls.reason === NodeStateReason.NotReady) {
+        return "staged, but its Node is not Ready: not a slot candidate";
+      }
+      const text = stagedHeadline(pool, ctx.place, ctx.blockers, ctx.slotsLine, mentions);
+      return cls.route === "rollback"
+        ? text.replace(/^staged/, "staged (the target is its rollback deployment)")
+        : text;
+    }
+    case "Pending":
+      if (!ctx.hasTarget) return `the pool has no target image yet${mentionText(mentions)}`;
+      return pendingHeadline(ctx);
+    case "Degraded": {
+      const c = findCondition(conditions, NodeConditionType.Degraded);
+      return `degraded: ${c?.message || c?.reason || cls.message}${note}`;
+    }
+    case "Stalled": {
+      const c = findCondition(conditions, NodeConditionType.Stalled);
+      return `stalled (${cls.reason}): ${c?.message ?? cls.message}${note}`;
+    }
+    case "Failed":
+      return cls.message +
+        (cls.disrupted
+          ? " (it holds its reboot slot: the pool's onFailure policy decides what comes next)"
+          : "");
+    case "Updated":
+      return `up to date: runs ${shortImage(pool.status?.targetImage)}`;
+    case "Staging": {
+      const idle = findCondition(conditions, NodeConditionType.Idle);
+      const since = clock(parseTime(idle?.lastTransitionTime) ?? now);
+      return cls.reason === NodeStateReason.Locking
+        ? `locking the staged ${shortImage(bn.spec?.desiredImage)} (staged unlocked: an ` +
+          `unexpected reboot would apply it; since ${since})`
+        : `downloading ${shortImage(bn.spec?.desiredImage)} (staging since ${since})`;
+    }
+    case "InSlot":
+    case "Draining":
+    case "Rebooting":
+    case "Verifying":
+      return inFlightHeadline(ctx);
+    default:
+      return cls.message;
   }
-  if (target && entryProvides(bn.status?.booted, target)) {
-    return node && !nodeReady(node)
-      ? "back on the target image; waiting for the Node to become Ready before the slot is released"
-      : "back on the target image and Ready; the slot is released once minReadySeconds have " +
-        "passed and the controller's next reconcile runs";
+}
+
+/** The headline of a node pending on the target: what it waits for to start. */
+function pendingHeadline(ctx: HeadlineContext): string {
+  const { cls, bn, pool } = ctx;
+  switch (cls.reason) {
+    case NodeStateReason.HeldBack:
+      return `queued for staging: ${cls.waitsFor}`;
+    case NodeStateReason.AwaitingSpecSync:
+      return "waiting for the controller to give it the new target " +
+        `(desired ${shortDigest(digestOf(bn.spec?.desiredImage))}, target ${
+          shortDigest(pool.status?.targetDigest)
+        })`;
+    case NodeStateReason.AwaitingReport:
+      return "waiting for the daemon to report on its current spec (it has not yet)";
+    default: {
+      const idle = findCondition(bn.status?.conditions, NodeConditionType.Idle);
+      return `waiting for the daemon to start staging${idle?.message ? ` (${idle.message})` : ""}`;
+    }
   }
-  if (idle?.status === "False" && idle.reason === IdleReason.Rebooting) {
-    return `rebooting into ${shortImage(bn.spec?.desiredImage)} (since ${
-      ago(parseTime(idle.lastTransitionTime), now)
-    })`;
+}
+
+/** The headline of a node the operator is disrupting. */
+function inFlightHeadline(ctx: HeadlineContext): string {
+  const { cls, bn, record, mentions, now } = ctx;
+  const conditions = bn.status?.conditions;
+  const idle = findCondition(conditions, NodeConditionType.Idle);
+  const allowed = findCondition(conditions, NodeConditionType.RebootAllowed);
+  const slot = `holds a reboot slot (taken ${ago(parseTime(record.slotAt), now)})`;
+  const desired = bn.spec?.desiredImage ?? "";
+  const since = ago(parseTime(idle?.lastTransitionTime), now);
+  switch (cls.reason) {
+    case NodeStateReason.Releasing:
+      return "the operator is finishing or undoing its work here (a disruption record without " +
+        `a reboot slot)${mentionText(mentions)}`;
+    case NodeStateReason.Cordoning:
+      return `${slot}; not cordoned: waiting for ${cls.waitsFor}`;
+    case NodeStateReason.DrainBlocked:
+      return `${slot}; draining, blocked: ${cls.waitsFor}${mentionText(mentions)}`;
+    case NodeStateReason.Draining:
+      return `${slot}; draining: cordoned, evicting its pods` +
+        (cls.waitsOn === "daemon" ? `; then waiting for ${cls.waitsFor}` : "") +
+        mentionText(mentions);
+    case "Drained":
+      return "drained; waiting for the controller to request the reboot (desiredImageState Booted)";
+    case NodeStateReason.RebootRequested:
+      return allowed?.status === "False" && allowed.reason !== RebootAllowedReason.SlotAndDrain
+        ? `reboot requested, but the daemon refuses (${allowed.reason}): ${allowed.message}`
+        : "reboot requested and allowed; waiting for the daemon to apply the staged image";
+    case NodeStateReason.RollingBack:
+      return `rolling back to ${shortImage(desired)} (its rollback deployment; since ${since})`;
+    case "Rebooting":
+      return idle?.message && !idle.message.includes(desired)
+        ? `rebooting (${idle.message}; since ${since}); the target moved meanwhile: it is ` +
+          "redone once the node is back"
+        : `rebooting into ${shortImage(desired)} (since ${since})`;
+    case NodeStateReason.WaitingForReady:
+      return "back on the target image; waiting for the Node to become Ready before the slot is released";
+    case NodeStateReason.Soaking:
+      return "back on the target image, Ready and verified; the slot is released once " +
+        "minReadySeconds have passed and the controller's next reconcile runs";
+    default:
+      return "back on the target image and Ready; being verified (health checks), then the " +
+        "slot is released once minReadySeconds have passed";
   }
-  const drained = record.drainedAt !== undefined && record.drainedFor === bn.spec?.desiredImage;
-  if (!drained) {
-    return `holds a reboot slot (taken ${ago(slotAt, now)}); draining: cordoned, evicting its ` +
-      `pods${mentionText(mentions)}`;
+}
+
+/** "2nd of 3: n2, [n3], n4 · 1/1 slot(s) in use (n1)": the published queue around `name`. */
+function queueFact(pool: BootcNodePool, name: string, place: QueuePlace, slots: string): string {
+  const queue = publishedQueue(pool) ?? [];
+  const more = place.kind !== "unknown" && place.of > queue.length
+    ? `, … ${place.of - queue.length} more`
+    : "";
+  const list = queue.map((e) => (e.node === name ? `[${e.node}]` : e.node)).join(", ") + more;
+  switch (place.kind) {
+    case "unknown":
+      return `${NOT_PUBLISHED} · ${slots}`;
+    case "queued":
+      return `${ordinal(place.entry.position)} of ${place.of}: ${list} · ${slots}`;
+    case "beyond":
+      return `after the first ${place.shown} of ${place.of}: ${list} · ${slots}`;
+    case "none":
+      return `not a candidate · ${place.of} waiting · ${slots}`;
   }
-  if (bn.spec?.desiredImageState !== "Booted") {
-    return "drained; waiting for the controller to request the reboot (desiredImageState Booted)";
+}
+
+/**
+ * The headline of a staged, Ready node waiting for its slot: the pool's gate
+ * if one holds every node, else what the controller published holds this one.
+ */
+function stagedHeadline(
+  pool: BootcNodePool,
+  place: QueuePlace,
+  blockers: readonly Blocker[],
+  slots: string,
+  mentions: string[],
+): string {
+  const head = `staged, waiting for a reboot slot (${placeText(place)})`;
+  const waitingFor = place.kind === "queued" ? place.entry.waitingFor : undefined;
+  if (blockers.some((b) => b.reason === "RolloutHalted") || waitingFor === "RolloutHalted") {
+    return `${head}: the rollout is halted`;
   }
-  if (allowed?.status === "False" && allowed.reason !== RebootAllowedReason.SlotAndDrain) {
-    return `reboot requested, but the daemon refuses (${allowed.reason}): ${allowed.message}`;
+  const wait = blockers.find((b) => b.kind === "wait");
+  if (wait) return `${head}: the pool waits (${wait.reason})`;
+  if (waitingFor === "PodDisruptionBudget") {
+    return `${head}: its drain would wait on a PodDisruptionBudget that a drain in flight ` +
+      `needs${mentionText(mentions)}`;
   }
-  return "reboot requested and allowed; waiting for the daemon to apply the staged image";
+  if (waitingFor === "PodList") {
+    return `${head}: the controller reads its pods before it grants the slot`;
+  }
+  if (waitingFor !== undefined && waitingFor !== "BudgetExhausted") {
+    return `${head}: it waits (${waitingFor})${mentionText(mentions)}`;
+  }
+  const published = publishedSlots(pool);
+  const free = published ? Math.max(0, published.limit - published.inUse) : 0;
+  if (place.kind === "queued" && place.entry.position <= free) {
+    return `staged, next for a reboot slot (${placeText(place)}, ${free} free)` +
+      mentionText(mentions);
+  }
+  return `${head}; ${slots}${mentionText(mentions)}`;
 }
 
 function inFlightNote(inFlight: boolean): string {

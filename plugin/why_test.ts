@@ -98,8 +98,9 @@ Deno.test("why: queued behind the staging limit, or not yet given the target", (
 Deno.test("why: a staged node's place in the slot queue and the gate that holds it", () => {
   const bns = [staged("n1"), staged("n2"), staged("n3"), staged("n4")];
   const nodes = [node("n1", { slot: 20 }), node("n2"), node("n3"), node("n4")];
-  // n1 holds the only slot: n2, n3, n4 queue in name order.
-  const behindBudget = why("n3", { bns, nodes });
+  // n1 holds the only slot: the controller published n2, n3, n4 as its queue.
+  const queued = { queue: ["n2", "n3", "n4"], slotsInUse: 1 };
+  const behindBudget = why("n3", { bns, nodes, pools: [pool(queued)] });
   assert.equal(
     behindBudget.headline,
     "staged, waiting for a reboot slot (2nd of 3 in the slot queue); 1/1 slot(s) in use (n1)",
@@ -109,13 +110,15 @@ Deno.test("why: a staged node's place in the slot queue and the gate that holds 
     "2nd of 3: n2, [n3], n4 · 1/1 slot(s) in use (n1)",
   );
   // A free slot: the first in line is next.
-  const free = why("n2", { bns, nodes, pools: [pool({ maxUnavailable: 2 })] });
+  const free = why("n2", { bns, nodes, pools: [pool({ ...queued, maxUnavailable: 2 })] });
   assert.equal(
     free.headline,
     "staged, next for a reboot slot (1st of 3 in the slot queue, 1 free)",
   );
   // Outside the maintenance window: the gate is the reason, whatever the budget.
   const windowPool = pool({
+    ...queued,
+    waitingFor: "OutsideMaintenanceWindow",
     maxUnavailable: 2,
     upToDate: cond(
       "UpToDate",
@@ -134,15 +137,60 @@ Deno.test("why: a staged node's place in the slot queue and the gate that holds 
     "OutsideMaintenanceWindow: outside the maintenance windows (next opens 2026-03-07T22:00:00Z)",
   );
   // Halted rollouts hand out no slots.
-  const halted = pool({ degraded: cond("Degraded", "True", "RolloutHalted", "rollout halted: …") });
+  const halted = pool({
+    ...queued,
+    waitingFor: "RolloutHalted",
+    degraded: cond("Degraded", "True", "RolloutHalted", "rollout halted: …"),
+  });
   assert.match(why("n2", { bns, nodes, pools: [halted] }).headline, /the rollout is halted$/);
   // A NotReady node is no candidate.
   const notReady = why("n2", {
     bns,
     nodes: [node("n1", { slot: 20 }), node("n2", { ready: false })],
+    pools: [pool({ queue: ["n3", "n4"], slotsInUse: 1 })],
   });
   assert.equal(notReady.headline, "staged, but its Node is not Ready: not a slot candidate");
   assert.match(fact(notReady, "slot queue")!, /^not a candidate/);
+});
+
+Deno.test("why: what the controller published holds the node, or that it publishes nothing", () => {
+  const bns = [staged("n1"), staged("n2"), staged("n3")];
+  const nodes = [node("n1", { slot: 20 }), node("n2"), node("n3")];
+  const ask = (f: Parameters<typeof pool>[0]) => why("n2", { bns, nodes, pools: [pool(f)] });
+  const base = { queue: ["n2", "n3"], slotsInUse: 1, maxUnavailable: 2 };
+  assert.equal(
+    ask({ ...base, waitingFor: "PodDisruptionBudget" }).headline,
+    "staged, waiting for a reboot slot (1st of 2 in the slot queue): its drain would wait on " +
+      "a PodDisruptionBudget that a drain in flight needs",
+  );
+  assert.equal(
+    ask({ ...base, waitingFor: "PodList" }).headline,
+    "staged, waiting for a reboot slot (1st of 2 in the slot queue): the controller reads its " +
+      "pods before it grants the slot",
+  );
+  assert.equal(
+    ask({ ...base, waitingFor: "ClusterBudgetExhausted" }).headline,
+    "staged, waiting for a reboot slot (1st of 2 in the slot queue): it waits " +
+      "(ClusterBudgetExhausted)",
+  );
+  // A scheduled budget of 0 sets the limit: the published limit, not maxUnavailable, counts.
+  const zero = ask({
+    ...base,
+    slots: { limit: 0, source: "Budget", name: "rollout.budgets[0]", message: "…" },
+  });
+  assert.equal(
+    zero.headline,
+    "staged, waiting for a reboot slot (1st of 2 in the slot queue); 1/0 slot(s) in use (n1)",
+  );
+  // An older controller: no place, no limit, and no guess.
+  const old = ask({ ...base, slots: null });
+  assert.equal(
+    old.headline,
+    "staged, waiting for a reboot slot (place in the slot queue not published by the " +
+      "controller (it predates status.slots)); 1 slot(s) in use (n1); the limit is not " +
+      "published by the controller (it predates status.slots)",
+  );
+  assert.match(fact(old, "slot queue")!, /^not published by the controller/);
 });
 
 Deno.test("why: draining (naming the PDB the pool reports), drained, reboot refused, rebooting, back", () => {
@@ -213,8 +261,62 @@ Deno.test("why: draining (naming the PDB the pool reports), drained, reboot refu
   );
   assert.match(
     why("n1", { bns: [back], nodes: [drainedNode] }).headline,
-    /back on the target image and Ready; the slot is released once minReadySeconds/,
+    /back on the target image and Ready; being verified \(health checks\), then the slot is released once minReadySeconds/,
   );
+  const verified = bootcNode("n1", {
+    state: "Booted",
+    booted: NEW,
+    idle: ["True", "Idle", 2],
+    conditions: [cond("Verified", "True", "ChecksPassed", `verified ${REPO}@${NEW}: …`)],
+  });
+  assert.match(
+    why("n1", { bns: [verified], nodes: [drainedNode] }).headline,
+    /back on the target image, Ready and verified; the slot is released once minReadySeconds/,
+  );
+});
+
+Deno.test("why: a node that failed its verification says so, naming the check", () => {
+  // onFailure Halt: it is back on the target, Ready, and keeps its slot.
+  const failed = bootcNode("n1", {
+    state: "Booted",
+    booted: NEW,
+    idle: ["True", "Idle", 200],
+    conditions: [
+      cond(
+        "Verified",
+        "False",
+        "CheckFailed",
+        "node n1 failed health checks: HostHealthy (failed units: app.service)",
+      ),
+    ],
+  });
+  const e = why("n1", { bns: [failed], nodes: [node("n1", { slot: 300, drained: 250 })] });
+  assert.equal(
+    e.headline,
+    "failed verification (HostHealthy): node n1 failed health checks: HostHealthy (failed " +
+      "units: app.service) (it holds its reboot slot: the pool's onFailure policy decides what " +
+      "comes next)",
+  );
+  assert.doesNotMatch(e.headline, /back on the target/);
+  assert.equal(fact(e, "phase"), "failed (Idle=True/Idle, 3m20s ago)");
+  assert.equal(fact(e, "state"), "Failed/CheckFailed");
+});
+
+Deno.test("why: the target is the host's rollback deployment: staged, ready for a slot", () => {
+  const bn = bootcNode("n1", {
+    idle: ["False", "Staged", 60],
+    staged: OLD,
+    conditions: [
+      cond("ImageStaged", "True", "RollbackDeployment", `${REPO}@${NEW} is the rollback`),
+    ],
+  });
+  bn.status!.rollback = { image: `${REPO}@${NEW}`, imageDigest: NEW };
+  const e = why("n1", { bns: [bn], nodes: [node("n1")], pools: [pool({ queue: ["n1"] })] });
+  assert.match(
+    e.headline,
+    /^staged \(the target is its rollback deployment\), next for a reboot slot/,
+  );
+  assert.equal(fact(e, "waits for"), "a reboot slot (gate)");
 });
 
 Deno.test("why: degraded and stalled nodes say so first", () => {
@@ -255,7 +357,7 @@ Deno.test("why: the rendering lists facts, conditions and the latest events in o
       ],
     }),
   ];
-  const e = why("n2", { bns, nodes: [node("n2")], events });
+  const e = why("n2", { bns, nodes: [node("n2")], events, pools: [pool({ queue: ["n2"] })] });
   assert.equal(e.events.length, WHY_EVENTS);
   assert.equal(e.events.at(-1)?.reason, "DrainBlocked");
   const text = renderWhy(e, plain, NOW);
@@ -265,6 +367,8 @@ Deno.test("why: the rendering lists facts, conditions and the latest events in o
 
   pool        main → ${REPO}@sha256:bbbbbbbbbbbb
   phase       staged (Idle=False/Staged, 2m00s ago)
+  state       Staged/ReadyForSlot
+  waits for   a reboot slot (gate)
   desired     ${REPO}@sha256:bbbbbbbbbbbb (Staged)
   booted      ${REPO}@sha256:aaaaaaaaaaaa
   staged      ${REPO}@sha256:bbbbbbbbbbbb

@@ -1,9 +1,9 @@
 /**
  * `spec.rollout.canary`: each new target goes to a canary batch first. While
  * the batch updates, only as many nodes as it has left may take a slot; once
- * all of it is verified it must stay healthy for `soakSeconds` before the rest
- * proceeds (reason `CanarySoak`, until the soak ends); a failed canary holds
- * everything (reason `CanaryFailed`). The phase itself is computed by
+ * all of it is verified it must stay healthy for at least `soakSeconds` before
+ * the rest proceeds (reason `CanarySoak`, until the soak ends); a failed canary
+ * holds everything (reason `CanaryFailed`). The phase itself is computed by
  * `controller/canary.ts` and handed in as {@linkcode GateInput.canary}.
  *
  * @module

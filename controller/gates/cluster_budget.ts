@@ -13,7 +13,7 @@
  * - `cluster.budgets`: every BootcDisruptionBudget, as `{ name, spec }`. Absent or
  *   empty means no cluster budget applies, so it must never be left out when the
  *   cluster has budgets.
- * - `cluster.waiting`: {@linkcode waitingCandidates}`(pools, bootcNodes, nodes)`
+ * - `cluster.waiting`: {@linkcode waitingCandidates}`(pools, bootcNodes, nodes, now)`
  *   over every pool and every BootcNode (fairness between pools; absent means no
  *   other pool competes).
  * - `disrupted`: this pool's disrupted members plus the slots granted earlier in
@@ -68,20 +68,26 @@
  * @module
  */
 import { isDisrupted } from "../../lib/api/annotations.ts";
+import {
+  CLUSTER_MAX_UNAVAILABLE,
+  type ClusterBudgetCap,
+  intOrPercentError,
+  resolveIntOrPercent,
+} from "../../lib/api/budget.ts";
 import { findCondition, isConditionTrue } from "../../lib/api/conditions.ts";
 import {
   NodeConditionType,
-  POOL,
   PoolConditionType,
   PoolDegradedReason,
   UpToDateReason,
 } from "../../lib/api/constants.ts";
+import { owningPool } from "../../lib/api/ownership.ts";
 import type { BootcNode, BootcNodePool } from "../../lib/api/schema.ts";
 import { labelKeyError } from "../../lib/api/validation.ts";
-import { nodeDisrupted } from "../disruption.ts";
-import { EffectiveState, effectiveState } from "../effective_state.ts";
+import { classifyNode } from "../../lib/api/node_state.ts";
 import { type LabelMatcher, selectorError, selectorMatcher } from "../selector.ts";
-import { formatTime, resolveMaxUnavailable } from "../slots.ts";
+import { formatTime } from "../slots.ts";
+import { budgetLimit } from "./budget.ts";
 import type { NodeSummary } from "../types.ts";
 import type {
   Candidate,
@@ -100,29 +106,6 @@ export type { ClusterBudget, ClusterBudgetSpec, WaitingNode } from "./gate.ts";
 export const CLUSTER_BUDGET_EXHAUSTED = "ClusterBudgetExhausted";
 
 /**
- * Resolves a cluster budget's `maxUnavailable` against the number of nodes it
- * selects: an integer (≥ 0) as is; a percentage rounded up and at least 1,
- * except `"0%"`, which is 0. Throws a message naming the field when invalid.
- */
-export function resolveClusterMaxUnavailable(value: number | string, selected: number): number {
-  if (typeof value === "number") {
-    if (Number.isInteger(value) && value >= 0) return value;
-  } else if (/^\d+$/.test(value)) {
-    return Number(value);
-  } else {
-    const match = /^(\d+)%$/.exec(value);
-    if (match && Number(match[1]) <= 100) {
-      const pct = Number(match[1]);
-      return pct === 0 ? 0 : Math.max(1, Math.ceil((pct * selected) / 100));
-    }
-  }
-  throw new Error(
-    `maxUnavailable ${JSON.stringify(value)} must be an integer >= 0 or a percentage ` +
-      `from 0% to 100%`,
-  );
-}
-
-/**
  * Why a BootcDisruptionBudget spec is invalid (naming the field), or undefined
  * when it is valid. The CRD should reject all of these; the gate checks again
  * because an object stored before a rule existed must not silently weaken a
@@ -134,11 +117,8 @@ export function clusterBudgetError(spec: ClusterBudgetSpec): string | undefined 
   if (spec.maxUnavailable === undefined || spec.maxUnavailable === null) {
     return "maxUnavailable is required";
   }
-  try {
-    resolveClusterMaxUnavailable(spec.maxUnavailable, 0);
-  } catch (e) {
-    return (e as Error).message;
-  }
+  const valueErr = intOrPercentError(spec.maxUnavailable, CLUSTER_MAX_UNAVAILABLE);
+  if (valueErr) return valueErr;
   if (spec.topologyKey !== undefined) {
     const err = labelKeyError(spec.topologyKey);
     if (err) return `topologyKey ${JSON.stringify(spec.topologyKey)} ${err}`;
@@ -192,11 +172,6 @@ export function poolBlockedReason(pool: BootcNodePool): string | undefined {
   return undefined;
 }
 
-/** The pool that controls a BootcNode (its controller ownerReference). */
-function ownerPool(bn: BootcNode): string | undefined {
-  return bn.metadata.ownerReferences?.find((o) => o.kind === POOL.kind && o.controller)?.name;
-}
-
 /** When a BootcNode's Idle condition last changed (its waiting time), if readable. */
 export function idleSince(bn: BootcNode | undefined): Date | undefined {
   const idle = findCondition(bn?.status?.conditions, NodeConditionType.Idle);
@@ -210,17 +185,20 @@ export function idleSince(bn: BootcNode | undefined): Date | undefined {
  * oldest first: owned by a pool that is not blocked ({@linkcode poolBlockedReason}),
  * staged for their desired image (Idle False / Staged), Ready and not disrupted,
  * waiting since their Idle condition's last transition. Of each pool only as
- * many as its own `maxUnavailable` has room for (the oldest) count: the others
- * could not take a slot anyway, so they must not hold other pools back.
+ * many as its own slot limit at `now` has room for (the oldest) count: the
+ * limit the pool's budget gate applies (`maxUnavailable` and its active
+ * scheduled budgets, {@linkcode budgetLimit}). The others could not take a
+ * slot anyway, so they must not hold other pools back.
  */
 export function waitingCandidates(
   pools: Iterable<BootcNodePool>,
   bootcNodes: Iterable<BootcNode>,
   nodes: ReadonlyMap<string, NodeSummary>,
+  now: Date,
 ): WaitingNode[] {
   const byPool = new Map<string, BootcNode[]>();
   for (const bn of bootcNodes) {
-    const owner = ownerPool(bn);
+    const owner = owningPool(bn);
     if (owner === undefined) continue;
     const list = byPool.get(owner) ?? [];
     list.push(bn);
@@ -233,7 +211,7 @@ export function waitingCandidates(
     const members = byPool.get(name) ?? [];
     let slots: number;
     try {
-      slots = resolveMaxUnavailable(pool.spec.rollout?.maxUnavailable, members.length);
+      slots = budgetLimit({ pool, memberCount: members.length, now }).limit;
     } catch {
       continue; // an invalid pool hands out no slot
     }
@@ -242,16 +220,21 @@ export function waitingCandidates(
     for (const bn of members) {
       const node = nodes.get(bn.metadata.name ?? "");
       if (!node) continue;
-      if (nodeDisrupted(node, bn)) {
-        disrupted++;
-        continue;
-      }
-      if (bn.metadata.deletionTimestamp || !node.ready) continue;
       const platforms = bn.spec.desiredImage === pool.status?.targetImage
         ? pool.status?.targetPlatforms
         : undefined;
-      const state = effectiveState(bn, { image: bn.spec.desiredImage, platforms });
-      if (state !== EffectiveState.Staged) continue;
+      // The one classification: disrupted (record, or its daemon rebooting), ready for a slot.
+      const cls = classifyNode({
+        bootcNode: bn,
+        node,
+        target: { image: bn.spec.desiredImage, platforms },
+        member: true,
+      });
+      if (cls.disrupted) {
+        disrupted++;
+        continue;
+      }
+      if (bn.metadata.deletionTimestamp || !node.ready || !cls.readyForSlot) continue;
       const since = idleSince(bn);
       if (!since) continue;
       waiting.push({ pool: name, node: node.name, since, labels: node.labels });
@@ -360,7 +343,7 @@ function prepare(budget: ClusterBudget, nodes: ReadonlyMap<string, NodeSummary>)
   let selected = 0;
   for (const node of nodes.values()) if (match(node.labels ?? {})) selected++;
   let limit = 0;
-  if (!error) limit = resolveClusterMaxUnavailable(spec.maxUnavailable, selected);
+  if (!error) limit = resolveIntOrPercent(spec.maxUnavailable, selected, CLUSTER_MAX_UNAVAILABLE);
   const hasDomainLimit = spec.maxUnavailablePerDomain !== undefined ||
     spec.maxDomainsUnavailable !== undefined;
   return {
@@ -457,6 +440,39 @@ function baseline(cluster: ClusterView, poolName: string): Baseline {
   }
   const out: Baseline = { broken, base, reserved };
   perPool.set(poolName, out);
+  return out;
+}
+
+/**
+ * The cluster budgets that select every one of the pool's `members` (a Node
+ * name each), with the room other pools' disrupted nodes leave in them: each
+ * caps the pool's slot limit (`lib/api/budget.ts`, `poolSlotLimit`). `own` are
+ * the nodes whose disruption is this pool's (members and nodes it is handing
+ * back). A budget that selects only some members caps no pool: it holds those
+ * nodes back one by one (the gate). Topology limits are per node too. Empty
+ * for a pool without members.
+ */
+export function clusterSlotCaps(
+  cluster: ClusterView,
+  poolName: string,
+  members: readonly string[],
+  own: ReadonlySet<string>,
+): ClusterBudgetCap[] {
+  if (members.length === 0 || (cluster.budgets ?? []).length === 0) return [];
+  const { base } = baseline(cluster, poolName);
+  const out: ClusterBudgetCap[] = [];
+  for (const t of base) {
+    const b = t.budget;
+    const all = members.every((m) => b.match(cluster.nodes.get(m)?.labels ?? {}));
+    if (!all) continue;
+    out.push({
+      name: b.name,
+      maxUnavailable: b.spec.maxUnavailable,
+      selected: b.selected,
+      disruptedElsewhere: [...t.names].filter((n) => !own.has(n)).length,
+      ...(b.error !== undefined ? { invalid: b.error } : {}),
+    });
+  }
   return out;
 }
 

@@ -5,15 +5,17 @@ import {
   ANNOTATION_WAS_CORDONED,
   type BootcNode,
   type BootcNodePool,
+  CLUSTER_MAX_UNAVAILABLE,
   type Condition,
+  resolveIntOrPercent,
 } from "../../lib/api/mod.ts";
 import { bootcNode, node as fixtureNode, pool as fixturePool } from "../testing/fixtures.ts";
 import type { NodeSummary } from "../types.ts";
 import {
   clusterBudgetError,
   clusterBudgetGate,
+  clusterSlotCaps,
   poolBlockedReason,
-  resolveClusterMaxUnavailable,
   waitingCandidates,
 } from "./cluster_budget.ts";
 import type {
@@ -97,31 +99,11 @@ function waiting(pool: string, node: string, minutesAgo: number, labels = {}): W
   return { pool, node, since: ago(minutesAgo), labels: { role: "worker", ...labels } };
 }
 
-Deno.test("resolveClusterMaxUnavailable: integers, percentages of the selected nodes rounded up", () => {
-  const cases: [number | string, number, number][] = [
-    [3, 10, 3],
-    [0, 10, 0],
-    ["2", 10, 2],
-    ["25%", 10, 3],
-    ["10%", 5, 1],
-    ["1%", 0, 1],
-    ["50%", 5, 3],
-    ["100%", 7, 7],
-    ["0%", 10, 0],
-  ];
-  for (const [value, selected, want] of cases) {
-    assert.equal(resolveClusterMaxUnavailable(value, selected), want, `${value} of ${selected}`);
-  }
-  for (const bad of [-1, 1.5, "abc", "101%", "-5%", "5 %"]) {
-    assert.throws(() => resolveClusterMaxUnavailable(bad, 3), /maxUnavailable/, String(bad));
-  }
-});
-
 Deno.test("clusterBudgetError names the invalid field", () => {
   const cases: [ClusterBudgetSpec, RegExp | undefined][] = [
     [{ maxUnavailable: 1 }, undefined],
     [{ maxUnavailable: "20%", topologyKey: ZONE, maxUnavailablePerDomain: 1 }, undefined],
-    [{ maxUnavailable: "x" }, /maxUnavailable "x"/],
+    [{ maxUnavailable: "x" }, /maxUnavailable: "x"/],
     [
       { maxUnavailable: 1, maxUnavailablePerDomain: 1 },
       /maxUnavailablePerDomain needs topologyKey/,
@@ -550,7 +532,7 @@ function budgetsHold(s: Scenario, granted: readonly string[]): string | undefine
       return Object.entries(want).every(([k, v]) => x.labels[k] === v);
     });
     const down = sel.filter((x) => out.has(x.name));
-    const limit = resolveClusterMaxUnavailable(b.spec.maxUnavailable, sel.length);
+    const limit = resolveIntOrPercent(b.spec.maxUnavailable, sel.length, CLUSTER_MAX_UNAVAILABLE);
     if (down.length > limit && granted.some((g) => down.some((x) => x.name === g))) {
       return `${b.name}: ${down.length} > ${limit}`;
     }
@@ -694,7 +676,7 @@ Deno.test("waitingCandidates: staged, Ready, undisrupted nodes of unblocked pool
     poolWith("workers"),
     poolWith("db", { paused: true }),
   ];
-  const got = waitingCandidates(pools, bns, nodes);
+  const got = waitingCandidates(pools, bns, nodes, NOW);
   assert.deepEqual(got.map((w) => [w.pool, w.node, w.since.toISOString()]), [
     ["infra", "i2", "2026-03-01T09:00:00.000Z"],
     ["infra", "i1", "2026-03-01T10:00:00.000Z"],
@@ -735,10 +717,63 @@ Deno.test("waitingCandidates feeds the gate: a paused pool's old nodes hold nobo
       nodes: [...nodes.values()],
       budgets: [shared],
       candidates: ["a"],
-      waiting: waitingCandidates([poolWith("workers"), db], [old], nodes),
+      waiting: waitingCandidates([poolWith("workers"), db], [old], nodes, NOW),
     }));
   assert.deepEqual(ask(poolWith("db")), [], "an unblocked older pool goes first");
   assert.deepEqual(ask(poolWith("db", { paused: true })), ["a"]);
   assert.deepEqual(ask(poolWith("db", { upToDate: "OutsideMaintenanceWindow" })), ["a"]);
   assert.deepEqual(ask(poolWith("db", { degraded: "RolloutHalted" })), ["a"]);
+});
+
+Deno.test("waitingCandidates: a pool's room follows its active scheduled budget, not bare maxUnavailable", () => {
+  const nodes = new Map<string, NodeSummary>([["i1", n("i1")], ["i2", n("i2")]]);
+  const bns = ["i1", "i2"].map((x) => bootcNode(x, { pool: "infra", phase: "staged" }));
+  const infra = (budgets: { maxUnavailable: number; schedule?: string; duration?: string }[]) => {
+    const p = poolWith("infra", { maxUnavailable: 2 });
+    p.spec.rollout = { ...p.spec.rollout, budgets } as typeof p.spec.rollout;
+    return p;
+  };
+  const names = (p: BootcNodePool) => waitingCandidates([p], bns, nodes, NOW).map((w) => w.node);
+  assert.deepEqual(names(infra([])), ["i1", "i2"]);
+  // A budget of 0 active now (12:00 UTC, "0 11 * * *" for 2h): the pool has no room.
+  assert.deepEqual(
+    names(infra([{ maxUnavailable: 0, schedule: "0 11 * * *", duration: "2h" }])),
+    [],
+  );
+  // Inactive now: maxUnavailable rules again.
+  assert.deepEqual(
+    names(infra([{ maxUnavailable: 0, schedule: "0 20 * * *", duration: "2h" }])),
+    ["i1", "i2"],
+  );
+  assert.deepEqual(names(infra([{ maxUnavailable: 1 }])).length, 1);
+});
+
+Deno.test("clusterSlotCaps: only budgets selecting every member cap the pool, less other pools' disruptions", () => {
+  const s: Scenario = {
+    nodes: [
+      n("w1", { [ZONE]: "a" }),
+      n("w2", { [ZONE]: "b" }),
+      n("o1", { [ZONE]: "a" }, { pool: "other" }),
+      n("w3", { [ZONE]: "a" }, { pool: "workers" }),
+    ],
+    budgets: [
+      budget("all", { maxUnavailable: 2 }),
+      budget("zone-a", { maxUnavailable: 1, nodeSelector: { matchLabels: { [ZONE]: "a" } } }),
+      budget("bad", { maxUnavailable: "lots" }),
+    ],
+    candidates: [],
+  };
+  const cluster = gateInput(s).cluster;
+  const caps = clusterSlotCaps(cluster, "workers", ["w1", "w2", "w3"], new Set(["w3"]));
+  assert.deepEqual(caps.map((c) => [c.name, c.selected, c.disruptedElsewhere, c.invalid]), [
+    ["all", 4, 1, undefined],
+    [
+      "bad",
+      4,
+      1,
+      'maxUnavailable: "lots" must be an integer >= 0 or a percentage from 0% to ' +
+      '100% (for example 0, 2 or "25%")',
+    ],
+  ]);
+  assert.deepEqual(clusterSlotCaps(cluster, "workers", [], new Set()), []);
 });

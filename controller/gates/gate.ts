@@ -144,19 +144,28 @@ export interface Composition {
   admit: readonly Candidate[];
   /** Every wait, in gate order (the first is the headline). */
   waits: GateWait[];
+  /**
+   * Each candidate held back, by name: the reason of the gate that dropped it
+   * (the first to), e.g. `BudgetExhausted` (the pool's slot queue publishes it).
+   */
+  heldBy: ReadonlyMap<string, string>;
 }
 
 /** Runs `gates` in order, each on what the previous admitted. */
 export function composeGates(gates: readonly Gate[], input: GateInput): Composition {
   let candidates = input.candidates;
   const waits: GateWait[] = [];
+  const heldBy = new Map<string, string>();
   for (const gate of gates) {
     const d = gate.decide({ ...input, candidates });
     const allowed = new Set(d.admit.map((c) => c.name));
+    for (const c of candidates) {
+      if (!allowed.has(c.name)) heldBy.set(c.name, d.wait?.reason ?? gate.name);
+    }
     candidates = candidates.filter((c) => allowed.has(c.name));
     if (d.wait) waits.push(d.wait);
   }
-  return { admit: candidates, waits };
+  return { admit: candidates, waits, heldBy };
 }
 
 /** Admits everything (a gate with nothing to say). */

@@ -20,8 +20,8 @@ export {
   budgetError,
   budgetGate,
   budgetLimit,
+  budgetStates,
   poolSlots,
-  resolveBudget,
 } from "./budget.ts";
 export { BLACKOUT, blackoutError, blackoutGate } from "./blackout.ts";
 export { maintenanceWindowGate, OUTSIDE_MAINTENANCE_WINDOW } from "./maintenance_window.ts";
@@ -44,9 +44,9 @@ export {
   CLUSTER_BUDGET_EXHAUSTED,
   clusterBudgetError,
   clusterBudgetGate,
+  clusterSlotCaps,
   idleSince,
   poolBlockedReason,
-  resolveClusterMaxUnavailable,
   waitingCandidates,
 } from "./cluster_budget.ts";
 export {

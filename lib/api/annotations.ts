@@ -13,9 +13,9 @@ import {
   ANNOTATION_IN_REBOOT_SLOT,
   ANNOTATION_SLOT_POOL,
   ANNOTATION_WAS_CORDONED,
-  POOL,
   RebootAllowedReason,
 } from "./constants.ts";
+import { owningPool } from "./ownership.ts";
 
 /** Anything with (optional) annotations: a Node, a BootcNode, a summary. */
 export interface Annotated {
@@ -90,8 +90,7 @@ export interface RebootAuthorization {
 
 /** True when the BootcNode is controlled by a BootcNodePool (the controller owns it). */
 export function ownedByPool(bn: BootcNodeForReboot): boolean {
-  return bn.metadata?.ownerReferences?.some((o) => o.kind === POOL.kind && o.controller === true) ??
-    false;
+  return owningPool(bn) !== undefined;
 }
 
 /**

@@ -116,9 +116,16 @@ export const NodeConditionType = {
   Verified: "Verified",
   /** Written by the daemon: True once the desired image is staged (or booted, or the rollback). */
   ImageStaged: "ImageStaged",
-  /** Written by the daemon from the Node: True once cordoned in a reboot slot for this target. */
+  /**
+   * True once cordoned in a reboot slot for this target: written by the daemon from the
+   * Node it reads before a reboot, and by the controller while it drains the node
+   * (`drain_conditions.ts` has the rule).
+   */
   Cordoned: "Cordoned",
-  /** Written by the daemon from the Node: True once drained for this target. */
+  /**
+   * True once drained for this target (the daemon, from the Node before a reboot); False
+   * while the controller drains it, naming a PodDisruptionBudget that blocks the drain.
+   */
   Drained: "Drained",
   /** Written by the daemon: True once the host booted the desired image (after its reboot). */
   Rebooted: "Rebooted",
@@ -174,6 +181,11 @@ export const StalledReason = {
   StagingTimeout: "StagingTimeout",
   /** The node did not come back running the target and Ready within the deadline. */
   RebootTimeout: "RebootTimeout",
+  /**
+   * The node waited on unchanged facts for its daemon, the controller or its Node longer
+   * than `rollout.progressTimeoutSeconds` (the message names what it waits for).
+   */
+  NoProgress: "NoProgress",
 } as const;
 
 /** Reasons of the BootcNode Idle condition. */

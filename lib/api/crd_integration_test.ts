@@ -230,6 +230,7 @@ Deno.test("CRDs validate, default and print on the real API server", async (t) =
             }],
             maxStaging: "10%",
             after: ["infra"],
+            canary: { nodes: 1, soakSeconds: 60 },
           },
           maintenance: {
             windows: [{ schedule: "0 22 * * 6", duration: "6h" }],
@@ -237,6 +238,7 @@ Deno.test("CRDs validate, default and print on the real API server", async (t) =
           },
         }));
         assert.equal(ok.spec.maintenance?.stageOutsideWindows, true);
+        assert.equal(ok.spec.rollout?.canary?.notReadyGraceSeconds, 0);
         const bad: [string, Record<string, unknown>, RegExp][] = [
           [
             "cron",
@@ -274,6 +276,11 @@ Deno.test("CRDs validate, default and print on the real API server", async (t) =
             /spec\.maintenance\.blackouts\[0\]: Invalid value.*end must be after start/,
           ],
           ["staging", { rollout: { maxStaging: 0 } }, /spec\.rollout\.maxStaging: Invalid value/],
+          [
+            "canary-grace",
+            { rollout: { canary: { nodes: 1, soakSeconds: 20, notReadyGraceSeconds: 21 } } },
+            /spec\.rollout\.canary: Invalid value.*notReadyGraceSeconds must not be longer than soakSeconds/,
+          ],
         ];
         for (const [name, extra, pattern] of bad) {
           await rejects(() => pools.create(pool(`bad-${name}`, { ...base, ...extra })), pattern);

@@ -22,6 +22,7 @@ import {
   MAX_LABEL_VALUE_LENGTH,
 } from "./validation.ts";
 import { LABEL_POOL, OnFailureValues, RevisionOutcome } from "./constants.ts";
+import { SlotLimitSource } from "./budget.ts";
 
 /** Regular expression (RE2 and ECMAScript compatible) for a container image reference. */
 export const IMAGE_REFERENCE_PATTERN = "^(?:(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?" +
@@ -418,6 +419,15 @@ export const BootcNodePoolSpec = Type.Object({
       description: "How long the controller waits for a node's daemon to report on a new " +
         "spec before the node is reported Stalled with reason DaemonNotReporting.",
     })),
+    progressTimeoutSeconds: Type.Optional(Type.Integer({
+      minimum: 1,
+      default: 600,
+      description: "How long a node may wait on unchanged facts (its BootcNode's conditions, " +
+        "its Node's record and Ready) for its daemon, the controller or its Node, where no " +
+        "other deadline applies (staging, drain, reboot, health checks), before it is " +
+        "reported Stalled with reason NoProgress naming what it waits for. Waits on a " +
+        "rollout gate (budget, window, pause, staging limit) or on a person are not stalls.",
+    })),
     budgets: Type.Optional(Type.Array(
       Type.Object({
         maxUnavailable: intOrPercent(
@@ -475,11 +485,25 @@ export const BootcNodePoolSpec = Type.Object({
         minimum: 0,
         default: 0,
         description: "How long the canary nodes must stay healthy after the last of them " +
-          "is verified before the rest of the pool proceeds.",
+          "is verified and released before the rest of the pool proceeds (at least this " +
+          "long: the end is rounded up to the whole second).",
+      })),
+      notReadyGraceSeconds: Type.Optional(Type.Integer({
+        minimum: 0,
+        default: 0,
+        description: "How long a canary node may be NotReady during the soak before the " +
+          "canary fails; at most soakSeconds. 0: NotReady at any moment of the soak fails " +
+          "it. The soak never passes while a canary node is NotReady: one NotReady at the " +
+          "soak's end extends it to the end of its grace (Ready by then passes, else fails).",
       })),
     }, {
       description: "Each new target is first rolled out to a canary batch, which must " +
         "pass its health checks and soak before the rest proceeds at maxUnavailable.",
+      ...validations({
+        rule: "!has(self.notReadyGraceSeconds) || self.notReadyGraceSeconds <= " +
+          "(has(self.soakSeconds) ? self.soakSeconds : 0)",
+        message: "notReadyGraceSeconds must not be longer than soakSeconds",
+      }),
     })),
     maxRollbacks: Type.Optional(Type.Integer({
       minimum: 1,
@@ -553,6 +577,62 @@ export const Revision = Type.Object({
   message: Type.Optional(Type.String({ maxLength: 1024 })),
 });
 
+/** How many entries `status.queue` holds at most (the first of the queue; `slots.waiting` counts all). */
+export const SLOT_QUEUE_LIMIT = 32;
+
+/** `status.slots`: the pool's reboot slots now, and which budget sets their number. */
+export const SlotsStatus = Type.Object({
+  limit: Type.Integer({
+    minimum: 0,
+    description: "Nodes of the pool that may be disrupted at once now: the most restrictive " +
+      "of maxUnavailable, the active rollout.budgets and the BootcDisruptionBudgets that " +
+      "select every node of the pool.",
+  }),
+  inUse: Type.Integer({
+    minimum: 0,
+    description: "Nodes of the pool disrupted now (in a reboot slot, or being handed back).",
+  }),
+  waiting: Type.Integer({
+    minimum: 0,
+    description: "Nodes staged and Ready that wait for a slot (status.queue lists the first).",
+  }),
+  source: StringEnum(
+    [
+      SlotLimitSource.MaxUnavailable,
+      SlotLimitSource.Budget,
+      SlotLimitSource.ClusterBudget,
+      SlotLimitSource.InvalidSpec,
+    ] as const,
+    {
+      description: "What sets the limit: spec.rollout.maxUnavailable, a spec.rollout.budgets " +
+        "entry, a BootcDisruptionBudget, or an invalid spec (no new slot).",
+    },
+  ),
+  name: Type.String({
+    maxLength: 253,
+    description: 'Which one: "maxUnavailable", "rollout.budgets[1]", the ' +
+      'BootcDisruptionBudget\'s name, or "spec" (invalid).',
+  }),
+  until: Type.Optional(Type.String({
+    format: "date-time",
+    description: "When a scheduled budget sets the limit: when its active period ends.",
+  })),
+  message: Type.String({ maxLength: 1024, description: "For people: what sets the limit." }),
+}, { description: "The pool's reboot slots, as the controller applies them." });
+
+/** One entry of `status.queue`. */
+export const QueueEntry = Type.Object({
+  node: Type.String({ maxLength: 253 }),
+  position: Type.Integer({ minimum: 1, description: "1: the next to get a reboot slot." }),
+  waitingFor: Type.String({
+    maxLength: 64,
+    description: "What holds it back: a gate's reason (BudgetExhausted, Paused, " +
+      "OutsideMaintenanceWindow, Blackout, WaitingForPool, ClusterBudgetExhausted, a canary " +
+      "reason), RolloutHalted, PodDisruptionBudget (its drain would wait on one a drain in " +
+      "flight needs), or PodList (the controller is reading its pods).",
+  }),
+});
+
 /** BootcNodePool status. */
 export const BootcNodePoolStatus = Type.Object({
   observedGeneration: Type.Optional(Type.Integer({ minimum: 0 })),
@@ -574,6 +654,12 @@ export const BootcNodePoolStatus = Type.Object({
   updatingCount: Type.Optional(Type.Integer()),
   degradedCount: Type.Optional(Type.Integer()),
   slotsInUse: Type.Optional(Type.Integer()),
+  slots: Type.Optional(SlotsStatus),
+  queue: Type.Optional(Type.Array(QueueEntry, {
+    maxItems: SLOT_QUEUE_LIMIT,
+    description: "The first nodes waiting for a reboot slot, in the order slots are handed " +
+      "out, each with what holds it back.",
+  })),
   conditions: Type.Optional(Conditions),
   history: Type.Optional(Type.Array(Revision, {
     maxItems: 10,
@@ -819,6 +905,10 @@ export type Condition = Static<typeof Condition>;
 export type BootcNodePoolSpec = Static<typeof BootcNodePoolSpec>;
 /** BootcNodePool status. */
 export type BootcNodePoolStatus = Static<typeof BootcNodePoolStatus>;
+/** `status.slots` of a pool. */
+export type SlotsStatus = Static<typeof SlotsStatus>;
+/** One entry of a pool's `status.queue`. */
+export type QueueEntry = Static<typeof QueueEntry>;
 /** A BootcNodePool. `metadata` is always present on objects read from the API. */
 export type BootcNodePool = Static<typeof BootcNodePool> & { metadata: ObjectMeta };
 /** BootcNode spec. */

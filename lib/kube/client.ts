@@ -63,16 +63,28 @@ export interface TokenRequestStatus {
   expirationTimestamp: string;
 }
 
-/** Reads newline-delimited JSON objects from a byte stream. */
+/**
+ * Reads newline-delimited JSON objects from a byte stream. When `signal` aborts,
+ * the reader is cancelled, which ends a pending read at once, whether or not the
+ * stream's source heeds the signal (a watch body may not), and the rest is dropped.
+ */
 export async function* readJsonLines(
   body: ReadableStream<Uint8Array>,
+  signal?: AbortSignal,
 ): AsyncGenerator<unknown, void, undefined> {
   const reader = body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "";
   let done = false;
+  // Cancelling closes the stream first (pending reads end as done), then tells the
+  // source; that second part is not waited for, so a stuck source cannot hold us.
+  const onAbort = () => void reader.cancel(signal?.reason).catch(() => {});
+  signal?.addEventListener("abort", onAbort, { once: true });
+  if (signal?.aborted) onAbort();
   try {
     while (true) {
+      if (signal?.aborted) return;
       const chunk = await reader.read();
+      if (signal?.aborted) return;
       if (chunk.done) {
         done = true;
         break;
@@ -88,8 +100,10 @@ export async function* readJsonLines(
     const rest = buffer.trim();
     if (rest) yield JSON.parse(rest);
   } finally {
-    // Stop the underlying response body when the consumer leaves early.
-    if (!done) await reader.cancel().catch(() => {});
+    signal?.removeEventListener("abort", onAbort);
+    // Stop the underlying response body when the consumer leaves early (on abort it
+    // was cancelled already, without waiting for the source).
+    if (!done && !signal?.aborted) await reader.cancel().catch(() => {});
     reader.releaseLock();
   }
 }
@@ -268,7 +282,7 @@ class TypedResourceClient<T extends KubeObject> implements ResourceClient<T> {
     if (!res.ok) throw await errorFromResponse(res);
     if (!res.body) return;
     try {
-      for await (const raw of readJsonLines(res.body)) {
+      for await (const raw of readJsonLines(res.body, signal)) {
         const ev = raw as { type?: string; object?: unknown };
         if (ev.type === "ERROR") {
           const obj = ev.object as Status | undefined;

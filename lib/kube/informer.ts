@@ -13,7 +13,7 @@ import { type Logger, silentLogger } from "../log.ts";
 import { backoffDelay, type BackoffOptions } from "./backoff.ts";
 import { isGone } from "./errors.ts";
 import { type IndexFunc, objectKey, Store } from "./store.ts";
-import type { KubeObject, ResourceClient } from "./types.ts";
+import type { KubeObject, ResourceClient, WatchEvent } from "./types.ts";
 
 /** Options of {@linkcode Informer}. */
 export interface InformerOptions<T extends KubeObject> {
@@ -45,6 +45,31 @@ export type UpdateHandler<T> = (oldObject: T, newObject: T) => void;
 export type DeleteHandler<T> = (object: T) => void;
 
 const DEFAULT_BACKOFF: BackoffOptions = { initialMs: 500, maxMs: 30_000, factor: 2, jitter: 0.5 };
+
+/** What {@linkcode unlessAborted} settles with once its signal aborted. */
+const ABORTED: unique symbol = Symbol("aborted");
+
+/**
+ * Settles like `p`, or with {@linkcode ABORTED} as soon as `signal` aborts. A call
+ * that ignores its signal (a hung fetch, a stuck body reader) is then left to
+ * itself, its outcome dropped: stopping never waits for it.
+ */
+function unlessAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T | typeof ABORTED> {
+  if (signal.aborted) {
+    p.catch(() => {});
+    return Promise.resolve(ABORTED);
+  }
+  return new Promise((resolve, reject) => {
+    const onAbort = () => resolve(ABORTED);
+    signal.addEventListener("abort", onAbort, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
+
+/** Thrown out of a list or watch that was stopped by its signal. */
+function stopped(signal: AbortSignal): unknown {
+  return signal.reason ?? new DOMException("aborted", "AbortError");
+}
 /** A watch that ends sooner than this without events counts as a failure (avoids hot loops). */
 const SHORT_WATCH_MS = 1_000;
 
@@ -145,14 +170,18 @@ export class Informer<T extends KubeObject> {
     let cont: string | undefined;
     let resourceVersion: string | undefined;
     do {
-      const page = await this.#opts.resource.list({
-        labelSelector: this.#opts.labelSelector,
-        fieldSelector: this.#opts.fieldSelector,
-        limit: this.#opts.pageSize ?? 500,
-        continue: cont,
-        singlePage: true,
+      const page = await unlessAborted(
+        this.#opts.resource.list({
+          labelSelector: this.#opts.labelSelector,
+          fieldSelector: this.#opts.fieldSelector,
+          limit: this.#opts.pageSize ?? 500,
+          continue: cont,
+          singlePage: true,
+          signal,
+        }),
         signal,
-      });
+      );
+      if (page === ABORTED) throw stopped(signal);
       for (const item of page.items) items.push(transform ? transform(item) : item);
       cont = page.metadata.continue || undefined;
       resourceVersion = page.metadata.resourceVersion;
@@ -168,27 +197,46 @@ export class Informer<T extends KubeObject> {
     }
   }
 
-  /** Watches once from the current resourceVersion; returns the number of events seen. */
+  /**
+   * Watches once from the current resourceVersion; returns the number of events seen.
+   * Ends as soon as `signal` aborts, even if the watch does not heed it (then the
+   * stream is told to stop but not waited for).
+   */
   async #watch(signal: AbortSignal): Promise<number> {
     let events = 0;
     const timeoutSeconds = Math.floor(300 + 300 * this.#random());
-    for await (
-      const ev of this.#opts.resource.watch({
-        resourceVersion: this.#resourceVersion,
-        labelSelector: this.#opts.labelSelector,
-        fieldSelector: this.#opts.fieldSelector,
-        allowWatchBookmarks: true,
-        timeoutSeconds,
-        signal,
-      })
-    ) {
-      events++;
-      this.#eventCount++;
-      const rv = ev.object?.metadata?.resourceVersion;
-      if (ev.type === "BOOKMARK") {
-        if (rv) this.#resourceVersion = rv;
-        continue;
+    const stream = this.#opts.resource.watch({
+      resourceVersion: this.#resourceVersion,
+      labelSelector: this.#opts.labelSelector,
+      fieldSelector: this.#opts.fieldSelector,
+      allowWatchBookmarks: true,
+      timeoutSeconds,
+      signal,
+    })[Symbol.asyncIterator]();
+    let finished = false;
+    try {
+      while (true) {
+        const next = await unlessAborted(stream.next(), signal);
+        if (next === ABORTED || next.done) {
+          finished = next !== ABORTED;
+          return events;
+        }
+        events++;
+        this.#apply(next.value);
       }
+    } catch (e) {
+      finished = true; // a stream that threw has ended
+      throw e;
+    } finally {
+      if (!finished) void stream.return?.()?.catch(() => {});
+    }
+  }
+
+  /** Applies one watch event to the store and calls the handlers. */
+  #apply(ev: WatchEvent<T>): void {
+    this.#eventCount++;
+    const rv = ev.object?.metadata?.resourceVersion;
+    if (ev.type !== "BOOKMARK") {
       const object = this.#opts.transform ? this.#opts.transform(ev.object) : ev.object;
       const key = objectKey(object);
       if (ev.type === "DELETED") {
@@ -199,9 +247,8 @@ export class Informer<T extends KubeObject> {
         if (old) this.#call("update", this.#update, old, object);
         else this.#call("add", this.#add, object);
       }
-      if (rv) this.#resourceVersion = rv;
     }
-    return events;
+    if (rv) this.#resourceVersion = rv;
   }
 
   async #run(signal: AbortSignal): Promise<void> {

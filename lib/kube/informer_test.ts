@@ -12,7 +12,7 @@ import {
   streamResponse,
   watchLine,
 } from "./testing.ts";
-import type { KubeObject } from "./types.ts";
+import type { KubeObject, ResourceClient } from "./types.ts";
 
 const obj = (name: string, rv: string, labels?: Record<string, string>): KubeObject => ({
   apiVersion: "v1",
@@ -302,4 +302,93 @@ Deno.test("informer lists page by page, trimming each page before fetching the n
   await until(() => requests.some((r) => r.query?.watch), "watch");
   ac.abort();
   await running;
+});
+
+/** Rejects if `p` has not settled within `ms` (so a hang fails the test instead of stalling it). */
+async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([
+      p,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`${what} did not finish in ${ms} ms`)), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** A resource whose list and watch never answer and ignore their signal. */
+function deafResource(listAnswers: boolean) {
+  const calls = { list: 0, watch: 0 };
+  const never = new Promise<never>(() => {});
+  const resource = {
+    list: () => {
+      calls.list++;
+      return listAnswers
+        ? Promise.resolve({ metadata: { resourceVersion: "5" }, items: [obj("a", "5")] })
+        : never;
+    },
+    watch: async function* () {
+      calls.watch++;
+      yield await never;
+    },
+  } as unknown as ResourceClient<KubeObject>;
+  return { resource, calls };
+}
+
+Deno.test("stopping is bounded when the watch ignores its signal", async () => {
+  const { resource, calls } = deafResource(true);
+  const inf = new Informer({ resource, clock: new FakeClock() });
+  const ac = new AbortController();
+  const running = inf.start(ac.signal);
+  await inf.waitForSync();
+  await until(() => calls.watch === 1, "watch");
+  ac.abort();
+  await within(running, 1000, "informer stop");
+  assert.equal(inf.store.list().length, 1);
+});
+
+Deno.test("stopping is bounded when the list ignores its signal", async () => {
+  const { resource, calls } = deafResource(false);
+  const inf = new Informer({ resource, clock: new FakeClock() });
+  const ac = new AbortController();
+  const running = inf.start(ac.signal);
+  await until(() => calls.list === 1, "list");
+  ac.abort();
+  await within(running, 1000, "informer stop");
+  assert.equal(inf.hasSynced(), false);
+});
+
+Deno.test("a watch whose response body ignores the abort still ends when aborted", async () => {
+  // The body is never failed nor ended, and its source never finishes cancelling: only
+  // cancelling the reader (which ends a pending read at once) ends the watch.
+  let body!: ReadableStreamDefaultController<Uint8Array>;
+  let cancelled = false;
+  const transport = fakeTransport(() =>
+    new Response(
+      new ReadableStream<Uint8Array>({
+        start: (c) => void (body = c),
+        cancel() {
+          cancelled = true;
+          return new Promise<void>(() => {});
+        },
+      }),
+    )
+  );
+  const client = new KubeClient({ transport });
+  const ac = new AbortController();
+  const seen: string[] = [];
+  const watching = (async () => {
+    const watch = client.resource<KubeObject>(Resources.pods).watch({ signal: ac.signal });
+    for await (const ev of watch) seen.push(ev.type);
+  })();
+  await until(() => body !== undefined, "request");
+  body.enqueue(new TextEncoder().encode(watchLine("ADDED", obj("a", "1"))));
+  await until(() => seen.length === 1, "first event");
+  ac.abort();
+  await within(watching, 1000, "watch after abort");
+  assert.deepEqual(seen, ["ADDED"]);
+  await until(() => cancelled, "body cancelled");
 });

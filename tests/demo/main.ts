@@ -26,7 +26,10 @@ import {
   type BootcNodePool,
   findCondition,
   holdsRebootSlot,
+  intOrPercentError,
   isDisrupted,
+  POOL_MAX_UNAVAILABLE,
+  resolvePoolMaxUnavailable,
 } from "../../lib/api/mod.ts";
 import { Resources } from "../../lib/kube/mod.ts";
 import { type Stack, startStack } from "../harness/stack.ts";
@@ -46,13 +49,6 @@ export interface DemoOptions {
   /** The pool follows the channel ~1.0 instead of the :stable tag; v2 is published as 1.0.1. */
   channel: boolean;
   keep: boolean;
-}
-
-/** Resolves maxUnavailable as the controller does: percentages round up, at least 1. */
-export function slotCount(maxUnavailable: number | string, nodes: number): number {
-  if (typeof maxUnavailable === "number") return Math.max(1, maxUnavailable);
-  const percent = Number(maxUnavailable.replace(/%$/, ""));
-  return Math.max(1, Math.ceil((nodes * percent) / 100));
 }
 
 function parseOptions(args: string[]): DemoOptions {
@@ -79,9 +75,11 @@ function parseOptions(args: string[]): DemoOptions {
   if (!Number.isInteger(nodes) || nodes < 1) throw new Error("--nodes must be an integer >= 1");
   const mu = values["max-unavailable"]!;
   const maxUnavailable = /^\d+$/.test(mu) ? Number(mu) : mu;
-  if (typeof maxUnavailable === "string" && !/^(100|[1-9][0-9]?)%$/.test(maxUnavailable)) {
-    throw new Error("--max-unavailable must be an integer >= 1 or a percentage 1%-100%");
-  }
+  const err = intOrPercentError(maxUnavailable, {
+    ...POOL_MAX_UNAVAILABLE,
+    field: "--max-unavailable",
+  });
+  if (err) throw new Error(err);
   return {
     nodes,
     maxUnavailable,
@@ -205,7 +203,7 @@ export async function runDemo(options: DemoOptions): Promise<void> {
   const encoder = new TextEncoder();
   const tty = Deno.stdout.isTerminal();
   const out = (text: string) => Deno.stdout.writeSync(encoder.encode(text));
-  const slots = slotCount(options.maxUnavailable, options.nodes);
+  const slots = resolvePoolMaxUnavailable(options.maxUnavailable, options.nodes);
   out(`Starting a control plane, a registry, the controller and ${options.nodes} nodes…\n`);
   const t0 = Date.now();
   const stack = await startStack({

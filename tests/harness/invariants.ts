@@ -77,7 +77,7 @@ import {
   LABEL_POOL,
   NodeConditionType,
   type NodeForReboot,
-  POOL,
+  owningPool,
   rebootAuthorization,
 } from "../../lib/api/mod.ts";
 
@@ -355,8 +355,7 @@ export class InvariantTracker {
     const name = bn.metadata.name;
     if (!name) return;
     const v = this.#view(name);
-    const owner = bn.metadata.ownerReferences?.find((o) => o.kind === POOL.kind && o.controller);
-    v.bootcNodePool = bn.metadata.labels?.[LABEL_POOL] ?? owner?.name ?? v.bootcNodePool;
+    v.bootcNodePool = bn.metadata.labels?.[LABEL_POOL] ?? owningPool(bn) ?? v.bootcNodePool;
     const idle = findCondition(bn.status?.conditions, NodeConditionType.Idle);
     v.daemonRebooting = idle?.status === "False" && idle.reason === IdleReason.Rebooting;
     this.#remember(name, { rv: parseRv(bn.metadata.resourceVersion), bn: bootcNodeFacts(bn) });

@@ -1,16 +1,15 @@
 import assert from "node:assert/strict";
 import {
+  clusterBudgets,
+  clusterView,
   type Node,
   type Pdb,
-  stillUnseen,
   summarizeNode,
   summarizePdb,
   trimNode,
   trimPdb,
   withoutManagedFields,
-  writeVisible,
-  type Written,
-} from "./reconciler.ts";
+} from "./object_views.ts";
 import { nodeChangeMatters } from "./watch_mapping.ts";
 
 function fullNode(overrides: { annotations?: Record<string, string>; ready?: string } = {}): Node {
@@ -125,33 +124,21 @@ Deno.test("withoutManagedFields drops only managedFields", () => {
   assert.deepEqual(o, { metadata: { name: "p", labels: { a: "b" } }, spec: { x: 1 } });
 });
 
-Deno.test("stillUnseen: planning waits for earlier writes the cache does not show yet", () => {
-  const rv = (resourceVersion: string) => ({ metadata: { name: "n", resourceVersion } });
-  const grant: Written = { store: "nodes", name: "n1", resourceVersion: "120" };
-  const gone: Written = { store: "bootcNodes", name: "n2", deleted: true };
-  const created: Written = { store: "bootcNodes", name: "n3", resourceVersion: "130" };
-  const cache = new Map<string, { metadata: { name: string; resourceVersion: string } }>([
-    ["nodes/n1", rv("119")],
-    ["bootcNodes/n2", rv("100")],
-  ]);
-  const cached = (w: Written) => cache.get(`${w.store}/${w.name}`);
-  // The grant is behind, the deletion not yet seen; the created object is not cached at all.
-  assert.deepEqual(stillUnseen([grant, gone, created], cached), [grant, gone]);
-  cache.set("nodes/n1", rv("125")); // someone wrote after us: ours is in it
-  cache.delete("bootcNodes/n2");
-  assert.deepEqual(stillUnseen([grant, gone], cached), []);
-  // Same resourceVersion counts as seen; a missing Node (deleted since) is not waited for.
-  assert.equal(writeVisible(grant, rv("120")), true);
-  assert.deepEqual(stillUnseen([{ ...grant, name: "gone" }], cached), []);
-});
-
-Deno.test("writeVisible: a delete shows once the object is terminating (a finalizer may hold it)", () => {
-  const gone: Written = { store: "bootcNodes", name: "n2", deleted: true };
-  const meta = { name: "n2", resourceVersion: "100" };
-  assert.equal(writeVisible(gone, { metadata: meta }), false);
-  assert.equal(
-    writeVisible(gone, { metadata: { ...meta, deletionTimestamp: "2026-11-25T00:00:00Z" } }),
-    true,
+Deno.test("clusterView: pools, Nodes and BootcNodes by name as the planner reads them", () => {
+  const node = trimNode(fullNode());
+  const view = clusterView({
+    pools: [{
+      metadata: { name: "workers", uid: "p1" },
+      spec: { nodeSelector: { pool: "a" } },
+    }] as never,
+    nodes: [node],
+    bootcNodes: [{ metadata: { name: "n1" }, spec: {} }] as never,
+  });
+  assert.deepEqual(view.pools, [{ name: "workers", uid: "p1", selector: { pool: "a" } }]);
+  assert.equal(view.nodes.get("n1"), summarizeNode(node));
+  assert.deepEqual([...view.bootcNodes.keys()], ["n1"]);
+  assert.deepEqual(
+    clusterBudgets([{ metadata: { name: "b" }, spec: { maxUnavailable: 1 } }] as never),
+    [{ name: "b", spec: { maxUnavailable: 1 } }],
   );
-  assert.equal(writeVisible(gone, undefined), true);
 });
