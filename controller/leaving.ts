@@ -54,8 +54,9 @@ export interface LeavingHold {
  * Whether a node that left its pool must still be held because its reboot has
  * not finished. Pure.
  *
- * Asked to reboot: its BootcNode asks for Booted, or its daemon says it is
- * rebooting (whatever the spec says now). Finished: the daemon no longer says
+ * Asked to reboot: its BootcNode asks for Booted and its Node holds the slot and
+ * a finished drain for that image (what the daemon needs to apply it), or its
+ * daemon says it is rebooting (whatever the spec and the record say now). Finished: the daemon no longer says
  * Rebooting and reports the desired image booted (or that the host fell back
  * from it), and the Node is Ready. Without a BootcNode only the Node tells: a
  * finished drain means a reboot may be under way; it is over once the Node
@@ -65,13 +66,17 @@ export function leavingHold(facts: LeavingFacts): LeavingHold {
   const { node, bn, now } = facts;
   const timeoutMs = facts.rebootTimeoutMs ?? DEFAULT_REBOOT_TIMEOUT_MS;
   const record = recordOf(node);
-  const requestedAt = parseTime(record.drainedAt) ?? parseTime(record.slotAt);
-  const deadline = requestedAt ? new Date(requestedAt.getTime() + timeoutMs) : undefined;
-  const overdue = deadline !== undefined && now >= deadline;
   const idle = findCondition(bn?.status?.conditions, NodeConditionType.Idle);
   const rebooting = idle?.status === "False" && idle.reason === IdleReason.Rebooting;
+  const requestedAt = parseTime(record.drainedAt) ?? parseTime(record.slotAt) ??
+    (rebooting ? parseTime(idle.lastTransitionTime) : undefined);
+  const deadline = requestedAt ? new Date(requestedAt.getTime() + timeoutMs) : undefined;
+  const overdue = deadline !== undefined && now >= deadline;
   if (bn) {
-    if (bn.spec.desiredImageState !== "Booted" && !rebooting) return { overdue: false };
+    // The daemon applies only Booted with a slot and a drain for that image on the Node.
+    const authorized = bn.spec.desiredImageState === "Booted" && record.slotAt !== undefined &&
+      record.drainedFor === bn.spec.desiredImage;
+    if (!authorized && !rebooting) return { overdue: false };
     const desired = { image: bn.spec.desiredImage, platforms: facts.platforms };
     const rebooted = findCondition(bn.status?.conditions, NodeConditionType.Rebooted);
     const back = !rebooting && node.ready &&

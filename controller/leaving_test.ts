@@ -158,8 +158,12 @@ Deno.test("orphan with a finished drain: held until the Node came back Ready aft
 
 Deno.test("leavingHold: the rules", () => {
   const now = new Date("2026-01-01T01:00:00Z");
-  const n = (ready: boolean) =>
-    node("gone", { ready, annotations: { "bootc.dev/drained-at": EARLIER } });
+  const record = {
+    "bootc.dev/in-reboot-slot": EARLIER,
+    "bootc.dev/drained-at": EARLIER,
+    "bootc.dev/drained-for": image("b"),
+  };
+  const n = (ready: boolean) => node("gone", { ready, annotations: record });
   assert.equal(leavingHold({ node: n(true), bn: back(), now }).waitsFor, undefined);
   assert.match(leavingHold({ node: n(false), bn: back(), now }).waitsFor ?? "", /Ready again/);
   assert.match(leavingHold({ node: n(true), bn: rebooting(), now }).waitsFor ?? "", /to finish/);
@@ -170,4 +174,11 @@ Deno.test("leavingHold: the rules", () => {
   const hold = leavingHold({ node: n(false), bn: back(), now, rebootTimeoutMs: 30_000 });
   assert.equal(hold.overdue, true);
   assert.deepEqual(hold.deadline, new Date("2026-01-01T00:59:30Z"));
+  // Booted without the slot and drain the daemon needs (a hand edit): nothing to wait for.
+  const bare = node("gone", { ready: true });
+  assert.equal(leavingHold({ node: bare, bn: back(), now }).waitsFor, undefined);
+  // A daemon stuck in Rebooting without any record: held, and overdue from its report.
+  const stuck = leavingHold({ node: bare, bn: retargeted, now, rebootTimeoutMs: 60_000 });
+  assert.ok(stuck.waitsFor);
+  assert.equal(stuck.overdue, true);
 });

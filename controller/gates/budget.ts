@@ -92,21 +92,6 @@ export function budgetStates(pool: GateInput["pool"], now: Date): ScheduledBudge
   });
 }
 
-/**
- * The number of reboot slots of a pool now (its effective limit, for metrics
- * and status). 0 when the spec cannot be read (no new reboots then either).
- * Pass the planner's clock as `now`; without it the wall clock is used.
- */
-export function poolSlots(
-  input: Pick<GateInput, "pool" | "memberCount"> & { now?: Date },
-): number {
-  try {
-    return budgetLimit({ ...input, now: input.now ?? new Date() }).limit;
-  } catch {
-    return 0;
-  }
-}
-
 /** Admits candidates while the pool's effective budget has room. */
 export const budgetGate: Gate = {
   name: "budget",

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { gateInput } from "./_testing.ts";
-import { BUDGET_EXHAUSTED, budgetError, budgetGate, budgetLimit, poolSlots } from "./budget.ts";
+import { BUDGET_EXHAUSTED, budgetError, budgetGate, budgetLimit } from "./budget.ts";
 import type { PoolPolicy, RolloutBudget } from "./policy.ts";
 
 const berlin = "Europe/Berlin";
@@ -293,33 +293,24 @@ Deno.test("budgetGate: the most restrictive active budget, with maxUnavailable",
   }
 });
 
-Deno.test("poolSlots: the effective limit now (metrics)", () => {
+Deno.test("budgetLimit: the effective limit now (status.slots and metrics)", () => {
   const cases: [string, PoolPolicy, string, number][] = [
     ["static", { rollout: { maxUnavailable: "20%" } }, "2026-11-23T10:00:00Z", 2],
     ["business hours", businessHours, "2026-11-23T10:00:00Z", 1],
     ["night", businessHours, "2026-11-23T20:00:00Z", 2],
     ["budget 0", noneInBusinessHours, "2026-11-23T10:00:00Z", 0],
-    [
-      "unreadable",
-      { rollout: { maxUnavailable: 1, budgets: [{ maxUnavailable: -1 }] } },
-      "2026-11-23T10:00:00Z",
-      0,
-    ],
   ];
   for (const [name, policy, now, want] of cases) {
     const input = gateInput({ policy, now, memberCount: 10 });
-    assert.equal(poolSlots(input), want, name);
-    assert.equal(
-      poolSlots({ pool: input.pool, memberCount: 10, now: new Date(now) }),
-      want,
-      name,
-    );
+    assert.equal(budgetLimit(input).limit, want, name);
   }
-  // Without a clock: the wall clock; a static limit does not depend on it.
-  assert.equal(
-    poolSlots({ pool: gateInput({ now: "2026-01-01T00:00:00Z" }).pool, memberCount: 3 }),
-    1,
-  );
+  // Unreadable: it throws, naming the field (the planner publishes limit 0, InvalidSpec).
+  const unreadable = gateInput({
+    policy: { rollout: { maxUnavailable: 1, budgets: [{ maxUnavailable: -1 }] } },
+    now: "2026-11-23T10:00:00Z",
+    memberCount: 10,
+  });
+  assert.throws(() => budgetLimit(unreadable), /rollout\.budgets\[0\]\.maxUnavailable: -1/);
 });
 
 Deno.test("budgetLimit: which budget sets the limit and until when", () => {

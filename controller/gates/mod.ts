@@ -15,14 +15,7 @@ import { pausedGate } from "./paused.ts";
 import { poolOrderGate } from "./pool_order.ts";
 
 export * from "./gate.ts";
-export {
-  BUDGET_EXHAUSTED,
-  budgetError,
-  budgetGate,
-  budgetLimit,
-  budgetStates,
-  poolSlots,
-} from "./budget.ts";
+export { BUDGET_EXHAUSTED, budgetError, budgetGate, budgetLimit, budgetStates } from "./budget.ts";
 export { BLACKOUT, blackoutError, blackoutGate } from "./blackout.ts";
 export { maintenanceWindowGate, OUTSIDE_MAINTENANCE_WINDOW } from "./maintenance_window.ts";
 export * from "./policy.ts";
