@@ -133,8 +133,18 @@ export function releaseNode(
   const node = input.nodes.get(name);
   const hold = node ? holdOf(input, node, bn) : undefined;
   if (hold?.waitsFor) {
-    reportLeavingHold(plan, name, hold, why);
-    return true;
+    // A deleted pool lets go of a node whose reboot is overdue (a dead machine would
+    // otherwise hold the finalizer for ever); the node is released and named.
+    if (!(hold.overdue && input.pool.metadata.deletionTimestamp)) {
+      reportLeavingHold(plan, name, hold, why);
+      return true;
+    }
+    plan.poolEvent(
+      "Warning",
+      "ReleasedUnfinished",
+      `node ${name} is released as its pool is deleted, although it is still waiting for ` +
+        `${hold.waitsFor} past its reboot timeout; check the host`,
+    );
   }
   // A BootcNode already going away (a finalizer of someone else's holds it) is not
   // deleted again on every pass.

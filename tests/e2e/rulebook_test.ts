@@ -697,69 +697,101 @@ Deno.test("rulebook (issue 22): one classification, no deadlock, no silent wait"
     });
 
     await scenario(t, "i: nodes moved between pools stall no pool's planning", async () => {
-      const [a] = await addNodes(stack, "mva", 1);
-      const moving = await addNodes(stack, "mvb", 3);
+      // Pool mvb owns mvb-1 (being drained, its pods held by a PodDisruptionBudget, so each
+      // of mvb's reconciles spends a while evicting), mvb-2 and mvb-3. Those two then also
+      // match pool mva (which leaves them to their owner), and lose mvb's label: mvb deletes
+      // their BootcNodes and mva, idle, creates new ones under the same names while mvb's
+      // reconcile is still busy. The old cache guard, waiting by name for the deleted
+      // objects to be gone, then stopped every pool's planning for ~60 s.
+      const moving = ["mvb-2", "mvb-3"];
+      const selectA = { "bootc-test/mva": "yes" };
+      await Promise.all([
+        stack.fleet.addNode("mva-1", { image: ref2, labels: selectA }),
+        stack.fleet.addNode("mvb-1", { image: ref1, labels: { pool: "mvb" }, pods: 30 }),
+        ...moving.map((n) => stack.fleet.addNode(n, { image: ref2, labels: { pool: "mvb" } })),
+      ]);
       const c = await addNodes(stack, "mvc", 3);
-      const nodes = [a, ...moving, ...c];
-      for (const p of ["mva", "mvb", "mvc"]) {
-        await stack.createPool(p, poolSpec(p, ref1, { maxUnavailable: 1 }));
-      }
-      await waitConverged(stack, "mva", v1.digest, 1, LONG_MS);
-      await waitConverged(stack, "mvb", v1.digest, 3, LONG_MS);
+      const nodes = ["mva-1", "mvb-1", ...moving, ...c];
+      await stack.createPool("mva", {
+        ...poolSpec("mva", ref2, { maxUnavailable: 1 }),
+        nodeSelector: { matchLabels: selectA },
+      });
+      await stack.createPool("mvc", poolSpec("mvc", ref1, { maxUnavailable: 1 }));
+      await stack.cp.createPdb("default", "mvb-hold", {
+        selector: { node: "mvb-1" },
+        minAvailable: 30,
+      });
+      await stack.createPool("mvb", poolSpec("mvb", ref2, { maxUnavailable: 1 }));
+      await waitConverged(stack, "mva", v2.digest, 1, LONG_MS);
       await waitConverged(stack, "mvc", v1.digest, 3, LONG_MS);
-      // Pool mvc rolls out meanwhile: its hand-offs must go on whatever the moves do (the
-      // old cache guard, waiting by name for a BootcNode that was deleted and recreated,
-      // stopped every pool's planning for ~60 s from about 10 s after such a move).
+      await waitPool(
+        stack,
+        "mvb",
+        async () => {
+          const [objs, bns] = await Promise.all([nodesByName(stack), poolNodes(stack, "mvb")]);
+          return bns.length === 3 && holdsRebootSlot(objs.get("mvb-1") ?? {});
+        },
+        "mvb-1 holds its slot, its drain blocked",
+        LONG_MS,
+      );
+      const label = (key: string, value: string | null) =>
+        Promise.all(
+          moving.map((n) =>
+            nodesApi(stack).patch(n, { metadata: { labels: { [key]: value } } }, {
+              type: "merge",
+            })
+          ),
+        );
+      await label("bootc-test/mva", "yes");
+      // Not needed for correctness: lets pool mva settle (it names the contested nodes).
+      await waitFor(async () => {
+        const p = await getPool(stack, "mva");
+        return moving.every((n) => names(conditionText(p.status?.conditions), n));
+      }, { timeoutMs: 15_000, message: "pool mva names the nodes it leaves to mvb" }).catch(
+        () => {},
+      );
+      const uids = new Map(
+        await Promise.all(
+          moving.map(async (n) => [n, (await bootcNodesApi(stack).get(n)).metadata.uid] as const),
+        ),
+      );
       const stop = new AbortController();
       const sampling = sampleSlots(stack, "mvc", v2.digest, stop.signal);
       const t0 = Date.now();
       let timeline: SlotTimeline;
       try {
         await patchPoolSpec(stack, "mvc", { image: { ref: ref2 } });
-        // Back and forth: pool b releases and deletes each BootcNode, pool a recreates it
-        // under the same name (each round is a chance for the race the guard lost).
-        for (const to of ["mva", "mvb", "mva"]) {
-          const uids = new Map(
-            await Promise.all(
-              moving.map(async (n) =>
-                [n, (await bootcNodesApi(stack).get(n)).metadata.uid] as const
-              ),
-            ),
-          );
-          await Promise.all(
-            moving.map((n) =>
-              nodesApi(stack).patch(n, { metadata: { labels: { pool: to } } }, { type: "merge" })
-            ),
-          );
-          await waitPool(
-            stack,
-            to,
-            async () => {
-              const bns = await bootcNodesApi(stack).list();
-              return moving.every((n) =>
-                bns.items.some((bn) =>
-                  bn.metadata.name === n && bn.metadata.uid !== uids.get(n) &&
-                  bn.metadata.labels?.[LABEL_POOL] === to
-                )
-              );
-            },
-            `pool ${to} adopts ${moving.join(", ")} with BootcNodes of its own`,
-            30_000,
-          );
-        }
+        await label("pool", null);
+        await waitPool(
+          stack,
+          "mva",
+          async () => {
+            const bns = await bootcNodesApi(stack).list();
+            return moving.every((n) =>
+              bns.items.some((bn) =>
+                bn.metadata.name === n && bn.metadata.uid !== uids.get(n) &&
+                bn.metadata.labels?.[LABEL_POOL] === "mva"
+              )
+            );
+          },
+          `pool mva adopts ${moving.join(", ")} with BootcNodes of its own`,
+          30_000,
+        );
         await waitConverged(stack, "mvc", v2.digest, 3, LONG_MS);
-        await waitConverged(stack, "mva", v1.digest, 4, 60_000);
+        await waitConverged(stack, "mva", v2.digest, 3, 60_000);
       } finally {
         stop.abort();
         timeline = await sampling;
       }
+      await stack.cp.client.resource(Resources.poddisruptionbudgets, "default").delete("mvb-hold");
+      await waitConverged(stack, "mvb", v2.digest, 1, LONG_MS);
       const grants = [...timeline.granted].sort((x, y) => x[1] - y[1]);
       const at = (ms: number | undefined) => ms === undefined ? "-" : `+${ms - t0} ms`;
       const report = grants.map(([n, g]) =>
         `${n}: granted ${at(g)}, back ${at(timeline.back.get(n))}, ` +
         `released ${at(timeline.released.get(n))}`
       ).join("\n");
-      console.log(`mvc slot timeline (from its retarget, during the moves):\n${report}`);
+      console.log(`mvc slot timeline (from its retarget, as the nodes move):\n${report}`);
       assert.equal(grants.length, 3, report);
       assert.ok(grants[0][1] - t0 < 20_000, `first grant within 20 s:\n${report}`);
       for (const [n] of grants) {
