@@ -19,7 +19,7 @@ import {
   NodeConditionType,
   setCondition,
 } from "../lib/api/mod.ts";
-import type { PlanBuilder } from "./plan.ts";
+import { type StepOutput, stepOutput } from "./plan.ts";
 import { parseTime } from "./slots.ts";
 
 /** The facts of a drain in progress. */
@@ -74,15 +74,18 @@ export function drainConditions(
  * Step 3's report on a node it is draining (its cordon visible): the conditions
  * when they changed, and the pool's note naming a blocking PodDisruptionBudget.
  */
-export function reportDrain(plan: PlanBuilder, bn: BootcNode, facts: DrainFacts): void {
+export function reportDrain(bn: BootcNode, facts: DrainFacts, now: Date): StepOutput {
   const name = bn.metadata.name ?? "";
-  if (facts.blockedBy) plan.notes.push(`drain of ${name} blocked by ${facts.blockedBy}`);
-  const conditions = drainConditions(bn.status?.conditions, facts, plan.now);
-  if (!conditions) return;
-  plan.act({
-    kind: "patchBootcNodeStatus",
-    node: name,
-    patch: { metadata: { resourceVersion: bn.metadata.resourceVersion }, status: { conditions } },
-    why: facts.blockedBy ? "drain blocked" : "draining",
+  const notes = facts.blockedBy ? [`drain of ${name} blocked by ${facts.blockedBy}`] : [];
+  const conditions = drainConditions(bn.status?.conditions, facts, now);
+  if (!conditions) return stepOutput({ notes });
+  return stepOutput({
+    notes,
+    actions: [{
+      kind: "patchBootcNodeStatus",
+      node: name,
+      patch: { metadata: { resourceVersion: bn.metadata.resourceVersion }, status: { conditions } },
+      why: facts.blockedBy ? "drain blocked" : "draining",
+    }],
   });
 }

@@ -13,8 +13,6 @@
  * @module
  */
 import {
-  findCondition,
-  NodeConditionType,
   owningPool,
   PoolDegradedReason,
   poolSlotLimit,
@@ -32,6 +30,7 @@ import {
   composeGates,
   type GateInput,
   GATES,
+  idleSince,
   waitingCandidates,
 } from "./gates/mod.ts";
 import type { RolloutContext } from "./in_flight.ts";
@@ -252,19 +251,25 @@ function clusterView(input: PlanInput): ClusterView {
     budgets,
     // Fairness between pools only matters when a budget spans them.
     waiting: budgets.length > 0
-      ? waitingCandidates(pools, input.bootcNodes.values(), input.nodes, input.now)
+      ? waitingCandidates({
+        pools,
+        bootcNodes: input.bootcNodes.values(),
+        nodes: input.nodes,
+        now: input.now,
+      })
       : [],
   };
 }
 
-/** A member as gates see it; the Staged condition's transition time says how long it waited. */
+/**
+ * A member as gates see it; the Idle condition's transition time says how long
+ * it waited (the clock fairness between pools uses, `idleSince`).
+ */
 function toCandidate(m: Member, targetImage?: string): Candidate {
-  const staged = findCondition(m.bn?.status?.conditions, NodeConditionType.Idle);
-  const since = staged?.lastTransitionTime ? new Date(staged.lastTransitionTime) : undefined;
   return {
     name: m.node.name,
     labels: m.node.labels,
-    waitingSince: since && !Number.isNaN(since.getTime()) ? since : undefined,
+    waitingSince: idleSince(m.bn),
     ...(targetImage !== undefined && m.bn && m.bn.spec.desiredImage !== targetImage
       ? { rollback: true }
       : {}),

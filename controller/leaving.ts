@@ -21,7 +21,7 @@ import {
 } from "../lib/api/mod.ts";
 import { recordOf } from "./disruption.ts";
 import { type DesiredImage, entryMatches } from "./effective_state.ts";
-import type { PlanBuilder } from "./plan.ts";
+import { poolEvent, type StepOutput, stepOutput } from "./plan.ts";
 import { formatTime, parseTime } from "./slots.ts";
 import type { NodeSummary } from "./types.ts";
 
@@ -104,34 +104,35 @@ export function leavingHold(facts: LeavingFacts): LeavingHold {
 }
 
 /**
- * Reports a held node in the pool's plan: a note (and an event once), a wake-up
- * at its deadline, and once overdue a NodeStalled issue (it stays held).
+ * What the pool's plan says of a held node: a note (and an event once), a
+ * wake-up at its deadline, and once overdue a NodeStalled issue (it stays held).
  */
 export function reportLeavingHold(
-  plan: PlanBuilder,
   name: string,
   hold: LeavingHold,
   why: string,
-): void {
-  plan.notes.push(
+  at: { poolName: string; now: Date },
+): StepOutput {
+  const notes = [
     `${name} left the pool (${why}) while rebooting: held, waiting for ${hold.waitsFor}`,
-  );
-  plan.poolEvent(
+  ];
+  const events = [poolEvent(
+    at.poolName,
     "Normal",
     "NodeLeavingAfterReboot",
     `node ${name} left the pool (${why}) while rebooting; it keeps its reboot slot while ` +
       `waiting for ${hold.waitsFor}, then it is handed back`,
     `leaving/${name}/${hold.deadline ? formatTime(hold.deadline) : "-"}`,
-  );
-  if (!hold.deadline) return;
+  )];
+  if (!hold.deadline) return stepOutput({ notes, events });
   if (!hold.overdue) {
-    plan.wakeAt(hold.deadline);
-    return;
+    return stepOutput({ notes, events, wake: hold.deadline.getTime() - at.now.getTime() });
   }
-  plan.issues.push({
+  const issues = [{
     reason: PoolDegradedReason.NodeStalled,
     message: `node ${name} left the pool while rebooting and is still waiting for ` +
       `${hold.waitsFor} past its reboot timeout; it keeps its reboot slot until then ` +
       `(check the host, or delete its BootcNode once it is back)`,
-  });
+  }];
+  return stepOutput({ notes, events, issues });
 }

@@ -1,6 +1,7 @@
 /**
  * The shapes every planning step shares: the planner's input, the actions and
- * events it produces, and {@linkcode PlanBuilder}, which the steps append to.
+ * events it produces, and {@linkcode StepOutput}, what each step returns (the
+ * planner folds them with {@linkcode mergeOutputs}).
  *
  * @module
  */
@@ -146,20 +147,110 @@ export interface Plan {
   issues?: readonly PoolIssue[];
 }
 
-/** Collects what the planning steps decide; one per {@linkcode Plan}. */
-export class PlanBuilder {
+/**
+ * What one planning step adds to the plan: its writes, events, notes and issues,
+ * the pods it needs and when it wants the pool reconciled again. Steps return one
+ * (with their own typed facts beside it); `planPool` folds them in step order with
+ * {@linkcode mergeOutputs}, so no step writes into another's.
+ */
+export interface StepOutput {
+  readonly actions: readonly Action[];
+  readonly events: readonly PlannedEvent[];
+  /** Why the rollout waits, appended to the UpToDate message. */
+  readonly notes: readonly string[];
+  /** Problems that make the pool Degraded. */
+  readonly issues: readonly PoolIssue[];
+  /** Nodes whose pods are needed. */
+  readonly needPods: readonly string[];
+  /** Reconcile again after this long (the earliest wish, at least 1 ms). */
+  readonly requeueAfterMs?: number;
+  /** True while a drain waits on pods. */
+  readonly draining: boolean;
+}
+
+/** A step that adds nothing. */
+export const NO_OUTPUT: StepOutput = Object.freeze({
+  actions: [],
+  events: [],
+  notes: [],
+  issues: [],
+  needPods: [],
+  draining: false,
+});
+
+/** A {@linkcode StepOutput} from its parts (`wake`: ms from now, the earliest kept). */
+export function stepOutput(
+  parts: Partial<Omit<StepOutput, "requeueAfterMs">> & { wake?: number } = {},
+): StepOutput {
+  const { wake, ...rest } = parts;
+  return {
+    ...NO_OUTPUT,
+    ...rest,
+    ...(wake !== undefined ? { requeueAfterMs: Math.max(wake, 1) } : {}),
+  };
+}
+
+/** The outputs of steps in order, as one: lists concatenated, the earliest wake-up kept. */
+export function mergeOutputs(outputs: readonly StepOutput[]): StepOutput {
+  const actions: Action[] = [];
+  const events: PlannedEvent[] = [];
+  const notes: string[] = [];
+  const issues: PoolIssue[] = [];
+  const needPods: string[] = [];
+  let requeueAfterMs: number | undefined;
+  let draining = false;
+  for (const o of outputs) {
+    actions.push(...o.actions);
+    events.push(...o.events);
+    notes.push(...o.notes);
+    issues.push(...o.issues);
+    needPods.push(...o.needPods);
+    if (o.requeueAfterMs !== undefined) {
+      requeueAfterMs = requeueAfterMs === undefined
+        ? o.requeueAfterMs
+        : Math.min(requeueAfterMs, o.requeueAfterMs);
+    }
+    draining ||= o.draining;
+  }
+  return { actions, events, notes, issues, needPods, requeueAfterMs, draining };
+}
+
+/** An event about the pool `poolName`. */
+export function poolEvent(
+  poolName: string,
+  type: PlannedEvent["type"],
+  reason: string,
+  message: string,
+  onceKey?: string,
+): PlannedEvent {
+  return { regarding: { kind: "BootcNodePool", name: poolName }, type, reason, message, onceKey };
+}
+
+/** An event about node `node`'s BootcNode. */
+export function nodeEvent(
+  node: string,
+  type: PlannedEvent["type"],
+  reason: string,
+  message: string,
+  onceKey?: string,
+): PlannedEvent {
+  return { regarding: { kind: "BootcNode", name: node }, type, reason, message, onceKey };
+}
+
+/**
+ * A step's own collector of what it decides, local to one step call (never
+ * shared between steps): it ends as the step's {@linkcode StepOutput}.
+ */
+export class StepWriter {
   readonly actions: Action[] = [];
   readonly events: PlannedEvent[] = [];
-  /** Problems that make the pool Degraded. */
   readonly issues: PoolIssue[] = [];
-  /** Why the rollout waits, appended to the UpToDate message. */
   readonly notes: string[] = [];
-  /** Nodes whose pods are needed. */
   readonly needPods: string[] = [];
   requeueAfterMs?: number;
   draining = false;
 
-  /** Starts an empty plan for pool `poolName` at `now`. */
+  /** Starts an empty output for pool `poolName` at `now`. */
   constructor(readonly poolName: string, readonly now: Date) {}
 
   /** Asks for another reconcile after `ms` (the earliest request wins). */
@@ -175,13 +266,7 @@ export class PlanBuilder {
 
   /** Records an event about the pool. */
   poolEvent(type: PlannedEvent["type"], reason: string, message: string, onceKey?: string): void {
-    this.events.push({
-      regarding: { kind: "BootcNodePool", name: this.poolName },
-      type,
-      reason,
-      message,
-      onceKey,
-    });
+    this.events.push(poolEvent(this.poolName, type, reason, message, onceKey));
   }
 
   /** Records an event about a node's BootcNode. */
@@ -192,20 +277,43 @@ export class PlanBuilder {
     message: string,
     onceKey?: string,
   ): void {
-    this.events.push({
-      regarding: { kind: "BootcNode", name: node },
-      type,
-      reason,
-      message,
-      onceKey,
-    });
+    this.events.push(nodeEvent(node, type, reason, message, onceKey));
   }
 
   /** Appends a write. */
   act(action: Action): void {
     this.actions.push(action);
   }
+
+  /** Appends what a helper of this step returned. */
+  add(out: StepOutput): void {
+    this.actions.push(...out.actions);
+    this.events.push(...out.events);
+    this.notes.push(...out.notes);
+    this.issues.push(...out.issues);
+    this.needPods.push(...out.needPods);
+    if (out.requeueAfterMs !== undefined) this.wake(out.requeueAfterMs);
+    this.draining ||= out.draining;
+  }
+
+  /** What was collected, as the step's output. */
+  output(): StepOutput {
+    return {
+      actions: [...this.actions],
+      events: [...this.events],
+      notes: [...this.notes],
+      issues: [...this.issues],
+      needPods: [...this.needPods],
+      requeueAfterMs: this.requeueAfterMs,
+      draining: this.draining,
+    };
+  }
 }
+
+/** @deprecated transitional name of {@linkcode StepWriter} (steps not yet moved to outputs). */
+export const PlanBuilder = StepWriter;
+/** @deprecated transitional name of {@linkcode StepWriter}. */
+export type PlanBuilder = StepWriter;
 
 /** "a, b, c and 2 more". */
 export function listNames(names: readonly string[], max = 5): string {

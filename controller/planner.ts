@@ -273,7 +273,10 @@ function countStates(members: readonly Member[], ctx: RolloutContext) {
   const counts = emptyCounts();
   for (const m of members) {
     const state = m.cls.state === NodeState.Stalled ? m.cls.phase : m.cls.state;
-    counts[ctx.stuck.has(m.node.name) ? "Degraded" : countedState(state, m.cls.effective)]++;
+    // Granted a slot by this plan: in a slot once it is applied, as every view will see it.
+    const granted = m.disrupted && !m.cls.disrupted;
+    const counted = granted ? EffectiveState.Rebooting : countedState(state, m.cls.effective);
+    counts[ctx.stuck.has(m.node.name) ? "Degraded" : counted]++;
   }
   return counts;
 }

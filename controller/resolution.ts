@@ -13,7 +13,13 @@ import {
   PoolDegradedReason,
 } from "../lib/api/mod.ts";
 import { type ImageRefParts, splitImageRef } from "./image_ref.ts";
-import { type PlanBuilder, PLANNER_DEFAULTS, type PlannerOptions } from "./plan.ts";
+import {
+  NO_OUTPUT,
+  PLANNER_DEFAULTS,
+  type PlannerOptions,
+  type StepOutput,
+  stepOutput,
+} from "./plan.ts";
 import { formatTime, parseTime } from "./slots.ts";
 import type { Target } from "./types.ts";
 
@@ -103,6 +109,8 @@ export function priorTarget(pool: BootcNodePool): Target | undefined {
 export interface Resolution {
   target?: Target;
   lastResolvedTime?: string;
+  /** A failed resolution's issue; the next poll's wake-up. */
+  out: StepOutput;
 }
 
 /**
@@ -113,34 +121,40 @@ export function resolveTarget(
   pool: BootcNodePool,
   need: Exclude<ResolutionNeed, { kind: "invalid" }>,
   memo: ResolutionMemo | undefined,
-  plan: PlanBuilder,
+  now: Date,
 ): Resolution {
-  if (need.kind === "none") return { target: priorTarget(pool) };
+  if (need.kind === "none") return { target: priorTarget(pool), out: NO_OUTPUT };
   const parts = need.parts;
   const current = memo?.generation === pool.metadata.generation ? memo : undefined;
-  let out: Resolution;
+  const wake = need.kind === "fresh" ? need.nextAt.getTime() - now.getTime() : undefined;
   if (need.kind === "pinned") {
     const digest = parts.digest ?? "";
     const prior = pool.status?.targetDigest === digest ? pool.status?.targetPlatforms : undefined;
-    out = { target: { digest, image: `${parts.repository}@${digest}`, platforms: prior } };
-  } else if (current?.result.ok) {
-    out = {
+    return {
+      target: { digest, image: `${parts.repository}@${digest}`, platforms: prior },
+      out: NO_OUTPUT,
+    };
+  }
+  if (current?.result.ok) {
+    return {
       target: {
         digest: current.result.digest,
         image: `${parts.repository}@${current.result.digest}`,
         platforms: current.result.platforms,
       },
       lastResolvedTime: formatTime(current.at),
+      out: stepOutput({ wake }),
     };
-  } else {
-    out = { target: priorTarget(pool), lastResolvedTime: pool.status?.lastResolvedTime };
-    if (current && !current.result.ok) {
-      plan.issues.push({
-        reason: PoolDegradedReason.ImageResolutionFailed,
-        message: `resolving ${pool.spec.image.ref}: ${current.result.message}`,
-      });
-    }
   }
-  if (need.kind === "fresh") plan.wakeAt(need.nextAt);
-  return out;
+  const failed = current && !current.result.ok
+    ? [{
+      reason: PoolDegradedReason.ImageResolutionFailed,
+      message: `resolving ${pool.spec.image.ref}: ${current.result.message}`,
+    }]
+    : [];
+  return {
+    target: priorTarget(pool),
+    lastResolvedTime: pool.status?.lastResolvedTime,
+    out: stepOutput({ issues: failed, wake }),
+  };
 }

@@ -14,6 +14,7 @@ import { pdbDemand } from "./drain.ts";
 import type { RolloutContext } from "./in_flight.ts";
 import type { Member } from "./membership.ts";
 import { listNames } from "./plan.ts";
+import type { PodSummary } from "./types.ts";
 
 /** Members that could take a slot now (before any budget is applied). */
 export function slotCandidates(members: readonly Member[]): Member[] {
@@ -56,7 +57,7 @@ export function grantSlots(
   admitOne: AdmitOne,
   podBudget: number,
 ): GrantOutcome {
-  const { plan, input } = ctx;
+  const { plan } = ctx;
   const waitingOnPdb: string[] = [];
   const granted: string[] = [];
   const held = new Map<string, string>();
@@ -75,55 +76,75 @@ export function grantSlots(
       held.set(name, QueueWait.PodList);
       continue;
     }
-    const demand = pdbDemand(pods, input.pdbs);
-    const blockedBy = [...demand].filter(([key, n]) =>
-      n + (ctx.drainingDemand.get(key) ?? 0) > ctx.allowedDisruptions(key)
-    ).map(([key]) => key);
-    // With no drain running, one blocked node may go: it cannot deadlock with anyone,
-    // and its drain timeout reports the budget that blocks it.
-    if (blockedBy.length > 0 && ctx.drainingNodes > 0) {
+    const blockedBy = deadlockingPdbs(ctx, pods);
+    if (blockedBy.length > 0) {
       waitingOnPdb.push(`${name} (PodDisruptionBudget ${listNames(blockedBy, 3)})`);
       held.set(name, QueueWait.PodDisruptionBudget);
       continue;
     }
     granted.push(name);
-    ctx.inUse++;
-    ctx.drainingNodes++;
-    plan.draining = true;
-    ctx.addDemand(pods);
-    plan.act({
-      kind: "patchNode",
-      node: name,
-      patch: grantPatch(c.node, plan.poolName, input.now),
-      why: "assign slot",
-      grant: true,
-    });
-    plan.act({
-      kind: "patchBootcNode",
-      node: name,
-      patch: {
-        metadata: { annotations: { [ANNOTATION_WAS_CORDONED]: String(c.node.unschedulable) } },
-      },
-      why: "mirror prior cordon state",
-    });
-    const pass = ctx.evict(name, pods);
-    plan.nodeEvent(
-      name,
-      "Normal",
-      "SlotAssigned",
-      `node ${name} got a reboot slot (${ctx.inUse} of the pool's nodes disrupted)`,
-    );
-    plan.nodeEvent(
-      name,
-      "Normal",
-      "DrainStarted",
-      `draining node ${name}: ${pass.toEvict} pod(s) to evict, ${pass.terminating} terminating`,
-    );
-    c.disrupted = true;
-    plan.wake(input.options?.drainPollMs ?? 5_000);
+    grantSlot(ctx, c, pods);
   }
   if (waitingOnPdb.length > 0) {
     plan.notes.push(`waiting on disruption budgets: ${listNames(waitingOnPdb, 3)}`);
   }
   return { granted, held };
+}
+
+/**
+ * The PodDisruptionBudgets (namespace/name keys) that draining `pods` would wait
+ * on together with the drains in flight, so that the drains could deadlock.
+ * Empty while no drain runs: one blocked node may go then, as it cannot
+ * deadlock with anyone and its drain timeout reports the budget that blocks it.
+ */
+function deadlockingPdbs(ctx: RolloutContext, pods: readonly PodSummary[]): string[] {
+  if (ctx.drainingNodes === 0) return [];
+  const demand = pdbDemand(pods, ctx.input.pdbs);
+  return [...demand].filter(([key, n]) =>
+    n + (ctx.drainingDemand.get(key) ?? 0) > ctx.allowedDisruptions(key)
+  ).map(([key]) => key);
+}
+
+/**
+ * One grant: the Node write (disruption record and cordon together), the
+ * BootcNode's mirror of the prior cordon state, the first evictions, and the
+ * events saying so; `c` counts as disrupted from here on.
+ */
+function grantSlot(ctx: RolloutContext, c: Member, pods: readonly PodSummary[]): void {
+  const { plan, input } = ctx;
+  const name = c.node.name;
+  ctx.inUse++;
+  ctx.drainingNodes++;
+  plan.draining = true;
+  ctx.addDemand(pods);
+  plan.act({
+    kind: "patchNode",
+    node: name,
+    patch: grantPatch(c.node, plan.poolName, input.now),
+    why: "assign slot",
+    grant: true,
+  });
+  plan.act({
+    kind: "patchBootcNode",
+    node: name,
+    patch: {
+      metadata: { annotations: { [ANNOTATION_WAS_CORDONED]: String(c.node.unschedulable) } },
+    },
+    why: "mirror prior cordon state",
+  });
+  const pass = ctx.evict(name, pods);
+  plan.nodeEvent(
+    name,
+    "Normal",
+    "SlotAssigned",
+    `node ${name} got a reboot slot (${ctx.inUse} of the pool's nodes disrupted)`,
+  );
+  plan.nodeEvent(
+    name,
+    "Normal",
+    "DrainStarted",
+    `draining node ${name}: ${pass.toEvict} pod(s) to evict, ${pass.terminating} terminating`,
+  );
+  c.disrupted = true;
+  plan.wake(input.options?.drainPollMs ?? 5_000);
 }

@@ -7,15 +7,13 @@
  * @module
  */
 import {
-  CANARY_NODES,
   intOrPercentError,
   MAX_STAGING,
-  POOL_MAX_UNAVAILABLE,
   PoolDegradedReason,
   poolNameError,
 } from "../lib/api/mod.ts";
 import { channelError } from "./channel.ts";
-import { orderingErrors, policyErrors } from "./gates/mod.ts";
+import { policyErrors } from "./gates/mod.ts";
 import type { PlanInput } from "./plan.ts";
 import type { ResolutionNeed } from "./resolution.ts";
 import { selectorError } from "./selector.ts";
@@ -29,21 +27,15 @@ export function specErrors(input: PlanInput, need: ResolutionNeed): string[] {
   const selErr = selectorError(pool.spec.nodeSelector);
   if (selErr) errors.push(selErr);
   if (need.kind === "invalid") errors.push(need.message);
-  // Every int-or-percent field the planner resolves (lib/api/budget.ts): an unreadable one
-  // would fail closed deep inside a step; say so here, naming the field.
-  const rollout = pool.spec.rollout;
-  for (
-    const [value, rule] of [
-      [rollout?.maxUnavailable, POOL_MAX_UNAVAILABLE],
-      [rollout?.maxStaging, MAX_STAGING],
-      [rollout?.canary?.nodes, CANARY_NODES],
-    ] as const
-  ) {
-    const err = value === undefined ? undefined : intOrPercentError(value, rule);
-    if (err) errors.push(`spec.${err}`);
-  }
-  errors.push(...orderingErrors(pool, input.poolObjects ?? [pool]));
-  errors.push(...policyErrors(pool.spec));
+  // maxStaging is the staging step's, not a gate's: an unreadable value would fail closed
+  // deep inside the step; say so here, naming the field.
+  const maxStaging = pool.spec.rollout?.maxStaging;
+  const stagingErr = maxStaging === undefined
+    ? undefined
+    : intOrPercentError(maxStaging, MAX_STAGING);
+  if (stagingErr) errors.push(`spec.${stagingErr}`);
+  // Every rollout policy checks the fields it reads (each gate's `validate`, `gates/`).
+  errors.push(...policyErrors({ pool, pools: input.poolObjects ?? [pool] }));
   const chErr = channelError(pool.spec.image.channel);
   if (chErr) errors.push(chErr);
   if (input.pullSecretIssue?.reason === PoolDegradedReason.InvalidSpec) {

@@ -26,8 +26,8 @@ import { findCondition } from "../lib/api/conditions.ts";
 import {
   classifyNode,
   type DesiredImage,
+  EffectiveState,
   type NodeClassification,
-  NodeState,
 } from "../lib/api/node_state.ts";
 import type { BootcNode, BootcNodePool, NodeLike } from "./model.ts";
 import { nodeReady, parseTime } from "./model.ts";
@@ -72,26 +72,19 @@ export function poolMembers(pool: string, bootcNodes: readonly BootcNode[]): Boo
   );
 }
 
-/** The bucket of each node state. */
-const BUCKET_OF: Readonly<Record<NodeState, Bucket>> = {
-  Released: "pending",
+/** The bucket of each coarse state (the controller's pool counts use the same). */
+const BUCKET_OF: Readonly<Record<EffectiveState, Bucket>> = {
   Pending: "pending",
   Staging: "staging",
   Staged: "staged",
-  InSlot: "rebooting",
-  Draining: "rebooting",
   Rebooting: "rebooting",
-  Verifying: "rebooting",
-  Updated: "updated",
-  Failed: "failed",
+  UpToDate: "updated",
   Degraded: "failed",
-  RollingBack: "failed",
-  Stalled: "failed",
 };
 
-/** The bucket a classified node lands in. */
+/** The bucket a classified node lands in: its counted state, as the pool counts it. */
 export function bucketOf(cls: NodeClassification): Bucket {
-  return BUCKET_OF[cls.state];
+  return BUCKET_OF[cls.counted];
 }
 
 /** The pool's target as the classification takes it (from the pool's status). */

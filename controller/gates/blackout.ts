@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { Gate, GateDecision, GateInput } from "./gate.ts";
+import type { Gate, GateDecision, GateInput, SpecCheckInput } from "./gate.ts";
 import { type BlackoutSpec, poolPolicy, poolTimeZone } from "./policy.ts";
 import { formatInZone, instantError, parseInstant } from "./schedule.ts";
 
@@ -60,6 +60,12 @@ export function blackoutState(blackouts: readonly BlackoutSpec[], now: Date): Bl
 /** Holds every candidate back during a blackout. */
 export const blackoutGate: Gate = {
   name: "blackout",
+  reasons: [{ reason: BLACKOUT, blocksPool: true }],
+  validate({ pool }: SpecCheckInput): string[] {
+    const blackouts = poolPolicy(pool).maintenance?.blackouts ?? [];
+    return blackouts.map((b, i) => blackoutError(b, `spec.maintenance.blackouts[${i}]`))
+      .filter((e) => e !== undefined);
+  },
   decide(input: GateInput): GateDecision {
     const blackouts = poolPolicy(input.pool).maintenance?.blackouts ?? [];
     if (blackouts.length === 0) return { admit: input.candidates };

@@ -13,11 +13,12 @@
  */
 import {
   intOrPercentError,
+  POOL_MAX_UNAVAILABLE,
   poolSlotLimit,
   type ScheduledBudgetState,
   type SlotLimit,
 } from "../../lib/api/budget.ts";
-import type { Gate, GateDecision, GateInput } from "./gate.ts";
+import type { Gate, GateDecision, GateInput, SpecCheckInput } from "./gate.ts";
 import { poolPolicy, poolTimeZone, type RolloutBudget } from "./policy.ts";
 import { durationError, formatInZone, scheduleError, windowState } from "./schedule.ts";
 
@@ -95,6 +96,18 @@ export function budgetStates(pool: GateInput["pool"], now: Date): ScheduledBudge
 /** Admits candidates while the pool's effective budget has room. */
 export const budgetGate: Gate = {
   name: "budget",
+  // Only the headline when the limit is 0 (a scheduled budget): with room and nodes in
+  // flight the wait is routine and another gate's reason, or none, headlines.
+  reasons: [{ reason: BUDGET_EXHAUSTED, blocksPool: true }],
+  validate({ pool }: SpecCheckInput): string[] {
+    const rollout = poolPolicy(pool).rollout;
+    const max = rollout?.maxUnavailable;
+    const maxErr = max === undefined ? undefined : intOrPercentError(max, POOL_MAX_UNAVAILABLE);
+    return [
+      ...(maxErr ? [`spec.${maxErr}`] : []),
+      ...(rollout?.budgets ?? []).map((b, i) => budgetError(b, `spec.rollout.budgets[${i}]`)),
+    ].filter((e) => e !== undefined);
+  },
   decide(input: GateInput): GateDecision {
     let limit: SlotLimit;
     try {

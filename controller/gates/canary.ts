@@ -8,7 +8,8 @@
  *
  * @module
  */
-import type { Gate, GateDecision, GateInput } from "./gate.ts";
+import { CANARY_NODES, intOrPercentError } from "../../lib/api/budget.ts";
+import type { Gate, GateDecision, GateInput, SpecCheckInput } from "./gate.ts";
 
 /** Reason while the canary batch updates. */
 export const CANARY_UPDATING = "CanaryInProgress";
@@ -20,6 +21,18 @@ export const CANARY_FAILED = "CanaryFailed";
 /** Admits what the pool's canary phase allows. */
 export const canaryGate: Gate = {
   name: "canary",
+  // None blocks the pool: nodes going back from a failed image still take slots, and while
+  // the batch updates the canary nodes do.
+  reasons: [
+    { reason: CANARY_UPDATING, blocksPool: false },
+    { reason: CANARY_SOAK, blocksPool: false },
+    { reason: CANARY_FAILED, blocksPool: false },
+  ],
+  validate({ pool }: SpecCheckInput): string[] {
+    const nodes = pool.spec.rollout?.canary?.nodes;
+    const err = nodes === undefined ? undefined : intOrPercentError(nodes, CANARY_NODES);
+    return err ? [`spec.${err}`] : [];
+  },
   decide(input: GateInput): GateDecision {
     const c = input.canary;
     if (!c || c.phase === "Passed") return { admit: input.candidates };

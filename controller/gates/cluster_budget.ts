@@ -13,14 +13,14 @@
  * - `cluster.budgets`: every BootcDisruptionBudget, as `{ name, spec }`. Absent or
  *   empty means no cluster budget applies, so it must never be left out when the
  *   cluster has budgets.
- * - `cluster.waiting`: {@linkcode waitingCandidates}`(pools, bootcNodes, nodes, now)`
- *   over every pool and every BootcNode (fairness between pools; absent means no
- *   other pool competes).
+ * - `cluster.waiting`: `waitingCandidates()` (`waiting.ts`) over every pool and
+ *   every BootcNode (fairness between pools; absent means no other pool
+ *   competes).
  * - `disrupted`: this pool's disrupted members plus the slots granted earlier in
  *   the same decision (the planner's one-candidate-at-a-time asks already pass
  *   them): those grants are not on the Nodes yet.
  * - `Candidate.waitingSince`: the `lastTransitionTime` of the BootcNode's Idle
- *   condition, the same clock {@linkcode waitingCandidates} uses.
+ *   condition (`idleSince()` in `waiting.ts`), the clock `waitingCandidates()` uses.
  *
  * The gate decides on the view it is given; two pools planned at the same
  * moment on the same view could each take the last place of a budget, so the
@@ -54,7 +54,7 @@
  *   oldest waiting node of the cluster is held back only by capacity, never by
  *   fairness: no pool starves. Pools that are blocked by something else (paused,
  *   outside a window, waiting for another pool, halted, invalid, or with no room
- *   in their own budget) are left out by {@linkcode waitingCandidates}.
+ *   in their own budget) are left out by `waitingCandidates()` (`waiting.ts`).
  * - **Invalid budgets** fail closed: a budget whose spec is invalid (see
  *   {@linkcode clusterBudgetError}) holds back every node it selects, and every
  *   node when its selector is the invalid part (it cannot be known which nodes
@@ -74,20 +74,9 @@ import {
   intOrPercentError,
   resolveIntOrPercent,
 } from "../../lib/api/budget.ts";
-import { findCondition, isConditionTrue } from "../../lib/api/conditions.ts";
-import {
-  NodeConditionType,
-  PoolConditionType,
-  PoolDegradedReason,
-  UpToDateReason,
-} from "../../lib/api/constants.ts";
-import { owningPool } from "../../lib/api/ownership.ts";
-import type { BootcNode, BootcNodePool } from "../../lib/api/schema.ts";
 import { labelKeyError } from "../../lib/api/validation.ts";
-import { classifyNode } from "../../lib/api/node_state.ts";
 import { type LabelMatcher, selectorError, selectorMatcher } from "../selector.ts";
 import { formatTime } from "../slots.ts";
-import { budgetLimit } from "./budget.ts";
 import type { NodeSummary } from "../types.ts";
 import type {
   Candidate,
@@ -132,119 +121,6 @@ export function clusterBudgetError(spec: ClusterBudgetSpec): string | undefined 
   return undefined;
 }
 
-/** The UpToDate reasons of a pool that cannot take a slot whatever the cluster budgets say. */
-export const BLOCKED_UP_TO_DATE_REASONS: readonly string[] = [
-  UpToDateReason.Paused,
-  "OutsideMaintenanceWindow",
-  "Blackout",
-  "WaitingForPool",
-  // Only the headline when the pool's own budget is 0 with nothing in flight
-  // (a scheduled budget); with nodes in flight the wait is routine.
-  "BudgetExhausted",
-];
-
-/** The Degraded reasons (status True) of a pool that hands out no slot. */
-export const BLOCKED_DEGRADED_REASONS: readonly string[] = [
-  PoolDegradedReason.RolloutHalted,
-  PoolDegradedReason.InvalidSpec,
-];
-
-/**
- * Why a pool cannot take a reboot slot now whatever the cluster budgets say
- * (its last status, or its spec), or undefined when it competes for slots.
- * Such a pool's waiting nodes do not hold other pools back.
- */
-export function poolBlockedReason(pool: BootcNodePool): string | undefined {
-  if (pool.metadata.deletionTimestamp) return "being deleted";
-  if (pool.spec.rollout?.paused) return UpToDateReason.Paused;
-  const conditions = pool.status?.conditions;
-  const upToDate = findCondition(conditions, PoolConditionType.UpToDate);
-  if (upToDate?.status === "False" && BLOCKED_UP_TO_DATE_REASONS.includes(upToDate.reason)) {
-    return upToDate.reason;
-  }
-  const degraded = findCondition(conditions, PoolConditionType.Degraded);
-  if (
-    isConditionTrue(conditions, PoolConditionType.Degraded) && degraded &&
-    BLOCKED_DEGRADED_REASONS.includes(degraded.reason)
-  ) {
-    return degraded.reason;
-  }
-  return undefined;
-}
-
-/** When a BootcNode's Idle condition last changed (its waiting time), if readable. */
-export function idleSince(bn: BootcNode | undefined): Date | undefined {
-  const idle = findCondition(bn?.status?.conditions, NodeConditionType.Idle);
-  if (!idle?.lastTransitionTime) return undefined;
-  const t = new Date(idle.lastTransitionTime);
-  return Number.isNaN(t.getTime()) ? undefined : t;
-}
-
-/**
- * The nodes of every pool that wait for a reboot slot and could take one,
- * oldest first: owned by a pool that is not blocked ({@linkcode poolBlockedReason}),
- * staged for their desired image (Idle False / Staged), Ready and not disrupted,
- * waiting since their Idle condition's last transition. Of each pool only as
- * many as its own slot limit at `now` has room for (the oldest) count: the
- * limit the pool's budget gate applies (`maxUnavailable` and its active
- * scheduled budgets, {@linkcode budgetLimit}). The others could not take a
- * slot anyway, so they must not hold other pools back.
- */
-export function waitingCandidates(
-  pools: Iterable<BootcNodePool>,
-  bootcNodes: Iterable<BootcNode>,
-  nodes: ReadonlyMap<string, NodeSummary>,
-  now: Date,
-): WaitingNode[] {
-  const byPool = new Map<string, BootcNode[]>();
-  for (const bn of bootcNodes) {
-    const owner = owningPool(bn);
-    if (owner === undefined) continue;
-    const list = byPool.get(owner) ?? [];
-    list.push(bn);
-    byPool.set(owner, list);
-  }
-  const out: WaitingNode[] = [];
-  for (const pool of pools) {
-    const name = pool.metadata.name ?? "";
-    if (poolBlockedReason(pool) !== undefined) continue;
-    const members = byPool.get(name) ?? [];
-    let slots: number;
-    try {
-      slots = budgetLimit({ pool, memberCount: members.length, now }).limit;
-    } catch {
-      continue; // an invalid pool hands out no slot
-    }
-    let disrupted = 0;
-    const waiting: WaitingNode[] = [];
-    for (const bn of members) {
-      const node = nodes.get(bn.metadata.name ?? "");
-      if (!node) continue;
-      const platforms = bn.spec.desiredImage === pool.status?.targetImage
-        ? pool.status?.targetPlatforms
-        : undefined;
-      // The one classification: disrupted (record, or its daemon rebooting), ready for a slot.
-      const cls = classifyNode({
-        bootcNode: bn,
-        node,
-        target: { image: bn.spec.desiredImage, platforms },
-        member: true,
-      });
-      if (cls.disrupted) {
-        disrupted++;
-        continue;
-      }
-      if (bn.metadata.deletionTimestamp || !node.ready || !cls.readyForSlot) continue;
-      const since = idleSince(bn);
-      if (!since) continue;
-      waiting.push({ pool: name, node: node.name, since, labels: node.labels });
-    }
-    waiting.sort(olderFirst);
-    out.push(...waiting.slice(0, Math.max(0, slots - disrupted)));
-  }
-  return out.sort(olderFirst);
-}
-
 /** A total order on waiting: time, then pool, then node (ties never hold both sides back). */
 function waitKey(since: Date, pool: string, node: string): [number, string, string] {
   return [since.getTime(), pool, node];
@@ -256,7 +132,8 @@ function compareKeys(a: [number, string, string], b: [number, string, string]): 
   return a[2] < b[2] ? -1 : a[2] > b[2] ? 1 : 0;
 }
 
-function olderFirst(a: WaitingNode, b: WaitingNode): number {
+/** Oldest waiting first (the order fairness between pools goes by). */
+export function olderFirst(a: WaitingNode, b: WaitingNode): number {
   return compareKeys(waitKey(a.since, a.pool, a.node), waitKey(b.since, b.pool, b.node));
 }
 
@@ -479,6 +356,8 @@ export function clusterSlotCaps(
 /** Holds candidates back while a cluster budget that selects them has no room for them. */
 export const clusterBudgetGate: Gate = {
   name: "clusterBudget",
+  // The budgets are cluster objects, checked where they are read (clusterBudgetError).
+  reasons: [{ reason: CLUSTER_BUDGET_EXHAUSTED, blocksPool: false }],
   decide(input: GateInput): GateDecision {
     const budgets = input.cluster.budgets ?? [];
     if (budgets.length === 0 || input.candidates.length === 0) {

@@ -11,13 +11,7 @@ import {
 } from "../../lib/api/mod.ts";
 import { bootcNode, node as fixtureNode, pool as fixturePool } from "../testing/fixtures.ts";
 import type { NodeSummary } from "../types.ts";
-import {
-  clusterBudgetError,
-  clusterBudgetGate,
-  clusterSlotCaps,
-  poolBlockedReason,
-  waitingCandidates,
-} from "./cluster_budget.ts";
+import { clusterBudgetError, clusterBudgetGate, clusterSlotCaps } from "./cluster_budget.ts";
 import type {
   Candidate,
   ClusterBudget,
@@ -26,6 +20,7 @@ import type {
   GateInput,
   WaitingNode,
 } from "./gate.ts";
+import { poolBlockedReason, waitingCandidates } from "./waiting.ts";
 
 const ZONE = "topology.kubernetes.io/zone";
 const NOW = new Date("2026-03-01T12:00:00Z");
@@ -676,7 +671,7 @@ Deno.test("waitingCandidates: staged, Ready, undisrupted nodes of unblocked pool
     poolWith("workers"),
     poolWith("db", { paused: true }),
   ];
-  const got = waitingCandidates(pools, bns, nodes, NOW);
+  const got = waitingCandidates({ pools, bootcNodes: bns, nodes, now: NOW });
   assert.deepEqual(got.map((w) => [w.pool, w.node, w.since.toISOString()]), [
     ["infra", "i2", "2026-03-01T09:00:00.000Z"],
     ["infra", "i1", "2026-03-01T10:00:00.000Z"],
@@ -717,7 +712,12 @@ Deno.test("waitingCandidates feeds the gate: a paused pool's old nodes hold nobo
       nodes: [...nodes.values()],
       budgets: [shared],
       candidates: ["a"],
-      waiting: waitingCandidates([poolWith("workers"), db], [old], nodes, NOW),
+      waiting: waitingCandidates({
+        pools: [poolWith("workers"), db],
+        bootcNodes: [old],
+        nodes,
+        now: NOW,
+      }),
     }));
   assert.deepEqual(ask(poolWith("db")), [], "an unblocked older pool goes first");
   assert.deepEqual(ask(poolWith("db", { paused: true })), ["a"]);
@@ -733,7 +733,8 @@ Deno.test("waitingCandidates: a pool's room follows its active scheduled budget,
     p.spec.rollout = { ...p.spec.rollout, budgets } as typeof p.spec.rollout;
     return p;
   };
-  const names = (p: BootcNodePool) => waitingCandidates([p], bns, nodes, NOW).map((w) => w.node);
+  const names = (p: BootcNodePool) =>
+    waitingCandidates({ pools: [p], bootcNodes: bns, nodes, now: NOW }).map((w) => w.node);
   assert.deepEqual(names(infra([])), ["i1", "i2"]);
   // A budget of 0 active now (12:00 UTC, "0 11 * * *" for 2h): the pool has no room.
   assert.deepEqual(

@@ -132,10 +132,45 @@ export interface GateDecision {
   wait?: GateWait;
 }
 
-/** A rollout policy. */
+/** A condition reason a gate may report (the `reason` of its {@linkcode GateWait}). */
+export interface GateReason {
+  /** E.g. `OutsideMaintenanceWindow`; the pool's UpToDate reason when it headlines. */
+  reason: string;
+  /**
+   * True when a pool whose UpToDate condition carries this reason can take no
+   * reboot slot whatever the cluster budgets say (paused, outside a window):
+   * its staged nodes then do not compete for cluster budgets, so they hold no
+   * other pool back (fairness, `waiting.ts`). False when the pool still hands
+   * out slots under it (a canary's rollbacks, the cluster budget itself).
+   */
+  blocksPool: boolean;
+}
+
+/** What a gate's spec check reads. */
+export interface SpecCheckInput {
+  pool: BootcNodePool;
+  /** Every pool, this one included (checks across pools, such as ordering cycles). */
+  pools: readonly BootcNodePool[];
+}
+
+/**
+ * A rollout policy. Everything the rest of the controller needs to know about
+ * one is here, so adding a policy is its gate file, its line in `GATES`
+ * (`registry.ts`) and its schema field: the spec check (`validate.ts`) and the
+ * fairness between pools (`waiting.ts`) derive from these members.
+ */
 export interface Gate {
   /** Short name, for logs and tests. */
   readonly name: string;
+  /** Every reason {@linkcode Gate.decide} may put in a wait. */
+  readonly reasons: readonly GateReason[];
+  /**
+   * What is wrong with the spec fields this gate reads, each message naming its
+   * field (`spec.maintenance.windows[1].schedule: …`); [] when nothing is. The
+   * pool's InvalidSpec condition lists them and the pool gets no slot; `decide`
+   * still fails closed on a spec it cannot read. Absent: nothing to check.
+   */
+  validate?(input: SpecCheckInput): string[];
   decide(input: GateInput): GateDecision;
 }
 

@@ -7,9 +7,15 @@
  *
  * @module
  */
-import type { Gate, GateDecision, GateInput } from "./gate.ts";
+import type { Gate, GateDecision, GateInput, SpecCheckInput } from "./gate.ts";
 import { poolPolicy, poolTimeZone } from "./policy.ts";
-import { formatInZone, type WindowState, windowState } from "./schedule.ts";
+import {
+  durationError,
+  formatInZone,
+  scheduleError,
+  type WindowState,
+  windowState,
+} from "./schedule.ts";
 
 /** The wait reason of this gate. */
 export const OUTSIDE_MAINTENANCE_WINDOW = "OutsideMaintenanceWindow";
@@ -17,6 +23,16 @@ export const OUTSIDE_MAINTENANCE_WINDOW = "OutsideMaintenanceWindow";
 /** Holds every candidate back while no maintenance window is open. */
 export const maintenanceWindowGate: Gate = {
   name: "maintenance-window",
+  reasons: [{ reason: OUTSIDE_MAINTENANCE_WINDOW, blocksPool: true }],
+  validate({ pool }: SpecCheckInput): string[] {
+    return (poolPolicy(pool).maintenance?.windows ?? []).flatMap((w, i) => {
+      const field = `spec.maintenance.windows[${i}]`;
+      return [
+        scheduleError(w.schedule, `${field}.schedule`),
+        durationError(w.duration, `${field}.duration`),
+      ].filter((e) => e !== undefined);
+    });
+  },
   decide(input: GateInput): GateDecision {
     const windows = poolPolicy(input.pool).maintenance?.windows ?? [];
     if (windows.length === 0) return { admit: input.candidates };

@@ -1,19 +1,10 @@
 /**
- * Rollout policies as gates (see `gate.ts`), and the order the planner runs
- * them in: the cheapest, widest "not now" first, the pool's own budget last but
- * one, cluster-wide budgets last (they look across pools).
+ * Rollout policies as gates (see `gate.ts`), the order the planner runs them in
+ * (`GATES`, `registry.ts`) and what derives from that list: the spec check
+ * (`validate.ts`) and which pools compete for cluster budgets (`waiting.ts`).
  *
  * @module
  */
-import { blackoutGate } from "./blackout.ts";
-import { budgetGate } from "./budget.ts";
-import { canaryGate } from "./canary.ts";
-import { clusterBudgetGate } from "./cluster_budget.ts";
-import type { Gate } from "./gate.ts";
-import { maintenanceWindowGate } from "./maintenance_window.ts";
-import { pausedGate } from "./paused.ts";
-import { poolOrderGate } from "./pool_order.ts";
-
 export * from "./gate.ts";
 export { BUDGET_EXHAUSTED, budgetError, budgetGate, budgetLimit, budgetStates } from "./budget.ts";
 export { BLACKOUT, blackoutError, blackoutGate } from "./blackout.ts";
@@ -28,20 +19,25 @@ export {
   timeZoneError,
   windowState,
 } from "./schedule.ts";
-export { policyErrors } from "./validate.ts";
+export { policyErrors, type PolicyErrorsInput } from "./validate.ts";
 export { pausedGate } from "./paused.ts";
 export { CANARY_FAILED, CANARY_SOAK, CANARY_UPDATING, canaryGate } from "./canary.ts";
 export {
-  BLOCKED_DEGRADED_REASONS,
-  BLOCKED_UP_TO_DATE_REASONS,
   CLUSTER_BUDGET_EXHAUSTED,
   clusterBudgetError,
   clusterBudgetGate,
   clusterSlotCaps,
+} from "./cluster_budget.ts";
+export {
+  BLOCKED_DEGRADED_REASONS,
+  BLOCKED_UP_TO_DATE_REASONS,
+  type BlockedReasons,
+  blockedReasons,
   idleSince,
   poolBlockedReason,
   waitingCandidates,
-} from "./cluster_budget.ts";
+  type WaitingInput,
+} from "./waiting.ts";
 export {
   orderingErrors,
   poolOrderGate,
@@ -49,14 +45,4 @@ export {
   unfinishedReason,
   WAITING_FOR_POOL,
 } from "./pool_order.ts";
-
-/** The gates every pool goes through, in order. */
-export const GATES: readonly Gate[] = [
-  blackoutGate,
-  maintenanceWindowGate,
-  pausedGate,
-  canaryGate,
-  budgetGate,
-  poolOrderGate,
-  clusterBudgetGate,
-];
+export { GATES } from "./registry.ts";

@@ -4,13 +4,18 @@
  *
  * @module
  */
+import { UpToDateReason } from "../../lib/api/constants.ts";
 import type { Gate, GateDecision, GateInput } from "./gate.ts";
 
 /** Holds every candidate back while the pool is paused. */
 export const pausedGate: Gate = {
   name: "paused",
+  reasons: [{ reason: UpToDateReason.Paused, blocksPool: true }],
   decide(input: GateInput): GateDecision {
     if (!(input.pool.spec.rollout?.paused ?? false)) return { admit: input.candidates };
-    return { admit: [], wait: { reason: "Paused", message: "paused: no new reboot slots" } };
+    return {
+      admit: [],
+      wait: { reason: UpToDateReason.Paused, message: "paused: no new reboot slots" },
+    };
   },
 };

@@ -17,7 +17,7 @@
 import { findCondition, isConditionTrue } from "../../lib/api/conditions.ts";
 import { PoolConditionType } from "../../lib/api/constants.ts";
 import type { BootcNodePool } from "../../lib/api/schema.ts";
-import type { Gate, GateDecision, GateInput } from "./gate.ts";
+import type { Gate, GateDecision, GateInput, SpecCheckInput } from "./gate.ts";
 
 /** The wait reason of this gate (it becomes the pool's UpToDate reason). */
 export const WAITING_FOR_POOL = "WaitingForPool";
@@ -61,6 +61,10 @@ export function unfinishedReason(pool: BootcNodePool): string | undefined {
 /** Holds every candidate back until the pools named in `rollout.after` have finished. */
 export const poolOrderGate: Gate = {
   name: "poolOrder",
+  reasons: [{ reason: WAITING_FOR_POOL, blocksPool: true }],
+  validate({ pool, pools }: SpecCheckInput): string[] {
+    return orderingErrors(pool, pools);
+  },
   decide(input: GateInput): GateDecision {
     const after = rolloutAfter(input.pool);
     if (after.length === 0) return { admit: input.candidates };

@@ -401,8 +401,11 @@ export function countedState(state: NodeState, progress: EffectiveState): Effect
     case NodeState.Staged:
       return EffectiveState.Staged;
     default:
-      // In a slot, cordoning or draining: as far as the daemon got (normally Staged).
-      return progress === EffectiveState.UpToDate ? EffectiveState.Rebooting : progress;
+      // In a slot, cordoning or draining: disrupted, so counted with the nodes being
+      // rebooted (the pool's "N rebooting" is the nodes that hold a slot). The plugin
+      // buckets by this too.
+      void progress;
+      return EffectiveState.Rebooting;
   }
 }
 

@@ -241,7 +241,7 @@ const cases: Case[] = [
       state: NodeState.Draining,
       waitsOn: "controller",
       readyForSlot: false,
-      counted: EffectiveState.Staged,
+      counted: EffectiveState.Rebooting,
     },
   },
   {
@@ -262,7 +262,7 @@ const cases: Case[] = [
   {
     name: "retargeted in its slot: draining while the daemon stages the new target",
     input: { bootcNode: bn({ conditions: [idle.staging] }), node: node(slot), target },
-    want: { state: NodeState.Draining, waitsOn: "daemon", counted: EffectiveState.Staging },
+    want: { state: NodeState.Draining, waitsOn: "daemon", counted: EffectiveState.Rebooting },
   },
   {
     name: "drained, reboot not requested yet: on the controller",
