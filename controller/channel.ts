@@ -164,58 +164,73 @@ export function channelStep(options: {
   const prior = pool.status?.channel;
   // A new repository or range starts over (failed versions are per repository).
   const same = prior?.repository === channel.repository && prior.constraint === channel.constraint;
-  const status: ChannelStatus = same && prior ? { ...prior } : {
+  const start: ChannelStatus = same && prior ? { ...prior } : {
     repository: channel.repository,
     constraint: channel.constraint,
     failedVersions: prior?.repository === channel.repository ? prior.failedVersions : undefined,
   };
-  const last = parseTime(status.lastCheckTime);
+  const last = parseTime(start.lastCheckTime);
   const dueAt = nextCheckAt({ pool, last, now, intervalMs: options.intervalMs });
-  let blockedByCircuit: string | undefined;
-  if (listing && (!last || listing.at.getTime() >= dueAt.getTime())) {
-    if (listing.result.ok) {
-      status.lastCheckTime = formatTime(listing.at);
-      const choice = selectVersion({
-        tags: listing.result.tags,
-        constraint: channel.constraint,
-        preRelease: channel.preRelease,
-        failed: status.failedVersions,
-      });
-      status.newestVersion = choice.newest?.version;
-      status.newestTag = choice.newest?.tag;
-      const notes = choice.skipped.map((s) => `${s.version} ${s.why}`);
-      const moving = choice.chosen && choice.chosen.version !== status.currentVersion;
-      // Leaving a version that failed is the rollback, not an automatic change.
-      const currentFailed = status.currentVersion !== undefined &&
-        (status.failedVersions ?? []).some((f) => sameVersion(f, status.currentVersion!));
-      if (moving && options.circuitOpen && status.currentVersion && !currentFailed) {
-        blockedByCircuit = choice.chosen!.version;
-        notes.unshift(`${choice.chosen!.version} available, circuit open`);
-      } else if (choice.chosen) {
-        status.currentVersion = choice.chosen.version;
-        status.currentTag = choice.chosen.tag;
-      } else {
-        notes.unshift(`no version of ${channel.repository} inside ${channel.constraint}`);
-      }
-      status.message = notes.length > 0 ? notes.join("; ") : undefined;
-    } else {
-      status.message =
-        `listing the tags of ${channel.repository} failed: ${listing.result.message}`;
-    }
-  }
+  const listed = listing && (!last || listing.at.getTime() >= dueAt.getTime())
+    ? applyListing(start, channel, listing, options.circuitOpen)
+    : { status: start };
+  const status = listed.status;
   const next = nextCheckAt({
     pool,
     last: parseTime(status.lastCheckTime),
     now,
     intervalMs: options.intervalMs,
   });
-  status.nextCheckTime = formatTime(next);
   return {
     ref: status.currentTag ? `${channel.repository}:${status.currentTag}` : undefined,
-    status: dropUndefined(status),
+    status: dropUndefined({ ...status, nextCheckTime: formatTime(next) }),
     dueAt: next,
-    blockedByCircuit,
+    blockedByCircuit: listed.blockedByCircuit,
   };
+}
+
+/**
+ * The channel status after a due listing: the version chosen (unless the open
+ * circuit holds a move back, `blockedByCircuit`), the newest seen, and a message
+ * naming what was passed over or why the listing failed.
+ */
+function applyListing(
+  prior: ChannelStatus,
+  channel: NonNullable<BootcNodePool["spec"]["image"]["channel"]>,
+  listing: ChannelListing,
+  circuitOpen: boolean,
+): { status: ChannelStatus; blockedByCircuit?: string } {
+  const status = { ...prior };
+  if (!listing.result.ok) {
+    status.message = `listing the tags of ${channel.repository} failed: ${listing.result.message}`;
+    return { status };
+  }
+  status.lastCheckTime = formatTime(listing.at);
+  const choice = selectVersion({
+    tags: listing.result.tags,
+    constraint: channel.constraint,
+    preRelease: channel.preRelease,
+    failed: status.failedVersions,
+  });
+  status.newestVersion = choice.newest?.version;
+  status.newestTag = choice.newest?.tag;
+  const notes = choice.skipped.map((s) => `${s.version} ${s.why}`);
+  const moving = choice.chosen && choice.chosen.version !== status.currentVersion;
+  // Leaving a version that failed is the rollback, not an automatic change.
+  const currentFailed = status.currentVersion !== undefined &&
+    (status.failedVersions ?? []).some((f) => sameVersion(f, status.currentVersion!));
+  let blockedByCircuit: string | undefined;
+  if (moving && circuitOpen && status.currentVersion && !currentFailed) {
+    blockedByCircuit = choice.chosen!.version;
+    notes.unshift(`${choice.chosen!.version} available, circuit open`);
+  } else if (choice.chosen) {
+    status.currentVersion = choice.chosen.version;
+    status.currentTag = choice.chosen.tag;
+  } else {
+    notes.unshift(`no version of ${channel.repository} inside ${channel.constraint}`);
+  }
+  status.message = notes.length > 0 ? notes.join("; ") : undefined;
+  return { status, blockedByCircuit };
 }
 
 /**

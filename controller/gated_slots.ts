@@ -33,17 +33,19 @@ import {
   idleSince,
   waitingCandidates,
 } from "./gates/mod.ts";
-import type { RolloutContext } from "./in_flight.ts";
+import type { InFlightResult } from "./in_flight.ts";
 import type { Member } from "./membership.ts";
-import type { PlanInput } from "./plan.ts";
-import { grantSlots, QueueWait, slotCandidates } from "./slot_grant.ts";
+import { mergeOutputs, type PlanInput, type StepOutput, stepOutput, StepWriter } from "./plan.ts";
+import { type GrantOutcome, grantSlots, QueueWait, slotCandidates } from "./slot_grant.ts";
 import { formatTime } from "./slots.ts";
 import type { Target } from "./types.ts";
 
 /** What step 5 works on. */
 export interface GatedSlotsInput {
-  ctx: RolloutContext;
+  input: PlanInput;
   members: readonly Member[];
+  /** What step 3 found (read-only): slots in use, unhealthy slot nodes, drains. */
+  inFlight: Pick<InFlightResult, "inUse" | "unhealthy" | "drainingNodes" | "drainingDemand">;
   /** Nodes leaving the pool that still count as disrupted. */
   releasing: readonly string[];
   target: Target | undefined;
@@ -66,6 +68,12 @@ export interface GatedSlots {
    * `SLOT_QUEUE_LIMIT`.
    */
   queue: QueueEntry[];
+  /** The nodes granted a slot by this plan, in grant order. */
+  granted: readonly string[];
+  /** Nodes counted against the pool's budget after the grants (leaving ones included). */
+  inUse: number;
+  /** The grants' writes and events, the halt issue, why the pool waits, wake-ups. */
+  out: StepOutput;
 }
 
 /**
@@ -73,31 +81,52 @@ export interface GatedSlots {
  * the pool waits, its slot limit and what set it, and the queue of the
  * candidates left waiting (each with the reason of what holds it).
  */
-export function planGatedSlots(input: GatedSlotsInput): GatedSlots {
-  const { ctx, members, target } = input;
-  const cluster = clusterView(ctx.input);
+export function planGatedSlots(step: GatedSlotsInput): GatedSlots {
+  const { input, members, target, inFlight } = step;
+  const cluster = clusterView(input);
   const disrupted = [
     ...members.filter((m) => m.disrupted).map((m) => m.node.name),
-    ...input.releasing,
+    ...step.releasing,
   ];
-  const limit = slotLimitStatus(ctx.input, members, cluster, disrupted);
+  const limit = slotLimitStatus(input, members, cluster, disrupted);
   const all = slotCandidates(members);
-  let decided: { held: ReadonlyMap<string, string>; waitReason?: string };
-  if (ctx.unhealthy.length >= 2) {
-    ctx.plan.issues.push({
+  const inUse = step.releasing.length + inFlight.inUse;
+  let decided: Decided;
+  if (inFlight.unhealthy.length >= 2) {
+    const issues = [{
       reason: PoolDegradedReason.RolloutHalted,
-      message: `rollout halted: ${ctx.unhealthy.length} nodes in reboot slots are unhealthy (${
-        ctx.unhealthy.join("; ")
-      })`,
-    });
-    decided = { held: new Map(all.map((m) => [m.node.name, QueueWait.RolloutHalted])) };
+      message: `rollout halted: ${inFlight.unhealthy.length} nodes in reboot slots are ` +
+        `unhealthy (${inFlight.unhealthy.join("; ")})`,
+    }];
+    decided = {
+      held: new Map(all.map((m) => [m.node.name, QueueWait.RolloutHalted])),
+      granted: [],
+      inUse,
+      out: stepOutput({ issues }),
+    };
   } else if (!target) {
-    decided = { held: new Map() };
+    decided = { held: new Map(), granted: [], inUse, out: stepOutput() };
   } else {
-    decided = throughGates(input, all, { cluster, disrupted, target });
+    decided = throughGates(step, all, { cluster, disrupted, target, inUse });
   }
   const queue = queueOf(all, decided.held);
-  return { waitReason: decided.waitReason, slots: { ...limit, waiting: queue.length }, queue };
+  return {
+    waitReason: decided.waitReason,
+    slots: { ...limit, waiting: queue.length },
+    queue,
+    granted: decided.granted,
+    inUse: decided.inUse,
+    out: decided.out,
+  };
+}
+
+/** What holds each candidate, the grants, and why the pool waits. */
+interface Decided {
+  held: ReadonlyMap<string, string>;
+  granted: readonly string[];
+  inUse: number;
+  waitReason?: string;
+  out: StepOutput;
 }
 
 /**
@@ -106,12 +135,11 @@ export function planGatedSlots(input: GatedSlotsInput): GatedSlots {
  * that holds nodes back for more than routine pacing.
  */
 function throughGates(
-  input: GatedSlotsInput,
+  step: GatedSlotsInput,
   all: readonly Member[],
-  view: { cluster: ClusterView; disrupted: readonly string[]; target: Target },
-): { held: Map<string, string>; waitReason?: string } {
-  const { ctx, haltFor } = input;
-  const { plan } = ctx;
+  view: { cluster: ClusterView; disrupted: readonly string[]; target: Target; inUse: number },
+): Decided {
+  const { input, haltFor } = step;
   const image = view.target.image;
   // A halted target gives no new slot to nodes bound for it; rollbacks still proceed.
   const bound = (m: Member) => haltFor !== undefined && m.bn?.spec.desiredImage === haltFor;
@@ -120,39 +148,53 @@ function throughGates(
     all.filter(bound).map((m) => [m.node.name, QueueWait.RolloutHalted]),
   );
   const gateInput: GateInput = {
-    pool: ctx.pool,
+    pool: input.pool,
     candidates: candidates.map((m) => toCandidate(m, image)),
     disrupted: view.disrupted,
-    memberCount: input.members.length,
-    updated: input.updated,
-    canary: gatePhase(input.canary),
+    memberCount: step.members.length,
+    updated: step.updated,
+    canary: gatePhase(step.canary),
     cluster: view.cluster,
-    now: ctx.input.now,
+    now: input.now,
   };
   const { admit, waits, heldBy } = composeGates(GATES, gateInput);
   for (const [name, reason] of heldBy) held.set(name, reason);
-  if (admit.length > 0) grantThroughGates(ctx, candidates, gateInput, admit.length, held);
-  for (const w of waits) {
-    if (w.until) plan.wakeAt(w.until);
+  const grants = admit.length > 0
+    ? grantThroughGates(step, candidates, gateInput, admit.length, view.inUse)
+    : undefined;
+  if (grants) heldAfterGrants(held, candidates, grants);
+  const w = new StepWriter(input.pool.metadata.name ?? "", input.now);
+  for (const wait of waits) {
+    if (wait.until) w.wakeAt(wait.until);
     // Routine waits (the budget's pace) are news only when a schedule sets the pace.
-    if (!w.routine || w.until) plan.notes.push(w.message);
+    if (!wait.routine || wait.until) w.notes.push(wait.message);
   }
-  return { held, waitReason: waits.find((w) => !w.routine)?.reason };
+  return {
+    held,
+    granted: grants?.granted ?? [],
+    inUse: grants?.inUse ?? view.inUse,
+    waitReason: waits.find((w) => !w.routine)?.reason,
+    out: mergeOutputs([grants?.out ?? stepOutput(), w.output()]),
+  };
 }
 
 /**
  * Grants slots one candidate at a time, each asking the gates again given the
- * grants before it (`slot_grant.ts`); updates `held` to what holds each
- * candidate still waiting.
+ * grants before it (`slot_grant.ts`).
  */
 function grantThroughGates(
-  ctx: RolloutContext,
+  step: GatedSlotsInput,
   candidates: readonly Member[],
   gateInput: GateInput,
   admitted: number,
-  held: Map<string, string>,
-): void {
-  const outcome = grantSlots(candidates, ctx, (m, granted) => {
+  inUse: number,
+): GrantOutcome {
+  const { inFlight } = step;
+  return grantSlots(candidates, step.input, {
+    inUse,
+    drainingNodes: inFlight.drainingNodes,
+    drainingDemand: inFlight.drainingDemand,
+  }, (m, granted) => {
     const one = composeGates(GATES, {
       ...gateInput,
       candidates: gateInput.candidates.filter((c) => c.name === m.node.name),
@@ -160,10 +202,21 @@ function grantThroughGates(
     });
     return one.admit.length === 1 ? undefined : one.heldBy.get(m.node.name);
   }, admitted + 5);
+}
+
+/**
+ * `held` (the gates' reasons) updated after the grants: granted ones leave it,
+ * the walk's reasons win, and a candidate the walk did not reach (it stopped to
+ * read pods first) waits for that too.
+ */
+function heldAfterGrants(
+  held: Map<string, string>,
+  candidates: readonly Member[],
+  outcome: GrantOutcome,
+): void {
   const granted = new Set(outcome.granted);
   for (const name of granted) held.delete(name);
   for (const [name, reason] of outcome.held) held.set(name, reason);
-  // Not reached by the walk (it stopped to read pods first): they wait for that too.
   for (const m of candidates) {
     if (!granted.has(m.node.name) && !held.has(m.node.name)) {
       held.set(m.node.name, QueueWait.PodList);

@@ -1,9 +1,8 @@
 import assert from "node:assert/strict";
 import { PoolDegradedReason } from "../lib/api/mod.ts";
-import { planGatedSlots } from "./gated_slots.ts";
-import { RolloutContext } from "./in_flight.ts";
+import { type GatedSlots, planGatedSlots } from "./gated_slots.ts";
 import { classifyMember, type Member } from "./membership.ts";
-import { isSlotGrant, PlanBuilder } from "./plan.ts";
+import { isSlotGrant } from "./plan.ts";
 import { bootcNode, digest, image, input, node, pool } from "./testing/fixtures.ts";
 
 const TARGET = { image: image("b"), digest: digest("b") };
@@ -15,8 +14,6 @@ function scene(opts: { maxUnavailable?: number; paused?: boolean; disrupted?: st
   const bns = names.map((n) => bootcNode(n, { phase: "staged" }));
   const i = { ...input(p, { nodes: names.map((n) => node(n)), bootcNodes: bns }) };
   i.podsListed = new Set(names);
-  const plan = new PlanBuilder("workers", i.now);
-  const ctx = new RolloutContext(i, plan, p);
   const members: Member[] = bns.map((bn) => {
     const node = i.nodes.get(bn.metadata.name ?? "")!;
     return {
@@ -26,22 +23,32 @@ function scene(opts: { maxUnavailable?: number; paused?: boolean; disrupted?: st
       disrupted: opts.disrupted?.includes(bn.metadata.name ?? "") ?? false,
     };
   });
-  ctx.inUse = opts.disrupted?.length ?? 0;
-  const grants = () => plan.actions.filter(isSlotGrant).map((a) => "node" in a ? a.node : "");
-  return { ctx, plan, members, grants };
+  // Step 3's result as the slot step reads it.
+  const inFlight = {
+    inUse: opts.disrupted?.length ?? 0,
+    unhealthy: [] as string[],
+    drainingNodes: 0,
+    drainingDemand: new Map<string, number>(),
+  };
+  return { input: i, inFlight, members };
+}
+
+/** The nodes a slot step's result granted, read off its writes (the marked grants). */
+function grants(gated: GatedSlots): string[] {
+  return gated.out.actions.filter(isSlotGrant).map((a) => "node" in a ? a.node : "");
 }
 
 Deno.test("planGatedSlots: grants up to the budget, counting the nodes already disrupted", () => {
-  const { ctx, members, grants } = scene({ maxUnavailable: 2, disrupted: ["n1"] });
   const gated = planGatedSlots({
-    ctx,
-    members,
+    ...scene({ maxUnavailable: 2, disrupted: ["n1"] }),
     releasing: [],
     target: TARGET,
     updated: 0,
     canary: undefined,
   });
-  assert.deepEqual(grants(), ["n2"]);
+  assert.deepEqual(grants(gated), ["n2"]);
+  assert.deepEqual(gated.granted, ["n2"]);
+  assert.equal(gated.inUse, 2);
   assert.equal(gated.waitReason, undefined, "the budget's own pace is routine, not a reason");
   assert.deepEqual(gated.slots, {
     limit: 2,
@@ -57,21 +64,20 @@ Deno.test("planGatedSlots: grants up to the budget, counting the nodes already d
 });
 
 Deno.test("planGatedSlots: a node leaving the pool still takes its place in the budget", () => {
-  const { ctx, members, grants } = scene({ maxUnavailable: 1 });
-  planGatedSlots({
-    ctx,
-    members,
+  const gated = planGatedSlots({
+    ...scene({ maxUnavailable: 1 }),
     releasing: ["gone"],
     target: TARGET,
     updated: 0,
     canary: undefined,
   });
-  assert.deepEqual(grants(), []);
+  assert.deepEqual(grants(gated), []);
+  assert.equal(gated.inUse, 1, "the node leaving counts");
 });
 
 Deno.test("planGatedSlots: two unhealthy slots halt; a pause says why; a halted image gets none", () => {
   const halted = scene();
-  halted.ctx.unhealthy.push("n1 is NotReady", "n2 drain timed out");
+  halted.inFlight.unhealthy.push("n1 is NotReady", "n2 drain timed out");
   const h = planGatedSlots({
     ...halted,
     releasing: [],
@@ -79,8 +85,8 @@ Deno.test("planGatedSlots: two unhealthy slots halt; a pause says why; a halted 
     updated: 0,
     canary: undefined,
   });
-  assert.deepEqual(halted.grants(), []);
-  assert.deepEqual(halted.plan.issues.map((i) => i.reason), [PoolDegradedReason.RolloutHalted]);
+  assert.deepEqual(grants(h), []);
+  assert.deepEqual(h.out.issues.map((i) => i.reason), [PoolDegradedReason.RolloutHalted]);
   assert.deepEqual(h.queue.map((q) => q.waitingFor), Array(4).fill("RolloutHalted"));
 
   const paused = scene({ paused: true });
@@ -91,7 +97,7 @@ Deno.test("planGatedSlots: two unhealthy slots halt; a pause says why; a halted 
     updated: 0,
     canary: undefined,
   });
-  assert.deepEqual(paused.grants(), []);
+  assert.deepEqual(grants(why), []);
   assert.equal(why.waitReason, "Paused");
   assert.deepEqual(why.queue.map((q) => `${q.position} ${q.node} ${q.waitingFor}`), [
     "1 n1 Paused",
@@ -109,29 +115,30 @@ Deno.test("planGatedSlots: two unhealthy slots halt; a pause says why; a halted 
     updated: 0,
     canary: undefined,
   });
-  assert.deepEqual(stopped.grants(), []);
+  assert.deepEqual(grants(s), []);
   assert.deepEqual(s.queue.map((q) => q.waitingFor), Array(4).fill("RolloutHalted"));
 });
 
 Deno.test("planGatedSlots: the queue says what holds each candidate; the limit names a scheduled budget", () => {
   // A budget of 1 during 00:00-02:00 UTC (the fixtures' clock is 01:00).
-  const { ctx, members, grants } = scene({ maxUnavailable: 3 });
-  ctx.pool.spec.rollout = {
-    ...ctx.pool.spec.rollout,
+  const { input, inFlight, members } = scene({ maxUnavailable: 3 });
+  input.pool.spec.rollout = {
+    ...input.pool.spec.rollout,
     budgets: [{ maxUnavailable: 1, schedule: "0 0 * * *", duration: "2h" }],
   };
   // n2's pods are not known yet: it waits for the pod list, and n3 after it takes the slot.
-  ctx.input.podsListed = new Set(["n1", "n3", "n4"]);
-  members[0].disrupted = false;
+  input.podsListed = new Set(["n1", "n3", "n4"]);
   const gated = planGatedSlots({
-    ctx,
+    input,
+    inFlight,
     members: members.slice(1),
     releasing: [],
     target: TARGET,
     updated: 0,
     canary: undefined,
   });
-  assert.deepEqual(grants(), ["n3"]);
+  assert.deepEqual(grants(gated), ["n3"]);
+  assert.deepEqual(gated.out.needPods, ["n2"]);
   assert.deepEqual(gated.slots, {
     limit: 1,
     source: "Budget",

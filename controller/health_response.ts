@@ -13,18 +13,27 @@ import { ANNOTATION_FAILED_IMAGE, PoolDegradedReason } from "../lib/api/mod.ts";
 import {
   type EffectiveTarget,
   type FailureRecord,
+  type HealthFailure,
   recordFailure,
   respondToFailure,
 } from "./failure_policy.ts";
 import { soakGraceMs, soakStart } from "./canary.ts";
 import { soakVerdict } from "./health.ts";
-import type { RolloutContext } from "./in_flight.ts";
 import type { Member } from "./membership.ts";
+import {
+  mergeOutputs,
+  nodeEvent,
+  type PlanInput,
+  poolEvent,
+  type StepOutput,
+  stepOutput,
+} from "./plan.ts";
+import type { PoolIssue } from "./pool_status.ts";
 import type { Target } from "./types.ts";
 
 /** What step 4 works on. */
 export interface HealthResponseInput {
-  ctx: RolloutContext;
+  input: PlanInput;
   members: readonly Member[];
   target: Target | undefined;
   effective: EffectiveTarget;
@@ -33,6 +42,8 @@ export interface HealthResponseInput {
   lastGood?: string;
   /** Whether a member's BootcNode is bound for the target. */
   onTarget: (m: Member) => boolean;
+  /** The health failures of the nodes in flight (step 3), in member order. */
+  failures: readonly HealthFailure[];
 }
 
 /** What step 4 decided. */
@@ -49,100 +60,158 @@ export interface HealthResponse {
   canaryFailed?: boolean;
   /** When the last member NotReady within the canary's grace fails, if one is. */
   notReadyUntil?: Date;
+  /** The issues, events, marks and wake-ups of the response. */
+  out: StepOutput;
 }
 
-/** Applies the pool's `onFailure` policy to the health failures in `ctx`. */
-export function respondToHealth(input: HealthResponseInput): HealthResponse {
-  const { ctx, members, target, effective, onTarget } = input;
-  const { pool, plan } = ctx;
-  let record = input.record;
-  const soak = target ? watchSoak(ctx, members.filter(onTarget), target) : { failed: false };
-  const response: HealthResponse = {
-    newFailure: false,
-    record,
+/** Applies the pool's `onFailure` policy to the health failures found in flight and in the soak. */
+export function respondToHealth(h: HealthResponseInput): HealthResponse {
+  const { target, effective } = h;
+  const soak = target
+    ? watchSoak(h.input, h.members.filter(h.onTarget), target)
+    : { failed: false, failures: [], out: stepOutput() };
+  const failures = [...h.failures, ...soak.failures];
+  const policy = target && failures.length > 0 && !effective.rollback
+    ? applyPolicy(h, target, failures)
+    : undefined;
+  const issues: PoolIssue[] = [];
+  if (effective.rollback && effective.note) {
+    issues.push({ reason: PoolDegradedReason.RolledBack, message: effective.note });
+  }
+  if (effective.rollback && failures.length > 0) {
+    // The good image fails too: no automatic response, but every failure is named.
+    issues.push({
+      reason: PoolDegradedReason.HealthCheckFailed,
+      message: failures.map((f) => f.message).join("; "),
+    });
+  }
+  const halted = target && !policy?.haltFor ? rolledBackHalt(h.input, h.members, target) : {};
+  return {
+    failed: policy?.failed,
+    newFailure: policy?.newFailure ?? false,
+    haltFor: policy?.haltFor ?? halted.haltFor,
+    record: policy?.record ?? h.record,
     canaryFailed: soak.failed,
     notReadyUntil: soak.notReadyUntil,
+    out: mergeOutputs([
+      soak.out,
+      policy?.out ?? stepOutput(),
+      stepOutput({ issues }),
+      halted.out ?? stepOutput(),
+    ]),
   };
-  if (target && ctx.failures.length > 0 && !effective.rollback) {
-    const decision = respondToFailure({
-      pool,
-      target,
-      failures: ctx.failures,
-      lastGood: input.lastGood,
-      record,
-    });
-    const counted = record.failedDigests.includes(target.digest);
-    response.newFailure = !counted;
-    record = recordFailure(
-      record,
-      target,
-      counted,
-      decision.kind === "rollbackPool"
-        ? { ref: pool.spec.image.ref ?? "", image: decision.to, now: ctx.input.now }
-        : undefined,
-    );
-    response.record = record;
-    if (decision.kind === "rollbackPool") {
-      response.failed = { outcome: "RolledBack", message: decision.message };
-      plan.issues.push({ reason: PoolDegradedReason.RolledBack, message: decision.message });
-      plan.poolEvent("Warning", "RollingBack", decision.message, `rollback/${target.image}`);
-      plan.wake(1); // the next reconcile rolls out the good image
-    } else {
-      response.failed = { outcome: "Failed", message: decision.message };
-      plan.issues.push({ reason: PoolDegradedReason.HealthCheckFailed, message: decision.message });
-      if (decision.kind === "rollbackNodes") {
-        for (const node of decision.nodes) {
-          const bn = ctx.input.bootcNodes.get(node);
-          if (bn?.metadata.annotations?.[ANNOTATION_FAILED_IMAGE] === target.image) continue;
-          plan.act({
-            kind: "patchBootcNode",
-            node,
-            patch: { metadata: { annotations: { [ANNOTATION_FAILED_IMAGE]: target.image } } },
-            why: "mark failed (roll back)",
-          });
-          plan.nodeEvent(
-            node,
-            "Warning",
-            "RollingBack",
-            `node ${node} failed on ${target.image}; rolling it back to ${decision.to}`,
-          );
-        }
-        plan.wake(1);
-      }
-    }
-    // Halt keeps the existing rule (two unhealthy nodes in slots stop new slots); the
-    // rollback policies stop the failed image at once.
-    if (decision.kind !== "halt") response.haltFor = target.image;
-  } else if (effective.rollback && effective.note) {
-    plan.issues.push({ reason: PoolDegradedReason.RolledBack, message: effective.note });
-  }
-  if (effective.rollback && ctx.failures.length > 0) {
-    // The good image fails too: no automatic response, but every failure is named.
-    plan.issues.push({
-      reason: PoolDegradedReason.HealthCheckFailed,
-      message: ctx.failures.map((f) => f.message).join("; "),
-    });
-  }
-  if (target && !response.haltFor) response.haltFor = rolledBackHalt(ctx, members, target);
-  return response;
 }
 
 /**
- * The canary's watch over released members while it has not passed: each
- * failure joins `ctx.failures`; a member NotReady within the grace holds the
- * soak (a reconcile is asked for when its grace ends).
+ * The `onFailure` policy on the target's failures: the failure recorded (once per
+ * target), the pool rolled back or the failed nodes marked to roll back, and the
+ * image halted (Halt keeps the rule that two unhealthy slot nodes stop new slots;
+ * the rollback policies stop the failed image at once).
+ */
+function applyPolicy(
+  h: HealthResponseInput,
+  target: Target,
+  failures: readonly HealthFailure[],
+): Pick<HealthResponse, "failed" | "newFailure" | "haltFor" | "record" | "out"> {
+  const { pool, now } = h.input;
+  const poolName = pool.metadata.name ?? "";
+  const decision = respondToFailure({
+    pool,
+    target,
+    failures,
+    lastGood: h.lastGood,
+    record: h.record,
+  });
+  const counted = h.record.failedDigests.includes(target.digest);
+  const record = recordFailure(
+    h.record,
+    target,
+    counted,
+    decision.kind === "rollbackPool"
+      ? { ref: pool.spec.image.ref ?? "", image: decision.to, now }
+      : undefined,
+  );
+  const haltFor = decision.kind !== "halt" ? target.image : undefined;
+  const common = { newFailure: !counted, record, haltFor };
+  if (decision.kind === "rollbackPool") {
+    return {
+      ...common,
+      failed: { outcome: "RolledBack", message: decision.message },
+      out: stepOutput({
+        issues: [{ reason: PoolDegradedReason.RolledBack, message: decision.message }],
+        events: [
+          poolEvent(
+            poolName,
+            "Warning",
+            "RollingBack",
+            decision.message,
+            `rollback/${target.image}`,
+          ),
+        ],
+        wake: 1, // the next reconcile rolls out the good image
+      }),
+    };
+  }
+  const failed = stepOutput({
+    issues: [{ reason: PoolDegradedReason.HealthCheckFailed, message: decision.message }],
+  });
+  return {
+    ...common,
+    failed: { outcome: "Failed", message: decision.message },
+    out: decision.kind === "rollbackNodes"
+      ? mergeOutputs([failed, markRollbacks(h.input, decision.nodes, target, decision.to)])
+      : failed,
+  };
+}
+
+/** The failed nodes marked to roll back to `to` (each once), and a reconcile at once. */
+function markRollbacks(
+  input: PlanInput,
+  nodes: readonly string[],
+  target: Target,
+  to: string,
+): StepOutput {
+  const marked = nodes.filter((node) =>
+    input.bootcNodes.get(node)?.metadata.annotations?.[ANNOTATION_FAILED_IMAGE] !== target.image
+  );
+  return stepOutput({
+    actions: marked.map((node) => ({
+      kind: "patchBootcNode" as const,
+      node,
+      patch: { metadata: { annotations: { [ANNOTATION_FAILED_IMAGE]: target.image } } },
+      why: "mark failed (roll back)",
+    })),
+    events: marked.map((node) =>
+      nodeEvent(
+        node,
+        "Warning",
+        "RollingBack",
+        `node ${node} failed on ${target.image}; rolling it back to ${to}`,
+      )
+    ),
+    wake: 1,
+  });
+}
+
+/**
+ * The canary's watch over released members while it has not passed: its
+ * failures; a member NotReady within the grace holds the soak (a reconcile is
+ * asked for when its grace ends).
  */
 function watchSoak(
-  ctx: RolloutContext,
+  input: PlanInput,
   onTarget: readonly Member[],
   target: Target,
-): { failed: boolean; notReadyUntil?: Date } {
-  const { pool, plan } = ctx;
+): { failed: boolean; failures: HealthFailure[]; notReadyUntil?: Date; out: StepOutput } {
+  const { pool, now } = input;
   const canary = pool.status?.canary?.image === target.image ? pool.status.canary : undefined;
-  if (!canary || canary.phase === "Passed") return { failed: false };
+  if (!canary || canary.phase === "Passed") {
+    return { failed: false, failures: [], out: stepOutput() };
+  }
   const graceMs = soakGraceMs(pool);
   const start = soakStart(pool, canary);
-  let failed = false;
+  const failures: HealthFailure[] = [];
+  const outs: StepOutput[] = [];
   let notReadyUntil: Date | undefined;
   // Any member that ran the target and was released, whatever it reports now (a host
   // that fell back runs the old image again).
@@ -153,53 +222,63 @@ function watchSoak(
       desired: m.desired ?? { image: target.image },
       graceMs,
       soakStart: start,
-      now: ctx.input.now,
+      now,
     });
     if (verdict.state === "Failed") {
-      ctx.failures.push({ node: m.node.name, message: verdict.message });
-      failed = true;
+      failures.push({ node: m.node.name, message: verdict.message });
     } else if (verdict.state === "NotReady") {
-      plan.notes.push(`canary: ${verdict.message}`);
-      plan.wakeAt(verdict.failsAt);
+      outs.push(stepOutput({
+        notes: [`canary: ${verdict.message}`],
+        wake: verdict.failsAt.getTime() - now.getTime(),
+      }));
       if (!notReadyUntil || verdict.failsAt > notReadyUntil) notReadyUntil = verdict.failsAt;
     }
   }
-  return { failed, notReadyUntil };
+  return { failed: failures.length > 0, failures, notReadyUntil, out: mergeOutputs(outs) };
 }
 
 /**
  * The target's rollout stays halted after nodes were rolled back from it
  * (RollbackNode): told by the nodes' failed-image marks, or by the history when
- * the marks were edited away. Returns the halted image, if any.
+ * the marks were edited away. Returns the halted image, if any, and its issue.
  */
 function rolledBackHalt(
-  ctx: RolloutContext,
+  input: PlanInput,
   members: readonly Member[],
   target: Target,
-): string | undefined {
-  const { pool, plan } = ctx;
+): { haltFor?: string; out?: StepOutput } {
+  const { pool } = input;
   const rolledBack = members.filter((m) =>
     m.bn?.metadata.annotations?.[ANNOTATION_FAILED_IMAGE] === target.image
   ).map((m) => m.node.name);
   if (rolledBack.length > 0) {
-    plan.issues.push({
-      reason: PoolDegradedReason.HealthCheckFailed,
-      message: `node(s) ${rolledBack.join(", ")} failed their health checks on ${target.image} ` +
-        `and were rolled back; the rollout is halted until spec.image.ref changes`,
-    });
-    return target.image;
+    return {
+      haltFor: target.image,
+      out: stepOutput({
+        issues: [{
+          reason: PoolDegradedReason.HealthCheckFailed,
+          message: `node(s) ${rolledBack.join(", ")} failed their health checks on ` +
+            `${target.image} and were rolled back; the rollout is halted until ` +
+            `spec.image.ref changes`,
+        }],
+      }),
+    };
   }
   const lastRevision = pool.status?.history?.at(-1);
   if (
     pool.spec.rollout?.onFailure === "RollbackNode" &&
     lastRevision?.image === target.image && lastRevision.outcome === "Failed"
   ) {
-    plan.issues.push({
-      reason: PoolDegradedReason.HealthCheckFailed,
-      message: `${target.image} failed its health checks (revision ${lastRevision.revision}); ` +
-        `the rollout is halted until spec.image.ref changes`,
-    });
-    return target.image;
+    return {
+      haltFor: target.image,
+      out: stepOutput({
+        issues: [{
+          reason: PoolDegradedReason.HealthCheckFailed,
+          message: `${target.image} failed its health checks (revision ` +
+            `${lastRevision.revision}); the rollout is halted until spec.image.ref changes`,
+        }],
+      }),
+    };
   }
-  return undefined;
+  return {};
 }

@@ -1,10 +1,8 @@
 import assert from "node:assert/strict";
 import { ANNOTATION_FAILED_IMAGE, PoolDegradedReason } from "../lib/api/mod.ts";
 import { failureRecord } from "./failure_policy.ts";
-import { respondToHealth } from "./health_response.ts";
-import { RolloutContext } from "./in_flight.ts";
+import { type HealthResponse, respondToHealth } from "./health_response.ts";
 import { classifyMember, type Member } from "./membership.ts";
-import { PlanBuilder } from "./plan.ts";
 import { bootcNode, digest, image, input, node, pool } from "./testing/fixtures.ts";
 
 const TARGET = { image: image("b"), digest: digest("b") };
@@ -29,16 +27,15 @@ function scene(
     return bn;
   });
   const i = input(p, { nodes: names.map((n) => node(n)), bootcNodes: bns });
-  const plan = new PlanBuilder("workers", i.now);
-  const ctx = new RolloutContext(i, plan, p);
-  for (const n of opts.failures ?? []) ctx.failures.push({ node: n, message: `${n}: unit failed` });
+  const failures = (opts.failures ?? []).map((n) => ({ node: n, message: `${n}: unit failed` }));
   const members: Member[] = bns.map((bn) => {
     const node = i.nodes.get(bn.metadata.name ?? "")!;
     return { node, bn, ...classifyMember(node, bn), disrupted: false };
   });
-  const respond = () =>
+  const respond = (): HealthResponse =>
     respondToHealth({
-      ctx,
+      input: i,
+      failures,
       members,
       target: TARGET,
       effective: { target: TARGET, rollback: false },
@@ -46,12 +43,12 @@ function scene(
       lastGood: GOOD,
       onTarget: (m) => m.bn?.spec.desiredImage === TARGET.image,
     });
-  return { plan, respond };
+  return { respond };
 }
 
 Deno.test("respondToHealth: Halt records the failure once and leaves the halt to the slot rule", () => {
-  const { plan, respond } = scene("Halt", { failures: ["n1"] });
-  const r = respond();
+  const r = scene("Halt", { failures: ["n1"] }).respond();
+  const plan = r.out;
   assert.equal(r.failed?.outcome, "Failed");
   assert.equal(r.newFailure, true);
   assert.equal(r.haltFor, undefined);
@@ -69,8 +66,8 @@ Deno.test("respondToHealth: Halt records the failure once and leaves the halt to
 });
 
 Deno.test("respondToHealth: RollbackPool halts the target and holds the pool on the good image", () => {
-  const { plan, respond } = scene("RollbackPool", { failures: ["n2"] });
-  const r = respond();
+  const r = scene("RollbackPool", { failures: ["n2"] }).respond();
+  const plan = r.out;
   assert.equal(r.failed?.outcome, "RolledBack");
   assert.equal(r.haltFor, TARGET.image);
   assert.equal(r.record.rollbackHold?.image, GOOD);
@@ -80,8 +77,8 @@ Deno.test("respondToHealth: RollbackPool halts the target and holds the pool on 
 });
 
 Deno.test("respondToHealth: RollbackNode marks the failed node; the marks, or the history, keep the halt", () => {
-  const { plan, respond } = scene("RollbackNode", { failures: ["n3"] });
-  const r = respond();
+  const r = scene("RollbackNode", { failures: ["n3"] }).respond();
+  const plan = r.out;
   assert.equal(r.haltFor, TARGET.image);
   assert.deepEqual(
     plan.actions.map((a) => "why" in a ? `${a.node}:${a.why}` : a.kind),

@@ -310,11 +310,6 @@ export class StepWriter {
   }
 }
 
-/** @deprecated transitional name of {@linkcode StepWriter} (steps not yet moved to outputs). */
-export const PlanBuilder = StepWriter;
-/** @deprecated transitional name of {@linkcode StepWriter}. */
-export type PlanBuilder = StepWriter;
-
 /** "a, b, c and 2 more". */
 export function listNames(names: readonly string[], max = 5): string {
   const shown = names.slice(0, max).join(", ");

@@ -8,6 +8,7 @@
 import {
   type BootcNodePoolStatus,
   type Condition,
+  type ConditionInput,
   conditionsEqual,
   findCondition,
   PoolConditionType,
@@ -112,15 +113,62 @@ export function breakdownMessage(counts: StateCounts): string {
 
 /** Builds the new pool status; conditions keep their transition time when unchanged. */
 export function buildPoolStatus(input: PoolStatusInput): BootcNodePoolStatus {
-  const { counts, target, prior, now } = input;
+  const { counts, target, prior } = input;
   const nodeCount = Object.values(counts).reduce((a, b) => a + b, 0);
   const allUpdated = target !== undefined && counts.UpToDate === nodeCount;
   const degradedCount = counts.Degraded;
   const deployedDigest = allUpdated ? target.digest : prior?.deployedDigest;
+  // Steps that do not touch the rollout record (an invalid spec) keep it as it was.
+  const r: RolloutRecord = input.rollout ?? {
+    history: prior?.history,
+    failedDigests: prior?.failedDigests,
+    consecutiveFailures: prior?.consecutiveFailures,
+    circuitReset: prior?.circuitReset,
+    rollbackHold: prior?.rollbackHold,
+    canary: prior?.canary,
+    channel: prior?.channel,
+  };
+  const status: BootcNodePoolStatus = {
+    observedGeneration: input.generation,
+    targetDigest: target?.digest,
+    targetImage: target?.image,
+    targetPlatforms: target?.platforms && target.platforms.length > 0
+      ? target.platforms
+      : undefined,
+    deployedDigest,
+    updateAvailable: target !== undefined && target.digest !== deployedDigest,
+    lastResolvedTime: input.lastResolvedTime,
+    nodeCount,
+    updatedCount: counts.UpToDate,
+    updatingCount: nodeCount - counts.UpToDate - degradedCount,
+    degradedCount,
+    slotsInUse: input.slotsInUse,
+    slots: input.slots ? { ...input.slots, inUse: input.slotsInUse } : undefined,
+    queue: input.queue && input.queue.length > 0
+      ? input.queue.slice(0, SLOT_QUEUE_LIMIT)
+      : undefined,
+    conditions: poolConditions(input, nodeCount, r),
+    history: r.history && r.history.length > 0 ? r.history : undefined,
+    failedDigests: r.failedDigests && r.failedDigests.length > 0 ? r.failedDigests : undefined,
+    consecutiveFailures: r.consecutiveFailures ? r.consecutiveFailures : undefined,
+    circuitReset: r.circuitReset,
+    rollbackHold: r.rollbackHold,
+    canary: r.canary,
+    channel: r.channel,
+  };
+  return dropUndefined(status);
+}
 
-  let conditions: Condition[] = prior?.conditions ?? [];
+/**
+ * The pool's UpToDate condition (all updated, else the breakdown and why it
+ * waits), its Degraded condition (the most severe issue's reason, every
+ * message) and, once the circuit breaker ever opened, CircuitOpen.
+ */
+function poolConditions(input: PoolStatusInput, nodeCount: number, r: RolloutRecord): Condition[] {
+  const { counts, target, now } = input;
   const observedGeneration = input.generation;
-  if (allUpdated) {
+  let conditions: Condition[] = input.prior?.conditions ?? [];
+  if (target !== undefined && counts.UpToDate === nodeCount) {
     conditions = setCondition(conditions, {
       type: PoolConditionType.UpToDate,
       status: "True",
@@ -141,37 +189,7 @@ export function buildPoolStatus(input: PoolStatusInput): BootcNodePoolStatus {
       observedGeneration,
     }, now);
   }
-  const issues = [...input.issues].sort((a, b) =>
-    ISSUE_ORDER.indexOf(a.reason) - ISSUE_ORDER.indexOf(b.reason)
-  );
-  if (issues.length > 0) {
-    conditions = setCondition(conditions, {
-      type: PoolConditionType.Degraded,
-      status: "True",
-      reason: issues[0].reason,
-      message: truncate(issues.map((i) => i.message).join("; "), 4096),
-      observedGeneration,
-    }, now);
-  } else {
-    conditions = setCondition(conditions, {
-      type: PoolConditionType.Degraded,
-      status: "False",
-      reason: PoolDegradedReason.Healthy,
-      message: "No issues",
-      observedGeneration,
-    }, now);
-  }
-
-  // Steps that do not touch the rollout record (an invalid spec) keep it as it was.
-  const r: RolloutRecord = input.rollout ?? {
-    history: prior?.history,
-    failedDigests: prior?.failedDigests,
-    consecutiveFailures: prior?.consecutiveFailures,
-    circuitReset: prior?.circuitReset,
-    rollbackHold: prior?.rollbackHold,
-    canary: prior?.canary,
-    channel: prior?.channel,
-  };
+  conditions = setCondition(conditions, degradedCondition(input.issues, observedGeneration), now);
   if (r.circuit && (r.circuit.open || findCondition(conditions, PoolConditionType.CircuitOpen))) {
     conditions = setCondition(conditions, {
       type: PoolConditionType.CircuitOpen,
@@ -181,35 +199,33 @@ export function buildPoolStatus(input: PoolStatusInput): BootcNodePoolStatus {
       observedGeneration,
     }, now);
   }
-  const status: BootcNodePoolStatus = {
+  return conditions;
+}
+
+/** The Degraded condition: the most severe issue's reason and every issue's message. */
+function degradedCondition(
+  issues: readonly PoolIssue[],
+  observedGeneration: number | undefined,
+): ConditionInput {
+  const sorted = [...issues].sort((a, b) =>
+    ISSUE_ORDER.indexOf(a.reason) - ISSUE_ORDER.indexOf(b.reason)
+  );
+  if (sorted.length === 0) {
+    return {
+      type: PoolConditionType.Degraded,
+      status: "False",
+      reason: PoolDegradedReason.Healthy,
+      message: "No issues",
+      observedGeneration,
+    };
+  }
+  return {
+    type: PoolConditionType.Degraded,
+    status: "True",
+    reason: sorted[0].reason,
+    message: truncate(sorted.map((i) => i.message).join("; "), 4096),
     observedGeneration,
-    targetDigest: target?.digest,
-    targetImage: target?.image,
-    targetPlatforms: target?.platforms && target.platforms.length > 0
-      ? target.platforms
-      : undefined,
-    deployedDigest,
-    updateAvailable: target !== undefined && target.digest !== deployedDigest,
-    lastResolvedTime: input.lastResolvedTime,
-    nodeCount,
-    updatedCount: counts.UpToDate,
-    updatingCount: nodeCount - counts.UpToDate - degradedCount,
-    degradedCount,
-    slotsInUse: input.slotsInUse,
-    slots: input.slots ? { ...input.slots, inUse: input.slotsInUse } : undefined,
-    queue: input.queue && input.queue.length > 0
-      ? input.queue.slice(0, SLOT_QUEUE_LIMIT)
-      : undefined,
-    conditions,
-    history: r.history && r.history.length > 0 ? r.history : undefined,
-    failedDigests: r.failedDigests && r.failedDigests.length > 0 ? r.failedDigests : undefined,
-    consecutiveFailures: r.consecutiveFailures ? r.consecutiveFailures : undefined,
-    circuitReset: r.circuitReset,
-    rollbackHold: r.rollbackHold,
-    canary: r.canary,
-    channel: r.channel,
   };
-  return dropUndefined(status);
 }
 
 function truncate(text: string, max: number): string {

@@ -21,14 +21,14 @@ import {
 import type { HealthResponse } from "./health_response.ts";
 import { nextHistory } from "./history.ts";
 import type { Member } from "./membership.ts";
-import type { PlanBuilder, PlanInput } from "./plan.ts";
+import { type PlanInput, poolEvent, type StepOutput, stepOutput } from "./plan.ts";
 import type { RolloutRecord } from "./pool_status.ts";
 import type { Target } from "./types.ts";
 
 /** What step 7 works on. */
 export interface RolloutRecordInput {
   input: PlanInput;
-  plan: PlanBuilder;
+  /** The members after the slot step (a node granted a slot in this plan is disrupted). */
   members: readonly Member[];
   target: Target | undefined;
   /** Whether a member's BootcNode is bound for the target. */
@@ -40,9 +40,15 @@ export interface RolloutRecordInput {
   updated: number;
 }
 
-/** The rollout record for the pool's status after this plan (notes, wake-ups and events on `plan`). */
-export function rolloutRecord(step: RolloutRecordInput): RolloutRecord {
-  const { input, plan, members, target, onTarget, effective, health, canary } = step;
+/** What step 7 decided: the rollout record for the pool's status, and its notes and events. */
+export interface RolloutRecordStep {
+  rollout: RolloutRecord;
+  out: StepOutput;
+}
+
+/** The rollout record for the pool's status after this plan. */
+export function rolloutRecord(step: RolloutRecordInput): RolloutRecordStep {
+  const { input, members, target, onTarget, effective, health, canary } = step;
   const { pool, now } = input;
   const { failed } = health;
   let record: FailureRecord = health.record;
@@ -68,34 +74,15 @@ export function rolloutRecord(step: RolloutRecordInput): RolloutRecord {
   if (justSucceeded && !effective.rollback && !returned) {
     record = { ...record, consecutiveFailures: 0 };
   }
-  let channel = input.channel?.status;
-  if (channel && input.channel?.ref && input.channel.ref === pool.spec.image.ref) {
-    if (failed && health.newFailure) channel = channelFailed(channel);
-    if (channel.message) plan.notes.push(`channel: ${channel.message}`);
-  }
-  // The next channel check is a time, not an event: come back then (a check already due is
-  // being listed; its result wakes the pool).
-  if (input.channel && input.channel.dueAt.getTime() > now.getTime()) {
-    plan.wakeAt(input.channel.dueAt);
-  }
-  if (input.channel?.blockedByCircuit) {
-    plan.poolEvent(
-      "Warning",
-      "UpdateAvailable",
-      `version ${input.channel.blockedByCircuit} of ${channel?.repository} is available, but the ` +
-        `circuit is open: not rolled out until it is reset`,
-      `circuit-available/${input.channel.blockedByCircuit}`,
-    );
-  }
-  const open = circuitOpen(pool, record);
-  if (canary && canary.phase !== "Passed" && !(pool.spec.rollout?.paused ?? false)) {
-    plan.notes.push(
+  const channel = channelReport(input, health);
+  const canaryNotes = canary && canary.phase !== "Passed" && !(pool.spec.rollout?.paused ?? false)
+    ? [
       canary.phase === "Soaking"
         ? `canary soaking until ${canary.soakUntil}`
         : `canary ${canary.phase.toLowerCase()}: ${step.updated}/${canary.nodes}`,
-    );
-  }
-  return {
+    ]
+    : [];
+  const rollout: RolloutRecord = {
     history,
     failedDigests: record.failedDigests,
     consecutiveFailures: record.consecutiveFailures,
@@ -106,16 +93,63 @@ export function rolloutRecord(step: RolloutRecordInput): RolloutRecord {
       ? record.rollbackHold
       : undefined,
     canary,
-    channel,
-    circuit: {
-      open,
-      message: open
-        ? `${record.consecutiveFailures} consecutive failed rollouts (maxRollbacks ` +
-          `${maxRollbacks(pool)}): no automatic change until the circuit is reset ` +
-          `(kubectl annotate bnp ${pool.metadata.name} ${ANNOTATION_RESET_CIRCUIT}=$(date +%s) --overwrite)`
-        : `${record.consecutiveFailures} consecutive failed rollout(s) of ${
-          maxRollbacks(pool)
-        } allowed`,
-    },
+    channel: channel.status,
+    circuit: circuitStatus(input, record),
+  };
+  return {
+    rollout,
+    out: stepOutput({
+      notes: [...channel.notes, ...canaryNotes],
+      events: channel.events,
+      wake: channel.wake,
+    }),
+  };
+}
+
+/**
+ * The channel's report: its status (the current version failed: it joins the
+ * failed versions), its note, a wake-up for the next check, and the event for a
+ * version the open circuit holds back.
+ */
+function channelReport(input: PlanInput, health: HealthResponse) {
+  const { pool, now } = input;
+  let status = input.channel?.status;
+  const notes: string[] = [];
+  if (status && input.channel?.ref && input.channel.ref === pool.spec.image.ref) {
+    if (health.failed && health.newFailure) status = channelFailed(status);
+    if (status.message) notes.push(`channel: ${status.message}`);
+  }
+  // The next channel check is a time, not an event: come back then (a check already due is
+  // being listed; its result wakes the pool).
+  const wake = input.channel && input.channel.dueAt.getTime() > now.getTime()
+    ? input.channel.dueAt.getTime() - now.getTime()
+    : undefined;
+  const blocked = input.channel?.blockedByCircuit;
+  const events = blocked
+    ? [poolEvent(
+      pool.metadata.name ?? "",
+      "Warning",
+      "UpdateAvailable",
+      `version ${blocked} of ${status?.repository} is available, but the ` +
+        `circuit is open: not rolled out until it is reset`,
+      `circuit-available/${blocked}`,
+    )]
+    : [];
+  return { status, notes, wake, events };
+}
+
+/** The CircuitOpen condition's facts after this plan's failure record. */
+function circuitStatus(input: PlanInput, record: FailureRecord): RolloutRecord["circuit"] {
+  const { pool } = input;
+  const open = circuitOpen(pool, record);
+  return {
+    open,
+    message: open
+      ? `${record.consecutiveFailures} consecutive failed rollouts (maxRollbacks ` +
+        `${maxRollbacks(pool)}): no automatic change until the circuit is reset ` +
+        `(kubectl annotate bnp ${pool.metadata.name} ${ANNOTATION_RESET_CIRCUIT}=$(date +%s) --overwrite)`
+      : `${record.consecutiveFailures} consecutive failed rollout(s) of ${
+        maxRollbacks(pool)
+      } allowed`,
   };
 }

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { classifyMember, type Member } from "./membership.ts";
-import { PlanBuilder } from "./plan.ts";
+import { NO_OUTPUT } from "./plan.ts";
 import { rolloutRecord } from "./rollout_record.ts";
 import { bootcNode, digest, image, input, node, pool } from "./testing/fixtures.ts";
 
@@ -29,10 +29,8 @@ function record(
     const node = i.nodes.get(bn.metadata.name ?? "")!;
     return { node, bn, ...classifyMember(node, bn), disrupted: false };
   });
-  const plan = new PlanBuilder("workers", i.now);
   return rolloutRecord({
     input: i,
-    plan,
     members,
     target,
     onTarget: () => true,
@@ -43,10 +41,11 @@ function record(
         failedDigests: status?.failedDigests ?? [],
         consecutiveFailures: status?.consecutiveFailures ?? 0,
       },
+      out: NO_OUTPUT,
     },
     canary: undefined,
     updated: members.length,
-  });
+  }).rollout;
 }
 
 Deno.test("rolloutRecord: a new image that succeeds ends the run of failures", () => {

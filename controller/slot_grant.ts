@@ -1,20 +1,29 @@
 /**
- * Planning step 4, new reboot slots: staged, Ready, undisrupted members get a
+ * Planning step 5, the grants: staged, Ready, undisrupted members get a
  * slot while the pool's budget has room, the rollout is neither paused nor
  * halted, and their drain cannot deadlock with one in flight on a shared
  * PodDisruptionBudget. A grant is one Node write (the disruption record and the
  * cordon together), then the BootcNode's mirror of the prior cordon state, then
- * the first evictions.
+ * the first evictions. Pure: the grants are returned (marked `grant` on their
+ * Node write), the members and step 3's drains are only read.
  *
  * @module
  */
 import { ANNOTATION_WAS_CORDONED } from "../lib/api/mod.ts";
 import { grantPatch } from "./disruption.ts";
 import { pdbDemand } from "./drain.ts";
-import type { RolloutContext } from "./in_flight.ts";
+import { addDemand, allowedDisruptions, evictPass, podsOf } from "./in_flight.ts";
 import type { Member } from "./membership.ts";
-import { listNames } from "./plan.ts";
-import type { PodSummary } from "./types.ts";
+import {
+  type Action,
+  listNames,
+  mergeOutputs,
+  nodeEvent,
+  type PlanInput,
+  type StepOutput,
+  stepOutput,
+} from "./plan.ts";
+import type { PdbSummary, PodSummary } from "./types.ts";
 
 /** Members that could take a slot now (before any budget is applied). */
 export function slotCandidates(members: readonly Member[]): Member[] {
@@ -37,30 +46,48 @@ export const QueueWait = {
   RolloutHalted: "RolloutHalted",
 } as const;
 
+/** What step 3 left that grants read (never change): the slots in use and the drains. */
+export interface GrantBase {
+  /** Nodes counted against the pool's budget before any grant (in flight and leaving). */
+  inUse: number;
+  /** Nodes draining (or with unknown pods). */
+  drainingNodes: number;
+  /** Disruptions each PDB must absorb from the drains in flight. */
+  drainingDemand: ReadonlyMap<string, number>;
+}
+
 /** What {@linkcode grantSlots} did: the grants in order, and why each other candidate it saw waits. */
 export interface GrantOutcome {
   granted: string[];
   /** Candidates it saw and did not grant, by name: a gate's reason or a {@linkcode QueueWait}. */
   held: Map<string, string>;
+  /** Nodes counted against the pool's budget after the grants. */
+  inUse: number;
+  /** The grants' writes, events and first evictions, the pods asked for, a note on PDB waits. */
+  out: StepOutput;
 }
 
 /**
- * Step 4: walks the candidates in order and hands a slot to each one the gates
- * admit given the grants before it (see `gates/`), unless its drain would
- * deadlock with one in flight on a shared PodDisruptionBudget. Pods are asked
- * for at most `podBudget` candidates whose pods are unknown (the walk stops
- * there: the candidates after it are not in `held`).
+ * Step 5's grants: walks the candidates in order and hands a slot to each one the
+ * gates admit given the grants before it (see `gates/`), unless its drain would
+ * deadlock with one in flight (or granted before it) on a shared
+ * PodDisruptionBudget. Pods are asked for at most `podBudget` candidates whose
+ * pods are unknown (the walk stops there: the candidates after it are not in
+ * `held`).
  */
 export function grantSlots(
   candidates: readonly Member[],
-  ctx: RolloutContext,
+  input: PlanInput,
+  base: GrantBase,
   admitOne: AdmitOne,
   podBudget: number,
 ): GrantOutcome {
-  const { plan } = ctx;
   const waitingOnPdb: string[] = [];
   const granted: string[] = [];
   const held = new Map<string, string>();
+  const needPods: string[] = [];
+  const grants: StepOutput[] = [];
+  let drains = { nodes: base.drainingNodes, demand: base.drainingDemand };
   let unknown = podBudget;
   for (const c of candidates) {
     const name = c.node.name;
@@ -69,26 +96,32 @@ export function grantSlots(
       held.set(name, refused);
       continue;
     }
-    const pods = ctx.podsOf(name);
+    const pods = podsOf(input, name);
     if (!pods) {
       if (unknown-- <= 0) break;
-      plan.needPods.push(name);
+      needPods.push(name);
       held.set(name, QueueWait.PodList);
       continue;
     }
-    const blockedBy = deadlockingPdbs(ctx, pods);
+    const blockedBy = deadlockingPdbs(drains, pods, input.pdbs);
     if (blockedBy.length > 0) {
       waitingOnPdb.push(`${name} (PodDisruptionBudget ${listNames(blockedBy, 3)})`);
       held.set(name, QueueWait.PodDisruptionBudget);
       continue;
     }
     granted.push(name);
-    grantSlot(ctx, c, pods);
+    drains = { nodes: drains.nodes + 1, demand: addDemand(drains.demand, pods, input.pdbs) };
+    grants.push(grantOutput(input, c, pods, base.inUse + granted.length));
   }
-  if (waitingOnPdb.length > 0) {
-    plan.notes.push(`waiting on disruption budgets: ${listNames(waitingOnPdb, 3)}`);
-  }
-  return { granted, held };
+  const notes = waitingOnPdb.length > 0
+    ? [`waiting on disruption budgets: ${listNames(waitingOnPdb, 3)}`]
+    : [];
+  return {
+    granted,
+    held,
+    inUse: base.inUse + granted.length,
+    out: mergeOutputs([...grants, stepOutput({ needPods, notes })]),
+  };
 }
 
 /**
@@ -97,54 +130,68 @@ export function grantSlots(
  * Empty while no drain runs: one blocked node may go then, as it cannot
  * deadlock with anyone and its drain timeout reports the budget that blocks it.
  */
-function deadlockingPdbs(ctx: RolloutContext, pods: readonly PodSummary[]): string[] {
-  if (ctx.drainingNodes === 0) return [];
-  const demand = pdbDemand(pods, ctx.input.pdbs);
+function deadlockingPdbs(
+  drains: { nodes: number; demand: ReadonlyMap<string, number> },
+  pods: readonly PodSummary[],
+  pdbs: readonly PdbSummary[],
+): string[] {
+  if (drains.nodes === 0) return [];
+  const demand = pdbDemand(pods, pdbs);
   return [...demand].filter(([key, n]) =>
-    n + (ctx.drainingDemand.get(key) ?? 0) > ctx.allowedDisruptions(key)
+    n + (drains.demand.get(key) ?? 0) > allowedDisruptions(pdbs, key)
   ).map(([key]) => key);
 }
 
 /**
- * One grant: the Node write (disruption record and cordon together), the
- * BootcNode's mirror of the prior cordon state, the first evictions, and the
- * events saying so; `c` counts as disrupted from here on.
+ * One grant: the Node write (disruption record and cordon together, marked as
+ * the grant), the BootcNode's mirror of the prior cordon state, the first
+ * evictions, and the events saying so (`inUse`: the pool's disrupted nodes with
+ * this one).
  */
-function grantSlot(ctx: RolloutContext, c: Member, pods: readonly PodSummary[]): void {
-  const { plan, input } = ctx;
+function grantOutput(
+  input: PlanInput,
+  c: Member,
+  pods: readonly PodSummary[],
+  inUse: number,
+): StepOutput {
   const name = c.node.name;
-  ctx.inUse++;
-  ctx.drainingNodes++;
-  plan.draining = true;
-  ctx.addDemand(pods);
-  plan.act({
-    kind: "patchNode",
-    node: name,
-    patch: grantPatch(c.node, plan.poolName, input.now),
-    why: "assign slot",
-    grant: true,
-  });
-  plan.act({
-    kind: "patchBootcNode",
-    node: name,
-    patch: {
-      metadata: { annotations: { [ANNOTATION_WAS_CORDONED]: String(c.node.unschedulable) } },
+  const evict = evictPass(name, pods);
+  const actions: Action[] = [
+    {
+      kind: "patchNode",
+      node: name,
+      patch: grantPatch(c.node, input.pool.metadata.name ?? "", input.now),
+      why: "assign slot",
+      grant: true,
     },
-    why: "mirror prior cordon state",
+    {
+      kind: "patchBootcNode",
+      node: name,
+      patch: {
+        metadata: { annotations: { [ANNOTATION_WAS_CORDONED]: String(c.node.unschedulable) } },
+      },
+      why: "mirror prior cordon state",
+    },
+  ];
+  if (evict.action) actions.push(evict.action);
+  const events = [
+    nodeEvent(
+      name,
+      "Normal",
+      "SlotAssigned",
+      `node ${name} got a reboot slot (${inUse} of the pool's nodes disrupted)`,
+    ),
+    nodeEvent(
+      name,
+      "Normal",
+      "DrainStarted",
+      `draining node ${name}: ${evict.toEvict} pod(s) to evict, ${evict.terminating} terminating`,
+    ),
+  ];
+  return stepOutput({
+    actions,
+    events,
+    draining: true,
+    wake: input.options?.drainPollMs ?? 5_000,
   });
-  const pass = ctx.evict(name, pods);
-  plan.nodeEvent(
-    name,
-    "Normal",
-    "SlotAssigned",
-    `node ${name} got a reboot slot (${ctx.inUse} of the pool's nodes disrupted)`,
-  );
-  plan.nodeEvent(
-    name,
-    "Normal",
-    "DrainStarted",
-    `draining node ${name}: ${pass.toEvict} pod(s) to evict, ${pass.terminating} terminating`,
-  );
-  c.disrupted = true;
-  plan.wake(input.options?.drainPollMs ?? 5_000);
 }

@@ -20,9 +20,9 @@ import {
 } from "../lib/api/mod.ts";
 import { recordOf } from "./disruption.ts";
 import { EffectiveState } from "./effective_state.ts";
-import type { RolloutContext, StallFinding } from "./in_flight.ts";
+import type { StallFinding } from "./in_flight.ts";
 import type { Member } from "./membership.ts";
-import { listNames } from "./plan.ts";
+import { type Action, listNames, type PlanInput, type StepOutput, StepWriter } from "./plan.ts";
 import { formatTime, parseTime } from "./slots.ts";
 import { type StallDeadlines, stallDeadlines } from "./deadlines.ts";
 import { daemonSays, findNoProgress } from "./liveness.ts";
@@ -136,30 +136,45 @@ export function stalledCondition(
   return undefined;
 }
 
-/** Step 5: Stalled conditions, events and the pool's NodeStalled issue. */
-export function reportStalled(members: readonly Member[], ctx: RolloutContext): void {
-  const { plan, input } = ctx;
+/** What step 6 found: the members it found stalled now (they count as Degraded). */
+export interface StalledResult {
+  /** Members stalled by a finding of this step (not those step 3 found). */
+  stuck: ReadonlySet<string>;
+  /** Stalled conditions, events, the NodeStalled issue, the note and wake-ups. */
+  out: StepOutput;
+}
+
+/**
+ * Step 6: Stalled conditions, events and the pool's NodeStalled issue. `found`
+ * are the in-flight step's findings (RebootTimeout), which come first.
+ */
+export function reportStalled(
+  members: readonly Member[],
+  input: PlanInput,
+  found: ReadonlyMap<string, StallFinding>,
+): StalledResult {
   const deadlines = stallDeadlines(input.pool.spec.rollout as Record<string, unknown> | undefined);
+  const w = new StepWriter(input.pool.metadata.name ?? "", input.now);
+  const stuck = new Set<string>();
   const stalledNames: string[] = [];
   const issueParts: string[] = [];
   for (const m of members) {
     const bn = m.bn;
     if (!bn) continue;
     const name = m.node.name;
-    let finding = ctx.stalled.get(name);
+    let finding = found.get(name);
     if (!finding) {
-      const found = findStall(m, deadlines, input.now);
-      if (found.nextAt) plan.wakeAt(found.nextAt);
-      finding = found.finding;
+      const stall = findStall(m, deadlines, input.now);
+      if (stall.nextAt) w.wakeAt(stall.nextAt);
+      finding = stall.finding;
       if (finding) {
-        ctx.stalled.set(name, finding);
-        ctx.stuck.add(name);
+        stuck.add(name);
         issueParts.push(`${name} (${finding.reason}: ${finding.message})`);
       }
     }
     if (finding) {
       stalledNames.push(name);
-      plan.nodeEvent(
+      w.nodeEvent(
         name,
         "Warning",
         finding.reason,
@@ -167,30 +182,42 @@ export function reportStalled(members: readonly Member[], ctx: RolloutContext): 
         `stalled/${name}/${finding.reason}/${formatTime(finding.since)}`,
       );
     }
-    const wanted = stalledCondition(bn, finding);
-    if (!wanted) continue;
-    const current = findCondition(bn.status?.conditions, NodeConditionType.Stalled);
-    if (
-      current?.status === wanted.status && current.reason === wanted.reason &&
-      current.message === wanted.message
-    ) continue;
-    plan.act({
-      kind: "patchBootcNodeStatus",
-      node: name,
-      patch: {
-        metadata: { resourceVersion: bn.metadata.resourceVersion },
-        status: { conditions: setCondition(bn.status?.conditions, wanted, input.now) },
-      },
-      why: finding ? `stalled: ${finding.reason}` : "no longer stalled",
-    });
+    const patch = stalledPatch(name, bn, finding, input.now);
+    if (patch) w.act(patch);
   }
   if (issueParts.length > 0) {
-    plan.issues.push({
+    w.issues.push({
       reason: PoolDegradedReason.NodeStalled,
       message: `${issueParts.length} node(s) stalled: ${listNames(issueParts, 3)}`,
     });
   }
   if (stalledNames.length > 0) {
-    plan.notes.push(`${stalledNames.length} stalled (${listNames(stalledNames.sort(), 3)})`);
+    w.notes.push(`${stalledNames.length} stalled (${listNames(stalledNames.sort(), 3)})`);
   }
+  return { stuck, out: w.output() };
+}
+
+/** The write of the Stalled condition `finding` calls for, if it changes. */
+function stalledPatch(
+  name: string,
+  bn: BootcNode,
+  finding: StallFinding | undefined,
+  now: Date,
+): Action | undefined {
+  const wanted = stalledCondition(bn, finding);
+  if (!wanted) return undefined;
+  const current = findCondition(bn.status?.conditions, NodeConditionType.Stalled);
+  if (
+    current?.status === wanted.status && current.reason === wanted.reason &&
+    current.message === wanted.message
+  ) return undefined;
+  return {
+    kind: "patchBootcNodeStatus",
+    node: name,
+    patch: {
+      metadata: { resourceVersion: bn.metadata.resourceVersion },
+      status: { conditions: setCondition(bn.status?.conditions, wanted, now) },
+    },
+    why: finding ? `stalled: ${finding.reason}` : "no longer stalled",
+  };
 }
