@@ -16,11 +16,11 @@ import { parseArgs } from "node:util";
 import { EventRecorder, KubeClient, LeaderElector } from "../lib/kube/mod.ts";
 import { shiftedClock } from "../lib/clock.ts";
 import { createLogger } from "../lib/log.ts";
-import { ControllerMetrics } from "./metrics.ts";
-import { PoolReconciler } from "./reconciler.ts";
-import { RegistryImageResolver } from "./resolver.ts";
-import { registryTagLister } from "./channel_checks.ts";
-import { startServer } from "./server.ts";
+import { ControllerMetrics } from "./shell/metrics.ts";
+import { PoolReconciler } from "./shell/reconciler.ts";
+import { RegistryImageResolver } from "./pollers/resolver.ts";
+import { registryTagLister } from "./pollers/channel_checks.ts";
+import { startServer } from "./shell/server.ts";
 
 /** Parsed command line. */
 export interface ControllerFlags {

@@ -4,7 +4,7 @@
  * all of it is verified it must stay healthy for at least `soakSeconds` before
  * the rest proceeds (reason `CanarySoak`, until the soak ends); a failed canary
  * holds everything (reason `CanaryFailed`). The phase itself is computed by
- * `controller/canary.ts` and handed in as {@linkcode GateInput.canary}.
+ * `controller/planner/canary.ts` and handed in as {@linkcode GateInput.canary}.
  *
  * @module
  */

@@ -75,9 +75,9 @@ import {
   resolveIntOrPercent,
 } from "../../lib/api/budget.ts";
 import { labelKeyError } from "../../lib/api/validation.ts";
-import { type LabelMatcher, selectorError, selectorMatcher } from "../selector.ts";
-import { formatTime } from "../slots.ts";
-import type { NodeSummary } from "../types.ts";
+import { type LabelMatcher, selectorError, selectorMatcher } from "../model/selector.ts";
+import { formatTime } from "../model/slots.ts";
+import type { NodeSummary } from "../model/types.ts";
 import type {
   Candidate,
   ClusterBudget,

@@ -10,7 +10,7 @@ import {
   resolveIntOrPercent,
 } from "../../lib/api/mod.ts";
 import { bootcNode, node as fixtureNode, pool as fixturePool } from "../testing/fixtures.ts";
-import type { NodeSummary } from "../types.ts";
+import type { NodeSummary } from "../model/types.ts";
 import { clusterBudgetError, clusterBudgetGate, clusterSlotCaps } from "./cluster_budget.ts";
 import type {
   Candidate,

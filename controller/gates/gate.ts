@@ -14,8 +14,8 @@
  * @module
  */
 import type { BootcNodePool } from "../../lib/api/mod.ts";
-import type { LabelSelector } from "../selector.ts";
-import type { NodeSummary } from "../types.ts";
+import type { LabelSelector } from "../model/selector.ts";
+import type { NodeSummary } from "../model/types.ts";
 
 /** A node that could take a reboot slot now. */
 export interface Candidate {

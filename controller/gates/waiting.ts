@@ -19,7 +19,7 @@ import {
 import { classifyNode } from "../../lib/api/node_state.ts";
 import { owningPool } from "../../lib/api/ownership.ts";
 import type { BootcNode, BootcNodePool } from "../../lib/api/schema.ts";
-import type { NodeSummary } from "../types.ts";
+import type { NodeSummary } from "../model/types.ts";
 import { budgetLimit } from "./budget.ts";
 import { olderFirst } from "./cluster_budget.ts";
 import type { Gate, GateReason, WaitingNode } from "./gate.ts";

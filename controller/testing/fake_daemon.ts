@@ -17,7 +17,7 @@ import {
   NodeConditionType,
 } from "../../lib/api/mod.ts";
 import { Informer, type KubeClient, Resources } from "../../lib/kube/mod.ts";
-import { digestOfPullspec } from "../image_ref.ts";
+import { digestOfPullspec } from "../model/image_ref.ts";
 
 /** How a fake node behaves. */
 export interface FakeNodeBehaviour {

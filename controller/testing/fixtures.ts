@@ -16,8 +16,8 @@ import {
   LABEL_POOL,
   POOL,
 } from "../../lib/api/mod.ts";
-import { type PlanInput, POOL_FINALIZER } from "../planner.ts";
-import type { NodeSummary, PdbSummary, PodSummary } from "../types.ts";
+import { type PlanInput, POOL_FINALIZER } from "../planner/planner.ts";
+import type { NodeSummary, PdbSummary, PodSummary } from "../model/types.ts";
 
 /** A 64-hex digest made from a short seed, e.g. `digest("a")`. */
 export function digest(seed: string): string {

@@ -19,9 +19,9 @@ import {
   type Revision,
   setCondition,
 } from "../../lib/api/mod.ts";
-import { digestOfPullspec } from "../image_ref.ts";
-import { type Plan, type PlanInput, planPool } from "../planner.ts";
-import type { NodeSummary } from "../types.ts";
+import { digestOfPullspec } from "../model/image_ref.ts";
+import { type Plan, type PlanInput, planPool } from "../planner/planner.ts";
+import type { NodeSummary } from "../model/types.ts";
 import { bootcNode, digest, image, node, pool } from "./fixtures.ts";
 
 /** The image every world starts on (revision 1). */

@@ -8,7 +8,7 @@ import { startControlPlane } from "../../tests/harness/control_plane.ts";
 import { waitFor } from "../../tests/harness/wait.ts";
 import { isInvalid, Resources } from "../kube/mod.ts";
 import type { BootcNode, BootcNodePool } from "./mod.ts";
-import { selectorError } from "../../controller/selector.ts";
+import { selectorError } from "../../controller/model/selector.ts";
 
 const CRDS = new URL("../../crds/", import.meta.url).pathname;
 const digest = "sha256:" + "b".repeat(64);

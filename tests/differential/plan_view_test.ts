@@ -21,10 +21,15 @@ import {
   POOL_MAX_UNAVAILABLE,
   resolveIntOrPercent,
 } from "../../lib/api/mod.ts";
-import { type Action, type Plan, type PlanInput, planPool } from "../../controller/planner.ts";
-import { isSlotGrant } from "../../controller/plan.ts";
+import {
+  type Action,
+  type Plan,
+  type PlanInput,
+  planPool,
+} from "../../controller/planner/planner.ts";
+import { isSlotGrant } from "../../controller/planner/plan.ts";
 import { bootcNode, image, input, node, pool } from "../../controller/testing/fixtures.ts";
-import type { NodeSummary } from "../../controller/types.ts";
+import type { NodeSummary } from "../../controller/model/types.ts";
 import type { ClusterBudget } from "../../controller/gates/gate.ts";
 import type { NodeLike, Snapshot } from "../../plugin/model.ts";
 import { poolProgress } from "../../plugin/progress.ts";

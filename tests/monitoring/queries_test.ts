@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { parse } from "yaml";
-import { ControllerMetrics } from "../../controller/metrics.ts";
+import { ControllerMetrics } from "../../controller/shell/metrics.ts";
 import { metricNames } from "./promql_names.ts";
 import { promtool } from "./promtool.ts";
 import { MONITORING_DIR, RULES_FILE } from "./sync_rules.ts";

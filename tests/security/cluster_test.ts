@@ -24,8 +24,8 @@ import {
   type PolicyRule,
   readInstall,
 } from "./manifests.ts";
-import { DAEMON_PULL_SECRETS_ROLE } from "../../controller/daemon_access.ts";
-import { DaemonAccessSync } from "../../controller/daemon_access_sync.ts";
+import { DAEMON_PULL_SECRETS_ROLE } from "../../controller/model/daemon_access.ts";
+import { DaemonAccessSync } from "../../controller/shell/daemon_access_sync.ts";
 
 /** A BootcNode as the kube client handles it. */
 type BootcNode = BootcNodeType & KubeObject;

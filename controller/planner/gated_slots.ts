@@ -1,0 +1,330 @@
+/**
+ * Planner step 5: new reboot slots through the gates. The rollout halts when
+ * two nodes in slots are unhealthy; otherwise every gate (`gates/`) has its say
+ * on the pool's candidates: the whole-set answer says why nodes wait (status,
+ * events and the kubectl plugin repeat it), and grants then ask the gates one
+ * candidate at a time (`slot_grant.ts`), counting the slots granted before it.
+ *
+ * The step also says what views need, so that none recomputes it: the pool's
+ * slot limit and which budget sets it (`status.slots`, arithmetic in
+ * `lib/api/budget.ts`), and the candidates left waiting in the order the grants
+ * walk them, each with what holds it (`status.queue`).
+ *
+ * @module
+ */
+import {
+  owningPool,
+  PoolDegradedReason,
+  poolSlotLimit,
+  type QueueEntry,
+  SlotLimitSource,
+  type SlotsStatus,
+} from "../../lib/api/mod.ts";
+import type { CanaryStatus } from "./canary.ts";
+import { gatePhase } from "./canary.ts";
+import {
+  budgetStates,
+  type Candidate,
+  clusterSlotCaps,
+  type ClusterView,
+  composeGates,
+  type GateInput,
+  GATES,
+  idleSince,
+  waitingCandidates,
+} from "../gates/mod.ts";
+import type { InFlightResult } from "./in_flight.ts";
+import type { Member } from "./membership.ts";
+import { mergeOutputs, type PlanInput, type StepOutput, stepOutput, StepWriter } from "./plan.ts";
+import { type GrantOutcome, grantSlots, QueueWait, slotCandidates } from "./slot_grant.ts";
+import { formatTime } from "../model/slots.ts";
+import type { Target } from "../model/types.ts";
+
+/** What step 5 works on. */
+export interface GatedSlotsInput {
+  input: PlanInput;
+  members: readonly Member[];
+  /** What step 3 found (read-only): slots in use, unhealthy slot nodes, drains. */
+  inFlight: Pick<InFlightResult, "inUse" | "unhealthy" | "drainingNodes" | "drainingDemand">;
+  /** Nodes leaving the pool that still count as disrupted. */
+  releasing: readonly string[];
+  target: Target | undefined;
+  /** An image whose rollout is halted: nodes bound for it get no new slot. */
+  haltFor?: string;
+  /** Members done on the target. */
+  updated: number;
+  canary: CanaryStatus | undefined;
+}
+
+/** What step 5 decided, for the pool's status. */
+export interface GatedSlots {
+  /** The reason of the first gate that holds nodes back for more than routine pacing. */
+  waitReason?: string;
+  /** `status.slots` but `inUse` (the status takes the slots in use after every step). */
+  slots: Omit<SlotsStatus, "inUse">;
+  /**
+   * Every candidate that waits, in the order slots are handed out (the order the
+   * grants walk), with what holds it back; the status keeps the first
+   * `SLOT_QUEUE_LIMIT`.
+   */
+  queue: QueueEntry[];
+  /** The nodes granted a slot by this plan, in grant order. */
+  granted: readonly string[];
+  /** Nodes counted against the pool's budget after the grants (leaving ones included). */
+  inUse: number;
+  /** The grants' writes and events, the halt issue, why the pool waits, wake-ups. */
+  out: StepOutput;
+}
+
+/**
+ * Halts on two unhealthy slots, else grants the slots the gates allow. Says why
+ * the pool waits, its slot limit and what set it, and the queue of the
+ * candidates left waiting (each with the reason of what holds it).
+ */
+export function planGatedSlots(step: GatedSlotsInput): GatedSlots {
+  const { input, members, target, inFlight } = step;
+  const cluster = clusterView(input);
+  const disrupted = [
+    ...members.filter((m) => m.disrupted).map((m) => m.node.name),
+    ...step.releasing,
+  ];
+  const limit = slotLimitStatus(input, members, cluster, disrupted);
+  const all = slotCandidates(members);
+  const inUse = step.releasing.length + inFlight.inUse;
+  let decided: Decided;
+  if (inFlight.unhealthy.length >= 2) {
+    const issues = [{
+      reason: PoolDegradedReason.RolloutHalted,
+      message: `rollout halted: ${inFlight.unhealthy.length} nodes in reboot slots are ` +
+        `unhealthy (${inFlight.unhealthy.join("; ")})`,
+    }];
+    decided = {
+      held: new Map(all.map((m) => [m.node.name, QueueWait.RolloutHalted])),
+      granted: [],
+      inUse,
+      out: stepOutput({ issues }),
+    };
+  } else if (!target) {
+    decided = { held: new Map(), granted: [], inUse, out: stepOutput() };
+  } else {
+    decided = throughGates(step, all, { cluster, disrupted, target, inUse });
+  }
+  const queue = queueOf(all, decided.held);
+  return {
+    waitReason: decided.waitReason,
+    slots: { ...limit, waiting: queue.length },
+    queue,
+    granted: decided.granted,
+    inUse: decided.inUse,
+    out: decided.out,
+  };
+}
+
+/** What holds each candidate, the grants, and why the pool waits. */
+interface Decided {
+  held: ReadonlyMap<string, string>;
+  granted: readonly string[];
+  inUse: number;
+  waitReason?: string;
+  out: StepOutput;
+}
+
+/**
+ * The gates' say on `all` (the slot candidates) and the grants they allow:
+ * what holds each candidate left waiting, and the reason of the first gate
+ * that holds nodes back for more than routine pacing.
+ */
+function throughGates(
+  step: GatedSlotsInput,
+  all: readonly Member[],
+  view: { cluster: ClusterView; disrupted: readonly string[]; target: Target; inUse: number },
+): Decided {
+  const { input, haltFor } = step;
+  const image = view.target.image;
+  // A halted target gives no new slot to nodes bound for it; rollbacks still proceed.
+  const bound = (m: Member) => haltFor !== undefined && m.bn?.spec.desiredImage === haltFor;
+  const candidates = all.filter((m) => !bound(m));
+  const held = new Map<string, string>(
+    all.filter(bound).map((m) => [m.node.name, QueueWait.RolloutHalted]),
+  );
+  const gateInput: GateInput = {
+    pool: input.pool,
+    candidates: candidates.map((m) => toCandidate(m, image)),
+    disrupted: view.disrupted,
+    memberCount: step.members.length,
+    updated: step.updated,
+    canary: gatePhase(step.canary),
+    cluster: view.cluster,
+    now: input.now,
+  };
+  const { admit, waits, heldBy } = composeGates(GATES, gateInput);
+  for (const [name, reason] of heldBy) held.set(name, reason);
+  const grants = admit.length > 0
+    ? grantThroughGates(step, candidates, gateInput, admit.length, view.inUse)
+    : undefined;
+  if (grants) heldAfterGrants(held, candidates, grants);
+  const w = new StepWriter(input.pool.metadata.name ?? "", input.now);
+  for (const wait of waits) {
+    if (wait.until) w.wakeAt(wait.until);
+    // Routine waits (the budget's pace) are news only when a schedule sets the pace.
+    if (!wait.routine || wait.until) w.notes.push(wait.message);
+  }
+  return {
+    held,
+    granted: grants?.granted ?? [],
+    inUse: grants?.inUse ?? view.inUse,
+    waitReason: waits.find((w) => !w.routine)?.reason,
+    out: mergeOutputs([grants?.out ?? stepOutput(), w.output()]),
+  };
+}
+
+/**
+ * Grants slots one candidate at a time, each asking the gates again given the
+ * grants before it (`slot_grant.ts`).
+ */
+function grantThroughGates(
+  step: GatedSlotsInput,
+  candidates: readonly Member[],
+  gateInput: GateInput,
+  admitted: number,
+  inUse: number,
+): GrantOutcome {
+  const { inFlight } = step;
+  return grantSlots(candidates, step.input, {
+    inUse,
+    drainingNodes: inFlight.drainingNodes,
+    drainingDemand: inFlight.drainingDemand,
+  }, (m, granted) => {
+    const one = composeGates(GATES, {
+      ...gateInput,
+      candidates: gateInput.candidates.filter((c) => c.name === m.node.name),
+      disrupted: [...gateInput.disrupted, ...granted],
+    });
+    return one.admit.length === 1 ? undefined : one.heldBy.get(m.node.name);
+  }, admitted + 5);
+}
+
+/**
+ * `held` (the gates' reasons) updated after the grants: granted ones leave it,
+ * the walk's reasons win, and a candidate the walk did not reach (it stopped to
+ * read pods first) waits for that too.
+ */
+function heldAfterGrants(
+  held: Map<string, string>,
+  candidates: readonly Member[],
+  outcome: GrantOutcome,
+): void {
+  const granted = new Set(outcome.granted);
+  for (const name of granted) held.delete(name);
+  for (const [name, reason] of outcome.held) held.set(name, reason);
+  for (const m of candidates) {
+    if (!granted.has(m.node.name) && !held.has(m.node.name)) {
+      held.set(m.node.name, QueueWait.PodList);
+    }
+  }
+}
+
+/** The candidates left waiting, in grant order, with what holds each (none: granted). */
+function queueOf(all: readonly Member[], held: ReadonlyMap<string, string>): QueueEntry[] {
+  const out: QueueEntry[] = [];
+  for (const m of all) {
+    const waitingFor = held.get(m.node.name);
+    if (waitingFor !== undefined) {
+      out.push({ node: m.node.name, position: out.length + 1, waitingFor });
+    }
+  }
+  return out;
+}
+
+/**
+ * The pool's slot limit now and what set it (`lib/api/budget.ts`): the budget
+ * gate's limit (maxUnavailable, active scheduled budgets), capped by the cluster
+ * budgets that select every member. An unreadable spec: 0 (InvalidSpec).
+ */
+function slotLimitStatus(
+  input: PlanInput,
+  members: readonly Member[],
+  cluster: ClusterView,
+  disrupted: readonly string[],
+): Omit<SlotsStatus, "inUse" | "waiting"> {
+  const { pool, now } = input;
+  try {
+    const l = poolSlotLimit({
+      maxUnavailable: pool.spec.rollout?.maxUnavailable,
+      budgets: budgetStates(pool, now),
+      clusterCaps: clusterSlotCaps(
+        cluster,
+        pool.metadata.name ?? "",
+        members.map((m) => m.node.name),
+        new Set(disrupted),
+      ),
+      memberCount: members.length,
+    });
+    return {
+      limit: l.limit,
+      source: l.source,
+      name: l.name,
+      ...(l.until ? { until: formatTime(l.until) } : {}),
+      message: l.message,
+    };
+  } catch (e) {
+    return invalidSlots((e as Error).message);
+  }
+}
+
+/** `status.slots` of a pool whose spec cannot be read: no new slot. */
+export function invalidSlots(why: string): Omit<SlotsStatus, "inUse" | "waiting"> {
+  return {
+    limit: 0,
+    source: SlotLimitSource.InvalidSpec,
+    name: "spec",
+    message: `no new reboot slots: the spec is invalid (${why})`.slice(0, 1024),
+  };
+}
+
+/** The read-only view of the cluster the gates decide on (built once per plan). */
+function clusterView(input: PlanInput): ClusterView {
+  const pools = input.poolObjects ?? [input.pool];
+  const members = new Map<string, string[]>();
+  for (const bn of input.bootcNodes.values()) {
+    const owner = owningPool(bn);
+    if (owner === undefined) continue;
+    const list = members.get(owner) ?? [];
+    list.push(bn.metadata.name ?? "");
+    members.set(owner, list);
+  }
+  const budgets = input.budgets ?? [];
+  return {
+    pools: pools.map((p) => ({
+      name: p.metadata.name ?? "",
+      pool: p,
+      members: members.get(p.metadata.name ?? "") ?? [],
+    })),
+    nodes: input.nodes,
+    budgets,
+    // Fairness between pools only matters when a budget spans them.
+    waiting: budgets.length > 0
+      ? waitingCandidates({
+        pools,
+        bootcNodes: input.bootcNodes.values(),
+        nodes: input.nodes,
+        now: input.now,
+      })
+      : [],
+  };
+}
+
+/**
+ * A member as gates see it; the Idle condition's transition time says how long
+ * it waited (the clock fairness between pools uses, `idleSince`).
+ */
+function toCandidate(m: Member, targetImage?: string): Candidate {
+  return {
+    name: m.node.name,
+    labels: m.node.labels,
+    waitingSince: idleSince(m.bn),
+    ...(targetImage !== undefined && m.bn && m.bn.spec.desiredImage !== targetImage
+      ? { rollback: true }
+      : {}),
+  };
+}

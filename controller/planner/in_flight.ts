@@ -1,0 +1,851 @@
+/**
+ * Planning step 3, the nodes in flight: every member the operator has disrupted
+ * (its Node carries the disruption record) is repaired if someone damaged the
+ * record, cordoned, drained, asked to reboot, watched until it runs the target
+ * and is Ready, then released (prior cordon restored, record removed). Each one
+ * counts against the pool's budget until released.
+ *
+ * Pure: each node's phases (repair, health verdict, release, undo, cordon,
+ * drain pass, reboot request, timeouts) return what they found and wrote; the
+ * step reduces the per-node outcomes into one {@linkcode InFlightResult}, which
+ * later steps read and never change.
+ *
+ * @module
+ */
+import {
+  ANNOTATION_WAS_CORDONED,
+  type BootcNode,
+  type DisruptionRecord,
+  findCondition,
+  NodeConditionType,
+  setCondition,
+  StalledReason,
+  VerifiedReason,
+} from "../../lib/api/mod.ts";
+import {
+  drainedPatch,
+  mirrorOf,
+  releaseBootcNodePatch,
+  releasePatch,
+  repairPatch,
+  undrainPatch,
+} from "../model/disruption.ts";
+import {
+  describeDrainBlockers,
+  drainBlockedBy,
+  pdbDemand,
+  planDrainPass,
+  podKey,
+} from "../model/drain.ts";
+import { reportDrain } from "./drain_report.ts";
+import { type DesiredImage, EffectiveState } from "../../lib/api/node_state.ts";
+import type { HealthFailure } from "./failure_policy.ts";
+import { evaluateHealth, type HealthVerdict } from "../model/health.ts";
+import type { Member } from "./membership.ts";
+import {
+  type Action,
+  mergeOutputs,
+  NO_OUTPUT,
+  nodeEvent,
+  type PlanInput,
+  type PlannedEvent,
+  type StepOutput,
+  stepOutput,
+} from "./plan.ts";
+import { formatTime, parseTime, slotUnhealthyReason } from "../model/slots.ts";
+import type { NodeSummary, PdbSummary, PodSummary } from "../model/types.ts";
+
+/** Why a node is stalled, found by a step (the Stalled condition's reason and message). */
+export interface StallFinding {
+  reason: typeof StalledReason[keyof typeof StalledReason];
+  message: string;
+  /** When the deadline passed (keys the event so it is recorded once). */
+  since: Date;
+}
+
+/** What step 3 found, for the later steps (read-only) and the pool's status. */
+export interface InFlightResult {
+  /** Members counted against the pool's budget after this step (released ones are not). */
+  inUse: number;
+  /** Nodes draining (or with unknown pods) right now. */
+  drainingNodes: number;
+  /** Slot nodes that are unhealthy, with why (two or more halt the rollout). */
+  unhealthy: readonly string[];
+  /** Member nodes found stuck (counted as Degraded). */
+  stuck: ReadonlySet<string>;
+  /** Stalled findings by node (RebootTimeout). */
+  stalled: ReadonlyMap<string, StallFinding>;
+  /** Messages for the NodeDegraded issue. */
+  degradedMessages: readonly string[];
+  /** Disruptions each PDB must absorb from drains in flight. */
+  drainingDemand: ReadonlyMap<string, number>;
+  /** Nodes that failed their health checks after rebooting (the failure policy acts on them). */
+  failures: readonly HealthFailure[];
+  /** Nodes still being checked after their reboot, with what they wait for. */
+  verifying: readonly string[];
+  out: StepOutput;
+}
+
+/** What one member contributes to {@linkcode InFlightResult}; each phase returns a part. */
+interface NodeOutcome {
+  /** The node it is about (set on a disrupted member's outcome). */
+  name?: string;
+  out?: StepOutput;
+  /** Disrupted: it counts against the budget (unless `released`). */
+  counted?: boolean;
+  /** Released (or undone) in this plan: it no longer counts. */
+  released?: boolean;
+  /** Draining, or its pods are unknown. */
+  draining?: boolean;
+  /** The pods its drain evicts (their PDBs must absorb them). */
+  demand?: readonly PodSummary[];
+  unhealthy?: readonly string[];
+  stuck?: boolean;
+  stalled?: StallFinding;
+  degraded?: readonly string[];
+  failures?: readonly HealthFailure[];
+  verifying?: readonly string[];
+}
+
+/** The pool's timeouts and the plan's input, as every phase reads them. */
+interface InFlightEnv {
+  input: PlanInput;
+  poolName: string;
+  now: Date;
+  drainTimeoutMs: number;
+  rebootTimeoutMs: number;
+  minReadyMs: number;
+}
+
+/** A node's facts after its record was repaired, as the phases read them. */
+interface NodeFacts {
+  name: string;
+  /** The Node as it will be after the repair. */
+  node: NodeSummary;
+  bn: BootcNode;
+  record: DisruptionRecord;
+  slotAt: Date;
+  /** When the reboot was asked for (its drain recorded for the desired image). */
+  drainedAt?: Date;
+  readyMs: number;
+  desired: DesiredImage;
+}
+
+/** How {@linkcode progressInFlight} treats nodes not yet asked to reboot. */
+export type InFlightMode =
+  /** Normal: drain them and ask them to reboot. */
+  | "finish"
+  /** The spec went bad: undo those not yet asked to reboot, finish the others. */
+  | "undoUndrained";
+
+/** The pods of a node, undefined when they were not listed (then they are asked for). */
+export function podsOf(input: PlanInput, name: string): readonly PodSummary[] | undefined {
+  const { podsListed, podsByNode } = input;
+  return podsListed && !podsListed.has(name) ? undefined : podsByNode.get(name) ?? [];
+}
+
+/** Disruptions a PDB allows now. */
+export function allowedDisruptions(pdbs: readonly PdbSummary[], key: string): number {
+  return pdbs.find((p) => podKey(p) === key)?.disruptionsAllowed ?? 0;
+}
+
+/** `demand` plus what draining `pods` asks of each PDB (a new map). */
+export function addDemand(
+  demand: ReadonlyMap<string, number>,
+  pods: readonly PodSummary[],
+  pdbs: readonly PdbSummary[],
+): Map<string, number> {
+  const out = new Map(demand);
+  for (const [k, n] of pdbDemand(pods, pdbs)) out.set(k, (out.get(k) ?? 0) + n);
+  return out;
+}
+
+/** One drain pass's evictions (no action when nothing must leave). */
+export function evictPass(
+  name: string,
+  pods: readonly PodSummary[],
+): { action?: Action; toEvict: number; terminating: number } {
+  const pass = planDrainPass(pods);
+  const action: Action | undefined = pass.toEvict.length > 0
+    ? {
+      kind: "evict",
+      node: name,
+      pods: pass.toEvict.map((p) => ({ namespace: p.namespace, name: p.name, uid: p.uid })),
+    }
+    : undefined;
+  return { action, toEvict: pass.toEvict.length, terminating: pass.terminating.length };
+}
+
+function readyForMs(node: NodeSummary, now: Date): number {
+  if (!node.ready) return -1;
+  const since = parseTime(node.readySince);
+  return since ? now.getTime() - since.getTime() : Number.POSITIVE_INFINITY;
+}
+
+function inFlightEnv(input: PlanInput): InFlightEnv {
+  const rollout = input.pool.spec.rollout ?? {};
+  return {
+    input,
+    poolName: input.pool.metadata.name ?? "",
+    now: input.now,
+    drainTimeoutMs: (rollout.drainTimeoutSeconds ?? 600) * 1000,
+    rebootTimeoutMs: (rollout.rebootTimeoutSeconds ?? 1800) * 1000,
+    minReadyMs: (rollout.minReadySeconds ?? 0) * 1000,
+  };
+}
+
+/** Step 3: moves every disrupted member forward (or back, in `undoUndrained` mode). */
+export function progressInFlight(
+  members: readonly Member[],
+  input: PlanInput,
+  mode: InFlightMode = "finish",
+): InFlightResult {
+  const env = inFlightEnv(input);
+  const outcomes: NodeOutcome[] = [];
+  for (const m of members) {
+    if (m.bn && m.state === EffectiveState.Degraded) {
+      const cond = findCondition(m.bn.status?.conditions, NodeConditionType.Degraded);
+      outcomes.push({
+        degraded: [`node ${m.node.name}: ${cond?.message || cond?.reason || "Degraded"}`],
+      });
+    }
+    if (!m.disrupted) continue;
+    // Without a BootcNode (being recreated) it keeps its place until its daemon reports.
+    outcomes.push(m.bn ? { counted: true, ...progressOne(m, m.bn, env, mode) } : { counted: true });
+  }
+  return reduceOutcomes(outcomes, input.pdbs);
+}
+
+/** The per-node outcomes, in member order, as the step's result. */
+function reduceOutcomes(
+  outcomes: readonly NodeOutcome[],
+  pdbs: readonly PdbSummary[],
+): InFlightResult {
+  let inUse = 0;
+  let drainingNodes = 0;
+  let drainingDemand = new Map<string, number>();
+  const stuck = new Set<string>();
+  const stalled = new Map<string, StallFinding>();
+  const outs: StepOutput[] = [];
+  for (const o of outcomes) {
+    if (o.counted && !o.released) inUse++;
+    if (o.draining) drainingNodes++;
+    if (o.demand) drainingDemand = addDemand(drainingDemand, o.demand, pdbs);
+    if (o.out) outs.push(o.out);
+  }
+  for (const o of outcomes) {
+    if (o.name !== undefined && o.stuck) stuck.add(o.name);
+    if (o.name !== undefined && o.stalled) stalled.set(o.name, o.stalled);
+  }
+  return {
+    inUse,
+    drainingNodes,
+    unhealthy: outcomes.flatMap((o) => o.unhealthy ?? []),
+    stuck,
+    stalled,
+    degradedMessages: outcomes.flatMap((o) => o.degraded ?? []),
+    drainingDemand,
+    failures: outcomes.flatMap((o) => o.failures ?? []),
+    verifying: outcomes.flatMap((o) => o.verifying ?? []),
+    out: mergeOutputs(outs),
+  };
+}
+
+/** The phases' parts of one node's outcome, in order, as one. */
+function combine(name: string, ...parts: NodeOutcome[]): NodeOutcome {
+  return {
+    name,
+    out: mergeOutputs(parts.map((p) => p.out ?? NO_OUTPUT)),
+    released: parts.some((p) => p.released),
+    draining: parts.some((p) => p.draining),
+    demand: parts.find((p) => p.demand)?.demand,
+    unhealthy: parts.flatMap((p) => p.unhealthy ?? []),
+    stuck: parts.some((p) => p.stuck),
+    stalled: parts.find((p) => p.stalled)?.stalled,
+    degraded: parts.flatMap((p) => p.degraded ?? []),
+    failures: parts.flatMap((p) => p.failures ?? []),
+    verifying: parts.flatMap((p) => p.verifying ?? []),
+  };
+}
+
+/**
+ * One disrupted member through its phases: the record repaired; its health once
+ * it was asked to reboot (failed, or verified and released); on the target, its
+ * slot held while it is not Ready; undone when the spec went bad before its
+ * reboot; else cordoned, drained and asked to reboot, each within its timeout.
+ */
+function progressOne(
+  m: Member,
+  bn: BootcNode,
+  env: InFlightEnv,
+  mode: InFlightMode,
+): NodeOutcome {
+  const name = m.node.name;
+  const repaired = repairPhase(m.node, bn, env);
+  const facts: NodeFacts = {
+    name,
+    node: repaired.node,
+    bn,
+    record: repaired.record,
+    slotAt: parseTime(repaired.record.slotAt) ?? env.now,
+    drainedAt: repaired.record.drainedFor === bn.spec.desiredImage
+      ? parseTime(repaired.record.drainedAt)
+      : undefined,
+    readyMs: readyForMs(repaired.node, env.now),
+    desired: m.desired ?? { image: bn.spec.desiredImage },
+  };
+  const health = healthPhase(m, facts, env);
+  if (health.done) return combine(name, repaired, health);
+  if (m.state === EffectiveState.UpToDate) {
+    return combine(name, repaired, health, onTargetPhase(facts, env));
+  }
+  if (mode === "undoUndrained" && !facts.drainedAt && m.state !== EffectiveState.Rebooting) {
+    return combine(name, repaired, health, undoPhase(facts, env));
+  }
+  const cordon = cordonPhase(m, facts);
+  const cordoned = { ...facts, drainedAt: cordon.drainedAt };
+  const next = cordoned.drainedAt
+    ? rebootPhase(m, { ...cordoned, drainedAt: cordoned.drainedAt }, env)
+    : drainPhase(m, cordoned, env, mode);
+  // Unknown pods: it waits for them, and is judged once they are known.
+  if (next.podsUnknown) return combine(name, repaired, health, cordon, next);
+  const why = slotUnhealthyReason({
+    degraded: m.state === EffectiveState.Degraded,
+    ready: facts.node.ready,
+    drainTimedOut: next.drainTimedOut,
+    rebootRequested: next.drainedAt !== undefined,
+    rebootTimedOut: next.rebootTimedOut,
+  });
+  const judged: NodeOutcome = {
+    unhealthy: why ? [`${name} ${why}`] : [],
+    stuck: next.drainTimedOut,
+  };
+  return combine(name, repaired, health, cordon, next, judged);
+}
+
+/**
+ * Repairs what someone removed from the record, before anything else is decided
+ * on it: the Node as it will be after the repair, the record, and the BootcNode's
+ * mirror of the prior cordon state kept equal to it.
+ */
+function repairPhase(
+  node: NodeSummary,
+  bn: BootcNode,
+  env: InFlightEnv,
+): NodeOutcome & { node: NodeSummary; record: DisruptionRecord } {
+  const name = node.name;
+  const repair = repairPatch(node, bn, env.poolName, env.now);
+  const actions: Action[] = [];
+  const events: PlannedEvent[] = [];
+  const degraded: string[] = [];
+  if (repair.patch) {
+    actions.push({ kind: "patchNode", node: name, patch: repair.patch, why: "repair record" });
+  }
+  if (repair.fixed.length > 0) {
+    events.push(nodeEvent(
+      name,
+      "Warning",
+      "DisruptionRecordRepaired",
+      `node ${name}'s disruption record was damaged (edited or deleted by hand?): ` +
+        repair.fixed.join("; "),
+    ));
+  }
+  if (repair.priorCordonLost) {
+    const msg = `node ${name}: the record of whether it was cordoned before the update was ` +
+      `lost on both the Node and the BootcNode; it will stay cordoned after the update ` +
+      `(uncordon it by hand if it should run pods)`;
+    degraded.push(msg);
+    events.push(nodeEvent(name, "Warning", "PriorCordonStateLost", msg));
+  }
+  const repairedNode: NodeSummary = {
+    ...node,
+    annotations: {
+      ...node.annotations,
+      ...(repair.patch
+        ? (repair.patch.metadata as { annotations: Record<string, string> }).annotations
+        : {}),
+    },
+  };
+  if (mirrorOf(bn) !== repair.record.wasCordoned) {
+    actions.push({
+      kind: "patchBootcNode",
+      node: name,
+      patch: {
+        metadata: { annotations: { [ANNOTATION_WAS_CORDONED]: repair.record.wasCordoned } },
+      },
+      why: "mirror prior cordon state",
+    });
+  }
+  return {
+    out: stepOutput({ actions, events }),
+    degraded,
+    node: repairedNode,
+    record: repair.record,
+  };
+}
+
+/**
+ * After the reboot request (or once it runs the image): is it healthy? Failed or
+ * fallen back: it keeps its slot and the failure policy decides (`done`). Still
+ * being checked: it waits. Passed: released once `minReadySeconds` have passed
+ * (`done`), else its Verified condition is written and it waits.
+ */
+function healthPhase(
+  m: Member,
+  f: NodeFacts,
+  env: InFlightEnv,
+): NodeOutcome & { done?: boolean } {
+  if (!f.drainedAt && m.state !== EffectiveState.UpToDate) return {};
+  const verdict: HealthVerdict = evaluateHealth({
+    node: f.node,
+    bn: f.bn,
+    desired: f.desired,
+    health: env.input.pool.spec.rollout?.health,
+    rebootRequestedAt: f.drainedAt,
+    pods: podsOf(env.input, f.name),
+    query: env.input.healthQueries?.get(f.name),
+    now: env.now,
+  });
+  if (verdict.state === "FellBack" || verdict.state === "Failed") {
+    const reason = verdict.state === "FellBack"
+      ? VerifiedReason.FellBack
+      : VerifiedReason.CheckFailed;
+    return {
+      done: true,
+      failures: [{ node: f.name, message: verdict.message }],
+      unhealthy: [`${f.name} failed its health checks`],
+      stuck: true,
+      out: verifiedFalse(f.bn, f.name, reason, verdict.message, env.now),
+    };
+  }
+  if (verdict.state === "Checking") {
+    const needPods = verdict.needPods ? [f.name] : [];
+    const pending = verdict.checks.filter((c) => c.state === "pending");
+    if (!f.node.ready) return { out: stepOutput({ needPods }) };
+    // Pods and queries are polled, not watched (the daemon's report comes by watch).
+    const polled = pending.some((c) => c.name === "Pods" || c.name === "Prometheus");
+    return {
+      verifying: [`${f.name}: ${pending.map((c) => `${c.name} (${c.message})`).join(", ")}`],
+      out: mergeOutputs([
+        stepOutput({ needPods, wake: verdict.deadline.getTime() - env.now.getTime() }),
+        polled ? stepOutput({ wake: 5_000 }) : NO_OUTPUT,
+      ]),
+    };
+  }
+  if (verdict.state === "Passed") return passedPhase(f, env);
+  return {};
+}
+
+/** Verified: released once it has been verified and Ready for `minReadySeconds`. */
+function passedPhase(f: NodeFacts, env: InFlightEnv): NodeOutcome & { done?: boolean } {
+  const { bn, name, desired } = f;
+  const verifiedAt = verifiedSince(bn, desired.image) ?? env.now;
+  const soakMs = env.minReadyMs - (env.now.getTime() - verifiedAt.getTime());
+  const readyOk = f.readyMs >= env.minReadyMs;
+  if (soakMs <= 0 && readyOk) {
+    return {
+      done: true,
+      released: true,
+      out: mergeOutputs([
+        verifiedOutput(bn, name, desired.image, true, env.now),
+        releaseOutput(f.node, bn, f.slotAt, env.now),
+        stepOutput({
+          events: [nodeEvent(
+            name,
+            "Normal",
+            "NodeUpdated",
+            `node ${name} runs ${bn.spec.desiredImage}; slot released`,
+          )],
+        }),
+      ]),
+    };
+  }
+  return {
+    out: mergeOutputs([
+      verifiedSince(bn, desired.image)
+        ? NO_OUTPUT
+        : verifiedOutput(bn, name, desired.image, false, env.now),
+      stepOutput({ wake: Math.max(soakMs, env.minReadyMs - f.readyMs, 1) }),
+    ]),
+  };
+}
+
+/**
+ * Runs the target but is not Ready (long enough): it holds the slot, no drain
+ * needed. A Ready node under its health checks (or soaking) has the health
+ * timeout instead; one not Ready past the reboot timeout failed.
+ */
+function onTargetPhase(f: NodeFacts, env: InFlightEnv): NodeOutcome {
+  const { drainedAt, node, name, bn } = f;
+  const rebootTimedOut = drainedAt !== undefined && !node.ready &&
+    env.now.getTime() >= drainedAt.getTime() + env.rebootTimeoutMs;
+  let timedOut: NodeOutcome = {};
+  if (rebootTimedOut) {
+    const msg = `node ${name} runs ${bn.spec.desiredImage} but is not Ready ` +
+      `${env.rebootTimeoutMs / 1000}s after its reboot request`;
+    const t = rebootTimeout(name, msg, drainedAt!, env);
+    timedOut = {
+      ...t,
+      out: mergeOutputs([
+        t.out ?? NO_OUTPUT,
+        verifiedFalse(bn, name, VerifiedReason.CheckFailed, `NodeReady: ${msg}`, env.now),
+      ]),
+    };
+  } else if (drainedAt && !node.ready) {
+    timedOut = {
+      out: stepOutput({ wake: drainedAt.getTime() + env.rebootTimeoutMs - env.now.getTime() }),
+    };
+  }
+  const why = slotUnhealthyReason({
+    degraded: false,
+    ready: node.ready,
+    drainTimedOut: false,
+    rebootRequested: drainedAt !== undefined,
+    rebootTimedOut,
+  });
+  return { ...timedOut, unhealthy: why ? [`${name} ${why}`] : [] };
+}
+
+/** The spec went bad before its reboot was asked for: hand it back as it was. */
+function undoPhase(f: NodeFacts, env: InFlightEnv): NodeOutcome {
+  return {
+    released: true,
+    out: mergeOutputs([
+      releaseOutput(f.node, f.bn, undefined, env.now),
+      stepOutput({
+        events: [nodeEvent(
+          f.name,
+          "Warning",
+          "UpdateUndone",
+          `node ${f.name} was not yet asked to reboot when the pool's spec became invalid; ` +
+            `restored its cordon state`,
+        )],
+      }),
+    ]),
+  };
+}
+
+/**
+ * Cordons a node that is not. One uncordoned after its drain may have pods back,
+ * so its drain no longer counts: the drain and the reboot request are withdrawn
+ * and it is drained again (`drainedAt` undefined).
+ */
+function cordonPhase(m: Member, f: NodeFacts): NodeOutcome & { drainedAt?: Date } {
+  const { node, name, bn } = f;
+  if (node.unschedulable) return { drainedAt: f.drainedAt };
+  const actions: Action[] = [{
+    kind: "patchNode",
+    node: name,
+    patch: { spec: { unschedulable: true } },
+    why: "cordon",
+  }];
+  if (!f.drainedAt || m.state === EffectiveState.Rebooting) {
+    return { out: stepOutput({ actions }), drainedAt: f.drainedAt };
+  }
+  const undrain = undrainPatch(node);
+  if (undrain) {
+    actions.push({ kind: "patchNode", node: name, patch: undrain, why: "withdraw drain" });
+  }
+  if (bn.spec.desiredImageState === "Booted") {
+    actions.push({
+      kind: "patchBootcNode",
+      node: name,
+      patch: { spec: { desiredImageState: "Staged" } },
+      why: "withdraw reboot request",
+    });
+  }
+  const events = [nodeEvent(
+    name,
+    "Warning",
+    "DrainInvalidated",
+    `node ${name} was uncordoned after its drain; cordoning and draining it again`,
+  )];
+  return { out: stepOutput({ actions, events }), drainedAt: undefined };
+}
+
+/** What the drain and reboot phases add to a node's outcome. */
+type PassOutcome = NodeOutcome & {
+  drainedAt?: Date;
+  drainTimedOut: boolean;
+  rebootTimedOut: boolean;
+  podsUnknown?: boolean;
+};
+
+/**
+ * One drain pass: unknown pods are asked for (it counts as draining meanwhile);
+ * a finished drain (its cordon visible, so no pod slipped in) is recorded and the
+ * reboot asked for; else what must leave is evicted, within the drain timeout.
+ */
+function drainPhase(m: Member, f: NodeFacts, env: InFlightEnv, mode: InFlightMode): PassOutcome {
+  const { name, node, bn } = f;
+  const pods = podsOf(env.input, name);
+  if (!pods) {
+    // Unknown pods: count it as draining so no other slot races it for a budget.
+    return {
+      podsUnknown: true,
+      draining: true,
+      drainTimedOut: false,
+      rebootTimedOut: false,
+      out: stepOutput({ needPods: [name], draining: true }),
+    };
+  }
+  const pass = planDrainPass(pods);
+  if (!pass.done || !node.unschedulable) return evictPhase(f, pods, env);
+  if (m.state !== EffectiveState.Staged || mode !== "finish") {
+    return { drainTimedOut: false, rebootTimedOut: false };
+  }
+  const seconds = (env.now.getTime() - f.slotAt.getTime()) / 1000;
+  const actions: Action[] = [
+    {
+      kind: "patchNode",
+      node: name,
+      patch: drainedPatch(bn.spec.desiredImage, env.now),
+      why: "record drain",
+      observe: { metric: "drain_seconds", seconds },
+    },
+    {
+      kind: "patchBootcNode",
+      node: name,
+      patch: { spec: { desiredImageState: "Booted" } },
+      why: "request reboot",
+    },
+  ];
+  const events = [
+    nodeEvent(name, "Normal", "DrainCompleted", `node ${name} drained`),
+    nodeEvent(
+      name,
+      "Normal",
+      "RebootRequested",
+      `node ${name} asked to boot ${bn.spec.desiredImage}`,
+    ),
+  ];
+  return {
+    drainedAt: env.now,
+    drainTimedOut: false,
+    rebootTimedOut: false,
+    out: stepOutput({ actions, events, wake: env.rebootTimeoutMs }),
+  };
+}
+
+/**
+ * A drain still running: its evictions, its report (once the cordon is visible),
+ * its PDB demand, and past the drain timeout a DrainBlocked event naming what
+ * blocks it.
+ */
+function evictPhase(f: NodeFacts, pods: readonly PodSummary[], env: InFlightEnv): PassOutcome {
+  const { name, node, bn, record, slotAt } = f;
+  const { input, now } = env;
+  const pass = planDrainPass(pods);
+  const evict = evictPass(name, pods);
+  const reported = node.unschedulable
+    ? reportDrain(bn, {
+      image: bn.spec.desiredImage,
+      slotAt: record.slotAt,
+      blockedBy: drainBlockedBy(pass, input.pdbs),
+    }, now)
+    : NO_OUTPUT;
+  const polled = stepOutput({
+    actions: evict.action ? [evict.action] : [],
+    draining: true,
+    wake: input.options?.drainPollMs ?? 5_000,
+  });
+  const deadline = slotAt.getTime() + env.drainTimeoutMs;
+  const common = { draining: true, demand: pods, drainTimedOut: false, rebootTimedOut: false };
+  if (now.getTime() < deadline) {
+    return {
+      ...common,
+      out: mergeOutputs([polled, reported, stepOutput({ wake: deadline - now.getTime() })]),
+    };
+  }
+  const msg = `drain of node ${name} did not finish within ${env.drainTimeoutMs / 1000}s: ${
+    describeDrainBlockers(pass, input.pdbs) || "waiting for the cordon"
+  }`;
+  const event = nodeEvent(
+    name,
+    "Warning",
+    "DrainBlocked",
+    msg,
+    `drain-timeout/${name}/${formatTime(slotAt)}`,
+  );
+  return {
+    ...common,
+    drainTimedOut: true,
+    degraded: [msg],
+    out: mergeOutputs([polled, reported, stepOutput({ events: [event] })]),
+  };
+}
+
+/**
+ * Drained for its image: the reboot is asked for (again, if someone took the
+ * request back) and it must come back within the reboot timeout.
+ */
+function rebootPhase(m: Member, f: NodeFacts & { drainedAt: Date }, env: InFlightEnv): PassOutcome {
+  const { name, bn, drainedAt } = f;
+  const request: Action[] = m.state === EffectiveState.Staged &&
+      bn.spec.desiredImageState !== "Booted"
+    ? [{
+      kind: "patchBootcNode",
+      node: name,
+      patch: { spec: { desiredImageState: "Booted" } },
+      why: "request reboot",
+    }]
+    : [];
+  const deadline = drainedAt.getTime() + env.rebootTimeoutMs;
+  if (env.now.getTime() < deadline) {
+    return {
+      drainedAt,
+      drainTimedOut: false,
+      rebootTimedOut: false,
+      out: stepOutput({ actions: request, wake: deadline - env.now.getTime() }),
+    };
+  }
+  const msg = `node ${name} did not come back running ${bn.spec.desiredImage} and Ready ` +
+    `within ${env.rebootTimeoutMs / 1000}s of its reboot request`;
+  const t = rebootTimeout(name, msg, drainedAt, env);
+  return {
+    ...t,
+    drainedAt,
+    drainTimedOut: false,
+    rebootTimedOut: true,
+    out: mergeOutputs([stepOutput({ actions: request }), t.out ?? NO_OUTPUT]),
+  };
+}
+
+/** A node not back within the reboot timeout: failed, stuck and Stalled (RebootTimeout). */
+function rebootTimeout(name: string, msg: string, drainedAt: Date, env: InFlightEnv): NodeOutcome {
+  return {
+    failures: [{ node: name, message: msg }],
+    degraded: [msg],
+    stuck: true,
+    stalled: {
+      reason: StalledReason.RebootTimeout,
+      message: msg,
+      since: new Date(drainedAt.getTime() + env.rebootTimeoutMs),
+    },
+    out: stepOutput({
+      events: [nodeEvent(
+        name,
+        "Warning",
+        "RebootTimedOut",
+        msg,
+        `reboot-timeout/${name}/${formatTime(drainedAt)}`,
+      )],
+    }),
+  };
+}
+
+/**
+ * Hands a finished (or undone) node back: the BootcNode's mirror and reboot request
+ * go first, then the Node's record goes and its prior cordon state comes back.
+ */
+function releaseOutput(
+  node: NodeSummary,
+  bn: BootcNode,
+  slotAt: Date | undefined,
+  now: Date,
+): StepOutput {
+  const name = node.name;
+  const actions: Action[] = [];
+  const bnPatch = releaseBootcNodePatch(bn);
+  if (bnPatch) {
+    actions.push({ kind: "patchBootcNode", node: name, patch: bnPatch, why: "release slot" });
+  }
+  const patch = releasePatch(node, bn, { unlabel: false });
+  if (patch) {
+    actions.push({
+      kind: "patchNode",
+      node: name,
+      patch,
+      why: "release slot",
+      observe: slotAt
+        ? { metric: "update_seconds", seconds: (now.getTime() - slotAt.getTime()) / 1000 }
+        : undefined,
+    });
+  }
+  return stepOutput({ actions });
+}
+
+/** Verified=False (written once per reason and message) and the HealthCheckFailed event. */
+function verifiedFalse(
+  bn: BootcNode,
+  name: string,
+  reason: string,
+  message: string,
+  now: Date,
+): StepOutput {
+  const cond = findCondition(bn.status?.conditions, NodeConditionType.Verified);
+  if (cond?.status === "False" && cond.reason === reason && cond.message === message) {
+    return NO_OUTPUT;
+  }
+  return stepOutput({
+    actions: [{
+      kind: "patchBootcNodeStatus",
+      node: name,
+      patch: {
+        metadata: { resourceVersion: bn.metadata.resourceVersion },
+        status: {
+          conditions: setCondition(bn.status?.conditions, {
+            type: NodeConditionType.Verified,
+            status: "False",
+            reason,
+            message,
+          }, now),
+        },
+      },
+      why: "health check failed",
+    }],
+    events: [nodeEvent(
+      name,
+      "Warning",
+      "HealthCheckFailed",
+      message,
+      `health-failed/${name}/${bn.spec.desiredImage}`,
+    )],
+  });
+}
+
+/** When the node was verified on `image` (the Verified condition, if it says so). */
+function verifiedSince(bn: BootcNode, image: string): Date | undefined {
+  const cond = findCondition(bn.status?.conditions, NodeConditionType.Verified);
+  if (cond?.status !== "True" || !cond.message.includes(image)) return undefined;
+  return parseTime(cond.lastTransitionTime);
+}
+
+/** The node recorded verified on `image` (and, when `updated`, its update complete). */
+function verifiedOutput(
+  bn: BootcNode,
+  name: string,
+  image: string,
+  updated: boolean,
+  now: Date,
+): StepOutput {
+  let conditions = bn.status?.conditions;
+  if (!verifiedSince(bn, image)) {
+    conditions = setCondition(conditions, {
+      type: NodeConditionType.Verified,
+      status: "True",
+      reason: VerifiedReason.ChecksPassed,
+      message: `verified ${image}: running it, Ready and healthy after the reboot`,
+    }, now);
+  }
+  if (updated) {
+    conditions = setCondition(conditions, {
+      type: "Updated",
+      status: "True",
+      reason: "UpdateComplete",
+      message: `runs ${image}; slot released`,
+    }, now);
+  }
+  if (conditions === bn.status?.conditions) return NO_OUTPUT;
+  return stepOutput({
+    actions: [{
+      kind: "patchBootcNodeStatus",
+      node: name,
+      patch: {
+        metadata: { resourceVersion: bn.metadata.resourceVersion },
+        status: { conditions },
+      },
+      why: updated ? "verified and updated" : "verified",
+    }],
+  });
+}

@@ -1,0 +1,138 @@
+/**
+ * Nodes that leave a pool (relabelled, or the pool deleted) while the operator
+ * is updating them: one asked to reboot is held — its BootcNode, its Node's
+ * disruption record and its cordon stay, so it keeps counting against the
+ * pool's budget and every cluster budget — until its reboot has finished
+ * (its daemon reports it booted, the Node is Ready); only then is it handed
+ * back. One not yet asked to reboot is undone at once (its daemon needs
+ * `desiredImageState: Booted` and the record to apply anything).
+ *
+ * Releasing a rebooting node early would free its slot while the machine is
+ * down, and the next grant would disrupt a second node.
+ *
+ * @module
+ */
+import {
+  type BootcNode,
+  findCondition,
+  IdleReason,
+  NodeConditionType,
+  PoolDegradedReason,
+} from "../../lib/api/mod.ts";
+import { recordOf } from "../model/disruption.ts";
+import { type DesiredImage, entryMatches } from "../model/effective_state.ts";
+import { poolEvent, type StepOutput, stepOutput } from "./plan.ts";
+import { formatTime, parseTime } from "../model/slots.ts";
+import type { NodeSummary } from "../model/types.ts";
+
+/** Default of `spec.rollout.rebootTimeoutSeconds`. */
+const DEFAULT_REBOOT_TIMEOUT_MS = 1_800_000;
+
+/** What {@linkcode leavingHold} looks at. */
+export interface LeavingFacts {
+  node: NodeSummary;
+  /** Its BootcNode (perhaps terminating), undefined when it has none. */
+  bn?: BootcNode;
+  /** Per-platform digests of the BootcNode's desired image, when known. */
+  platforms?: DesiredImage["platforms"];
+  /** `rollout.rebootTimeoutSeconds` in ms (default 1800 s). */
+  rebootTimeoutMs?: number;
+  now: Date;
+}
+
+/** The answer of {@linkcode leavingHold}. */
+export interface LeavingHold {
+  /** Set while the node must be held: what it waits for, in words. */
+  waitsFor?: string;
+  /** When the hold is overdue (reboot request + reboot timeout), if known. */
+  deadline?: Date;
+  /** True once `deadline` has passed: the node is held all the same, and reported. */
+  overdue: boolean;
+}
+
+/**
+ * Whether a node that left its pool must still be held because its reboot has
+ * not finished. Pure.
+ *
+ * Asked to reboot: its BootcNode asks for Booted and its Node holds the slot and
+ * a finished drain for that image (what the daemon needs to apply it), or its
+ * daemon says it is rebooting (whatever the spec and the record say now). Finished: the daemon no longer says
+ * Rebooting and reports the desired image booted (or that the host fell back
+ * from it), and the Node is Ready. Without a BootcNode only the Node tells: a
+ * finished drain means a reboot may be under way; it is over once the Node
+ * became Ready after the drain (or the reboot timeout passed).
+ */
+export function leavingHold(facts: LeavingFacts): LeavingHold {
+  const { node, bn, now } = facts;
+  const timeoutMs = facts.rebootTimeoutMs ?? DEFAULT_REBOOT_TIMEOUT_MS;
+  const record = recordOf(node);
+  const idle = findCondition(bn?.status?.conditions, NodeConditionType.Idle);
+  const rebooting = idle?.status === "False" && idle.reason === IdleReason.Rebooting;
+  const requestedAt = parseTime(record.drainedAt) ?? parseTime(record.slotAt) ??
+    (rebooting ? parseTime(idle.lastTransitionTime) : undefined);
+  const deadline = requestedAt ? new Date(requestedAt.getTime() + timeoutMs) : undefined;
+  const overdue = deadline !== undefined && now >= deadline;
+  if (bn) {
+    // The daemon applies only Booted with a slot and a drain for that image on the Node.
+    const authorized = bn.spec.desiredImageState === "Booted" && record.slotAt !== undefined &&
+      record.drainedFor === bn.spec.desiredImage;
+    if (!authorized && !rebooting) return { overdue: false };
+    const desired = { image: bn.spec.desiredImage, platforms: facts.platforms };
+    const rebooted = findCondition(bn.status?.conditions, NodeConditionType.Rebooted);
+    const back = !rebooting && node.ready &&
+      (entryMatches(bn.status?.booted, desired) || rebooted?.reason === "FellBack");
+    if (back) return { overdue: false };
+    return {
+      waitsFor: rebooting || node.ready
+        ? `its reboot into ${bn.spec.desiredImage} to finish (booted, reported, Ready)`
+        : `the Node to be Ready again after its reboot into ${bn.spec.desiredImage}`,
+      deadline,
+      overdue,
+    };
+  }
+  const drainedAt = parseTime(record.drainedAt);
+  if (record.drainedFor === undefined && drainedAt === undefined) return { overdue: false };
+  const readySince = parseTime(node.readySince);
+  const cameBack = node.ready && (overdue ||
+    (drainedAt !== undefined && readySince !== undefined && readySince > drainedAt));
+  if (cameBack) return { overdue: false };
+  return {
+    waitsFor: "the Node to come back Ready after the reboot its finished drain allowed",
+    deadline,
+    overdue,
+  };
+}
+
+/**
+ * What the pool's plan says of a held node: a note (and an event once), a
+ * wake-up at its deadline, and once overdue a NodeStalled issue (it stays held).
+ */
+export function reportLeavingHold(
+  name: string,
+  hold: LeavingHold,
+  why: string,
+  at: { poolName: string; now: Date },
+): StepOutput {
+  const notes = [
+    `${name} left the pool (${why}) while rebooting: held, waiting for ${hold.waitsFor}`,
+  ];
+  const events = [poolEvent(
+    at.poolName,
+    "Normal",
+    "NodeLeavingAfterReboot",
+    `node ${name} left the pool (${why}) while rebooting; it keeps its reboot slot while ` +
+      `waiting for ${hold.waitsFor}, then it is handed back`,
+    `leaving/${name}/${hold.deadline ? formatTime(hold.deadline) : "-"}`,
+  )];
+  if (!hold.deadline) return stepOutput({ notes, events });
+  if (!hold.overdue) {
+    return stepOutput({ notes, events, wake: hold.deadline.getTime() - at.now.getTime() });
+  }
+  const issues = [{
+    reason: PoolDegradedReason.NodeStalled,
+    message: `node ${name} left the pool while rebooting and is still waiting for ` +
+      `${hold.waitsFor} past its reboot timeout; it keeps its reboot slot until then ` +
+      `(check the host, or delete its BootcNode once it is back)`,
+  }];
+  return stepOutput({ notes, events, issues });
+}

@@ -1,0 +1,184 @@
+import assert from "node:assert/strict";
+import type { BootcNode } from "../../lib/api/mod.ts";
+import { type Action, type Plan, planPool } from "./planner.ts";
+import { leavingHold } from "./leaving.ts";
+import { planGonePool } from "./membership.ts";
+import { bootcNode, image, input, node, pool } from "../testing/fixtures.ts";
+
+const EARLIER = "2026-01-01T00:59:00Z";
+const LONG_AGO = "2026-01-01T00:00:00Z";
+
+function ofKind<K extends Action["kind"]>(plan: Plan, kind: K): Extract<Action, { kind: K }>[] {
+  return plan.actions.filter((a): a is Extract<Action, { kind: K }> => a.kind === kind);
+}
+function granted(plan: Plan): string[] {
+  return ofKind(plan, "patchNode").filter((a) => a.grant === true || a.why === "assign slot")
+    .map((a) => a.node);
+}
+
+/** "gone" left the pool (its role label changed) while rebooting in its slot. */
+function leaver(bn: BootcNode, ready = false) {
+  return {
+    node: node("gone", {
+      labels: { role: "infra", "bootc.dev/managed": "" },
+      unschedulable: true,
+      ready,
+    }),
+    bn,
+  };
+}
+function rebooting(drainedAt = EARLIER): BootcNode {
+  return bootcNode("gone", {
+    phase: "rebooting",
+    state: "Booted",
+    slotAt: EARLIER,
+    drainedAt,
+    wasCordoned: false,
+  });
+}
+function back(): BootcNode {
+  return bootcNode("gone", {
+    phase: "idle",
+    booted: image("b"),
+    state: "Booted",
+    slotAt: EARLIER,
+    drainedAt: EARLIER,
+    wasCordoned: false,
+  });
+}
+
+Deno.test("leaving mid-reboot: held (BootcNode, record, cordon kept), counted, no second slot", () => {
+  const { node: gone, bn } = leaver(rebooting());
+  const plan = planPool(input(pool({ maxUnavailable: 1 }), {
+    nodes: [gone, node("next")],
+    bootcNodes: [bn, bootcNode("next", { phase: "staged" })],
+  }));
+  assert.deepEqual(ofKind(plan, "deleteBootcNode"), []);
+  assert.deepEqual(ofKind(plan, "patchNode").filter((a) => a.node === "gone"), []);
+  assert.deepEqual(granted(plan), []);
+  assert.equal(plan.status?.slotsInUse, 1);
+  assert.ok(plan.events.some((e) => e.reason === "NodeLeavingAfterReboot" && e.onceKey));
+  assert.match(
+    plan.status?.conditions?.find((c) => c.type === "UpToDate")?.message ?? "",
+    /gone left the pool/,
+  );
+  assert.ok(plan.requeueAfterMs !== undefined);
+});
+
+Deno.test("leaving mid-reboot: the next plans still hold it while the Node is down or the daemon says Rebooting", () => {
+  // Booted was asked for but the daemon has not reported the reboot yet: still held.
+  const asked = bootcNode("gone", {
+    phase: "staged",
+    state: "Booted",
+    slotAt: EARLIER,
+    drainedAt: EARLIER,
+    wasCordoned: false,
+  });
+  for (const [bn, ready] of [[rebooting(), true], [asked, true], [back(), false]] as const) {
+    const { node: gone } = leaver(bn, ready);
+    const plan = planPool(input(pool({ maxUnavailable: 1 }), {
+      nodes: [gone, node("next")],
+      bootcNodes: [bn, bootcNode("next", { phase: "staged" })],
+    }));
+    assert.deepEqual(ofKind(plan, "deleteBootcNode"), []);
+    assert.deepEqual(granted(plan), []);
+  }
+});
+
+Deno.test("leaving mid-reboot: released once booted and Ready", () => {
+  const { node: gone, bn } = leaver(back(), true);
+  const plan = planPool(input(pool({ maxUnavailable: 1 }), {
+    nodes: [gone, node("next")],
+    bootcNodes: [bn, bootcNode("next", { phase: "staged" })],
+  }));
+  assert.deepEqual(ofKind(plan, "deleteBootcNode").map((a) => a.node), ["gone"]);
+  const release = ofKind(plan, "patchNode").find((a) => a.node === "gone");
+  assert.deepEqual(release?.patch.spec, { unschedulable: null });
+  // Still counted in this pass (its release is not applied yet).
+  assert.deepEqual(granted(plan), []);
+});
+
+Deno.test("leaving before the reboot request: undone at once", () => {
+  const bn = bootcNode("gone", { phase: "staged", slotAt: EARLIER, wasCordoned: false });
+  const { node: gone } = leaver(bn, true);
+  const plan = planPool(input(pool(), { nodes: [gone], bootcNodes: [bn] }));
+  assert.deepEqual(ofKind(plan, "deleteBootcNode").map((a) => a.node), ["gone"]);
+});
+
+Deno.test("leaving mid-reboot: past the reboot timeout it stays held and the pool is Degraded", () => {
+  const { node: gone, bn } = leaver(rebooting(LONG_AGO));
+  const plan = planPool(input(pool({ rebootTimeoutSeconds: 600 }), {
+    nodes: [gone],
+    bootcNodes: [bn],
+  }));
+  assert.deepEqual(ofKind(plan, "deleteBootcNode"), []);
+  const degraded = plan.status?.conditions?.find((c) => c.type === "Degraded");
+  assert.equal(degraded?.reason, "NodeStalled");
+  assert.match(degraded?.message ?? "", /gone left the pool while rebooting/);
+});
+
+Deno.test("pool deleted mid-reboot: the node is held and the finalizer stays", () => {
+  const p = pool();
+  p.metadata.deletionTimestamp = EARLIER;
+  const bn = rebooting();
+  const gone = node("gone", { unschedulable: true, ready: false });
+  const plan = planPool(input(p, { nodes: [gone], bootcNodes: [bn] }));
+  assert.deepEqual(ofKind(plan, "deleteBootcNode"), []);
+  assert.deepEqual(ofKind(plan, "patchNode"), []);
+  assert.deepEqual(ofKind(plan, "removeFinalizer"), []);
+  const done = planPool(input(p, { nodes: [{ ...gone, ready: true }], bootcNodes: [back()] }));
+  assert.deepEqual(ofKind(done, "deleteBootcNode").map((a) => a.node), ["gone"]);
+});
+
+Deno.test("orphan with a finished drain: held until the Node came back Ready after it", () => {
+  const record = {
+    "bootc.dev/in-reboot-slot": EARLIER,
+    "bootc.dev/reboot-slot-pool": "gone-pool",
+    "bootc.dev/was-cordoned": "false",
+    "bootc.dev/drained-at": EARLIER,
+    "bootc.dev/drained-for": image("b"),
+  };
+  const down = node("n1", { unschedulable: true, ready: true, annotations: record });
+  const plan = planGonePool("gone-pool", {
+    pools: [],
+    nodes: new Map([["n1", down]]),
+    bootcNodes: new Map(),
+    now: new Date("2026-01-01T01:00:00Z"),
+  });
+  assert.deepEqual(plan.actions, []);
+  const up = { ...down, readySince: "2026-01-01T00:59:30Z" };
+  const released = planGonePool("gone-pool", {
+    pools: [],
+    nodes: new Map([["n1", up]]),
+    bootcNodes: new Map(),
+    now: new Date("2026-01-01T01:00:00Z"),
+  });
+  assert.equal(released.actions.length, 1);
+});
+
+Deno.test("leavingHold: the rules", () => {
+  const now = new Date("2026-01-01T01:00:00Z");
+  const record = {
+    "bootc.dev/in-reboot-slot": EARLIER,
+    "bootc.dev/drained-at": EARLIER,
+    "bootc.dev/drained-for": image("b"),
+  };
+  const n = (ready: boolean) => node("gone", { ready, annotations: record });
+  assert.equal(leavingHold({ node: n(true), bn: back(), now }).waitsFor, undefined);
+  assert.match(leavingHold({ node: n(false), bn: back(), now }).waitsFor ?? "", /Ready again/);
+  assert.match(leavingHold({ node: n(true), bn: rebooting(), now }).waitsFor ?? "", /to finish/);
+  // A daemon rebooting while the spec no longer asks for Booted (a retarget) still holds.
+  const retargeted = rebooting();
+  retargeted.spec.desiredImageState = "Staged";
+  assert.ok(leavingHold({ node: n(true), bn: retargeted, now }).waitsFor);
+  const hold = leavingHold({ node: n(false), bn: back(), now, rebootTimeoutMs: 30_000 });
+  assert.equal(hold.overdue, true);
+  assert.deepEqual(hold.deadline, new Date("2026-01-01T00:59:30Z"));
+  // Booted without the slot and drain the daemon needs (a hand edit): nothing to wait for.
+  const bare = node("gone", { ready: true });
+  assert.equal(leavingHold({ node: bare, bn: back(), now }).waitsFor, undefined);
+  // A daemon stuck in Rebooting without any record: held, and overdue from its report.
+  const stuck = leavingHold({ node: bare, bn: retargeted, now, rebootTimeoutMs: 60_000 });
+  assert.ok(stuck.waitsFor);
+  assert.equal(stuck.overdue, true);
+});

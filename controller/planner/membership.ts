@@ -1,0 +1,727 @@
+/**
+ * Planning step 2, membership: which nodes belong to the pool, their
+ * BootcNodes created and kept in sync with the target, nodes that left handed
+ * back, and nodes that carry this pool's disruption record without being members
+ * any more released, so nothing stays cordoned.
+ *
+ * @module
+ */
+import {
+  ANNOTATION_DESIRED_SINCE,
+  ANNOTATION_FAILED_IMAGE,
+  API_VERSION,
+  type BootcNode,
+  type BootcNodePool,
+  type BootcNodeSpec,
+  LABEL_MANAGED,
+  LABEL_POOL,
+  MAX_STAGING,
+  NODE,
+  owningPool,
+  POOL,
+  PoolDegradedReason,
+  resolveIntOrPercent,
+} from "../../lib/api/mod.ts";
+import {
+  classifyNode,
+  daemonProgress,
+  type DesiredImage,
+  EffectiveState,
+  type NodeClassification,
+} from "../../lib/api/node_state.ts";
+import {
+  mirrorOf,
+  nodeDisrupted,
+  recordOf,
+  releaseBootcNodePatch,
+  releasePatch,
+  undrainPatch,
+} from "../model/disruption.ts";
+import { type LeavingHold, leavingHold, reportLeavingHold } from "./leaving.ts";
+import {
+  type Action,
+  listNames,
+  mergeOutputs,
+  type MergePatch,
+  NO_OUTPUT,
+  nodeEvent,
+  type PlanInput,
+  type PlannedEvent,
+  poolEvent,
+  type StepOutput,
+  stepOutput,
+} from "./plan.ts";
+import { matchesSelector, selectorError } from "../model/selector.ts";
+import { formatTime, parseTime } from "../model/slots.ts";
+import { stallDeadlines } from "./deadlines.ts";
+import type { NodeSummary, Target } from "../model/types.ts";
+
+/** Finalizer that lets the controller hand nodes back (labels, cordons) when a pool is deleted. */
+export const POOL_FINALIZER = "node.bootc.dev/release-nodes";
+
+/** A member node as the later steps see it. */
+export interface Member {
+  node: NodeSummary;
+  /** The BootcNode as it will be after this plan's sync (undefined: being created). */
+  bn?: BootcNode;
+  /** How far its daemon got towards `desired` (`cls.effective`): what decisions read. */
+  state: EffectiveState;
+  /**
+   * True while the operator has work to finish or undo on this node, or its daemon
+   * reboots it (`cls.disrupted`): it counts as disrupted.
+   */
+  disrupted: boolean;
+  /** The image this member should run (the pool's target, or its rollback image). */
+  desired?: DesiredImage;
+  /** The node's one classification (`lib/api/node_state.ts`), as of this plan's sync. */
+  cls: NodeClassification;
+}
+
+/** What {@linkcode classifyMember} needs besides the node and its BootcNode. */
+export interface MemberContext {
+  /** The image the member should run (undefined: its spec's). */
+  desired?: DesiredImage;
+  /** The pool's target (a member rolled back from it is RollingBack). */
+  poolTarget?: DesiredImage;
+  /** Why the member is held back from the target (a staging gate), if it is. */
+  heldBy?: { reason: string; message: string };
+}
+
+/**
+ * A member's state, disruption and classification from the one rulebook
+ * (`classifyNode`), so every step reads the same facts.
+ */
+export function classifyMember(
+  node: NodeSummary,
+  bn: BootcNode | undefined,
+  context: MemberContext = {},
+): Pick<Member, "state" | "disrupted" | "cls"> {
+  const cls = classifyNode({
+    bootcNode: bn,
+    node,
+    target: context.desired,
+    poolTarget: context.poolTarget,
+    heldBy: context.heldBy,
+    member: true,
+  });
+  return { state: cls.effective, disrupted: cls.disrupted, cls };
+}
+
+export { owningPool } from "../../lib/api/mod.ts";
+
+/** The controller ownerReference a pool puts on its BootcNodes. */
+export function ownerReference(pool: BootcNodePool) {
+  return {
+    apiVersion: API_VERSION,
+    kind: POOL.kind,
+    name: pool.metadata.name ?? "",
+    uid: pool.metadata.uid ?? "",
+    controller: true,
+    blockOwnerDeletion: true,
+  };
+}
+
+/** The BootcNodes a pool owns. */
+export function ownedBootcNodes(input: PlanInput): BootcNode[] {
+  const name = input.pool.metadata.name ?? "";
+  return [...input.bootcNodes.values()].filter((bn) => owningPool(bn) === name);
+}
+
+/**
+ * Hands a node back: its BootcNode goes first (with its mirror of the prior cordon
+ * state), then the Node's record is removed and its cordon state restored, so a
+ * crash in between leaves a record that {@linkcode releaseOrphans} finishes.
+ * A node whose reboot has not finished is held instead (`leaving.ts`): it keeps
+ * its BootcNode, record and cordon, and counts against every budget (`held`).
+ */
+export function releaseNode(
+  input: PlanInput,
+  name: string,
+  bn: BootcNode | undefined,
+  why: string,
+): { held: boolean; out: StepOutput } {
+  const poolName = input.pool.metadata.name ?? "";
+  const node = input.nodes.get(name);
+  const hold = node ? holdOf(input, node, bn) : undefined;
+  const events: PlannedEvent[] = [];
+  if (hold?.waitsFor) {
+    // A deleted pool lets go of a node whose reboot is overdue (a dead machine would
+    // otherwise hold the finalizer for ever); the node is released and named.
+    if (!(hold.overdue && input.pool.metadata.deletionTimestamp)) {
+      return { held: true, out: reportLeavingHold(name, hold, why, { poolName, now: input.now }) };
+    }
+    events.push(poolEvent(
+      poolName,
+      "Warning",
+      "ReleasedUnfinished",
+      `node ${name} is released as its pool is deleted, although it is still waiting for ` +
+        `${hold.waitsFor} past its reboot timeout; check the host`,
+    ));
+  }
+  // A BootcNode already going away (a finalizer of someone else's holds it) is not
+  // deleted again on every pass.
+  const deleting = bn !== undefined && !bn.metadata.deletionTimestamp;
+  const patch = node ? releasePatch(node, bn, { unlabel: true }) : undefined;
+  const actions: Action[] = [];
+  if (!deleting && !patch) {
+    // Its Node is restored: the cordon mirror left on the held BootcNode would keep the
+    // node counted as disrupted for as long as the finalizer holds it. Drop it.
+    const bnPatch = mirrorOf(bn) !== undefined ? releaseBootcNodePatch(bn) : undefined;
+    if (bnPatch) {
+      actions.push({ kind: "patchBootcNode", node: name, patch: bnPatch, why: "drop mirror" });
+    }
+    return { held: false, out: stepOutput({ actions, events }) };
+  }
+  if (deleting) actions.push({ kind: "deleteBootcNode", node: name, uid: bn.metadata.uid });
+  if (patch) actions.push({ kind: "patchNode", node: name, patch, why: "release node" });
+  events.push(poolEvent(poolName, "Normal", "NodeRemoved", `node ${name} left the pool: ${why}`));
+  return { held: false, out: stepOutput({ actions, events }) };
+}
+
+/** {@linkcode leavingHold} of a node leaving `input.pool`, with the pool's reboot timeout. */
+function holdOf(input: PlanInput, node: NodeSummary, bn: BootcNode | undefined): LeavingHold {
+  const seconds = input.pool.spec.rollout?.rebootTimeoutSeconds;
+  return leavingHold({
+    node,
+    bn,
+    rebootTimeoutMs: seconds !== undefined ? seconds * 1000 : undefined,
+    now: input.now,
+  });
+}
+
+/**
+ * Nodes carrying this pool's disruption record (or, for a record naming a pool
+ * that no longer exists, the first pool by name) that are no longer members and
+ * that no other single pool will adopt: restore them so nothing stays cordoned
+ * (once their reboot, if one was under way, has finished). `released` names the
+ * nodes released or still held: they count against the budget in this plan.
+ */
+export function releaseOrphans(
+  input: PlanInput,
+  members: ReadonlySet<string>,
+): { released: string[]; out: StepOutput } {
+  const poolName = input.pool.metadata.name ?? "";
+  const valid = input.pools.filter((p) => selectorError(p.selector) === undefined);
+  const names = new Set(input.pools.map((p) => p.name));
+  const first = [...names].sort()[0] === poolName;
+  const released: string[] = [];
+  const outs: StepOutput[] = [];
+  for (const node of input.nodes.values()) {
+    if (members.has(node.name)) continue;
+    const bn = input.bootcNodes.get(node.name);
+    if (bn && owningPool(bn) !== undefined) continue; // its owner releases or keeps it
+    if (!nodeDisrupted(node, bn)) continue;
+    const recordPool = recordOf(node).pool;
+    const mine = recordPool === poolName ||
+      (first && (recordPool === undefined || !names.has(recordPool)));
+    if (!mine) continue;
+    const matching = valid.filter((p) => matchesSelector(p.selector, node.labels));
+    const adopter = matching.length === 1 && matching[0].name !== poolName;
+    if (adopter) continue;
+    const orphan = restoreOrphan(input, node, bn);
+    if (orphan.counted) released.push(node.name);
+    outs.push(orphan.out);
+  }
+  return { released, out: mergeOutputs(outs) };
+}
+
+/** One orphan: held while still rebooting (it counts until back), else restored. */
+function restoreOrphan(
+  input: PlanInput,
+  node: NodeSummary,
+  bn: BootcNode | undefined,
+): { counted: boolean; out: StepOutput } {
+  const poolName = input.pool.metadata.name ?? "";
+  const hold = holdOf(input, node, bn);
+  if (hold.waitsFor) {
+    const out = reportLeavingHold(node.name, hold, "no longer a member", {
+      poolName,
+      now: input.now,
+    });
+    return { counted: true, out };
+  }
+  const patch = releasePatch(node, bn, { unlabel: false });
+  if (!patch) return { counted: false, out: NO_OUTPUT };
+  return {
+    counted: true,
+    out: stepOutput({
+      actions: [{ kind: "patchNode", node: node.name, patch, why: "restore orphaned node" }],
+      events: [poolEvent(
+        poolName,
+        "Warning",
+        "OrphanRestored",
+        `node ${node.name} carried this pool's disruption record but is no longer a member ` +
+          `(its BootcNode was deleted or its labels changed); restored its cordon state`,
+      )],
+    }),
+  };
+}
+
+/** The pool's staging places (`spec.rollout.maxStaging`): how many may start a download now. */
+export interface StagingQueue {
+  /** Resolved limit. */
+  limit: number;
+  /** Nodes downloading the target now. */
+  active: number;
+  /** Places still free after this plan. */
+  room: number;
+  /** Nodes held back, waiting for a place. */
+  held: readonly string[];
+  /** Why the held nodes wait (their classification's `heldBy`). */
+  heldBy: { reason: string; message: string };
+}
+
+/**
+ * The staging places of a pool for `target` before this plan's members take any:
+ * nodes already told to stage it that have not reported it staged (nor failed,
+ * nor run past the staging deadline, so a failed download does not hold a place
+ * forever) use one each. Undefined: no limit.
+ */
+export function stagingQueue(
+  input: PlanInput,
+  target: Target,
+  memberCount: number,
+  open = true,
+): StagingQueue | undefined {
+  const rollout = input.pool.spec.rollout;
+  if (rollout?.maxStaging === undefined && open) return undefined;
+  const limit = open && rollout?.maxStaging !== undefined
+    ? resolveIntOrPercent(rollout.maxStaging, memberCount, MAX_STAGING)
+    : 0;
+  const deadlines = stallDeadlines(rollout as Record<string, unknown> | undefined);
+  const d: DesiredImage = { image: target.image, platforms: target.platforms };
+  let active = 0;
+  for (const bn of ownedBootcNodes(input)) {
+    if (bn.spec.desiredImage !== target.image) continue;
+    const state = daemonProgress(bn, d);
+    if (state !== EffectiveState.Pending && state !== EffectiveState.Staging) continue;
+    const since = parseTime(bn.metadata.annotations?.[ANNOTATION_DESIRED_SINCE]);
+    if (since && input.now.getTime() >= since.getTime() + deadlines.stagingMs) continue;
+    active++;
+  }
+  const heldBy = open
+    ? {
+      reason: "StagingLimit",
+      message: `a staging place (spec.rollout.maxStaging: ${limit} at a time, ${active} in use)`,
+    }
+    : {
+      reason: "OutsideMaintenanceWindow",
+      message: "the next maintenance window (maintenance.stageOutsideWindows: false)",
+    };
+  return { limit, active, room: Math.max(0, limit - active), held: [], heldBy };
+}
+
+/**
+ * The writes that hand back nodes whose disruption record names pool `name`, which
+ * no longer exists (deleted without its finalizer, say): their prior cordon state
+ * is restored and the record removed, unless another pool will adopt them.
+ */
+export function planGonePool(
+  name: string,
+  input: Pick<PlanInput, "pools" | "nodes" | "bootcNodes" | "now">,
+): StepOutput {
+  const stub = { metadata: { name }, spec: { nodeSelector: {} } } as unknown as BootcNodePool;
+  return releaseOrphans({ ...input, pool: stub, podsByNode: new Map(), pdbs: [] }, new Set()).out;
+}
+
+/** What step 2 settled. */
+export interface Membership {
+  members: Member[];
+  /** Nodes handed back in this plan that were still disrupted (they count until released). */
+  releasing: string[];
+  /** The staging queue after this plan, when the pool limits staging. */
+  staging?: StagingQueue;
+  /** BootcNodes created and synced, nodes handed back, conflicts. */
+  out: StepOutput;
+}
+
+/** Options of {@linkcode planMembership}. */
+export interface MembershipOptions {
+  /** False while the pool stages only inside its (closed) windows. */
+  stagingOpen?: boolean;
+  /**
+   * The image for members that failed their health checks on `target` (the
+   * `bootc.dev/failed-image` annotation, onFailure RollbackNode): they go back to
+   * it and are not retried on `target`. Unset: they stay on `target`.
+   */
+  rollbackImage?: Target;
+}
+
+/** Step 2: membership and BootcNode sync. */
+export function planMembership(
+  input: PlanInput,
+  target: Target | undefined,
+  options: MembershipOptions = {},
+): Membership {
+  const matching = new Set<string>();
+  for (const node of input.nodes.values()) {
+    if (matchesSelector(input.pool.spec.nodeSelector, node.labels)) matching.add(node.name);
+  }
+  const leaving = planLeavers(input, matching);
+  const claimed = claimMembers(input, matching);
+  const staging = target
+    ? stagingQueue(input, target, matching.size, options.stagingOpen ?? true)
+    : undefined;
+  const synced = syncMembers(input, claimed.nodes, target, staging, options.rollbackImage);
+  const conflicts = [...claimed.conflicts].sort(([a], [b]) => a < b ? -1 : 1).map((
+    [other, nodes],
+  ) => ({
+    reason: PoolDegradedReason.NodeConflict,
+    message: `node(s) ${listNames([...nodes].sort())} also match pool ${other}`,
+  }));
+  const orphans = releaseOrphans(input, new Set(synced.members.map((m) => m.node.name)));
+  return {
+    members: synced.members,
+    releasing: [...leaving.releasing, ...claimed.releasing, ...orphans.released],
+    staging: staging && { ...staging, room: synced.room, held: synced.held },
+    out: mergeOutputs([leaving.out, synced.out, stepOutput({ issues: conflicts }), orphans.out]),
+  };
+}
+
+/**
+ * The pool's BootcNodes whose node is gone or no longer matches: handed back
+ * (or held while rebooting). `releasing` names those still disrupted.
+ */
+function planLeavers(
+  input: PlanInput,
+  matching: ReadonlySet<string>,
+): { releasing: string[]; out: StepOutput } {
+  const releasing: string[] = [];
+  const outs: StepOutput[] = [];
+  for (const bn of ownedBootcNodes(input)) {
+    const name = bn.metadata.name ?? "";
+    const node = input.nodes.get(name);
+    // A node leaving counts as disrupted until restored; once its BootcNode is going
+    // away (perhaps held by someone's finalizer) that is what its Node says.
+    const leavingDisrupted = node !== undefined && !matching.has(name) &&
+      (bn.metadata.deletionTimestamp
+        ? releasePatch(node, bn, { unlabel: false }) !== undefined
+        : nodeDisrupted(node, bn));
+    if (leavingDisrupted) releasing.push(name);
+    if (!node) outs.push(releaseNode(input, name, bn, "node was deleted").out);
+    else if (!matching.has(name)) {
+      outs.push(
+        releaseNode(input, name, bn, "node no longer matches the pool's nodeSelector").out,
+      );
+    }
+  }
+  return { releasing, out: mergeOutputs(outs) };
+}
+
+/**
+ * Which matching nodes this pool takes (by name): not those another pool owns,
+ * nor those another pool's selector also matches while nobody owns them, nor
+ * those whose old BootcNode is still going away (counted while disrupted).
+ * `conflicts` names, per other pool, the nodes both match.
+ */
+function claimMembers(input: PlanInput, matching: ReadonlySet<string>) {
+  const poolName = input.pool.metadata.name ?? "";
+  const otherPools = input.pools.filter((p) =>
+    p.name !== poolName && selectorError(p.selector) === undefined
+  );
+  const conflicts = new Map<string, string[]>();
+  const addConflict = (other: string, node: string) => {
+    conflicts.set(other, [...conflicts.get(other) ?? [], node]);
+  };
+  const nodes: { node: NodeSummary; bn?: BootcNode }[] = [];
+  const releasing: string[] = [];
+  for (const name of [...matching].sort()) {
+    const node = input.nodes.get(name)!;
+    const bn = input.bootcNodes.get(name);
+    const owner = bn ? owningPool(bn) : undefined;
+    if (owner !== undefined && owner !== poolName) {
+      addConflict(owner, name);
+      continue;
+    }
+    const others = otherPools.filter((p) => matchesSelector(p.selector, node.labels));
+    for (const o of others) addConflict(o.name, name);
+    if (owner === undefined && others.length > 0) continue; // contested: nobody takes it
+    if (bn?.metadata.deletionTimestamp) {
+      // An old BootcNode still going away: while the node is disrupted it still counts.
+      if (nodeDisrupted(node, undefined)) releasing.push(name);
+      continue;
+    }
+    nodes.push({ node, bn });
+  }
+  return { nodes, conflicts, releasing };
+}
+
+/**
+ * The members' BootcNodes created or brought in line with the target (a member
+ * that failed on it goes to `rollbackImage`). A member not in flight that would
+ * start a new download takes a staging place, or is held back when none is free.
+ */
+function syncMembers(
+  input: PlanInput,
+  nodes: readonly { node: NodeSummary; bn?: BootcNode }[],
+  target: Target | undefined,
+  staging: StagingQueue | undefined,
+  rollbackImage: Target | undefined,
+): { members: Member[]; room: number; held: string[]; out: StepOutput } {
+  const desired: DesiredImage | undefined = target
+    ? { image: target.image, platforms: target.platforms }
+    : undefined;
+  const members: Member[] = [];
+  const outs: StepOutput[] = [];
+  const held: string[] = [];
+  let room = staging?.room ?? 0;
+  for (const { node, bn } of nodes) {
+    if (!desired || !target) {
+      members.push({ node, bn, ...classifyMember(node, bn) });
+      continue;
+    }
+    if (!bn) {
+      const created = createMember(input, node, target);
+      members.push(created.member);
+      outs.push(created.out);
+      continue;
+    }
+    const failedOn = bn.metadata.annotations?.[ANNOTATION_FAILED_IMAGE];
+    const own = failedOn === target.image && rollbackImage ? rollbackImage : undefined;
+    const t = own ?? target;
+    const d = own ? { image: own.image, platforms: own.platforms } : desired;
+    // A node in flight always follows the target; others wait for a staging place.
+    let hold = false;
+    if (!own && staging && bn.spec.desiredImage !== t.image && !nodeDisrupted(node, bn)) {
+      if (room > 0) room--;
+      else {
+        hold = true;
+        held.push(node.name);
+      }
+    }
+    const synced = syncMember(input, node, bn, {
+      t,
+      d,
+      poolTarget: desired,
+      heldBy: hold ? staging?.heldBy : undefined,
+    });
+    members.push(synced.member);
+    outs.push(forgetFailure(node.name, failedOn, target), synced.out);
+  }
+  return { members, room, held, out: mergeOutputs(outs) };
+}
+
+/** A new target: a node's failure was about another image; it may try this one. */
+function forgetFailure(name: string, failedOn: string | undefined, target: Target): StepOutput {
+  if (failedOn === undefined || failedOn === target.image) return NO_OUTPUT;
+  return stepOutput({
+    actions: [{
+      kind: "patchBootcNode",
+      node: name,
+      patch: { metadata: { annotations: { [ANNOTATION_FAILED_IMAGE]: null } } },
+      why: "forget failure on an old image",
+    }],
+  });
+}
+
+/** A member without a BootcNode: one is created for the target and the Node labelled managed. */
+function createMember(
+  input: PlanInput,
+  node: NodeSummary,
+  target: Target,
+): { member: Member; out: StepOutput } {
+  const { pool, now } = input;
+  const poolName = pool.metadata.name ?? "";
+  const name = node.name;
+  const spec: BootcNodeSpec = {
+    desiredImage: target.image,
+    desiredImageState: "Staged",
+    rebootPolicy: pool.spec.disruption?.rebootPolicy ?? "RebootOnly",
+    ...(pool.spec.pullSecretRef ? { pullSecretRef: { ...pool.spec.pullSecretRef } } : {}),
+    ...(input.pullSecretHash ? { pullSecretHash: input.pullSecretHash } : {}),
+    ...(healthUnitsOf(pool) ? { healthUnits: healthUnitsOf(pool) } : {}),
+  };
+  const create: Action = {
+    kind: "createBootcNode",
+    node: name,
+    object: {
+      apiVersion: API_VERSION,
+      kind: NODE.kind,
+      metadata: {
+        name,
+        labels: { [LABEL_POOL]: poolName },
+        annotations: { [ANNOTATION_DESIRED_SINCE]: formatTime(now) },
+        ownerReferences: [ownerReference(pool)],
+      },
+      spec,
+    },
+  };
+  const label = labelManaged(node);
+  const event = nodeDisrupted(node, undefined)
+    ? nodeEvent(
+      name,
+      "Warning",
+      "BootcNodeRecreated",
+      `the BootcNode of node ${name} was deleted while the operator was updating the node ` +
+        `(it still carries the disruption record); recreated it and resuming the update`,
+    )
+    : poolEvent(poolName, "Normal", "NodeAdded", `node ${name} joined the pool`);
+  const desired = { image: target.image, platforms: target.platforms };
+  return {
+    member: { node, ...classifyMember(node, undefined, { desired }) },
+    out: stepOutput({ actions: label ? [create, label] : [create], events: [event] }),
+  };
+}
+
+/** The write labelling a member Node `bootc.dev/managed` (so the daemon DaemonSet runs there), if needed. */
+export function labelManaged(node: NodeSummary): Action | undefined {
+  if (Object.hasOwn(node.labels, LABEL_MANAGED)) return undefined;
+  return {
+    kind: "patchNode",
+    node: node.name,
+    patch: { metadata: { labels: { [LABEL_MANAGED]: "" } } },
+    why: "label managed",
+  };
+}
+
+/** The images a synced member is brought to, and what holds it back from a new one. */
+interface SyncTargets {
+  /** The target it follows (the pool's, or its rollback image). */
+  t: Target;
+  d: DesiredImage;
+  poolTarget: DesiredImage;
+  /** Set when it may not start the new download yet (a staging gate). */
+  heldBy?: { reason: string; message: string };
+}
+
+/**
+ * Brings an existing BootcNode in line with the target: desired image, reboot
+ * policy, pull secret, pool label and ownership. A new image revokes any reboot
+ * approval for the old one (Booted back to Staged, the Node's finished drain
+ * withdrawn). Booted stands only on a node whose Node records a finished drain for
+ * exactly this image; anything else (a hand edit, a lost record) is reset, with a
+ * warning naming the node.
+ */
+function syncMember(
+  input: PlanInput,
+  node: NodeSummary,
+  bn: BootcNode,
+  targets: SyncTargets,
+): { member: Member; out: StepOutput } {
+  const { t, d, heldBy } = targets;
+  const name = node.name;
+  const hold = heldBy !== undefined;
+  const imageChanged = !hold && bn.spec.desiredImage !== t.image;
+  const wanted = wantedSpec(input, bn, hold ? bn.spec.desiredImage : t.image);
+  const newImage = imageChanged ? withdrawForNewImage(node, input.now) : undefined;
+  if (imageChanged) wanted.desiredImageState = "Staged";
+  const viewNode = newImage?.node ?? node;
+  const context: MemberContext = { desired: d, poolTarget: targets.poolTarget, heldBy };
+  const state = classifyMember(viewNode, { ...bn, spec: wanted }, context).state;
+  const record = recordOf(viewNode);
+  const approved = record.slotAt !== undefined && record.drainedFor === wanted.desiredImage;
+  const events: PlannedEvent[] = [];
+  if (wanted.desiredImageState === "Booted" && state !== EffectiveState.UpToDate && !approved) {
+    wanted.desiredImageState = "Staged";
+    if (!imageChanged) {
+      events.push(nodeEvent(
+        name,
+        "Warning",
+        "UnauthorizedRebootRequest",
+        `node ${name} was set to desiredImageState: Booted without a reboot slot and a ` +
+          `finished drain (by hand, or its record was lost); reset to Staged`,
+      ));
+    }
+  }
+  const annotations = { ...bn.metadata.annotations ?? {}, ...newImage?.annotations };
+  const view: BootcNode = { ...bn, metadata: { ...bn.metadata, annotations }, spec: wanted };
+  const patch = syncPatch(input.pool, bn, wanted, newImage?.annotations ?? {});
+  const actions: Action[] = newImage?.undrain ? [newImage.undrain] : [];
+  if (patch) {
+    actions.push({ kind: "patchBootcNode", node: name, patch, why: "sync spec" });
+    if (imageChanged) {
+      events.push(
+        nodeEvent(name, "Normal", "DesiredImageChanged", `node ${name} should now run ${t.image}`),
+      );
+    }
+  }
+  const label = labelManaged(node);
+  if (label) actions.push(label);
+  return {
+    member: { node: viewNode, bn: view, ...classifyMember(viewNode, view, context), desired: d },
+    out: stepOutput({ actions, events }),
+  };
+}
+
+/** The spec a member's BootcNode should have for `image` (its reboot request as it is). */
+function wantedSpec(input: PlanInput, bn: BootcNode, image: string): BootcNodeSpec {
+  const { pool } = input;
+  return {
+    ...bn.spec,
+    desiredImage: image,
+    rebootPolicy: pool.spec.disruption?.rebootPolicy ?? "RebootOnly",
+    pullSecretRef: pool.spec.pullSecretRef ? { ...pool.spec.pullSecretRef } : undefined,
+    pullSecretHash: input.pullSecretHash,
+    healthUnits: healthUnitsOf(pool),
+  };
+}
+
+/**
+ * A new image for a member: its desired-since time restarts, and a finished
+ * drain recorded on its Node (for the old image) is withdrawn. `node` is the Node
+ * as it will be after that write.
+ */
+function withdrawForNewImage(
+  node: NodeSummary,
+  now: Date,
+): { annotations: Record<string, string>; undrain?: Action; node: NodeSummary } {
+  const annotations = { [ANNOTATION_DESIRED_SINCE]: formatTime(now) };
+  const undrain = undrainPatch(node);
+  if (!undrain) return { annotations, node };
+  const nodeAnnotations = { ...node.annotations };
+  for (const k of Object.keys((undrain.metadata as MergePatch).annotations as MergePatch)) {
+    delete nodeAnnotations[k];
+  }
+  return {
+    annotations,
+    undrain: {
+      kind: "patchNode",
+      node: node.name,
+      patch: undrain,
+      why: "withdraw drain (new image)",
+    },
+    node: { ...node, annotations: nodeAnnotations },
+  };
+}
+
+/**
+ * The merge patch that brings `bn` to `wanted`, its pool label and ownership
+ * (adopting an orphan, or one left by an earlier pool of the same name), and
+ * `annotations`; undefined when nothing changes.
+ */
+function syncPatch(
+  pool: BootcNodePool,
+  bn: BootcNode,
+  wanted: BootcNodeSpec,
+  annotations: Record<string, string>,
+): MergePatch | undefined {
+  const specPatch: MergePatch = {};
+  for (
+    const key of ["desiredImage", "desiredImageState", "rebootPolicy", "pullSecretHash"] as const
+  ) {
+    if (bn.spec[key] !== wanted[key]) specPatch[key] = wanted[key] ?? null;
+  }
+  for (const key of ["pullSecretRef", "healthUnits"] as const) {
+    if (JSON.stringify(bn.spec[key] ?? null) !== JSON.stringify(wanted[key] ?? null)) {
+      specPatch[key] = wanted[key] ?? null;
+    }
+  }
+  const poolName = pool.metadata.name ?? "";
+  const metaPatch: MergePatch = {};
+  if (bn.metadata.labels?.[LABEL_POOL] !== poolName) metaPatch.labels = { [LABEL_POOL]: poolName };
+  const controller = bn.metadata.ownerReferences?.find((o) => o.kind === POOL.kind && o.controller);
+  if (owningPool(bn) === undefined || controller?.uid !== pool.metadata.uid) {
+    metaPatch.ownerReferences = [ownerReference(pool)];
+  }
+  if (Object.keys(annotations).length > 0) metaPatch.annotations = annotations;
+  const patch: MergePatch = {};
+  if (Object.keys(specPatch).length > 0) patch.spec = specPatch;
+  if (Object.keys(metaPatch).length > 0) patch.metadata = metaPatch;
+  return Object.keys(patch).length > 0 ? patch : undefined;
+}
+
+/** The units the pool's health check lists (copied to each BootcNode for its daemon). */
+function healthUnitsOf(pool: BootcNodePool): string[] | undefined {
+  const units = pool.spec.rollout?.health?.units;
+  return units && units.length > 0 ? [...units] : undefined;
+}

@@ -1,0 +1,322 @@
+/**
+ * The shapes every planning step shares: the planner's input, the actions and
+ * events it produces, and {@linkcode StepOutput}, what each step returns (the
+ * planner folds them with {@linkcode mergeOutputs}).
+ *
+ * @module
+ */
+import type { BootcNode, BootcNodePool, BootcNodePoolStatus } from "../../lib/api/mod.ts";
+import type { ClusterBudget } from "../gates/gate.ts";
+import type { QueryVerdict } from "../model/health.ts";
+import type { ChannelDecision } from "./channel.ts";
+import type { PoolIssue, StateCounts } from "./pool_status.ts";
+import type {
+  NodeSummary,
+  PdbSummary,
+  PodSummary,
+  PoolSummary,
+  ResolutionMemo,
+} from "../model/types.ts";
+
+/** Tunables of the planner (times in milliseconds). */
+export interface PlannerOptions {
+  /** Tag poll interval when the pool does not set `image.pollIntervalSeconds` (default 5 min). */
+  defaultPollIntervalMs?: number;
+  /** Retry delay after a failed resolution, capped by the poll interval (default 30 s). */
+  resolveRetryMs?: number;
+  /** How soon a drain pass is repeated while pods are still leaving (default 5 s). */
+  drainPollMs?: number;
+}
+
+/** Defaults of {@linkcode PlannerOptions}. */
+export const PLANNER_DEFAULTS: Required<PlannerOptions> = {
+  defaultPollIntervalMs: 5 * 60_000,
+  resolveRetryMs: 30_000,
+  drainPollMs: 5_000,
+};
+
+/** Everything the planner looks at. */
+export interface PlanInput {
+  pool: BootcNodePool;
+  /** Every pool (this one may be included), for conflict detection. */
+  pools: readonly PoolSummary[];
+  /** Every pool as a full object (other pools' status and spec feed the cross-pool gates). */
+  poolObjects?: readonly BootcNodePool[];
+  /** Every BootcDisruptionBudget (cluster-wide caps across pools). */
+  budgets?: readonly ClusterBudget[];
+  /** Every Node, by name. */
+  nodes: ReadonlyMap<string, NodeSummary>;
+  /** Every BootcNode, by name. */
+  bootcNodes: ReadonlyMap<string, BootcNode>;
+  /** Pods by node name (only nodes of this pool need to be present). */
+  podsByNode: ReadonlyMap<string, readonly PodSummary[]>;
+  /**
+   * The nodes whose pods were listed. When set, a node outside it has unknown
+   * pods: the planner neither drains it nor gives it a slot, and asks for its
+   * pods in {@linkcode Plan.needPods}. When unset, every node's pods are known.
+   */
+  podsListed?: ReadonlySet<string>;
+  pdbs: readonly PdbSummary[];
+  /** The latest resolution of the pool's tag, if the shell has one. */
+  resolution?: ResolutionMemo;
+  /** sha256 of the pull Secret's data, when the pool names a Secret that exists. */
+  pullSecretHash?: string;
+  /**
+   * A problem with the pool's pull Secret found by the shell: reason `InvalidSpec`
+   * stops the rollout like any invalid spec; any other reason is reported as Degraded.
+   */
+  pullSecretIssue?: PoolIssue;
+  /**
+   * The channel step's decision (`channel.ts`), for a pool that follows a channel;
+   * the shell has already put its `ref` into the pool's `spec.image.ref`.
+   */
+  channel?: ChannelDecision;
+  /** The latest Prometheus health-check answer per node (nodes being verified only). */
+  healthQueries?: ReadonlyMap<string, QueryVerdict>;
+  now: Date;
+  options?: PlannerOptions;
+}
+
+/** A JSON merge patch. */
+export type MergePatch = Record<string, unknown>;
+
+/** What a completed action lets the shell observe (metrics). */
+export interface Observation {
+  metric: "drain_seconds" | "update_seconds";
+  seconds: number;
+}
+
+/** One write, applied by the shell in order. */
+export type Action =
+  | { kind: "createBootcNode"; node: string; object: BootcNode }
+  | { kind: "patchBootcNode"; node: string; patch: MergePatch; why: string; observe?: Observation }
+  /**
+   * A merge patch of the BootcNode's status subresource; `patch.metadata.resourceVersion`
+   * makes it conditional (a conflict is not an error: the next reconcile tries again).
+   */
+  | { kind: "patchBootcNodeStatus"; node: string; patch: MergePatch; why: string }
+  | { kind: "deleteBootcNode"; node: string; uid?: string }
+  | {
+    kind: "patchNode";
+    node: string;
+    patch: MergePatch;
+    why: string;
+    observe?: Observation;
+    /**
+     * Set on the one write that hands the node a reboot slot (`slot_grant.ts`): the
+     * apply order and the hand-off metric key on it. A repair that rewrites the slot
+     * record is no grant, so the patch alone cannot tell.
+     */
+    grant?: true;
+  }
+  | { kind: "evict"; node: string; pods: { namespace: string; name: string; uid?: string }[] }
+  | { kind: "addFinalizer" }
+  | { kind: "removeFinalizer" };
+
+/** True for the action that grants a node a reboot slot: the one marked `grant`. */
+export function isSlotGrant(action: Action): boolean {
+  return action.kind === "patchNode" && action.grant === true;
+}
+
+/** A Kubernetes Event to record. */
+export interface PlannedEvent {
+  /** The object the event is about. */
+  regarding: { kind: "BootcNodePool" | "BootcNode"; name: string };
+  type: "Normal" | "Warning";
+  reason: string;
+  message: string;
+  /**
+   * Set for events derived from time rather than from a write (timeouts): the
+   * shell records each key once, so a level-triggered loop does not repeat them.
+   */
+  onceKey?: string;
+}
+
+/** The planner's answer. */
+export interface Plan {
+  actions: Action[];
+  events: PlannedEvent[];
+  /** The new status; undefined while the pool is being deleted. */
+  status: BootcNodePoolStatus | undefined;
+  /** Reconcile again after this long, when a deadline or a poll is due. */
+  requeueAfterMs?: number;
+  /** True while a drain is waiting on pods (the shell backs off when evictions are refused). */
+  draining: boolean;
+  /** Number of reboot slots (resolved maxUnavailable). */
+  slots: number;
+  /** Nodes whose pods the planner needs to decide (list them and plan again). */
+  needPods: string[];
+  /** Member nodes per effective state (a node found stuck counts as Degraded). */
+  counts: StateCounts;
+  /** Every problem found (the Degraded condition names only the most severe; metrics want all). */
+  issues?: readonly PoolIssue[];
+}
+
+/**
+ * What one planning step adds to the plan: its writes, events, notes and issues,
+ * the pods it needs and when it wants the pool reconciled again. Steps return one
+ * (with their own typed facts beside it); `planPool` folds them in step order with
+ * {@linkcode mergeOutputs}, so no step writes into another's.
+ */
+export interface StepOutput {
+  readonly actions: readonly Action[];
+  readonly events: readonly PlannedEvent[];
+  /** Why the rollout waits, appended to the UpToDate message. */
+  readonly notes: readonly string[];
+  /** Problems that make the pool Degraded. */
+  readonly issues: readonly PoolIssue[];
+  /** Nodes whose pods are needed. */
+  readonly needPods: readonly string[];
+  /** Reconcile again after this long (the earliest wish, at least 1 ms). */
+  readonly requeueAfterMs?: number;
+  /** True while a drain waits on pods. */
+  readonly draining: boolean;
+}
+
+/** A step that adds nothing. */
+export const NO_OUTPUT: StepOutput = Object.freeze({
+  actions: [],
+  events: [],
+  notes: [],
+  issues: [],
+  needPods: [],
+  draining: false,
+});
+
+/** A {@linkcode StepOutput} from its parts (`wake`: ms from now, the earliest kept). */
+export function stepOutput(
+  parts: Partial<Omit<StepOutput, "requeueAfterMs">> & { wake?: number } = {},
+): StepOutput {
+  const { wake, ...rest } = parts;
+  return {
+    ...NO_OUTPUT,
+    ...rest,
+    ...(wake !== undefined ? { requeueAfterMs: Math.max(wake, 1) } : {}),
+  };
+}
+
+/** The outputs of steps in order, as one: lists concatenated, the earliest wake-up kept. */
+export function mergeOutputs(outputs: readonly StepOutput[]): StepOutput {
+  const actions: Action[] = [];
+  const events: PlannedEvent[] = [];
+  const notes: string[] = [];
+  const issues: PoolIssue[] = [];
+  const needPods: string[] = [];
+  let requeueAfterMs: number | undefined;
+  let draining = false;
+  for (const o of outputs) {
+    actions.push(...o.actions);
+    events.push(...o.events);
+    notes.push(...o.notes);
+    issues.push(...o.issues);
+    needPods.push(...o.needPods);
+    if (o.requeueAfterMs !== undefined) {
+      requeueAfterMs = requeueAfterMs === undefined
+        ? o.requeueAfterMs
+        : Math.min(requeueAfterMs, o.requeueAfterMs);
+    }
+    draining ||= o.draining;
+  }
+  return { actions, events, notes, issues, needPods, requeueAfterMs, draining };
+}
+
+/** An event about the pool `poolName`. */
+export function poolEvent(
+  poolName: string,
+  type: PlannedEvent["type"],
+  reason: string,
+  message: string,
+  onceKey?: string,
+): PlannedEvent {
+  return { regarding: { kind: "BootcNodePool", name: poolName }, type, reason, message, onceKey };
+}
+
+/** An event about node `node`'s BootcNode. */
+export function nodeEvent(
+  node: string,
+  type: PlannedEvent["type"],
+  reason: string,
+  message: string,
+  onceKey?: string,
+): PlannedEvent {
+  return { regarding: { kind: "BootcNode", name: node }, type, reason, message, onceKey };
+}
+
+/**
+ * A step's own collector of what it decides, local to one step call (never
+ * shared between steps): it ends as the step's {@linkcode StepOutput}.
+ */
+export class StepWriter {
+  readonly actions: Action[] = [];
+  readonly events: PlannedEvent[] = [];
+  readonly issues: PoolIssue[] = [];
+  readonly notes: string[] = [];
+  readonly needPods: string[] = [];
+  requeueAfterMs?: number;
+  draining = false;
+
+  /** Starts an empty output for pool `poolName` at `now`. */
+  constructor(readonly poolName: string, readonly now: Date) {}
+
+  /** Asks for another reconcile after `ms` (the earliest request wins). */
+  wake(ms: number): void {
+    const v = Math.max(ms, 1);
+    this.requeueAfterMs = this.requeueAfterMs === undefined ? v : Math.min(this.requeueAfterMs, v);
+  }
+
+  /** Asks for another reconcile at `at`. */
+  wakeAt(at: Date): void {
+    this.wake(at.getTime() - this.now.getTime());
+  }
+
+  /** Records an event about the pool. */
+  poolEvent(type: PlannedEvent["type"], reason: string, message: string, onceKey?: string): void {
+    this.events.push(poolEvent(this.poolName, type, reason, message, onceKey));
+  }
+
+  /** Records an event about a node's BootcNode. */
+  nodeEvent(
+    node: string,
+    type: PlannedEvent["type"],
+    reason: string,
+    message: string,
+    onceKey?: string,
+  ): void {
+    this.events.push(nodeEvent(node, type, reason, message, onceKey));
+  }
+
+  /** Appends a write. */
+  act(action: Action): void {
+    this.actions.push(action);
+  }
+
+  /** Appends what a helper of this step returned. */
+  add(out: StepOutput): void {
+    this.actions.push(...out.actions);
+    this.events.push(...out.events);
+    this.notes.push(...out.notes);
+    this.issues.push(...out.issues);
+    this.needPods.push(...out.needPods);
+    if (out.requeueAfterMs !== undefined) this.wake(out.requeueAfterMs);
+    this.draining ||= out.draining;
+  }
+
+  /** What was collected, as the step's output. */
+  output(): StepOutput {
+    return {
+      actions: [...this.actions],
+      events: [...this.events],
+      notes: [...this.notes],
+      issues: [...this.issues],
+      needPods: [...this.needPods],
+      requeueAfterMs: this.requeueAfterMs,
+      draining: this.draining,
+    };
+  }
+}
+
+/** "a, b, c and 2 more". */
+export function listNames(names: readonly string[], max = 5): string {
+  const shown = names.slice(0, max).join(", ");
+  return names.length > max ? `${shown} and ${names.length - max} more` : shown;
+}

@@ -1,0 +1,448 @@
+/**
+ * The Pool Reconciler's decisions as one pure function: given a pool, the
+ * cluster as the caches see it, the target image and the time, it returns the
+ * writes to make (in order), the events to record and the pool's new status.
+ * The shell (`reconciler.ts`) only gathers the inputs and applies the plan.
+ *
+ * A pipeline of pure steps, each in a module of its own. Each step returns a
+ * typed result (its facts, and a {@linkcode StepOutput}: writes, events, notes,
+ * issues, wake-ups); later steps read earlier results and never change them
+ * (no step mutates a member, the output of another, or shared counters).
+ * `planPool` only composes them and folds the outputs in step order:
+ * 0. spec check (`spec_check.ts`): what the CRD schema cannot reject;
+ * 1. resolution (`resolution.ts`, `failure_policy.ts`): the digest-pinned target, after
+ *    the failure record had its say;
+ * 2. membership (`membership.ts`): members, BootcNodes in sync, nodes handed back;
+ * 3. in flight (`in_flight.ts`): every disrupted node repaired, drained, rebooted,
+ *    verified, released (`InFlightResult`: slots in use, unhealthy, stuck, failures);
+ * 4. health response (`health_response.ts`): the `onFailure` policy on failures;
+ * 5. slots (`gated_slots.ts`, `slot_grant.ts`, `gates/`): new reboot slots as the gates
+ *    allow (the nodes granted one; the planner marks them disrupted in a new member list);
+ * 6. stalled (`stalled.ts`): nodes whose status does not keep up with their spec;
+ * 7. rollout record (`rollout_record.ts`): history, failure record, circuit, channel;
+ * 8. status (`pool_status.ts`), from the folded issues and notes.
+ *
+ * The operator's in-flight facts live on each Node (the disruption record, see
+ * `disruption.ts`), so a node counts against the budget until the operator has
+ * finished or undone its work there, whatever happened to its BootcNode, and a
+ * pool whose spec goes bad still finishes or undoes what it started.
+ *
+ * @module
+ */
+import {
+  type BootcNodePoolStatus,
+  findCondition,
+  PoolConditionType,
+  PoolDegradedReason,
+} from "../../lib/api/mod.ts";
+import { countedState, EffectiveState, NodeState } from "../../lib/api/node_state.ts";
+import { canaryStep } from "./canary.ts";
+import { effectiveTarget, failureRecord } from "./failure_policy.ts";
+import { invalidSlots, planGatedSlots } from "./gated_slots.ts";
+import { respondToHealth } from "./health_response.ts";
+import { lastGoodImage } from "./history.ts";
+import { type InFlightResult, progressInFlight } from "./in_flight.ts";
+import {
+  classifyMember,
+  type Member,
+  ownedBootcNodes,
+  planMembership,
+  POOL_FINALIZER,
+  releaseNode,
+  releaseOrphans,
+  type StagingQueue,
+} from "./membership.ts";
+import {
+  mergeOutputs,
+  NO_OUTPUT,
+  type Plan,
+  type PlanInput,
+  PLANNER_DEFAULTS,
+  poolEvent,
+  type StepOutput,
+  stepOutput,
+  StepWriter,
+} from "./plan.ts";
+import { buildPoolStatus, emptyCounts } from "./pool_status.ts";
+import {
+  priorTarget,
+  type Resolution,
+  type ResolutionNeed,
+  resolutionNeed,
+  resolveTarget,
+} from "./resolution.ts";
+import { rolloutRecord } from "./rollout_record.ts";
+import { specErrors } from "./spec_check.ts";
+import { poolTimeZone, windowState } from "../gates/mod.ts";
+import { reportStalled } from "./stalled.ts";
+import type { Target } from "../model/types.ts";
+
+export { owningPool, POOL_FINALIZER } from "./membership.ts";
+export type {
+  Action,
+  MergePatch,
+  Observation,
+  Plan,
+  PlanInput,
+  PlannedEvent,
+  PlannerOptions,
+} from "./plan.ts";
+export {
+  pollIntervalMs,
+  type ResolutionMemo,
+  type ResolutionNeed,
+  resolutionNeed,
+  type ResolveResult,
+} from "./resolution.ts";
+// The channel and circuit decisions made before planning (the chosen version is the ref).
+export { type ChannelPlan, channelWant, plannedChannel } from "./channel_step.ts";
+
+/** Plans one reconcile of `input.pool`. Pure: same input, same plan. */
+export function planPool(input: PlanInput): Plan {
+  const { pool, now } = input;
+  const options = { ...PLANNER_DEFAULTS, ...input.options };
+  const hasFinalizer = (pool.metadata.finalizers ?? []).includes(POOL_FINALIZER);
+  if (pool.metadata.deletionTimestamp) return planDeletion(input, hasFinalizer);
+  const finalizer = stepOutput({ actions: hasFinalizer ? [] : [{ kind: "addFinalizer" }] });
+
+  // 0. Invalid specs the CRD schema cannot catch: no membership change, no new slot,
+  // but what is in flight is finished (reboot already asked for) or undone (not yet).
+  const need = resolutionNeed(pool, now, input.resolution, options);
+  const errors = specErrors(input, need);
+  if (errors.length > 0 || need.kind === "invalid") return planInvalid(input, finalizer, errors);
+  const start = mergeOutputs([
+    finalizer,
+    stepOutput({ issues: input.pullSecretIssue ? [input.pullSecretIssue] : [] }),
+  ]);
+  return planRollout(input, start, need);
+}
+
+/** Steps 1 to 8 for a valid spec, their outputs folded in step order after `start`. */
+function planRollout(
+  input: PlanInput,
+  start: StepOutput,
+  need: Exclude<ResolutionNeed, { kind: "invalid" }>,
+): Plan {
+  // 1. The target; 2. membership; 3. the nodes in flight; 4. health failures and the
+  // onFailure policy; 5. new slots through the gates.
+  const target = targetStep(input, need);
+  const membership = planMembership(input, target.target, {
+    stagingOpen: stagingOpen(input),
+    rollbackImage: target.rollbackImage,
+  });
+  const inFlight = progressInFlight(membership.members, input);
+  const rollout = rolloutSteps(input, target, membership.members, inFlight, membership.releasing);
+  const { gated, members } = rollout;
+
+  // 6. Nodes that do not keep up; 7. history, failure record, channel, canary.
+  const stalled = reportStalled(members, input, inFlight.stalled);
+  // (the members after the grants; onTarget, health, canary and updated from steps 4-5)
+  const record = rolloutRecord({
+    ...rollout,
+    input,
+    target: target.target,
+    effective: target.effective,
+  });
+  const out = mergeOutputs([
+    start,
+    target.out,
+    membership.out,
+    stagingNote(membership.staging),
+    inFlight.out,
+    rollout.out,
+    stalled.out,
+    degradedIssue(inFlight),
+    record.out,
+  ]);
+
+  // 8. Status.
+  const counts = countStates(members, gated.granted, [inFlight.stuck, stalled.stuck]);
+  const held = (membership.staging?.held.length ?? 0) > 0;
+  const status = buildPoolStatus({
+    prior: input.pool.status,
+    generation: input.pool.metadata.generation,
+    target: target.target,
+    lastResolvedTime: target.lastResolvedTime,
+    counts,
+    slotsInUse: gated.inUse,
+    slots: gated.slots,
+    queue: gated.queue,
+    paused: input.pool.spec.rollout?.paused ?? false,
+    waitReason: !gated.waitReason && held ? "StagingLimit" : gated.waitReason,
+    issues: out.issues,
+    note: out.notes.join("; ") || undefined,
+    rollout: record.rollout,
+    now: input.now,
+  });
+  const all = mergeOutputs([out, conditionEvents(input, status)]);
+  return finish(all, status, gated.slots.limit, counts);
+}
+
+/** The note on nodes the staging limit (or a closed window) holds back, if any. */
+function stagingNote(staging: StagingQueue | undefined): StepOutput {
+  if (!staging || staging.held.length === 0) return NO_OUTPUT;
+  return stepOutput({
+    notes: [
+      `staging limit: ${staging.limit - staging.room}/${staging.limit} downloading, ` +
+      `${staging.held.length} queued`,
+    ],
+  });
+}
+
+/** The NodeDegraded issue naming what step 3 found degraded, if anything. */
+function degradedIssue(inFlight: InFlightResult): StepOutput {
+  if (inFlight.degradedMessages.length === 0) return NO_OUTPUT;
+  return stepOutput({
+    issues: [{
+      reason: PoolDegradedReason.NodeDegraded,
+      message: inFlight.degradedMessages.join("; "),
+    }],
+  });
+}
+
+/** What step 1 settled, with what the failure record and the history say of it. */
+interface TargetStep extends Resolution {
+  /** The pool's failure record before this plan. */
+  record: ReturnType<typeof failureRecord>;
+  effective: ReturnType<typeof effectiveTarget>;
+  /** The last image that succeeded (other than the target), if any. */
+  lastGood?: string;
+  /** Where members that failed on the target go back to (onFailure RollbackNode). */
+  rollbackImage?: Target;
+}
+
+/** Step 1: the target, after the failure record had its say. */
+function targetStep(input: PlanInput, need: Exclude<ResolutionNeed, { kind: "invalid" }>) {
+  const { pool, now } = input;
+  const resolved = resolveTarget(pool, need, input.resolution, now);
+  const record = failureRecord(pool);
+  const effective = effectiveTarget({
+    pool,
+    specTarget: resolved.target,
+    priorTarget: priorTarget(pool),
+    record,
+  });
+  const target = effective.target;
+  const changed = target && target.digest !== pool.status?.targetDigest;
+  const lastGood = lastGoodImage(pool.status?.history, target?.image);
+  const step: TargetStep = {
+    target,
+    lastResolvedTime: resolved.lastResolvedTime,
+    record,
+    effective,
+    lastGood: lastGood?.image,
+    rollbackImage: lastGood ? { image: lastGood.image, digest: lastGood.digest } : undefined,
+    out: mergeOutputs([
+      resolved.out,
+      stepOutput({
+        notes: effective.note ? [effective.note] : [],
+        events: changed
+          ? [
+            poolEvent(
+              pool.metadata.name ?? "",
+              "Normal",
+              "TargetChanged",
+              `rolling out ${target.image}`,
+            ),
+          ]
+          : [],
+      }),
+    ]),
+  };
+  return step;
+}
+
+/**
+ * Steps 4 and 5: the health response, the canary, and new slots through the
+ * gates. `members` are the members after the grants (each granted one a new
+ * member marked disrupted); `out` is steps 4 and 5's in order.
+ */
+function rolloutSteps(
+  input: PlanInput,
+  t: TargetStep,
+  members: readonly Member[],
+  inFlight: InFlightResult,
+  releasing: readonly string[],
+) {
+  const target = t.target;
+  const onTarget = (m: Member) => target !== undefined && m.bn?.spec.desiredImage === target.image;
+  const updated =
+    members.filter((m) => onTarget(m) && !m.disrupted && m.state === EffectiveState.UpToDate)
+      .length;
+  const health = respondToHealth({
+    input,
+    members,
+    target,
+    effective: t.effective,
+    record: t.record,
+    lastGood: t.lastGood,
+    onTarget,
+    failures: inFlight.failures,
+  });
+  const canary = target
+    ? canaryStep({
+      pool: input.pool,
+      image: target.image,
+      memberCount: members.length,
+      updated,
+      // A canary that failed its watch fails whatever the policy (Halt included).
+      failed: health.haltFor !== undefined || (health.canaryFailed ?? false),
+      rollback: t.effective.rollback,
+      notReadyUntil: health.notReadyUntil,
+      now: input.now,
+    })
+    : undefined;
+  const verifying = inFlight.verifying.length > 0
+    ? stepOutput({ notes: [`verifying ${inFlight.verifying.join("; ")}`] })
+    : stepOutput();
+  const gated = planGatedSlots({
+    input,
+    members,
+    inFlight,
+    releasing,
+    target,
+    haltFor: health.haltFor,
+    updated,
+    canary,
+  });
+  const granted = new Set(gated.granted);
+  return {
+    onTarget,
+    updated,
+    health,
+    canary,
+    gated,
+    members: members.map((m) => granted.has(m.node.name) ? { ...m, disrupted: true } : m),
+    out: mergeOutputs([health.out, verifying, gated.out]),
+  };
+}
+
+/** A pool being deleted hands every node back, then lets go of its finalizer. */
+function planDeletion(input: PlanInput, hasFinalizer: boolean): Plan {
+  const owned = ownedBootcNodes(input);
+  const released = owned.map((bn) =>
+    releaseNode(input, bn.metadata.name ?? "", bn, "pool is being deleted").out
+  );
+  const orphans = releaseOrphans(input, new Set());
+  const done = owned.length === 0 && orphans.released.length === 0 && hasFinalizer;
+  const out = mergeOutputs([
+    ...released,
+    orphans.out,
+    stepOutput({ actions: done ? [{ kind: "removeFinalizer" }] : [] }),
+  ]);
+  return finish(out, undefined, 0, emptyCounts());
+}
+
+/**
+ * The pool's spec is invalid: report it, change no membership, hand out no slot,
+ * and finish or undo the disruption of the nodes in flight with what they have.
+ */
+function planInvalid(input: PlanInput, start: StepOutput, specErrors: string[]): Plan {
+  const { pool, now } = input;
+  const members: Member[] = [];
+  for (const bn of ownedBootcNodes(input)) {
+    const node = input.nodes.get(bn.metadata.name ?? "");
+    if (!node || bn.metadata.deletionTimestamp) continue;
+    members.push({ node, bn, ...classifyMember(node, bn) });
+  }
+  const inFlight = progressInFlight(members, input, "undoUndrained");
+  const counts = countStates(members, [], [inFlight.stuck]);
+  const status = buildPoolStatus({
+    prior: pool.status,
+    generation: pool.metadata.generation,
+    target: priorTarget(pool),
+    lastResolvedTime: pool.status?.lastResolvedTime,
+    counts,
+    slotsInUse: inFlight.inUse,
+    slots: { ...invalidSlots(specErrors.join("; ")), waiting: 0 },
+    paused: pool.spec.rollout?.paused ?? false,
+    issues: [{ reason: PoolDegradedReason.InvalidSpec, message: specErrors.join("; ") }],
+    now,
+  });
+  const out = mergeOutputs([start, inFlight.out, conditionEvents(input, status)]);
+  return finish(out, status, 0, counts);
+}
+
+/**
+ * False while the pool's windows are closed and it stages only inside them
+ * (`maintenance.stageOutsideWindows: false`); a pool without windows always stages.
+ */
+function stagingOpen(input: PlanInput): boolean {
+  const m = input.pool.spec.maintenance;
+  if (m?.stageOutsideWindows !== false || !m.windows?.length) return true;
+  try {
+    return windowState(m.windows, poolTimeZone(input.pool), input.now).active;
+  } catch {
+    return false; // unreadable windows are InvalidSpec before this is reached
+  }
+}
+
+/**
+ * The pool's counts: each member as its classification counts it (`countedState`:
+ * failed, rolled back and daemon errors are Degraded; being verified is Rebooting;
+ * held back by a gate is Pending), a node granted a slot by this plan as in its
+ * slot (as every view will see it once the grant is applied). Whether it is stuck
+ * (drain or reboot timeout, failed checks, stalled) is this plan's judgement
+ * (`stuck`, from steps 3 and 6), not the Stalled condition the cache still shows.
+ */
+function countStates(
+  members: readonly Member[],
+  granted: readonly string[],
+  stuck: readonly ReadonlySet<string>[],
+) {
+  const counts = emptyCounts();
+  const grants = new Set(granted);
+  for (const m of members) {
+    const state = m.cls.state === NodeState.Stalled ? m.cls.phase : m.cls.state;
+    const counted = grants.has(m.node.name)
+      ? EffectiveState.Rebooting
+      : countedState(state, m.cls.effective);
+    counts[stuck.some((s) => s.has(m.node.name)) ? "Degraded" : counted]++;
+  }
+  return counts;
+}
+
+function finish(
+  out: StepOutput,
+  status: BootcNodePoolStatus | undefined,
+  slots: number,
+  counts: Plan["counts"],
+): Plan {
+  return {
+    actions: [...out.actions],
+    events: [...out.events],
+    status,
+    requeueAfterMs: out.requeueAfterMs,
+    draining: out.draining,
+    slots,
+    needPods: [...out.needPods],
+    counts,
+    issues: [...out.issues],
+  };
+}
+
+/** Events for changes of the pool's Degraded, CircuitOpen and UpToDate conditions. */
+function conditionEvents(input: PlanInput, next: BootcNodePoolStatus): StepOutput {
+  const prior = input.pool.status;
+  const w = new StepWriter(input.pool.metadata.name ?? "", input.now);
+  const before = findCondition(prior?.conditions, PoolConditionType.Degraded);
+  const after = findCondition(next.conditions, PoolConditionType.Degraded);
+  if (after?.status === "True" && (before?.status !== "True" || before.reason !== after.reason)) {
+    w.poolEvent("Warning", after.reason, after.message);
+  } else if (after?.status === "False" && before?.status === "True") {
+    w.poolEvent("Normal", "Recovered", `pool is healthy again (was ${before.reason})`);
+  }
+  const circuitBefore = findCondition(prior?.conditions, PoolConditionType.CircuitOpen);
+  const circuitAfter = findCondition(next.conditions, PoolConditionType.CircuitOpen);
+  if (circuitAfter?.status === "True" && circuitBefore?.status !== "True") {
+    w.poolEvent("Warning", "CircuitOpen", circuitAfter.message);
+  } else if (circuitAfter?.status === "False" && circuitBefore?.status === "True") {
+    w.poolEvent("Normal", "CircuitClosed", "the circuit breaker was reset");
+  }
+  const upBefore = findCondition(prior?.conditions, PoolConditionType.UpToDate);
+  const upAfter = findCondition(next.conditions, PoolConditionType.UpToDate);
+  if (upAfter?.status === "True" && upBefore?.status !== "True") {
+    w.poolEvent("Normal", "RolloutComplete", upAfter.message);
+  }
+  return w.output();
+}

@@ -1,0 +1,197 @@
+/**
+ * Planning step 5, the grants: staged, Ready, undisrupted members get a
+ * slot while the pool's budget has room, the rollout is neither paused nor
+ * halted, and their drain cannot deadlock with one in flight on a shared
+ * PodDisruptionBudget. A grant is one Node write (the disruption record and the
+ * cordon together), then the BootcNode's mirror of the prior cordon state, then
+ * the first evictions. Pure: the grants are returned (marked `grant` on their
+ * Node write), the members and step 3's drains are only read.
+ *
+ * @module
+ */
+import { ANNOTATION_WAS_CORDONED } from "../../lib/api/mod.ts";
+import { grantPatch } from "../model/disruption.ts";
+import { pdbDemand } from "../model/drain.ts";
+import { addDemand, allowedDisruptions, evictPass, podsOf } from "./in_flight.ts";
+import type { Member } from "./membership.ts";
+import {
+  type Action,
+  listNames,
+  mergeOutputs,
+  nodeEvent,
+  type PlanInput,
+  type StepOutput,
+  stepOutput,
+} from "./plan.ts";
+import type { PdbSummary, PodSummary } from "../model/types.ts";
+
+/** Members that could take a slot now (before any budget is applied). */
+export function slotCandidates(members: readonly Member[]): Member[] {
+  return members.filter((m) => m.bn && !m.disrupted && m.cls.readyForSlot && m.node.ready);
+}
+
+/**
+ * Asks the gates whether one more candidate may take a slot, given those granted
+ * so far: undefined when it may, else the reason of the gate that holds it.
+ */
+export type AdmitOne = (candidate: Member, granted: readonly string[]) => string | undefined;
+
+/** Why a candidate that passed the gates still got no slot (a `status.queue` waitingFor). */
+export const QueueWait = {
+  /** Its drain would wait on a PodDisruptionBudget a drain in flight needs. */
+  PodDisruptionBudget: "PodDisruptionBudget",
+  /** Its pods are not known yet: the shell lists them for the next plan. */
+  PodList: "PodList",
+  /** Two slot nodes are unhealthy, or its image's rollout is halted. */
+  RolloutHalted: "RolloutHalted",
+} as const;
+
+/** What step 3 left that grants read (never change): the slots in use and the drains. */
+export interface GrantBase {
+  /** Nodes counted against the pool's budget before any grant (in flight and leaving). */
+  inUse: number;
+  /** Nodes draining (or with unknown pods). */
+  drainingNodes: number;
+  /** Disruptions each PDB must absorb from the drains in flight. */
+  drainingDemand: ReadonlyMap<string, number>;
+}
+
+/** What {@linkcode grantSlots} did: the grants in order, and why each other candidate it saw waits. */
+export interface GrantOutcome {
+  granted: string[];
+  /** Candidates it saw and did not grant, by name: a gate's reason or a {@linkcode QueueWait}. */
+  held: Map<string, string>;
+  /** Nodes counted against the pool's budget after the grants. */
+  inUse: number;
+  /** The grants' writes, events and first evictions, the pods asked for, a note on PDB waits. */
+  out: StepOutput;
+}
+
+/**
+ * Step 5's grants: walks the candidates in order and hands a slot to each one the
+ * gates admit given the grants before it (see `gates/`), unless its drain would
+ * deadlock with one in flight (or granted before it) on a shared
+ * PodDisruptionBudget. Pods are asked for at most `podBudget` candidates whose
+ * pods are unknown (the walk stops there: the candidates after it are not in
+ * `held`).
+ */
+export function grantSlots(
+  candidates: readonly Member[],
+  input: PlanInput,
+  base: GrantBase,
+  admitOne: AdmitOne,
+  podBudget: number,
+): GrantOutcome {
+  const waitingOnPdb: string[] = [];
+  const granted: string[] = [];
+  const held = new Map<string, string>();
+  const needPods: string[] = [];
+  const grants: StepOutput[] = [];
+  let drains = { nodes: base.drainingNodes, demand: base.drainingDemand };
+  let unknown = podBudget;
+  for (const c of candidates) {
+    const name = c.node.name;
+    const refused = admitOne(c, granted);
+    if (refused !== undefined) {
+      held.set(name, refused);
+      continue;
+    }
+    const pods = podsOf(input, name);
+    if (!pods) {
+      if (unknown-- <= 0) break;
+      needPods.push(name);
+      held.set(name, QueueWait.PodList);
+      continue;
+    }
+    const blockedBy = deadlockingPdbs(drains, pods, input.pdbs);
+    if (blockedBy.length > 0) {
+      waitingOnPdb.push(`${name} (PodDisruptionBudget ${listNames(blockedBy, 3)})`);
+      held.set(name, QueueWait.PodDisruptionBudget);
+      continue;
+    }
+    granted.push(name);
+    drains = { nodes: drains.nodes + 1, demand: addDemand(drains.demand, pods, input.pdbs) };
+    grants.push(grantOutput(input, c, pods, base.inUse + granted.length));
+  }
+  const notes = waitingOnPdb.length > 0
+    ? [`waiting on disruption budgets: ${listNames(waitingOnPdb, 3)}`]
+    : [];
+  return {
+    granted,
+    held,
+    inUse: base.inUse + granted.length,
+    out: mergeOutputs([...grants, stepOutput({ needPods, notes })]),
+  };
+}
+
+/**
+ * The PodDisruptionBudgets (namespace/name keys) that draining `pods` would wait
+ * on together with the drains in flight, so that the drains could deadlock.
+ * Empty while no drain runs: one blocked node may go then, as it cannot
+ * deadlock with anyone and its drain timeout reports the budget that blocks it.
+ */
+function deadlockingPdbs(
+  drains: { nodes: number; demand: ReadonlyMap<string, number> },
+  pods: readonly PodSummary[],
+  pdbs: readonly PdbSummary[],
+): string[] {
+  if (drains.nodes === 0) return [];
+  const demand = pdbDemand(pods, pdbs);
+  return [...demand].filter(([key, n]) =>
+    n + (drains.demand.get(key) ?? 0) > allowedDisruptions(pdbs, key)
+  ).map(([key]) => key);
+}
+
+/**
+ * One grant: the Node write (disruption record and cordon together, marked as
+ * the grant), the BootcNode's mirror of the prior cordon state, the first
+ * evictions, and the events saying so (`inUse`: the pool's disrupted nodes with
+ * this one).
+ */
+function grantOutput(
+  input: PlanInput,
+  c: Member,
+  pods: readonly PodSummary[],
+  inUse: number,
+): StepOutput {
+  const name = c.node.name;
+  const evict = evictPass(name, pods);
+  const actions: Action[] = [
+    {
+      kind: "patchNode",
+      node: name,
+      patch: grantPatch(c.node, input.pool.metadata.name ?? "", input.now),
+      why: "assign slot",
+      grant: true,
+    },
+    {
+      kind: "patchBootcNode",
+      node: name,
+      patch: {
+        metadata: { annotations: { [ANNOTATION_WAS_CORDONED]: String(c.node.unschedulable) } },
+      },
+      why: "mirror prior cordon state",
+    },
+  ];
+  if (evict.action) actions.push(evict.action);
+  const events = [
+    nodeEvent(
+      name,
+      "Normal",
+      "SlotAssigned",
+      `node ${name} got a reboot slot (${inUse} of the pool's nodes disrupted)`,
+    ),
+    nodeEvent(
+      name,
+      "Normal",
+      "DrainStarted",
+      `draining node ${name}: ${evict.toEvict} pod(s) to evict, ${evict.terminating} terminating`,
+    ),
+  ];
+  return stepOutput({
+    actions,
+    events,
+    draining: true,
+    wake: input.options?.drainPollMs ?? 5_000,
+  });
+}

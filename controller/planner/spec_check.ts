@@ -1,0 +1,45 @@
+/**
+ * Planner step 0: what is wrong with a pool's spec that the CRD schema cannot
+ * catch (names, selectors, references, budgets, orderings, policies, channels,
+ * the pull Secret's name). A pool with any of these changes no membership and
+ * hands out no slot; the planner finishes or undoes what is in flight.
+ *
+ * @module
+ */
+import {
+  intOrPercentError,
+  MAX_STAGING,
+  PoolDegradedReason,
+  poolNameError,
+} from "../../lib/api/mod.ts";
+import { channelError } from "./channel.ts";
+import { policyErrors } from "../gates/mod.ts";
+import type { PlanInput } from "./plan.ts";
+import type { ResolutionNeed } from "./resolution.ts";
+import { selectorError } from "../model/selector.ts";
+
+/** Every spec error of `input.pool`, each naming its field (empty when the spec is fine). */
+export function specErrors(input: PlanInput, need: ResolutionNeed): string[] {
+  const { pool } = input;
+  const errors: string[] = [];
+  const nameErr = poolNameError(pool.metadata.name ?? "");
+  if (nameErr) errors.push(nameErr);
+  const selErr = selectorError(pool.spec.nodeSelector);
+  if (selErr) errors.push(selErr);
+  if (need.kind === "invalid") errors.push(need.message);
+  // maxStaging is the staging step's, not a gate's: an unreadable value would fail closed
+  // deep inside the step; say so here, naming the field.
+  const maxStaging = pool.spec.rollout?.maxStaging;
+  const stagingErr = maxStaging === undefined
+    ? undefined
+    : intOrPercentError(maxStaging, MAX_STAGING);
+  if (stagingErr) errors.push(`spec.${stagingErr}`);
+  // Every rollout policy checks the fields it reads (each gate's `validate`, `gates/`).
+  errors.push(...policyErrors({ pool, pools: input.poolObjects ?? [pool] }));
+  const chErr = channelError(pool.spec.image.channel);
+  if (chErr) errors.push(chErr);
+  if (input.pullSecretIssue?.reason === PoolDegradedReason.InvalidSpec) {
+    errors.push(input.pullSecretIssue.message);
+  }
+  return errors;
+}

@@ -1,0 +1,89 @@
+import assert from "node:assert/strict";
+import { ANNOTATION_DESIRED_SINCE, findCondition } from "../../lib/api/mod.ts";
+import { type Action, type Plan, planPool } from "./planner.ts";
+import { stallDeadlines } from "./stalled.ts";
+import { bootcNode, input, node, pool } from "../testing/fixtures.ts";
+
+function statusPatches(plan: Plan) {
+  return plan.actions.filter((a): a is Extract<Action, { kind: "patchBootcNodeStatus" }> =>
+    a.kind === "patchBootcNodeStatus"
+  );
+}
+function stalledOf(plan: Plan) {
+  const p = statusPatches(plan)[0];
+  const conditions = (p?.patch.status as { conditions?: [] } | undefined)?.conditions;
+  return findCondition(conditions, "Stalled");
+}
+
+Deno.test("stallDeadlines: pool fields, else defaults", () => {
+  assert.deepEqual(stallDeadlines(undefined), {
+    stagingMs: 1_800_000,
+    daemonReportMs: 300_000,
+    progressMs: 600_000,
+  });
+  assert.deepEqual(
+    stallDeadlines({
+      stagingTimeoutSeconds: 60,
+      daemonReportTimeoutSeconds: 5,
+      progressTimeoutSeconds: 30,
+    }),
+    { stagingMs: 60_000, daemonReportMs: 5_000, progressMs: 30_000 },
+  );
+});
+
+Deno.test("stalled: no daemon ever reported past the deadline: DaemonNotReporting", () => {
+  const bn = bootcNode("n1", { phase: "pending" });
+  bn.metadata.creationTimestamp = "2026-01-01T00:50:00Z";
+  bn.metadata.generation = 1;
+  bn.metadata.resourceVersion = "7";
+  const plan = planPool(input(pool(), { nodes: [node("n1")], bootcNodes: [bn] }));
+  const c = stalledOf(plan);
+  assert.equal(c?.status, "True");
+  assert.equal(c?.reason, "DaemonNotReporting");
+  assert.deepEqual(statusPatches(plan)[0].patch.metadata, { resourceVersion: "7" });
+  const pc = findCondition(plan.status?.conditions, "Degraded");
+  assert.equal(pc?.reason, "NodeStalled");
+  assert.match(pc?.message ?? "", /1 node\(s\) stalled: n1 \(DaemonNotReporting/);
+  assert.match(
+    findCondition(plan.status?.conditions, "UpToDate")?.message ?? "",
+    /1 stalled \(n1\)/,
+  );
+  assert.equal(plan.status?.degradedCount, 1);
+  const ev = plan.events.find((e) => e.reason === "DaemonNotReporting");
+  assert.ok(ev?.onceKey);
+});
+
+Deno.test("stalled: before the deadline nothing is written and a wake-up is due", () => {
+  const bn = bootcNode("n1", { phase: "pending" });
+  bn.metadata.creationTimestamp = "2026-01-01T00:58:00Z";
+  const plan = planPool(input(pool(), { nodes: [node("n1")], bootcNodes: [bn] }));
+  assert.equal(statusPatches(plan).length, 0);
+  assert.ok(plan.requeueAfterMs !== undefined && plan.requeueAfterMs <= 180_000);
+});
+
+Deno.test("stalled: reported but not staged within the staging deadline: StagingTimeout", () => {
+  const bn = bootcNode("n1", { phase: "staging" });
+  bn.metadata.generation = 2;
+  bn.status!.observedGeneration = 2;
+  bn.metadata.annotations = { [ANNOTATION_DESIRED_SINCE]: "2026-01-01T00:00:00Z" };
+  const plan = planPool(input(pool(), { nodes: [node("n1")], bootcNodes: [bn] }));
+  assert.equal(stalledOf(plan)?.reason, "StagingTimeout");
+});
+
+Deno.test("stalled: a node that catches up gets Stalled=False once, then nothing", () => {
+  const bn = bootcNode("n1", { phase: "staged" });
+  bn.metadata.generation = 2;
+  bn.status!.observedGeneration = 2;
+  bn.status!.conditions!.push({
+    type: "Stalled",
+    status: "True",
+    reason: "StagingTimeout",
+    message: "x",
+    lastTransitionTime: "2026-01-01T00:00:00Z",
+  });
+  const plan = planPool(input(pool({ paused: true }), { nodes: [node("n1")], bootcNodes: [bn] }));
+  assert.equal(stalledOf(plan)?.status, "False");
+  bn.status!.conditions = bn.status!.conditions!.filter((c) => c.type !== "Stalled");
+  const quiet = planPool(input(pool({ paused: true }), { nodes: [node("n1")], bootcNodes: [bn] }));
+  assert.equal(statusPatches(quiet).length, 0);
+});

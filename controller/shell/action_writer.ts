@@ -1,0 +1,209 @@
+/**
+ * The writers of a plan's actions, one per kind: each makes its API call,
+ * counts it, logs why, and records what the caches should come to show
+ * (`cache_guard.ts`). Idempotent like the plan: an object already created or
+ * already gone is no error, and a status patch that lost a race to the daemon
+ * is tried again by the next reconcile.
+ *
+ * @module
+ */
+import { type BootcNode, type BootcNodePool, CONTROLLER_FIELD_MANAGER } from "../../lib/api/mod.ts";
+import type { Clock } from "../../lib/clock.ts";
+import {
+  isAlreadyExists,
+  isConflict,
+  isNotFound,
+  type KubeClient,
+  type ResourceClient,
+  Resources,
+} from "../../lib/kube/mod.ts";
+import type { Logger } from "../../lib/log.ts";
+import { type Written, writtenObject } from "./cache_guard.ts";
+import { evictPods } from "../model/drain.ts";
+import type { ControllerMetrics } from "./metrics.ts";
+import type { Node } from "./object_views.ts";
+import { type Action, POOL_FINALIZER } from "../planner/planner.ts";
+
+/** Options of {@linkcode ActionWriter}. */
+export interface ActionWriterOptions {
+  client: KubeClient;
+  clock: Clock;
+  metrics?: ControllerMetrics;
+  /** Counts one API write of `kind`. */
+  count: (kind: string) => void;
+  /** Asks for another reconcile of `pool` after `ms`. */
+  requeue: (pool: string, ms: number) => void;
+}
+
+type ActionOf<K extends Action["kind"]> = Extract<Action, { kind: K }>;
+
+/** What one write is applied for: the pool, where its writes are recorded, its log. */
+interface WriteContext {
+  pool: BootcNodePool;
+  poolName: string;
+  written: Written[];
+  log: Logger;
+}
+
+const OPTS = { fieldManager: CONTROLLER_FIELD_MANAGER };
+
+/** Applies a plan's actions, one at a time (the order is `apply_order.ts`'s). */
+export class ActionWriter {
+  #o: ActionWriterOptions;
+  #bootcNodes: ResourceClient<BootcNode>;
+  #nodes: ResourceClient<Node>;
+  #pools: ResourceClient<BootcNodePool>;
+
+  /** A writer through `options.client`. */
+  constructor(options: ActionWriterOptions) {
+    this.#o = options;
+    this.#bootcNodes = options.client.resource<BootcNode>(Resources.bootcNodes);
+    this.#nodes = options.client.resource<Node>(Resources.nodes);
+    this.#pools = options.client.resource<BootcNodePool>(Resources.bootcNodePools);
+  }
+
+  /**
+   * Applies one action of `pool`'s plan, appending what it wrote to `written`;
+   * returns how many evictions were refused.
+   */
+  async apply(
+    pool: BootcNodePool,
+    action: Action,
+    written: Written[],
+    log: Logger,
+  ): Promise<number> {
+    const ctx: WriteContext = { pool, poolName: pool.metadata.name ?? "", written, log };
+    switch (action.kind) {
+      case "createBootcNode":
+        return await this.#create(action, ctx);
+      case "patchBootcNode":
+        return await this.#patchBootcNode(action, ctx);
+      case "patchBootcNodeStatus":
+        return await this.#patchStatus(action, ctx);
+      case "deleteBootcNode":
+        return await this.#delete(action, ctx);
+      case "patchNode":
+        return await this.#patchNode(action, ctx);
+      case "evict":
+        return await this.#evict(action, ctx);
+      case "addFinalizer":
+      case "removeFinalizer":
+        return await this.#finalizer(action, ctx);
+    }
+  }
+
+  async #create(action: ActionOf<"createBootcNode">, ctx: WriteContext): Promise<number> {
+    try {
+      const created = await this.#bootcNodes.create(action.object, OPTS);
+      this.#o.count("createBootcNode");
+      ctx.written.push(writtenObject("bootcNodes", action.node, created));
+    } catch (e) {
+      if (!isAlreadyExists(e)) throw e;
+    }
+    return 0;
+  }
+
+  async #patchBootcNode(action: ActionOf<"patchBootcNode">, ctx: WriteContext): Promise<number> {
+    const updated = await this.#bootcNodes.patch(action.node, action.patch, {
+      type: "merge",
+      ...OPTS,
+    });
+    this.#o.count("patchBootcNode");
+    ctx.written.push(writtenObject("bootcNodes", action.node, updated));
+    ctx.log.info(action.why, { node: action.node });
+    this.#o.metrics?.observeAction(ctx.poolName, action, this.#o.clock.now());
+    return 0;
+  }
+
+  async #patchStatus(action: ActionOf<"patchBootcNodeStatus">, ctx: WriteContext) {
+    try {
+      const updated = await this.#bootcNodes.patch(action.node, action.patch, {
+        type: "merge",
+        subresource: "status",
+        ...OPTS,
+      });
+      this.#o.count("patchBootcNodeStatus");
+      ctx.written.push(writtenObject("bootcNodes", action.node, updated));
+      ctx.log.info(action.why, { node: action.node });
+    } catch (e) {
+      // The daemon wrote in between (or the object is gone): the next reconcile sees it.
+      if (!isConflict(e) && !isNotFound(e)) throw e;
+      this.#o.requeue(ctx.poolName, 1_000);
+    }
+    return 0;
+  }
+
+  async #delete(action: ActionOf<"deleteBootcNode">, ctx: WriteContext): Promise<number> {
+    try {
+      await this.#bootcNodes.delete(action.node, {
+        preconditions: action.uid ? { uid: action.uid } : undefined,
+      });
+      this.#o.count("deleteBootcNode");
+    } catch (e) {
+      if (!isNotFound(e)) throw e;
+    }
+    // The object deleted is known by its uid: another of the same name may follow at once.
+    ctx.written.push({ store: "bootcNodes", name: action.node, uid: action.uid, deleted: true });
+    ctx.log.info("released node", { node: action.node });
+    return 0;
+  }
+
+  async #patchNode(action: ActionOf<"patchNode">, ctx: WriteContext): Promise<number> {
+    try {
+      const updated = await this.#nodes.patch(action.node, action.patch, {
+        type: "merge",
+        ...OPTS,
+      });
+      this.#o.count("patchNode");
+      ctx.written.push(writtenObject("nodes", action.node, updated));
+      ctx.log.info(action.why, { node: action.node });
+      this.#o.metrics?.observeAction(ctx.poolName, action, this.#o.clock.now());
+    } catch (e) {
+      if (!isNotFound(e)) throw e;
+    }
+    return 0;
+  }
+
+  /** One drain pass's evictions; returns how many a disruption budget refused. */
+  async #evict(action: ActionOf<"evict">, ctx: WriteContext): Promise<number> {
+    const { log } = ctx;
+    const outcomes = await evictPods((ns, pod) => {
+      this.#o.count("evict");
+      return this.#o.client.evict(ns, pod);
+    }, action.pods);
+    this.#o.metrics?.observeEvictions(ctx.poolName, action.node, outcomes, this.#o.clock.now());
+    let refused = 0;
+    for (const o of outcomes) {
+      if (o.result === "refused") {
+        refused++;
+        log.info("eviction refused", { node: action.node, pod: o.pod, reason: o.message });
+      } else if (o.result === "failed") {
+        log.warn("eviction failed", { node: action.node, pod: o.pod, error: o.error });
+      }
+    }
+    const evicted = outcomes.filter((o) => o.result === "evicted").length;
+    if (evicted > 0) log.info("evicted pods", { node: action.node, count: evicted });
+    return refused;
+  }
+
+  async #finalizer(
+    action: ActionOf<"addFinalizer" | "removeFinalizer">,
+    ctx: WriteContext,
+  ): Promise<number> {
+    const { pool, poolName } = ctx;
+    const current = pool.metadata.finalizers ?? [];
+    const finalizers = action.kind === "addFinalizer"
+      ? [...current, POOL_FINALIZER]
+      : current.filter((f) => f !== POOL_FINALIZER);
+    try {
+      const updated = await this.#pools.patch(poolName, {
+        metadata: { finalizers, resourceVersion: pool.metadata.resourceVersion },
+      }, { type: "merge", ...OPTS });
+      this.#o.count("poolFinalizer");
+      ctx.written.push(writtenObject("pools", poolName, updated));
+    } catch (e) {
+      if (!isNotFound(e)) throw e;
+    }
+    return 0;
+  }
+}

@@ -1,0 +1,86 @@
+import assert from "node:assert/strict";
+import { FakeClock } from "../../lib/clock.ts";
+import { KubeClient } from "../../lib/kube/mod.ts";
+import { fakeTransport, jsonResponse, statusResponse } from "../../lib/kube/testing.ts";
+import { silentLogger } from "../../lib/log.ts";
+import { ActionWriter } from "./action_writer.ts";
+import type { Written } from "./cache_guard.ts";
+import type { Action } from "../planner/plan.ts";
+import { bootcNode, pool } from "../testing/fixtures.ts";
+
+/** A writer over a fake API answering with `answer`, recording counts and requeues. */
+function world(answer: (method: string, path: string) => Response) {
+  const transport = fakeTransport((req) => answer(req.method, req.path));
+  const counts: string[] = [];
+  const requeues: [string, number][] = [];
+  const writer = new ActionWriter({
+    client: new KubeClient({ transport }),
+    clock: new FakeClock(),
+    count: (kind) => counts.push(kind),
+    requeue: (p, ms) => requeues.push([p, ms]),
+  });
+  const written: Written[] = [];
+  const apply = (action: Action) => writer.apply(pool(), action, written, silentLogger);
+  return { transport, counts, requeues, written, apply };
+}
+
+const object = (uid: string, resourceVersion: string) => ({
+  metadata: { name: "n1", uid, resourceVersion },
+});
+
+Deno.test("ActionWriter: writes are recorded by the identity the API returned", async () => {
+  const w = world(() => jsonResponse(object("u2", "41")));
+  await w.apply({ kind: "createBootcNode", node: "n1", object: bootcNode("n1") });
+  await w.apply({ kind: "patchNode", node: "n1", patch: {}, why: "assign slot", grant: true });
+  await w.apply({ kind: "deleteBootcNode", node: "n1", uid: "u1" });
+  assert.deepEqual(w.written, [
+    { store: "bootcNodes", name: "n1", uid: "u2", resourceVersion: "41" },
+    { store: "nodes", name: "n1", uid: "u2", resourceVersion: "41" },
+    // The delete names the object deleted, so a new one of that name does not hide it.
+    { store: "bootcNodes", name: "n1", uid: "u1", deleted: true },
+  ]);
+  assert.deepEqual(w.counts, ["createBootcNode", "patchNode", "deleteBootcNode"]);
+  const del = w.transport.requests.at(-1)!;
+  assert.equal(del.method, "DELETE");
+  assert.deepEqual((del.json as { preconditions?: unknown }).preconditions, { uid: "u1" });
+});
+
+Deno.test("ActionWriter: already there, already gone and lost races are no errors", async () => {
+  const w = world((method) =>
+    method === "POST"
+      ? statusResponse(409, "AlreadyExists")
+      : method === "DELETE"
+      ? statusResponse(404, "NotFound")
+      : statusResponse(409, "Conflict")
+  );
+  await w.apply({ kind: "createBootcNode", node: "n1", object: bootcNode("n1") });
+  await w.apply({ kind: "deleteBootcNode", node: "n1", uid: "u1" });
+  await w.apply({ kind: "patchBootcNodeStatus", node: "n1", patch: {}, why: "stalled" });
+  assert.deepEqual(w.counts, []);
+  // The gone object is still waited for (the cache must drop it); the lost race is retried.
+  assert.deepEqual(w.written, [{ store: "bootcNodes", name: "n1", uid: "u1", deleted: true }]);
+  assert.deepEqual(w.requeues, [["workers", 1_000]]);
+  // A conflict on a spec patch is an error: the reconcile fails and is retried.
+  await assert.rejects(
+    w.apply({ kind: "patchBootcNode", node: "n1", patch: {}, why: "sync" }),
+  );
+});
+
+Deno.test("ActionWriter: the finalizer patch is conditional on the pool as planned", async () => {
+  const w = world(() =>
+    jsonResponse({ metadata: { name: "workers", uid: "p", resourceVersion: "9" } })
+  );
+  const p = pool();
+  p.metadata.resourceVersion = "8";
+  const written: Written[] = [];
+  const writer = new ActionWriter({
+    client: new KubeClient({ transport: w.transport }),
+    clock: new FakeClock(),
+    count: () => {},
+    requeue: () => {},
+  });
+  await writer.apply(p, { kind: "removeFinalizer" }, written, silentLogger);
+  const body = w.transport.requests[0].json as { metadata: Record<string, unknown> };
+  assert.deepEqual(body.metadata, { finalizers: [], resourceVersion: "8" });
+  assert.deepEqual(written, [{ store: "pools", name: "workers", uid: "p", resourceVersion: "9" }]);
+});

@@ -1,0 +1,121 @@
+import assert from "node:assert/strict";
+import { ANNOTATION_IN_REBOOT_SLOT } from "../../lib/api/mod.ts";
+import { applyStages, runStages } from "./apply_order.ts";
+import { type Action, isSlotGrant } from "../planner/plan.ts";
+
+const release = (node: string): Action => ({
+  kind: "patchNode",
+  node,
+  patch: { metadata: { annotations: { [ANNOTATION_IN_REBOOT_SLOT]: null } } },
+  why: "release slot",
+});
+const grant = (node: string): Action => ({
+  kind: "patchNode",
+  node,
+  patch: { metadata: { annotations: { [ANNOTATION_IN_REBOOT_SLOT]: "2026-11-23T00:00:00Z" } } },
+  why: "assign slot",
+  grant: true,
+});
+const mirror = (node: string): Action => ({
+  kind: "patchBootcNode",
+  node,
+  patch: { metadata: { annotations: { "bootc.dev/was-cordoned": "false" } } },
+  why: "mirror prior cordon state",
+});
+const evict = (node: string): Action => ({ kind: "evict", node, pods: [] });
+const label = (a: Action) => `${a.kind}:${"node" in a ? a.node : "-"}`;
+const shape = (actions: Action[]) => applyStages(actions).map((s) => s.map((l) => l.map(label)));
+
+const repair = (node: string): Action => ({
+  kind: "patchNode",
+  node,
+  patch: { metadata: { annotations: { [ANNOTATION_IN_REBOOT_SLOT]: "2026-11-23T00:00:00Z" } } },
+  why: "repair record",
+});
+
+Deno.test("isSlotGrant: the grant, not a release nor a repair that rewrites the slot record", () => {
+  assert.equal(isSlotGrant(grant("a")), true);
+  assert.equal(isSlotGrant(release("a")), false);
+  assert.equal(isSlotGrant(repair("a")), false);
+  assert.equal(isSlotGrant(mirror("a")), false);
+  assert.equal(isSlotGrant({ kind: "addFinalizer" }), false);
+  // Known by its mark, not by its words: the same `why` without the mark is no grant.
+  const { grant: _, ...unmarked } = grant("a") as Extract<Action, { kind: "patchNode" }>;
+  assert.equal(isSlotGrant(unmarked), false);
+});
+
+Deno.test("applyStages: releases before grants, a lane per node, the finalizer alone", () => {
+  assert.deepEqual(
+    shape([
+      { kind: "addFinalizer" },
+      release("a"),
+      mirror("b"),
+      release("b"),
+      grant("c"),
+      mirror("c"),
+      evict("c"),
+      grant("d"),
+      mirror("d"),
+      evict("d"),
+    ]),
+    [
+      [["addFinalizer:-"]],
+      [["patchNode:a"], ["patchBootcNode:b", "patchNode:b"]],
+      [["patchNode:c", "patchBootcNode:c", "evict:c"], [
+        "patchNode:d",
+        "patchBootcNode:d",
+        "evict:d",
+      ]],
+    ],
+  );
+  // The last finalizer removal waits for every release before it.
+  assert.deepEqual(shape([release("a"), release("b"), { kind: "removeFinalizer" }]), [
+    [["patchNode:a"], ["patchNode:b"]],
+    [["removeFinalizer:-"]],
+  ]);
+  assert.deepEqual(shape([]), []);
+  // A repaired record is not a grant: the release after it still runs before the grant.
+  assert.deepEqual(shape([repair("a"), release("b"), grant("c")]), [
+    [["patchNode:a"], ["patchNode:b"]],
+    [["patchNode:c"]],
+  ]);
+});
+
+Deno.test("runStages: a failed release stops the grants; other lanes of its stage finish", async () => {
+  const applied: string[] = [];
+  const stages = applyStages([release("a"), release("b"), mirror("b"), grant("c"), mirror("c")]);
+  await assert.rejects(
+    runStages(stages, async (action) => {
+      await Promise.resolve();
+      if (label(action) === "patchNode:a") throw new Error("conflict");
+      applied.push(label(action));
+    }, 4),
+    /conflict/,
+  );
+  assert.deepEqual(applied, ["patchNode:b", "patchBootcNode:b"]);
+});
+
+Deno.test("runStages: a lane stops at its failure; at most `concurrency` lanes at once", async () => {
+  const applied: string[] = [];
+  let running = 0;
+  let most = 0;
+  const actions = ["a", "b", "c", "d", "e"].flatMap((n) => [grant(n), mirror(n), evict(n)]);
+  await assert.rejects(
+    runStages(applyStages(actions), async (action) => {
+      running++;
+      most = Math.max(most, running);
+      await new Promise((r) => setTimeout(r, 1));
+      running--;
+      if (label(action) === "patchBootcNode:b") throw new Error("gone");
+      applied.push(label(action));
+    }, 2),
+    /gone/,
+  );
+  assert.equal(most, 2);
+  // b's eviction never ran; every other lane ran in order.
+  assert.ok(!applied.includes("evict:b"));
+  for (const n of ["a", "c", "d", "e"]) {
+    const mine = applied.filter((x) => x.endsWith(`:${n}`));
+    assert.deepEqual(mine, [`patchNode:${n}`, `patchBootcNode:${n}`, `evict:${n}`]);
+  }
+});

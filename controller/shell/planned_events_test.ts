@@ -1,0 +1,49 @@
+import assert from "node:assert/strict";
+import type { KubeObject } from "../../lib/kube/mod.ts";
+import { PlannedEvents } from "./planned_events.ts";
+import type { PlannedEvent } from "../planner/plan.ts";
+import { pool } from "../testing/fixtures.ts";
+
+Deno.test("PlannedEvents: about the pool or a BootcNode; time-derived ones once", async () => {
+  const recorded: { involved: KubeObject; reason: string }[] = [];
+  const events = new PlannedEvents({
+    record: (involved, _type, reason) => {
+      recorded.push({ involved, reason });
+      return Promise.resolve();
+    },
+  }, (name) => `uid-of-${name}`);
+  const p = pool();
+  const plan: PlannedEvent[] = [
+    {
+      regarding: { kind: "BootcNodePool", name: "workers" },
+      type: "Normal",
+      reason: "A",
+      message: "",
+    },
+    { regarding: { kind: "BootcNode", name: "n1" }, type: "Warning", reason: "B", message: "" },
+    {
+      regarding: { kind: "BootcNode", name: "n1" },
+      type: "Warning",
+      reason: "Timeout",
+      message: "",
+      onceKey: "timeout/n1",
+    },
+  ];
+  await events.record(p, plan);
+  await events.record(p, plan);
+  assert.deepEqual(recorded.map((r) => r.reason), ["A", "B", "Timeout", "A", "B"]);
+  assert.equal(recorded[0].involved.metadata, p.metadata);
+  assert.deepEqual(recorded[1].involved.metadata, { name: "n1", uid: "uid-of-n1" });
+  assert.equal(recorded[1].involved.kind, "BootcNode");
+});
+
+Deno.test("PlannedEvents: without a sink nothing is recorded", async () => {
+  await new PlannedEvents(undefined, () => undefined).record(pool(), [
+    {
+      regarding: { kind: "BootcNodePool", name: "workers" },
+      type: "Normal",
+      reason: "A",
+      message: "",
+    },
+  ]);
+});

@@ -1,0 +1,285 @@
+/**
+ * What a reconcile learns beside the API caches, never waiting for a registry or
+ * Prometheus: the pool's pull Secret, its channel's latest tag listing, its
+ * tag's latest resolution and its nodes' health-query verdicts. The pollers run
+ * beside the work queue (`tag_resolution.ts`, `channel_checks.ts`,
+ * `health_queries.ts`); each reconcile says what the pool wants and reads what
+ * is known, and a new result wakes the pool. The decisions about that input are
+ * the planner's (`channel_step.ts`, `resolution.ts`).
+ *
+ * @module
+ */
+import { ANNOTATION_SLOT_POOL, type BootcNodePool } from "../../lib/api/mod.ts";
+import type { Clock } from "../../lib/clock.ts";
+import { type Informer, isNotFound, type KubeClient, Resources } from "../../lib/kube/mod.ts";
+import type { Logger } from "../../lib/log.ts";
+import {
+  ChannelChecks,
+  type ChannelChecksOptions,
+  type TagLister,
+} from "../pollers/channel_checks.ts";
+import { daemonSecretNames } from "../model/daemon_access.ts";
+import type { QueryVerdict } from "../model/health.ts";
+import {
+  HealthQueries,
+  type HealthQueriesOptions,
+  type PrometheusCheck,
+} from "../pollers/health_queries.ts";
+import type { Node, Secret } from "./object_views.ts";
+import {
+  type ChannelPlan,
+  channelWant,
+  plannedChannel,
+  type PlannerOptions,
+  pollIntervalMs,
+  type ResolutionMemo,
+  resolutionNeed,
+} from "../planner/planner.ts";
+import type { PoolIssue } from "../planner/pool_status.ts";
+import { needsLookup, pullSecretVerdict, type SecretLookup } from "../model/pull_secret.ts";
+import { type ImageResolver, secretDataHash } from "../pollers/resolver.ts";
+import {
+  type TagOutcome,
+  TagResolution,
+  type TagResolutionOptions,
+} from "../pollers/tag_resolution.ts";
+
+/** The pool's pull Secret as the plan and the pollers use it. */
+export interface PoolSecret {
+  /** sha256 of its data, when the pool names a usable Secret (for the BootcNodes). */
+  hash?: string;
+  /** Its `.dockerconfigjson` (tag resolution, channel listings). */
+  dockerConfig?: string;
+  issue?: PoolIssue;
+}
+
+/** Options of {@linkcode PoolSources}. */
+export interface PoolSourcesOptions {
+  client: KubeClient;
+  /** The operator's namespace: pull Secrets must live there. */
+  namespace: string;
+  /** The cached pull Secrets (of the operator's namespace). */
+  secrets: Informer<Secret>;
+  resolver: ImageResolver;
+  planner: PlannerOptions;
+  clock: Clock;
+  logger: Logger;
+  /** Lets the daemons read the pools' pull Secrets (before a plan names one to them). */
+  allowDaemons: () => Promise<void>;
+  /** A result for `pool` is in: wake it. */
+  wake: (pool: string) => void;
+  /** A tag resolution for `pool` finished (before its wake-up). */
+  resolved?: (pool: string, outcome: TagOutcome | undefined) => void;
+  tagResolution?: Pick<
+    TagResolutionOptions,
+    "timeoutMs" | "initialBackoffMs" | "maxBackoffMs" | "jitter"
+  >;
+  healthQueries?: Pick<HealthQueriesOptions, "intervalMs" | "timeoutMs">;
+  channelLister?: TagLister;
+  channelChecks?: Pick<
+    ChannelChecksOptions,
+    "timeoutMs" | "initialBackoffMs" | "maxBackoffMs" | "jitter"
+  >;
+}
+
+/** See the module documentation. */
+export class PoolSources {
+  #o: PoolSourcesOptions;
+  /** Resolves tags beside the work queue; a reconcile only reads its latest results. */
+  #tags: TagResolution;
+  /** Polls pools' Prometheus health checks beside the work queue; a reconcile reads verdicts. */
+  #healthQueries: HealthQueries;
+  /** Lists channel pools' repository tags beside the work queue, when their check is due. */
+  #channels: ChannelChecks;
+
+  /** Creates the pollers (idle until a pool wants something). */
+  constructor(options: PoolSourcesOptions) {
+    this.#o = options;
+    const common = { clock: options.clock, logger: options.logger };
+    this.#tags = new TagResolution({
+      resolver: options.resolver,
+      ...options.tagResolution,
+      ...common,
+      // A result (or a failure) wakes exactly the pools that use the tag.
+      onResult: (pools) => {
+        for (const p of pools) {
+          options.resolved?.(p, this.#tags.latest(p));
+          options.wake(p);
+        }
+      },
+    });
+    this.#channels = new ChannelChecks({
+      lister: options.channelLister ??
+        (() => Promise.reject(new Error("this controller cannot list tags"))),
+      ...options.channelChecks,
+      ...common,
+      onResult: (pools) => {
+        for (const p of pools) options.wake(p);
+      },
+    });
+    this.#healthQueries = new HealthQueries({
+      ...options.healthQueries,
+      ...common,
+      // A changed verdict (or a streak long enough to pass) wakes the pool.
+      onResult: (pool) => options.wake(pool),
+    });
+  }
+
+  /** Drops everything `pool` wanted (it is gone). */
+  forget(pool: string): void {
+    this.#tags.forget(pool);
+    this.#channels.forget(pool);
+    this.#healthQueries.forget(pool);
+  }
+
+  /** Stops every poll (leadership lost: a replica that does not lead polls nothing). */
+  async stop(): Promise<void> {
+    await this.#tags.forgetAll();
+    this.#channels.forgetAll();
+    await this.#healthQueries.close();
+  }
+
+  /** The pull Secrets the daemons may read: named by a pool and usable (see daemon_access.ts). */
+  daemonSecretNames(pools: readonly BootcNodePool[]): string[] {
+    const namespace = this.#o.namespace;
+    return daemonSecretNames(
+      pools.map((p) => ({ pullSecretRef: p.spec.pullSecretRef })),
+      namespace,
+      (name) => {
+        const cached = this.#o.secrets.store.getByName(name, namespace);
+        return cached !== undefined &&
+          pullSecretVerdict({ name, namespace }, namespace, { found: true, secret: cached }).grant;
+      },
+    );
+  }
+
+  /**
+   * The pool's pull Secret: its hash for the BootcNodes, its `.dockerconfigjson` for tag
+   * resolution and any problem with it (controller/model/pull_secret.ts). Before the plan writes
+   * the reference into BootcNodes, the daemons are allowed to read the Secret.
+   */
+  async pullSecret(pool: BootcNodePool): Promise<PoolSecret> {
+    const ref = pool.spec.pullSecretRef;
+    if (!ref) return {};
+    const namespace = this.#o.namespace;
+    const lookup: SecretLookup = needsLookup(ref, namespace)
+      ? await this.#lookupSecret(ref.name)
+      : { found: false };
+    const verdict = pullSecretVerdict(ref, namespace, lookup);
+    if (verdict.grant) {
+      try {
+        await this.#o.allowDaemons();
+      } catch (e) {
+        // The daemons will report the refused read on their BootcNodes; the loop retries.
+        this.#o.logger.warn("cannot allow the daemons to read the pull secret", {
+          pool: pool.metadata.name,
+          error: e instanceof Error ? e.message : String(e),
+        });
+      }
+    }
+    return {
+      hash: verdict.grant && lookup.found
+        ? await secretDataHash(lookup.secret.data as Record<string, string> | undefined)
+        : undefined,
+      dockerConfig: verdict.dockerConfigJson,
+      issue: verdict.issue,
+    };
+  }
+
+  /** Finds a Secret in the operator namespace: in the cache, else with a GET. */
+  async #lookupSecret(name: string): Promise<SecretLookup> {
+    const namespace = this.#o.namespace;
+    const cached = this.#o.secrets.store.getByName(name, namespace);
+    if (cached) return { found: true, secret: cached };
+    // The cache holds kubernetes.io/dockerconfigjson Secrets only: a GET tells a missing
+    // Secret from one of another type, so the pool's message can say which.
+    try {
+      const secret = await this.#o.client.resource<Secret>(Resources.secrets, namespace).get(name);
+      return { found: true, secret };
+    } catch (e) {
+      if (isNotFound(e)) return { found: false };
+      throw e;
+    }
+  }
+
+  /**
+   * The channel step for a pool that follows a channel (`channel_step.ts` decides):
+   * its latest tag listing, asked for when the check is due and never waited for,
+   * and the pool as the planner sees it (its ref the chosen version).
+   */
+  async channel(pool: BootcNodePool, secret: PoolSecret, now: Date): Promise<ChannelPlan> {
+    const name = pool.metadata.name ?? "";
+    const want = channelWant(pool, now, this.#o.planner);
+    if (!want) {
+      this.#channels.forget(name);
+      return { planned: pool };
+    }
+    const listing = this.#channels.want(name, { ...want, ...await credentials(secret) });
+    return plannedChannel({ pool, listing, now, planner: this.#o.planner });
+  }
+
+  /**
+   * The latest resolution of the pool's tag, never waiting for a registry: the
+   * pool tells {@linkcode TagResolution} what it wants and reads what is known.
+   * Until a first result arrives there is none (the planner keeps the last target
+   * and reports no failure); the result wakes the pool.
+   */
+  async resolution(
+    pool: BootcNodePool,
+    secret: PoolSecret,
+    now: Date,
+  ): Promise<ResolutionMemo | undefined> {
+    const name = pool.metadata.name ?? "";
+    // Without a memo the need comes from the status alone: "fresh" means the status
+    // already holds a recent enough resolution (e.g. after a restart), so the first
+    // attempt can wait until it is due.
+    const need = resolutionNeed(pool, now, undefined, this.#o.planner);
+    if ((need.kind !== "resolve" && need.kind !== "fresh") || pool.metadata.deletionTimestamp) {
+      this.#tags.forget(name);
+      return undefined;
+    }
+    const latest = this.#tags.want(name, {
+      ref: pool.spec.image.ref ?? "",
+      ...await credentials(secret),
+      intervalMs: pollIntervalMs(pool, this.#o.planner),
+      ...(need.kind === "fresh" ? { notBefore: need.nextAt } : {}),
+    });
+    // The key is the pool's current ref and credentials, so the result is for this generation.
+    return latest && { generation: pool.metadata.generation, at: latest.at, result: latest.result };
+  }
+
+  /**
+   * The latest Prometheus health-check verdicts of the pool's nodes, never waiting
+   * for Prometheus: the nodes holding the pool's reboot slot are polled by
+   * {@linkcode HealthQueries}, every other key of the pool is dropped.
+   */
+  healthVerdicts(
+    pool: BootcNodePool,
+    nodes: readonly Node[],
+  ): Map<string, QueryVerdict> | undefined {
+    const name = pool.metadata.name ?? "";
+    const check = pool.spec.rollout?.health?.prometheus;
+    if (!check || pool.metadata.deletionTimestamp) {
+      this.#healthQueries.forget(name);
+      return undefined;
+    }
+    const wanted = new Map<string, PrometheusCheck>();
+    for (const n of nodes) {
+      if (n.metadata?.annotations?.[ANNOTATION_SLOT_POOL] === name) {
+        wanted.set(n.metadata.name ?? "", check);
+      }
+    }
+    return this.#healthQueries.wantOnly(name, wanted);
+  }
+}
+
+/** The credentials part of a poll's key: the Secret's hash and its dockerconfigjson. */
+async function credentials(
+  secret: PoolSecret,
+): Promise<{ credentials?: { hash: string; dockerConfigJson?: string } }> {
+  const hash = secret.hash ??
+    (secret.dockerConfig === undefined
+      ? undefined
+      : await secretDataHash({ ".dockerconfigjson": secret.dockerConfig }));
+  return hash === undefined ? {} : { credentials: { hash, dockerConfigJson: secret.dockerConfig } };
+}

@@ -1,0 +1,424 @@
+/**
+ * The Pool Reconciler's imperative shell: informers keep caches of pools,
+ * nodes, BootcNodes, pull Secrets and PDBs (`caches.ts`); watch events map to
+ * pool keys on a work queue (one reconcile per pool at a time); each reconcile
+ * gathers the planner's inputs from the caches and the pollers
+ * (`pool_sources.ts`, plus the pods of the nodes it drains, listed fresh), calls
+ * {@linkcode planPool}, applies the actions in order (`apply_order.ts`,
+ * `action_writer.ts`), writes the status when it is due (`status_writer.ts`),
+ * records events (`planned_events.ts`) and requeues (`requeue.ts`). It decides
+ * nothing itself: every decision is the planner's.
+ *
+ * Writes are level-triggered and idempotent: every in-flight fact lives in the
+ * API (slot, prior cordon and drained-at annotations), so a new process picks
+ * up where an old one stopped. After writing, a reconcile waits until its own
+ * writes are visible in the caches (`cache_guard.ts`), so the next one never
+ * plans on stale data (which could hand out a slot twice).
+ *
+ * @module
+ */
+import {
+  ANNOTATION_SLOT_POOL,
+  type BootcDisruptionBudget,
+  type BootcNode,
+  type BootcNodePool,
+} from "../../lib/api/mod.ts";
+import { type Clock, systemClock } from "../../lib/clock.ts";
+import {
+  type Informer,
+  type KubeClient,
+  type KubeObject,
+  Resources,
+  WorkQueue,
+} from "../../lib/kube/mod.ts";
+import { type Logger, silentLogger } from "../../lib/log.ts";
+import { ActionWriter } from "./action_writer.ts";
+import { applyStages, runStages } from "./apply_order.ts";
+import { CacheGuard, type Written } from "./cache_guard.ts";
+import { ControllerCaches } from "./caches.ts";
+import { DaemonAccessSync } from "./daemon_access_sync.ts";
+import { type PodLike, summarizePod } from "../model/drain.ts";
+import { planGonePool } from "../planner/membership.ts";
+import type { ControllerMetrics } from "./metrics.ts";
+import { Mutex } from "./mutex.ts";
+import {
+  clusterBudgets,
+  clusterView,
+  type Node,
+  type Pdb,
+  type Secret,
+  summarizePdb,
+} from "./object_views.ts";
+import { type EventSink, PlannedEvents } from "./planned_events.ts";
+import { type Plan, type PlannerOptions, planPool } from "../planner/planner.ts";
+import { PoolSources, type PoolSourcesOptions } from "./pool_sources.ts";
+import type { ImageResolver } from "../pollers/resolver.ts";
+import { nextRequeue } from "./requeue.ts";
+import type { CoalesceOptions } from "./status_coalesce.ts";
+import { StatusWriter } from "./status_writer.ts";
+import type { PodSummary } from "../model/types.ts";
+import { poolsForNode } from "./watch_mapping.ts";
+
+export type { Node, Pdb, Secret } from "./object_views.ts";
+export type { EventSink } from "./planned_events.ts";
+
+/** Options of {@linkcode PoolReconciler}. */
+export interface PoolReconcilerOptions extends
+  Pick<
+    PoolSourcesOptions,
+    "tagResolution" | "healthQueries" | "channelLister" | "channelChecks"
+  > {
+  client: KubeClient;
+  resolver: ImageResolver;
+  events?: EventSink;
+  metrics?: ControllerMetrics;
+  clock?: Clock;
+  logger?: Logger;
+  planner?: PlannerOptions;
+  /** Pools reconciled in parallel (never the same pool twice; default 2). */
+  workers?: number;
+  /** How long a reconcile waits for the caches to show its own writes (default 10 s). */
+  cacheWaitMs?: number;
+  /**
+   * Nodes whose planned writes are applied at the same time (default 16; see
+   * controller/shell/apply_order.ts for what still waits for what).
+   */
+  applyConcurrency?: number;
+  /**
+   * The operator's namespace (default "bootc-operator"): pull Secrets must live there, and the
+   * daemon's pull-secret Role there is kept to the Secrets pools name.
+   */
+  namespace?: string;
+  /** Longest back-off between drain passes whose evictions were refused (default 60 s). */
+  maxDrainBackoffMs?: number;
+  /** When progress-only status changes are written (controller/shell/status_coalesce.ts). */
+  statusCoalesce?: Partial<CoalesceOptions>;
+}
+
+/** Counts of the writes a reconciler made, by kind (for tests and reports). */
+export type WriteCounts = Record<string, number>;
+
+/** The Pool Reconciler; see the module documentation. */
+export class PoolReconciler {
+  /** Cache of BootcNodePools. */
+  readonly pools: Informer<BootcNodePool>;
+  /** Cache of Nodes. */
+  readonly nodes: Informer<Node>;
+  /** Cache of BootcNodes (indexed by pool label). */
+  readonly bootcNodes: Informer<BootcNode>;
+  /** Cache of pull Secrets (type kubernetes.io/dockerconfigjson, operator namespace only). */
+  readonly secrets: Informer<Secret>;
+  /** Cache of PodDisruptionBudgets. */
+  readonly pdbs: Informer<Pdb>;
+  /** Cache of BootcDisruptionBudgets (cluster-wide caps across pools). */
+  readonly budgets: Informer<BootcDisruptionBudget>;
+  /** Writes made so far, by kind. */
+  readonly writes: WriteCounts = {};
+
+  #client: KubeClient;
+  #caches: ControllerCaches;
+  #sources: PoolSources;
+  #guard: CacheGuard;
+  #writer: ActionWriter;
+  #status: StatusWriter;
+  #events: PlannedEvents;
+  #grantLock = new Mutex();
+  #metrics?: ControllerMetrics;
+  #clock: Clock;
+  #log: Logger;
+  #plannerOptions: PlannerOptions;
+  #workers: number;
+  #applyConcurrency: number;
+  #maxDrainBackoffMs: number;
+  #daemonAccess: DaemonAccessSync;
+  #queue?: WorkQueue<string>;
+  /** Per pool: drain passes in a row whose evictions were refused. */
+  #drainRefusals = new Map<string, number>();
+
+  /** Creates the informers; nothing runs until {@linkcode startCaches} / {@linkcode runWorkers}. */
+  constructor(options: PoolReconcilerOptions) {
+    const c = this.#client = options.client;
+    this.#metrics = options.metrics;
+    this.#clock = options.clock ?? systemClock;
+    this.#log = (options.logger ?? silentLogger).with({ component: "pool-reconciler" });
+    this.#plannerOptions = options.planner ?? {};
+    this.#workers = options.workers ?? 2;
+    this.#applyConcurrency = options.applyConcurrency ?? 16;
+    this.#maxDrainBackoffMs = options.maxDrainBackoffMs ?? 60_000;
+    const namespace = options.namespace ?? "bootc-operator";
+    const common = { clock: this.#clock, logger: this.#log };
+    const caches = this.#caches = new ControllerCaches({ client: c, namespace, ...common });
+    ({ pools: this.pools, nodes: this.nodes, bootcNodes: this.bootcNodes } = caches);
+    ({ secrets: this.secrets, pdbs: this.pdbs, budgets: this.budgets } = caches);
+    const requeue = (pool: string, ms: number) => this.#queue?.addAfter(pool, ms);
+    this.#sources = this.#newSources(options, namespace);
+    this.#guard = new CacheGuard({ cached: (w) => caches.cached(w), waitMs: options.cacheWaitMs });
+    const count = (kind: string) => this.#count(kind);
+    this.#writer = new ActionWriter({
+      client: c,
+      ...common,
+      metrics: this.#metrics,
+      count,
+      requeue,
+    });
+    this.#status = new StatusWriter({
+      pools: c.resource<BootcNodePool>(Resources.bootcNodePools),
+      clock: this.#clock,
+      coalesce: options.statusCoalesce,
+      count: () => count("poolStatus"),
+      requeue,
+    });
+    this.#events = new PlannedEvents(
+      options.events,
+      (name) => this.bootcNodes.store.get(name)?.metadata.uid,
+    );
+    this.#daemonAccess = new DaemonAccessSync({
+      client: c,
+      namespace,
+      desiredNames: () => this.#sources.daemonSecretNames(this.pools.store.list()),
+      triggers: [this.pools, this.secrets] as unknown as Informer<KubeObject>[],
+      onWrite: () => count("daemonRole"),
+      ...common,
+    });
+    caches.wire({
+      enqueue: (pools) => pools.forEach((p) => p && this.#queue?.add(p)),
+      poolDeleted: (name) => {
+        this.#sources.forget(name);
+        this.#metrics?.forgetPool(name);
+        this.#status.forget(name);
+      },
+    });
+  }
+
+  /** What a reconcile learns beside the caches; a new result wakes its pool. */
+  #newSources(options: PoolReconcilerOptions, namespace: string): PoolSources {
+    return new PoolSources({
+      client: options.client,
+      resolver: options.resolver,
+      tagResolution: options.tagResolution,
+      healthQueries: options.healthQueries,
+      channelLister: options.channelLister,
+      channelChecks: options.channelChecks,
+      namespace,
+      secrets: this.secrets,
+      planner: this.#plannerOptions,
+      clock: this.#clock,
+      logger: this.#log,
+      allowDaemons: () => this.#daemonAccess.ensure(),
+      wake: (pool) => this.#queue?.add(pool),
+      resolved: (pool, outcome) => {
+        if (this.pools.store.get(pool)) this.#metrics?.observeResolution(pool, outcome);
+      },
+    });
+  }
+
+  /** Pools whose selector matches the node's labels, plus the pool owning its BootcNode. */
+  poolsForNode(nodeName: string, labels: Record<string, string> | undefined): string[] {
+    return poolsForNode(this.#caches.watchCache(), {
+      name: nodeName,
+      labels,
+      annotations: this.nodes.store.get(nodeName)?.metadata?.annotations,
+    });
+  }
+
+  /** Runs the informers until `signal` aborts; resolves once they stopped. */
+  async startCaches(signal: AbortSignal): Promise<void> {
+    await Promise.all(this.#caches.all().map((i) => i.start(signal)));
+  }
+
+  /** True once every cache has done its first list. */
+  hasSynced(): boolean {
+    return this.#caches.all().every((i) => i.hasSynced());
+  }
+
+  /** Resolves once every cache is synced. */
+  async waitForSync(signal?: AbortSignal): Promise<void> {
+    await Promise.all(this.#caches.all().map((i) => i.waitForSync(signal)));
+  }
+
+  /**
+   * Processes pools until `signal` aborts (run it while leading). Waits for the
+   * caches, enqueues every pool, and on abort lets in-flight reconciles finish.
+   */
+  async runWorkers(signal: AbortSignal): Promise<void> {
+    if (this.#queue) throw new Error("workers already running");
+    await this.waitForSync(signal);
+    const queue = new WorkQueue<string>({ clock: this.#clock, logger: this.#log });
+    this.#queue = queue;
+    this.#metrics?.setLeading(true);
+    const stop = () => void queue.shutDown();
+    signal.addEventListener("abort", stop, { once: true });
+    // The daemon's pull-secret Role follows the pools while this replica leads.
+    const accessStop = new AbortController();
+    const access = this.#daemonAccess.run(accessStop.signal);
+    try {
+      for (const p of this.pools.store.list()) queue.add(p.metadata.name ?? "");
+      // Records left by pools that are gone (deleted while this controller was down).
+      for (const n of this.nodes.store.list()) {
+        const recordPool = n.metadata?.annotations?.[ANNOTATION_SLOT_POOL];
+        if (recordPool && !this.pools.store.get(recordPool)) queue.add(recordPool);
+      }
+      await queue.run((key) => this.#timedReconcile(key), { concurrency: this.#workers });
+    } finally {
+      signal.removeEventListener("abort", stop);
+      this.#queue = undefined;
+      accessStop.abort();
+      await access;
+      this.#metrics?.setLeading(false);
+      // A replica that does not lead polls no registry.
+      await this.#sources.stop();
+    }
+  }
+
+  async #timedReconcile(name: string): Promise<void> {
+    const started = performance.now();
+    try {
+      await this.reconcile(name);
+    } catch (e) {
+      if (this.pools.store.get(name)) this.#metrics?.reconcileErrors.inc({ pool: name });
+      throw e;
+    } finally {
+      // A deleted pool's series went with its delete event: a late reconcile brings none back.
+      if (this.pools.store.get(name)) {
+        this.#metrics?.reconcileDuration.observe(
+          { pool: name },
+          (performance.now() - started) / 1000,
+        );
+      }
+    }
+  }
+
+  /** One reconcile of pool `name` (what the work queue runs). */
+  async reconcile(name: string): Promise<void> {
+    // Slot grants under a cluster-wide budget must see every grant before them: pools
+    // are then planned and applied one at a time, each after the caches show the last.
+    if (this.budgets.store.list().length > 0) {
+      return await this.#grantLock.run(() => this.#reconcile(name));
+    }
+    return await this.#reconcile(name);
+  }
+
+  async #reconcile(name: string): Promise<void> {
+    const log = this.#log.with({ pool: name });
+    // Writes of an earlier reconcile the caches still miss: planning (a gone pool's
+    // restores included) waits for them rather than redo or outrun them.
+    if (this.#guard.behind(log)) {
+      this.#queue?.addAfter(name, 500);
+      return;
+    }
+    const pool = this.pools.store.get(name);
+    if (!pool) {
+      this.#sources.forget(name);
+      await this.#releaseGonePool(name, log);
+      return;
+    }
+    const plan = await this.#plan(pool);
+    const written: Written[] = [];
+    let refused = 0;
+    try {
+      const refusals = await runStages(
+        applyStages(plan.actions),
+        (action) => this.#writer.apply(pool, action, written, log),
+        this.#applyConcurrency,
+      );
+      refused = refusals.reduce((sum, n) => sum + n, 0);
+      if (plan.status) await this.#status.write(pool, plan.status, written);
+    } finally {
+      await this.#events.record(pool, plan.events);
+      this.#observe(name, plan);
+      await this.#guard.settle(written, log);
+    }
+    this.#requeue(name, plan, refused);
+  }
+
+  /** Gathers the planner's inputs from the caches and the pollers, and plans the pool. */
+  async #plan(pool: BootcNodePool): Promise<Plan> {
+    const now = this.#clock.now();
+    const secret = await this.#sources.pullSecret(pool);
+    // A channel pool plans with the version its channel chose as its ref.
+    const { planned, channel } = await this.#sources.channel(pool, secret, now);
+    const resolution = await this.#sources.resolution(planned, secret, now);
+    const baseInput = {
+      ...this.#view(),
+      pool: planned,
+      channel,
+      poolObjects: this.pools.store.list(),
+      budgets: clusterBudgets(this.budgets.store.list()),
+      pdbs: this.pdbs.store.list().map(summarizePdb),
+      resolution,
+      healthQueries: this.#sources.healthVerdicts(pool, this.nodes.store.list()),
+      pullSecretHash: secret.hash,
+      pullSecretIssue: secret.issue,
+      now,
+      options: this.#plannerOptions,
+    };
+    const plan = planPool({ ...baseInput, podsByNode: new Map(), podsListed: new Set() });
+    if (plan.needPods.length === 0) return plan;
+    const podsByNode = await this.#listPods(plan.needPods);
+    return planPool({ ...baseInput, podsByNode, podsListed: new Set(podsByNode.keys()) });
+  }
+
+  #view() {
+    return clusterView({
+      pools: this.pools.store.list(),
+      nodes: this.nodes.store.list(),
+      bootcNodes: this.bootcNodes.store.list(),
+    });
+  }
+
+  async #listPods(nodes: readonly string[]): Promise<Map<string, PodSummary[]>> {
+    const pods = this.#client.resource<PodLike>(Resources.pods);
+    const out = new Map<string, PodSummary[]>();
+    await Promise.all(nodes.map(async (n) => {
+      const list = await pods.list({ fieldSelector: `spec.nodeName=${n}` });
+      out.set(n, list.items.map(summarizePod));
+    }));
+    return out;
+  }
+
+  /** Hands back nodes still carrying the record of a pool that no longer exists. */
+  async #releaseGonePool(name: string, log: Logger): Promise<void> {
+    const plan = planGonePool(name, { ...this.#view(), now: this.#clock.now() });
+    const written: Written[] = [];
+    const restores = plan.actions.filter((a) => a.kind === "patchNode");
+    // Only its name is known of the pool.
+    const gone = { metadata: { name } } as BootcNodePool;
+    try {
+      await runStages(applyStages(restores), (action) => {
+        log.warn("restoring a node whose pool is gone", {
+          node: "node" in action ? action.node : "",
+        });
+        return this.#writer.apply(gone, action, written, log);
+      }, this.#applyConcurrency);
+    } finally {
+      await this.#guard.settle(written, log);
+    }
+  }
+
+  #count(kind: string) {
+    this.writes[kind] = (this.writes[kind] ?? 0) + 1;
+    this.#metrics?.apiWrites.inc({ kind });
+  }
+
+  #observe(name: string, plan: Plan) {
+    if (!this.#metrics || !plan.status) return;
+    this.#metrics.observePool(name, plan, {
+      bootcNodes: this.bootcNodes.store.list(),
+      nodes: this.nodes.store.list(),
+    });
+  }
+
+  #requeue(name: string, plan: Plan, refused: number) {
+    const next = nextRequeue({
+      planned: plan.requeueAfterMs,
+      draining: plan.draining,
+      refused,
+      streak: this.#drainRefusals.get(name) ?? 0,
+      baseMs: this.#plannerOptions.drainPollMs ?? 5_000,
+      maxMs: this.#maxDrainBackoffMs,
+    });
+    if (next.streak > 0) this.#drainRefusals.set(name, next.streak);
+    else this.#drainRefusals.delete(name);
+    if (next.delayMs !== undefined) this.#queue?.addAfter(name, next.delayMs);
+  }
+}
