@@ -17,6 +17,7 @@ import {
   type BootcNode,
   type DisruptionRecord,
   findCondition,
+  IdleReason,
   NodeConditionType,
   setCondition,
   StalledReason,
@@ -299,13 +300,18 @@ function progressOne(
   if (m.state === EffectiveState.UpToDate) {
     return combine(name, repaired, health, onTargetPhase(facts, env));
   }
-  if (mode === "undoUndrained" && !facts.drainedAt && m.state !== EffectiveState.Rebooting) {
+  if (
+    mode === "undoUndrained" && !facts.drainedAt && m.state !== EffectiveState.Rebooting &&
+    !daemonSaysRebooting(bn)
+  ) {
     return combine(name, repaired, health, undoPhase(facts, env));
   }
   const cordon = cordonPhase(m, facts);
   const cordoned = { ...facts, drainedAt: cordon.drainedAt };
   const next = cordoned.drainedAt
     ? rebootPhase(m, { ...cordoned, drainedAt: cordoned.drainedAt }, env)
+    : m.state === EffectiveState.Rebooting
+    ? retargetedRebootPhase(facts, env)
     : drainPhase(m, cordoned, env, mode);
   // Unknown pods: it waits for them, and is judged once they are known.
   if (next.podsUnknown) return combine(name, repaired, health, cordon, next);
@@ -396,6 +402,11 @@ function healthPhase(
   env: InFlightEnv,
 ): NodeOutcome & { done?: boolean } {
   if (!f.drainedAt && m.state !== EffectiveState.UpToDate) return {};
+  // The daemon says it is rebooting: the node is down whatever else the caches show
+  // (a stale report is bounded by the reboot timeout of the reboot phase).
+  // (A host that fell back by itself says Rebooting too, but is up: the classification
+  // tells the two apart, so its fall-back is judged here.)
+  if (m.state === EffectiveState.Rebooting) return {};
   const verdict: HealthVerdict = evaluateHealth({
     node: f.node,
     bn: f.bn,
@@ -709,6 +720,43 @@ function rebootPhase(m: Member, f: NodeFacts & { drainedAt: Date }, env: InFligh
     rebootTimedOut: true,
     out: mergeOutputs([stepOutput({ actions: request }), t.out ?? NO_OUTPUT]),
   };
+}
+
+/** True while the BootcNode's daemon reports `Idle=False/Rebooting`. */
+function daemonSaysRebooting(bn: BootcNode): boolean {
+  const idle = findCondition(bn.status?.conditions, NodeConditionType.Idle);
+  return idle?.status === "False" && idle.reason === IdleReason.Rebooting;
+}
+
+/**
+ * Still rebooting into an image the pool no longer targets (retargeted mid-reboot,
+ * so its drain record was withdrawn): it keeps its slot until it is back, and the
+ * wait is bounded by the reboot timeout counted from the latest of when the daemon
+ * said it was rebooting, the old drain and the slot. Past it the node is
+ * stuck and Stalled (RebootTimeout) and counts as unhealthy; it is no failure of the
+ * new target, so the failure policy is not asked.
+ */
+function retargetedRebootPhase(f: NodeFacts, env: InFlightEnv): PassOutcome {
+  const idle = findCondition(f.bn.status?.conditions, NodeConditionType.Idle);
+  const known = [
+    idle?.reason === IdleReason.Rebooting ? parseTime(idle.lastTransitionTime) : undefined,
+    parseTime(f.record.drainedAt),
+    f.slotAt,
+  ].filter((t): t is Date => t !== undefined);
+  // The latest thing known to have happened: the wait is bounded, never cut short.
+  const since = new Date(Math.max(...known.map((t) => t.getTime())));
+  const deadline = since.getTime() + env.rebootTimeoutMs;
+  if (env.now.getTime() < deadline) {
+    return {
+      drainTimedOut: false,
+      rebootTimedOut: false,
+      out: stepOutput({ wake: deadline - env.now.getTime() }),
+    };
+  }
+  const msg = `node ${f.name} is still rebooting (into an image the pool no longer targets) ` +
+    `${env.rebootTimeoutMs / 1000}s after it started; it keeps its slot until it is back`;
+  const t = rebootTimeout(f.name, msg, since, env);
+  return { ...t, failures: [], drainTimedOut: false, rebootTimedOut: true };
 }
 
 /** A node not back within the reboot timeout: failed, stuck and Stalled (RebootTimeout). */

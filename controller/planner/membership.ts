@@ -329,6 +329,8 @@ export interface Membership {
   members: Member[];
   /** Nodes handed back in this plan that were still disrupted (they count until released). */
   releasing: string[];
+  /** Nodes that left but are held until their reboot finished (views count them rebooting). */
+  held: string[];
   /** The staging queue after this plan, when the pool limits staging. */
   staging?: StagingQueue;
   /** BootcNodes created and synced, nodes handed back, conflicts. */
@@ -373,6 +375,7 @@ export function planMembership(
   return {
     members: synced.members,
     releasing: [...leaving.releasing, ...claimed.releasing, ...orphans.released],
+    held: leaving.held,
     staging: staging && { ...staging, room: synced.room, held: synced.held },
     out: mergeOutputs([leaving.out, synced.out, stepOutput({ issues: conflicts }), orphans.out]),
   };
@@ -385,8 +388,9 @@ export function planMembership(
 function planLeavers(
   input: PlanInput,
   matching: ReadonlySet<string>,
-): { releasing: string[]; out: StepOutput } {
+): { releasing: string[]; held: string[]; out: StepOutput } {
   const releasing: string[] = [];
+  const held: string[] = [];
   const outs: StepOutput[] = [];
   for (const bn of ownedBootcNodes(input)) {
     const name = bn.metadata.name ?? "";
@@ -397,15 +401,17 @@ function planLeavers(
       (bn.metadata.deletionTimestamp
         ? releasePatch(node, bn, { unlabel: false }) !== undefined
         : nodeDisrupted(node, bn));
-    if (leavingDisrupted) releasing.push(name);
-    if (!node) outs.push(releaseNode(input, name, bn, "node was deleted").out);
-    else if (!matching.has(name)) {
-      outs.push(
-        releaseNode(input, name, bn, "node no longer matches the pool's nodeSelector").out,
-      );
-    }
+    const released = !node
+      ? releaseNode(input, name, bn, "node was deleted")
+      : !matching.has(name)
+      ? releaseNode(input, name, bn, "node no longer matches the pool's nodeSelector")
+      : undefined;
+    // Held while rebooting (perhaps known only by its daemon's report): it counts too.
+    if (leavingDisrupted || released?.held) releasing.push(name);
+    if (released?.held) held.push(name);
+    if (released) outs.push(released.out);
   }
-  return { releasing, out: mergeOutputs(outs) };
+  return { releasing, held, out: mergeOutputs(outs) };
 }
 
 /**

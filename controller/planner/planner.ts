@@ -157,6 +157,8 @@ function planRollout(
 
   // 8. Status.
   const counts = countStates(members, gated.granted, [inFlight.stuck, stalled.stuck]);
+  // A node held after leaving still shows among the pool's BootcNodes, rebooting.
+  counts.Rebooting += membership.held.length;
   const held = (membership.staging?.held.length ?? 0) > 0;
   const status = buildPoolStatus({
     prior: input.pool.status,

@@ -333,9 +333,14 @@ export function fellBackFrom(bn: BootcNodeFacts, target: DesiredImage): boolean 
   if (entryMatches(s?.booted, target) || entryMatches(s?.staged, target)) return false;
   if (!entryMatches(s?.rollback, target)) return false;
   const conditions = s?.conditions;
-  const about = phaseTargetIs(conditions, bn.spec.desiredImage) !== false;
-  const rebooted = about ? findCondition(conditions, NodeConditionType.Rebooted) : undefined;
+  const about = phaseTargetIs(conditions, bn.spec.desiredImage);
+  // A report about another image: its Rebooting is a real reboot into that image
+  // (retargeted mid-reboot), never a fall-back from this target.
+  if (about === false) return false;
+  const rebooted = findCondition(conditions, NodeConditionType.Rebooted);
   if (rebooted) return rebooted.reason === "FellBack";
+  // Only a daemon that writes no phase conditions at all is read by its stale Idle.
+  if (about === true) return false;
   const idle = findCondition(conditions, NodeConditionType.Idle);
   return idle?.status === "False" && idle.reason === IdleReason.Rebooting;
 }
