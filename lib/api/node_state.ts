@@ -48,7 +48,7 @@ import {
   VerifiedReason,
 } from "./constants.ts";
 import type { BootcNodeSpec, BootcNodeStatus, BootEntryStatus, Condition } from "./schema.ts";
-import { referenceDigest } from "../bootc/image_ref.ts";
+import { type DesiredImage, entryRuns, referenceDigest } from "../bootc/image_ref.ts";
 
 /** The fine-grained states of a node, in the order an update reaches them. */
 export const NodeState = {
@@ -108,13 +108,8 @@ export type EffectiveState = typeof EffectiveState[keyof typeof EffectiveState];
  */
 export type WaitsOn = "daemon" | "controller" | "gate" | "node" | "user" | "nobody";
 
-/** The digest-pinned image a node should run, with the index's per-platform digests. */
-export interface DesiredImage {
-  /** `repository@sha256:…`. */
-  image: string;
-  /** Per-platform manifest digests when the image's digest is an index. */
-  platforms?: readonly { digest: string; architecture?: string; os?: string }[];
-}
+/** The image a node should run (defined beside the matching rule in lib/bootc). */
+export type { DesiredImage };
 
 /** What {@linkcode classifyNode} reads of a BootcNode. */
 export interface BootcNodeFacts {
@@ -248,25 +243,9 @@ export const NodeStateReason = {
   RolledBack: "RolledBack",
 } as const;
 
-/**
- * True when a boot entry is `desired`: its pullspec digest equals the desired
- * digest, its imageDigest equals it, or its imageDigest is the desired index's
- * manifest for the entry's architecture (bootc-host.md "Digests").
- */
-export function entryMatches(
-  entry: BootEntryStatus | undefined,
-  desired: DesiredImage,
-): boolean {
-  if (!entry) return false;
-  const want = referenceDigest(desired.image);
-  if (!want) return entry.image !== undefined && entry.image === desired.image;
-  if (entry.image !== undefined && referenceDigest(entry.image) === want) return true;
-  if (!entry.imageDigest) return false;
-  if (entry.imageDigest === want) return true;
-  return (desired.platforms ?? []).some((p) =>
-    p.digest === entry.imageDigest &&
-    (entry.architecture === undefined || p.architecture === entry.architecture)
-  );
+/** True when a boot entry is `desired` (the one rule, `entryRuns` in lib/bootc). */
+export function entryMatches(entry: BootEntryStatus | undefined, desired: DesiredImage): boolean {
+  return entryRuns(entry, desired);
 }
 
 /**

@@ -23,19 +23,54 @@ export function referenceName(reference: string): string {
   return reference.replace(/@sha256:[a-f0-9]{64}$/, "");
 }
 
+/** What an entry runs, as bootc reports it (the host's entry or its BootcNode mirror). */
+export interface EntryImage {
+  /** The pullspec exactly as given to bootc (`image.image.image`). */
+  image?: string;
+  /** The per-architecture manifest digest. */
+  imageDigest?: string;
+  architecture?: string;
+}
+
+/** The digest-pinned image a node should run, with the index's per-platform digests. */
+export interface DesiredImage {
+  /** `repository@sha256:…`. */
+  image: string;
+  /** Per-platform manifest digests when the image's digest is an index. */
+  platforms?: readonly { digest: string; architecture?: string; os?: string }[];
+}
+
 /**
- * True when `entry` runs `desiredImage`: the digest of the entry's pullspec or
- * its `imageDigest` equals the desired image's digest. A desired reference
- * without a digest (never written by the controller) only matches the same
- * pullspec string.
+ * The one rule for "this entry runs the desired image", used by the daemon, the
+ * controller and the plugin: the entry's pullspec digest equals the desired
+ * digest, its imageDigest equals it, or its imageDigest is the desired index's
+ * manifest for the entry's architecture (bootc-host.md "Digests"). A desired
+ * reference without a digest (never written by the controller) only matches the
+ * same pullspec string.
  */
+export function entryRuns(entry: EntryImage | undefined, desired: DesiredImage): boolean {
+  if (!entry) return false;
+  const want = referenceDigest(desired.image);
+  if (!want) return entry.image !== undefined && entry.image === desired.image;
+  if (entry.image !== undefined && referenceDigest(entry.image) === want) return true;
+  if (!entry.imageDigest) return false;
+  if (entry.imageDigest === want) return true;
+  return (desired.platforms ?? []).some((p) =>
+    p.digest === entry.imageDigest &&
+    (entry.architecture === undefined || p.architecture === entry.architecture)
+  );
+}
+
+/** {@linkcode entryRuns} for a host's boot entry (bootc status). */
 export function entryProvides(
   entry: BootEntry | null | undefined,
   desiredImage: string,
 ): boolean {
   const image = entry?.image;
   if (!image) return false;
-  const want = referenceDigest(desiredImage);
-  if (want === undefined) return image.image.image === desiredImage;
-  return referenceDigest(image.image.image) === want || image.imageDigest === want;
+  return entryRuns({
+    image: image.image.image,
+    imageDigest: image.imageDigest,
+    architecture: image.architecture ?? undefined,
+  }, { image: desiredImage });
 }
