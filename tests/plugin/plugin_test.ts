@@ -249,12 +249,20 @@ Deno.test("kubectl bootc: live status in a terminal, why, pause/resume during a 
       );
       assert.match(screen, new RegExp(`target +${repository}@sha256:${v2.digest.slice(7, 19)}`));
       await waitLine(/web Paused 0\/4 updated, 0 rebooting, 4 staged, .*waiting: Paused/, "paused");
-      const why = await kubectlBootc(["why", "web-3", ...ctx]);
+      // The slot queue is the pool's published status.queue, written with the pool's
+      // coalesced progress: it may trail the BootcNodes by a status write.
+      const queued =
+        /^web-3: staged, waiting for a reboot slot \(3rd of 4 in the slot queue\): the pool waits \(Paused\)$/m;
+      const why = await waitFor(async () => {
+        const out = await kubectlBootc(["why", "web-3", ...ctx]);
+        return out.code === 0 && queued.test(out.stdout) ? out : undefined;
+      }, {
+        timeoutMs: 30_000,
+        intervalMs: 500,
+        message: "why shows web-3 3rd of 4 in the slot queue",
+      });
       assert.equal(why.code, 0, why.stderr);
-      assert.match(
-        why.stdout,
-        /^web-3: staged, waiting for a reboot slot \(3rd of 4 in the slot queue\): the pool waits \(Paused\)$/m,
-      );
+      assert.match(why.stdout, queued);
       assert.match(why.stdout, /slot queue +3rd of 4: web-1, web-2, \[web-3\], web-4 · 0\/1 slot/);
       assert.match(why.stdout, /pool waits +Paused:/);
       assert.match(why.stdout, /^Conditions:\n {2}TYPE +STATUS +REASON +AGE +MESSAGE\n/m);
