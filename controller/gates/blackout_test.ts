@@ -101,7 +101,8 @@ Deno.test("blackoutGate: no new reboot inside a blackout, until its (chain's) en
       candidates: 2,
       admitted: 0,
       message: 'no new reboots: cannot read spec.maintenance.blackouts[1].start: "next Monday" ' +
-        'is not an RFC 3339 time (for example "2026-12-20T00:00:00+01:00" or "2026-12-19T23:00:00Z")',
+        'is not an RFC 3339 time with Z or an offset, such as "2026-12-20T00:00:00+01:00" or ' +
+        '"2026-12-19T23:00:00Z"',
     },
     {
       name: "an end before the start fails closed",

@@ -244,8 +244,8 @@ Deno.test("budgetGate: the most restrictive active budget, with maxUnavailable",
       admitted: 0,
       wait: {
         message: "no new reboots: cannot read spec.rollout: rollout.budgets[0].duration: " +
-          '"8 hours" is not a duration: use a number and a unit (h, m or s), several in a row ' +
-          'if needed, such as "8h", "90m" or "1h30m"',
+          '"8 hours" is not a valid duration: use hours, minutes and seconds in that order, ' +
+          'such as "8h", "90m", "1.5h" or "1h30m0s", from 1s to 87600h (10 years)',
         routine: false,
       },
     },
@@ -340,14 +340,14 @@ Deno.test("budgetError: value, schedule and duration, each naming its field", ()
       /\.schedule: "0 9 \* \* 8" is not a valid cron schedule/,
     ]],
     [{ maxUnavailable: 1, schedule: "0 9 * * 1", duration: "-8h" }, [
-      /\.duration: "-8h" is not a duration/,
+      /\.duration: "-8h" is not a valid duration/,
     ]],
     [
       { maxUnavailable: "200%", schedule: "nightly", duration: "0h" },
       [
         /\.maxUnavailable: "200%" must be an integer >= 0 or a percentage from 0% to 100%/,
         /\.schedule: "nightly"/,
-        /\.duration: "0h" must be longer than 0/,
+        /\.duration: "0h" is not a valid duration: .*from 1s to 87600h/,
       ],
     ],
   ];

@@ -8,10 +8,23 @@
  *
  * The `...Error(value, field)` functions return a message that names the field
  * (for the pool's `InvalidSpec` condition) or undefined when the value is valid.
+ * Their syntax rules are the CRD's (`lib/api/time_validation.ts`), so a value the
+ * API server refuses is refused here too, with the same words; what CEL cannot
+ * decide (a schedule that never runs for subtler reasons) is only caught here.
  *
  * @module
  */
 import { Cron, type CronOptions } from "croner";
+import {
+  CRON_NEVER_RULE,
+  cronSyntaxError,
+  DURATION_RULE,
+  INSTANT_RULE,
+  isTimeZoneShape,
+  parseApiDuration,
+  parseApiInstant,
+  TIME_ZONE_RULE,
+} from "../../lib/api/time_validation.ts";
 
 /** The zone every schedule of a pool is read in when `spec.timeZone` is not set. */
 export const DEFAULT_TIME_ZONE = "UTC";
@@ -41,38 +54,20 @@ export interface WindowState {
 /** How many overlapping windows {@linkcode windowState} follows to find an open period's end. */
 export const MAX_CHAIN = 1000;
 
-/** The longest duration accepted (10 years), so that date arithmetic stays in range. */
-export const MAX_DURATION_MS = 10 * 366 * 24 * 3600 * 1000;
-
-const UNIT_MS: Record<string, number> = { h: 3_600_000, m: 60_000, s: 1_000 };
-// Go's time.ParseDuration syntax restricted to h, m and s, positive: "8h", "90m", "1h30m", "1.5h",
-// "1h30m0s" (how Go prints durations).
-const DURATION_RE = /^(?:\d+(?:\.\d+)?|\.\d+)[hms](?:(?:\d+(?:\.\d+)?|\.\d+)[hms])*$/;
-const DURATION_PART_RE = /(\d*\.?\d+)([hms])/g;
-
-/** Milliseconds of a Go-style duration, or undefined when it is not one we accept. */
+/**
+ * Milliseconds of a Go-style duration (hours, minutes and seconds in that order,
+ * "8h", "1.5h", "1h30m0s"), or undefined when it is not one the API accepts
+ * (from 1s to 87600h).
+ */
 export function parseDuration(value: string): number | undefined {
-  if (!DURATION_RE.test(value)) return undefined;
-  let ms = 0;
-  for (const [, num, unit] of value.matchAll(DURATION_PART_RE)) {
-    ms += Number(num) * UNIT_MS[unit];
-  }
-  ms = Math.round(ms);
-  return ms > 0 && ms <= MAX_DURATION_MS ? ms : undefined;
+  return parseApiDuration(value);
 }
 
 /** Why `value` is not a valid duration for `field`, or undefined when it is. */
 export function durationError(value: unknown, field: string): string | undefined {
-  if (typeof value !== "string") {
-    return `${field}: must be a duration string such as "8h", "90m" or "1h30m"`;
-  }
-  if (!DURATION_RE.test(value)) {
-    return `${field}: ${JSON.stringify(value)} is not a duration: use a number and a unit ` +
-      `(h, m or s), several in a row if needed, such as "8h", "90m" or "1h30m"`;
-  }
-  const ms = parseDuration(value);
-  if (ms === undefined) {
-    return `${field}: ${JSON.stringify(value)} must be longer than 0 and at most 87840h (10 years)`;
+  if (typeof value !== "string") return `${field}: must be a duration string: use ${DURATION_RULE}`;
+  if (parseApiDuration(value) === undefined) {
+    return `${field}: ${JSON.stringify(value)} is not a valid duration: use ${DURATION_RULE}`;
   }
   return undefined;
 }
@@ -89,27 +84,33 @@ function memo<T>(cache: Map<string, T>, key: string, make: () => T): T {
   cache.set(key, value);
   return value;
 }
-const zones = new Map<string, string | null>();
+const zones = new Map<string, boolean>();
 const schedules = new Map<string, Cron | Error>();
 
-/** Whether `value` names a time zone the runtime knows, and its canonical name. */
-function resolveTimeZone(value: string): string | undefined {
+/**
+ * Whether `value` is a time zone name exactly as the zone database spells it
+ * (a canonical name or a link such as Asia/Calcutta): the CRD's shape, then the
+ * runtime's database. Temporal keeps the name as written (case-normalised),
+ * unlike Intl, which answers with its canonical name; a name spelled in another
+ * case (europe/berlin) is refused, as the API server's lookup refuses it.
+ */
+function isKnownTimeZone(value: string): boolean {
   return memo(zones, value, () => {
-    // Offsets such as "+01:00" are accepted by Intl but are not IANA zones (and have no DST).
-    if (!/^[A-Za-z][A-Za-z0-9_+\-/]*$/.test(value)) return null;
+    if (!isTimeZoneShape(value)) return false;
     try {
-      return new Intl.DateTimeFormat("en-US", { timeZone: value }).resolvedOptions().timeZone;
+      // croner reads the zone through Intl: it must know the name too.
+      new Intl.DateTimeFormat("en-US", { timeZone: value });
+      return Temporal.Now.zonedDateTimeISO(value).timeZoneId === value;
     } catch {
-      return null;
+      return false;
     }
-  }) ?? undefined;
+  });
 }
 
 /** Why `value` is not a valid IANA time zone for `field`, or undefined when it is. */
 export function timeZoneError(value: unknown, field: string): string | undefined {
-  if (typeof value !== "string" || resolveTimeZone(value) === undefined) {
-    return `${field}: ${JSON.stringify(value)} is not an IANA time zone ` +
-      `(for example "UTC", "Europe/Berlin" or "America/New_York")`;
+  if (typeof value !== "string" || !isKnownTimeZone(value)) {
+    return `${field}: ${JSON.stringify(value)} is not an IANA time zone: use ${TIME_ZONE_RULE}`;
   }
   return undefined;
 }
@@ -124,9 +125,6 @@ function cronOptions(timeZone: string): CronOptions {
     fixedTimeRule: "no-wildcard",
   };
 }
-
-// croner also takes an ISO 8601 date as a one-shot "pattern"; our schedules are recurring only.
-const SCHEDULE_SHAPE_RE = /^(?:@[a-z]+|\S+(?:\s+\S+){4})$/i;
 
 /**
  * Parses `schedule` in `timeZone`. Throws an Error saying what is wrong (no
@@ -145,24 +143,22 @@ export function parseSchedule(schedule: string, timeZone: string): Cron {
 }
 
 function compileSchedule(schedule: string, timeZone: string): Cron {
-  const trimmed = schedule.trim();
-  if (!SCHEDULE_SHAPE_RE.test(trimmed)) {
-    throw new Error(
-      "must have five fields (minute hour day-of-month month day-of-week) " +
-        "or be one of @yearly, @monthly, @weekly, @daily, @hourly",
-    );
+  // The API's grammar first (five fields or a nickname, ranges, steps): it also keeps out
+  // croner's extensions (seconds and year fields, one-shot ISO dates, the + modifier).
+  const syntax = cronSyntaxError(schedule);
+  if (syntax !== undefined) throw new Error(syntax);
+  if (!isKnownTimeZone(timeZone)) {
+    throw new Error(`time zone ${JSON.stringify(timeZone)} is not known`);
   }
-  const zone = resolveTimeZone(timeZone);
-  if (zone === undefined) throw new Error(`time zone ${JSON.stringify(timeZone)} is not known`);
   let cron: Cron;
   try {
-    cron = new Cron(trimmed, cronOptions(zone));
+    cron = new Cron(schedule.trim(), cronOptions(timeZone));
   } catch (e) {
     throw new Error((e as Error).message.replace(/^CronPattern: /, ""));
   }
   // Only fields that can never match together (30 February) make a schedule that never fires;
   // with no year field that does not depend on the reference instant.
-  if (cron.nextRun(new Date(0)) === null) throw new Error("never matches a date");
+  if (cron.nextRun(new Date(0)) === null) throw new Error(CRON_NEVER_RULE);
   return cron;
 }
 
@@ -268,9 +264,10 @@ function zoneAbbreviation(date: Date, timeZone: string): string {
 /**
  * `date` for people, in `timeZone`: "Sat 2026-11-28 22:00 CET (Europe/Berlin)"
  * (seconds only when not zero; the zone once when it is its own abbreviation, as UTC).
+ * The zone is shown as the spec wrote it (Asia/Kolkata, not Intl's Asia/Calcutta).
  */
 export function formatInZone(date: Date, timeZone: string): string {
-  const zone = resolveTimeZone(timeZone) ?? DEFAULT_TIME_ZONE;
+  const zone = isKnownTimeZone(timeZone) ? timeZone : DEFAULT_TIME_ZONE;
   const parts = Object.fromEntries(
     new Intl.DateTimeFormat("en-US", {
       timeZone: zone,
@@ -291,30 +288,17 @@ export function formatInZone(date: Date, timeZone: string): string {
     `${parts.hour}:${parts.minute}${seconds} ${suffix}`;
 }
 
-const RFC3339_RE =
-  /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?:[Zz]|([+-])(\d{2}):(\d{2}))$/;
-
 /**
  * An RFC 3339 instant ("2026-12-20T00:00:00+01:00", "2026-12-20T00:00:00Z"), or
- * undefined when `value` is not one. Stricter than `Date.parse`, which also
- * takes other shapes and rolls 30 February over into March.
+ * undefined when `value` is not one the API accepts: `T` and `Z` in capitals, a
+ * date that exists (Date.parse would roll 30 February over into March).
  */
 export function parseInstant(value: string): Date | undefined {
-  const m = RFC3339_RE.exec(value);
-  if (!m) return undefined;
-  const [y, mo, d, h, mi, s] = m.slice(1, 7).map(Number);
-  const daysInMonth = new Date(Date.UTC(y, mo, 0)).getUTCDate();
-  if (mo < 1 || mo > 12 || d < 1 || d > daysInMonth || h > 23 || mi > 59 || s > 59) {
-    return undefined;
-  }
-  if (m[7] && (Number(m[8]) > 23 || Number(m[9]) > 59)) return undefined;
-  const t = Date.parse(value.toUpperCase());
-  return Number.isNaN(t) ? undefined : new Date(t);
+  return parseApiInstant(value);
 }
 
 /** Why `value` is not an RFC 3339 instant for `field`, or undefined when it is. */
 export function instantError(value: unknown, field: string): string | undefined {
-  if (typeof value === "string" && parseInstant(value) !== undefined) return undefined;
-  return `${field}: ${JSON.stringify(value)} is not an RFC 3339 time ` +
-    `(for example "2026-12-20T00:00:00+01:00" or "2026-12-19T23:00:00Z")`;
+  if (typeof value === "string" && parseApiInstant(value) !== undefined) return undefined;
+  return `${field}: ${JSON.stringify(value)} is not ${INSTANT_RULE}`;
 }

@@ -15,7 +15,7 @@ import {
 const H = 3_600_000;
 const M = 60_000;
 
-Deno.test("parseDuration: Go-style h/m/s durations, positive", () => {
+Deno.test("parseDuration: Go-style h/m/s durations in that order, 1s to 87600h", () => {
   const cases: [string, number | undefined][] = [
     ["8h", 8 * H],
     ["90m", 90 * M],
@@ -34,7 +34,15 @@ Deno.test("parseDuration: Go-style h/m/s durations, positive", () => {
     ["1d", undefined],
     ["300ms", undefined],
     ["h", undefined],
-    ["87841h", undefined], // over 10 years
+    ["87600h", 87600 * H], // 10 years of 365 days: the largest
+    ["87600.5h", undefined],
+    ["100000h", undefined],
+    ["1s", 1000], // the smallest
+    ["0.5s", undefined],
+    ["30m1h", undefined], // Go takes any order; the API takes h, m, s in order
+    ["1h1h", undefined],
+    [".5h", undefined],
+    ["1234567h", undefined], // integer parts are bounded (no overflow in Go or CEL)
   ];
   for (const [input, want] of cases) assert.deepEqual(parseDuration(input), want, input);
 });
@@ -42,8 +50,9 @@ Deno.test("parseDuration: Go-style h/m/s durations, positive", () => {
 Deno.test("durationError names the field and says what is wrong", () => {
   assert.deepEqual(durationError("8h", "spec.maintenance.windows[0].duration"), undefined);
   const cases: [unknown, RegExp][] = [
-    ["8 hours", /^spec\.x: "8 hours" is not a duration: .*"1h30m"/],
-    ["0m", /^spec\.x: "0m" must be longer than 0/],
+    ["8 hours", /^spec\.x: "8 hours" is not a valid duration: use hours, minutes and .*"1h30m0s"/],
+    ["0m", /^spec\.x: "0m" is not a valid duration: .*from 1s to 87600h \(10 years\)/],
+    ["100000h", /^spec\.x: "100000h" is not a valid duration: .*from 1s to 87600h/],
     [8, /^spec\.x: must be a duration string/],
     [undefined, /^spec\.x: must be a duration string/],
   ];
@@ -58,20 +67,33 @@ Deno.test("scheduleError: five-field cron or a nickname; errors name the field",
     "*/15 * * * *",
     "0 2,14 * * *",
     "0 0 29 2 *", // every 4 years is still a schedule
-    "@daily",
+    "@yearly",
+    "@annually",
+    "@monthly",
     "@weekly",
+    "@daily",
+    "@midnight",
+    "@hourly",
     " 0 22 * * 6 ",
+    "0 22 * * 6#L", // the last Saturday
+    "0 0 L * *",
+    "0 0 15W * *",
+    "0 0 31 4 1", // day of month OR day of week: every Monday in April
   ];
   for (const s of valid) assert.deepEqual(scheduleError(s, "f"), undefined, s);
   const invalid: [unknown, RegExp][] = [
     ["0 9 * * * *", /five fields/], // croner's seconds field
     ["0 0 9 * * * 2027", /five fields/],
     ["2026-12-01T00:00:00", /five fields/], // croner's one-shot ISO date
-    ["0 25 * * *", /hour: 25/],
-    ["61 * * * *", /minute: 61/],
-    ["0 0 30 2 *", /never matches/],
+    ["0 25 * * *", /the hour \(field 2\) takes 0-23/],
+    ["61 * * * *", /the minute \(field 1\) takes 0-59/],
+    ["0 0 30 2 *", /never meet \(such as 30 February/],
+    ["0 0 31 2-4/2 *", /never meet/], // beyond what the CRD decides: croner finds it
+    ["10-5 * * * *", /a range a-b must have a <= b/],
     ["", /five fields/],
-    ["@reboot", /@reboot/],
+    ["@reboot", /five fields/],
+    ["@DAILY", /five fields/],
+    ["0 0 * * +MON", /day of week/], // croner's AND modifier
     ["every day", /five fields/],
     [42, /must be a cron schedule string/],
   ];
@@ -84,10 +106,20 @@ Deno.test("scheduleError: five-field cron or a nickname; errors name the field",
 });
 
 Deno.test("timeZoneError: IANA names only; errors name the field", () => {
-  for (const tz of ["UTC", "Europe/Berlin", "America/New_York", "Asia/Kolkata", "Etc/GMT+5"]) {
-    assert.deepEqual(timeZoneError(tz, "spec.timeZone"), undefined, tz);
-  }
-  for (const tz of ["Mars/Olympus", "+01:00", "", "Europe/", 1]) {
+  const valid = [
+    "UTC",
+    "Europe/Berlin",
+    "America/New_York",
+    "Asia/Kolkata",
+    "Asia/Calcutta",
+    "Europe/Kyiv",
+    "Europe/Kiev",
+    "US/Eastern",
+    "Etc/GMT+5",
+  ];
+  for (const tz of valid) assert.deepEqual(timeZoneError(tz, "spec.timeZone"), undefined, tz);
+  const invalid = ["Mars/Olympus", "+01:00", "", "Europe/", "europe/berlin", "Local", "Factory", 1];
+  for (const tz of invalid) {
     assert.match(
       timeZoneError(tz, "spec.timeZone") ?? "",
       /^spec\.timeZone: .* is not an IANA time zone/,
@@ -545,6 +577,10 @@ Deno.test("formatInZone: local time, abbreviation and zone", () => {
     ["2026-07-01T12:00:00Z", "Europe/London", "Wed 2026-07-01 13:00 BST (Europe/London)"],
     ["2026-07-01T12:00:00Z", "Asia/Tokyo", "Wed 2026-07-01 21:00 GMT+9 (Asia/Tokyo)"],
     ["2026-07-01T00:00:00Z", "Asia/Tokyo", "Wed 2026-07-01 09:00 GMT+9 (Asia/Tokyo)"],
+    // As the spec wrote it, not as Intl canonicalises it (Asia/Calcutta, Europe/Kiev).
+    ["2026-07-01T00:00:00Z", "Asia/Kolkata", "Wed 2026-07-01 05:30 GMT+5:30 (Asia/Kolkata)"],
+    ["2026-07-01T00:00:00Z", "Asia/Calcutta", "Wed 2026-07-01 05:30 GMT+5:30 (Asia/Calcutta)"],
+    ["2026-07-01T00:00:00Z", "Europe/Kyiv", "Wed 2026-07-01 03:00 EEST (Europe/Kyiv)"],
   ];
   for (const [iso, tz, want] of cases) assert.deepEqual(formatInZone(new Date(iso), tz), want);
 });
@@ -553,7 +589,11 @@ Deno.test("parseInstant / instantError: strict RFC 3339", () => {
   const cases: [string, string | undefined][] = [
     ["2026-12-20T00:00:00Z", "2026-12-20T00:00:00.000Z"],
     ["2026-12-20T00:00:00+01:00", "2026-12-19T23:00:00.000Z"],
-    ["2026-12-20t00:00:00.250z", "2026-12-20T00:00:00.250Z"],
+    ["2026-12-20T00:00:00.250Z", "2026-12-20T00:00:00.250Z"],
+    ["2026-12-20T00:00:00.123456789Z", "2026-12-20T00:00:00.123Z"],
+    ["2026-12-20t00:00:00z", undefined], // CEL's timestamp() takes capitals only
+    ["2026-12-20T00:00:00+23:60", undefined],
+    ["0999-12-20T00:00:00Z", undefined],
     ["2028-02-29T12:00:00-05:00", "2028-02-29T17:00:00.000Z"],
     ["2026-02-29T00:00:00Z", undefined], // not a leap year (Date.parse rolls it into March)
     ["2026-12-20T24:00:00Z", undefined],

@@ -23,6 +23,18 @@ import {
 } from "./validation.ts";
 import { LABEL_POOL, OnFailureValues, RevisionOutcome } from "./constants.ts";
 import { SlotLimitSource } from "./budget.ts";
+import {
+  celIsInstant,
+  CRON_NICKNAMES,
+  cronCelRules,
+  DURATION_RULE,
+  durationCelRule,
+  instantCelRule,
+  MAX_INSTANT_LENGTH,
+  MAX_SCHEDULE_LENGTH,
+  TIME_ZONE_RULE,
+  timeZoneCelRule,
+} from "./time_validation.ts";
 
 /** Regular expression (RE2 and ECMAScript compatible) for a container image reference. */
 export const IMAGE_REFERENCE_PATTERN = "^(?:(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?" +
@@ -224,41 +236,47 @@ function intOrPercent(minimum: 0 | 1, description: string, extra: Record<string,
   });
 }
 
-/** A five-field cron expression (checked in full by the controller, which reports InvalidSpec). */
+/**
+ * A cron schedule: five fields or a nickname, every field's range, steps and ranges checked
+ * here, and days and months that never meet (30 February); see `time_validation.ts`.
+ */
 const CronSchedule = Type.String({
   minLength: 1,
-  maxLength: 128,
+  maxLength: MAX_SCHEDULE_LENGTH,
   description: "A cron expression with five fields: minute hour day-of-month month day-of-week, " +
-    'in the pool\'s timeZone (for example "0 22 * * 6" for Saturdays at 22:00).',
-  ...validations({
-    rule: "self.matches(r'^\\s*[0-9A-Za-z*,/?#LW-]+(\\s+[0-9A-Za-z*,/?#LW-]+){4}\\s*$')",
-    message: "must be a cron expression with five fields (minute hour day-of-month month " +
-      'day-of-week), for example "0 22 * * 6"',
-  }),
+    'in the pool\'s timeZone (for example "0 22 * * 6" for Saturdays at 22:00), or one of ' +
+    `${CRON_NICKNAMES.join(", ")}.`,
+  ...validations(...cronCelRules()),
 });
 
-/** A positive Go-style duration such as "8h", "90m" or "1h30m". */
+/** A Go-style duration from 1s to 87600h, such as "8h", "90m", "1.5h" or "1h30m0s". */
 const Duration = Type.String({
   minLength: 2,
   maxLength: 32,
-  description: 'How long, as a duration such as "8h", "90m" or "1h30m".',
-  ...validations({
-    rule: "self.matches('^([0-9]+h)?([0-9]+m)?([0-9]+s)?$') && self.matches('[1-9]')",
-    message:
-      'must be a positive duration of hours, minutes and seconds such as "8h", "90m" or "1h30m"',
-  }),
+  description: `How long, as a duration: ${DURATION_RULE}.`,
+  ...validations(durationCelRule()),
 });
 
-/** An IANA time zone name (checked against the zone database by the controller). */
+/** An IANA time zone name, looked up in the API server's zone database. */
 const TimeZone = Type.String({
   minLength: 1,
   maxLength: 64,
-  description: 'An IANA time zone such as "Europe/Berlin", "America/New_York" or "UTC".',
-  ...validations({
-    rule: "self.matches('^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+){0,2}$')",
-    message: 'must be an IANA time zone name such as "Europe/Berlin" or "UTC"',
-  }),
+  description: `An IANA time zone: ${TIME_ZONE_RULE}.`,
+  ...validations(timeZoneCelRule()),
 });
+
+/**
+ * An RFC 3339 instant with Z or an offset (blackouts). Not `format: date-time`: that takes
+ * offsets such as +99:59, and CEL would see a timestamp, not the text the rule checks.
+ */
+function Instant(description: string) {
+  return Type.String({
+    minLength: 1,
+    maxLength: MAX_INSTANT_LENGTH,
+    description,
+    ...validations(instantCelRule()),
+  });
+}
 
 /** Values of `spec.disruption.rebootPolicy`. */
 export const RebootPolicyValues = ["RebootOnly", "AllowSoftReboot"] as const;
@@ -531,13 +549,15 @@ export const BootcNodePoolSpec = Type.Object({
     )),
     blackouts: Type.Optional(Type.Array(
       Type.Object({
-        start: Type.String({ format: "date-time", description: "RFC 3339 start." }),
-        end: Type.String({ format: "date-time", description: "RFC 3339 end." }),
+        start: Instant("RFC 3339 start (inclusive), such as 2026-12-20T00:00:00+01:00."),
+        end: Instant("RFC 3339 end (exclusive), after start."),
         reason: Type.Optional(Type.String({ maxLength: 256 })),
       }, {
         description: "No new reboot starts between start and end, whatever the windows say.",
         ...validations({
-          rule: "timestamp(self.end) > timestamp(self.start)",
+          // Only when both are instants: a bad one already has its own message.
+          rule: `!${celIsInstant("self.start")} || !${celIsInstant("self.end")} || ` +
+            "timestamp(self.end) > timestamp(self.start)",
           message: "end must be after start",
         }),
       }),
@@ -646,9 +666,32 @@ export const BootcNodePoolStatus = Type.Object({
     description: "Per-platform manifest digests when the target is an image index; bootc reports " +
       "these per-architecture digests as imageDigest.",
   })),
+  targetShort: Type.Optional(Type.String({
+    maxLength: 256,
+    description: "The target for people: tag (or channel version), the image's version when " +
+      'known, and 12 hex digits of its digest, e.g. "v2 (2.0) 3f2a9c1d4e5b".',
+  })),
+  targetVersion: Type.Optional(Type.String({
+    maxLength: 256,
+    description: "The target's version as bootc reports it (the image's version label), once " +
+      "a node has staged or booted it.",
+  })),
+  state: Type.Optional(Type.String({
+    maxLength: 64,
+    description: "One headline, the most important first: a problem (InvalidSpec, " +
+      "PullSecretInvalid, ImageResolutionFailed, Halted, RolledBack, CircuitOpen, " +
+      "ImageFailedBefore, HealthCheckFailed, NodeConflict, NodeStalled, NodeDegraded), else the " +
+      "gate that holds reboots back (Paused, Blackout, OutsideMaintenanceWindow, " +
+      "BudgetExhausted, WaitingForPool, ClusterBudgetExhausted, a canary reason, StagingLimit), " +
+      "else the progress (Resolving, Staging, RollingOut, AllUpdated).",
+  })),
   deployedDigest: Type.Optional(Type.String({ description: "The last digest fully rolled out." })),
   updateAvailable: Type.Optional(Type.Boolean()),
   lastResolvedTime: Type.Optional(Type.String({ format: "date-time" })),
+  nextTagResolutionTime: Type.Optional(Type.String({
+    format: "date-time",
+    description: "When the controller next resolves the tag to a digest (tag references only).",
+  })),
   nodeCount: Type.Optional(Type.Integer()),
   updatedCount: Type.Optional(Type.Integer()),
   updatingCount: Type.Optional(Type.Integer()),
@@ -860,9 +903,29 @@ export const BootcDisruptionBudgetSpec = Type.Object({
 
 /** BootcDisruptionBudget status, written by the controller. */
 export const BootcDisruptionBudgetStatus = Type.Object({
+  observedGeneration: Type.Optional(Type.Integer({
+    minimum: 0,
+    description: "The spec generation this status was computed from.",
+  })),
   selectedNodes: Type.Optional(Type.Integer({ description: "Nodes the budget selects." })),
-  disruptedNodes: Type.Optional(Type.Integer({ description: "Of those, disrupted now." })),
-  allowed: Type.Optional(Type.Integer({ description: "maxUnavailable resolved." })),
+  disruptedNodes: Type.Optional(Type.Integer({
+    description: "Of those, disrupted now (carrying the operator's disruption record: in a " +
+      "reboot slot, draining, rebooting, or being handed back), whatever their pool.",
+  })),
+  allowed: Type.Optional(Type.Integer({
+    description: "maxUnavailable resolved against the selected nodes: how many may be " +
+      "disrupted at once (0 while the budget is invalid: its nodes get no slot).",
+  })),
+  disrupted: Type.Optional(Type.Array(Type.String({ maxLength: 253 }), {
+    maxItems: 20,
+    description: "The disrupted nodes, by name (the first 20).",
+  })),
+  conditions: Type.Optional(Type.Array(Condition, {
+    "x-kubernetes-list-type": "map",
+    "x-kubernetes-list-map-keys": ["type"],
+    description: "Degraded: True (InvalidSpec) when the spec cannot be read; the message " +
+      "names the field.",
+  })),
 });
 
 /** The BootcDisruptionBudget resource (cluster scoped). */
@@ -923,6 +986,8 @@ export type BootcNode = Static<typeof BootcNode> & { metadata: ObjectMeta };
 export type BootcDisruptionBudget = Static<typeof BootcDisruptionBudget> & { metadata: ObjectMeta };
 /** BootcDisruptionBudget spec. */
 export type BootcDisruptionBudgetSpec = Static<typeof BootcDisruptionBudgetSpec>;
+/** BootcDisruptionBudget status. */
+export type BootcDisruptionBudgetStatus = Static<typeof BootcDisruptionBudgetStatus>;
 /** One entry of a pool's `status.history`. */
 export type Revision = Static<typeof Revision>;
 /** A pool's health-check settings (`spec.rollout.health`). */
