@@ -30,6 +30,7 @@ import {
   rebootAuthorization,
 } from "../lib/api/annotations.ts";
 import { findCondition } from "../lib/api/conditions.ts";
+import { shortDigest, shortReference } from "../lib/api/display.ts";
 import {
   DAEMON_FIELD_MANAGER,
   IdleReason,
@@ -77,7 +78,10 @@ export interface EventSink {
   ): Promise<void>;
 }
 
-/** Reasons of the Events the daemon records on its BootcNode. */
+/**
+ * Reasons of the Events the daemon records: on its BootcNode, except the reboot itself
+ * (Rebooting, RollingBack), recorded on the Node.
+ */
 export const DaemonEventReason = {
   /** Warning: Booted was requested but the Node does not authorize a reboot. */
   RebootRefused: "RebootRefused",
@@ -180,6 +184,11 @@ function numericVersion(rv: string | undefined): number {
 
 function message(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
+}
+
+/** The Node an event is about (core v1, by name and uid, as kubelet refers to it). */
+function nodeObject(node: CoreNode | undefined, name: string): KubeObject {
+  return { apiVersion: "v1", kind: "Node", metadata: { name, uid: node?.metadata?.uid } };
 }
 
 /** The daemon loop for one node. */
@@ -302,9 +311,17 @@ export class Agent {
     }
   }
 
-  /** Records an Event on the BootcNode in the background (awaited when run ends). */
-  #record(type: "Normal" | "Warning", reason: string, text: string): void {
-    const involved = this.#current;
+  /**
+   * Records an Event in the background (awaited when run ends): on the BootcNode, or
+   * on `on` (the Node, for its reboot: `kubectl describe node` shows it beside kubelet's).
+   */
+  #record(
+    type: "Normal" | "Warning",
+    reason: string,
+    text: string,
+    on?: KubeObject,
+  ): void {
+    const involved = on ?? this.#current;
     const sink = this.#o.events;
     if (!involved || !sink) return;
     const pending = sink.record(involved, type, reason, text).catch(() => {});
@@ -559,7 +576,9 @@ export class Agent {
       this.#record(
         "Normal",
         DaemonEventReason.Staged,
-        `Staged ${after.staged?.image ?? this.#current?.spec.desiredImage} locked: it boots ` +
+        `Staged ${
+          shortReference(after.staged?.image ?? this.#current?.spec.desiredImage)
+        } locked: it boots ` +
           "only when the node is drained and holds a reboot slot",
       );
     }
@@ -583,7 +602,8 @@ export class Agent {
         this.#record(
           "Warning",
           DaemonEventReason.HostUnhealthy,
-          `Host unhealthy` + (now.bootedDigest ? ` (booted ${now.bootedDigest})` : "") +
+          `Host unhealthy` +
+            (now.bootedDigest ? ` (booted ${shortDigest(now.bootedDigest)})` : "") +
             `: ${now.message}`,
         );
       }
@@ -594,7 +614,8 @@ export class Agent {
       this.#record(
         "Normal",
         DaemonEventReason.HostRecovered,
-        `Host healthy again` + (now.bootedDigest ? ` (booted ${now.bootedDigest})` : "") +
+        `Host healthy again` +
+          (now.bootedDigest ? ` (booted ${shortDigest(now.bootedDigest)})` : "") +
           `: ${now.message}`,
       );
     }
@@ -715,7 +736,7 @@ export class Agent {
         this.#record(
           "Warning",
           DaemonEventReason.StagingFailed,
-          `Staging ${action.image} failed: ${message(e)}`,
+          `Staging ${shortReference(action.image)} failed: ${message(e)}`,
         );
       }
     }
@@ -808,8 +829,11 @@ export class Agent {
       this.#record(
         "Normal",
         DaemonEventReason.RollingBack,
-        `Rolling back to ${again.image} (the rollback deployment) and rebooting${soft}: ` +
+        `Rolling back to ${
+          shortReference(again.image)
+        } (the rollback deployment) and rebooting${soft}: ` +
           auth.message,
+        nodeObject(node, this.#o.nodeName),
       );
       this.#applyInFlight = true;
       handle = this.#o.executor.applyRollback({ soft: again.soft });
@@ -818,7 +842,8 @@ export class Agent {
       this.#record(
         "Normal",
         DaemonEventReason.Rebooting,
-        `Applying ${again.image} and rebooting${soft}: ${auth.message}`,
+        `Applying ${shortReference(again.image)} and rebooting${soft}: ${auth.message}`,
+        nodeObject(node, this.#o.nodeName),
       );
       this.#applyInFlight = true;
       handle = this.#o.executor.apply({ soft: again.soft, method: again.method });
@@ -831,7 +856,7 @@ export class Agent {
         this.#record(
           "Warning",
           DaemonEventReason.ApplyFailed,
-          `${verb} ${again.image} failed: ${message(error)}`,
+          `${verb} ${shortReference(again.image)} failed: ${message(error)}`,
         );
       } else {
         // bootc asked systemd to reboot; stay in flight until the reboot ends us.

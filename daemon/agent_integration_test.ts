@@ -263,10 +263,12 @@ Deno.test({
       await setSpec(node, { desiredImageState: "Staged" });
     };
     /** Events the daemon recorded on a BootcNode, by reason. */
+    /** Events of `reason` about the node's BootcNode (the reboot itself: about its Node). */
     const eventsOf = async (node: Node, reason: string) =>
       (await events.list()).items.filter((e) =>
-        e.involvedObject.kind === "BootcNode" && e.involvedObject.name === node.name &&
-        e.reason === reason
+        e.involvedObject.kind ===
+          (reason === "Rebooting" || reason === "RollingBack" ? "Node" : "BootcNode") &&
+        e.involvedObject.name === node.name && e.reason === reason
       );
     /** The harness's reboot: kill the daemon and the pending --apply, reboot, restart. */
     const reboot = async (node: Node) => {

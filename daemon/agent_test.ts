@@ -222,7 +222,7 @@ Deno.test("agent: Idle → Staging (persisted before the pull) → Staged, writi
     assert.equal(h.rebootAllowed(), undefined, "never asked to reboot: no RebootAllowed");
     // One event for the transition into Staged; kicks and polls record nothing more.
     assert.deepEqual(h.events.events.map((e) => `${e.type}/${e.reason}`), ["Normal/Staged"]);
-    assert.match(h.events.events[0].message, /^Staged .*b{64} locked: it boots only when/);
+    assert.match(h.events.events[0].message, /^Staged .*@sha256:b{12} locked: it boots only when/);
     assert.equal(h.events.events[0].involved, `BootcNode/${NODE}`);
     assert.deepEqual(
       h.nodes.calls.filter((c) => c.verb === "watch").map((c) => c.fieldSelector),
@@ -264,8 +264,9 @@ Deno.test("agent: Booted re-reads status, Node and BootcNode right before, persi
     const applyAt = h.host.calls.indexOf("apply switch soft");
     assert.equal(h.host.calls[applyAt - 1], "status", "status read right before apply");
     await waitFor(() => h.events.of("Rebooting").length === 1, "Rebooting event");
-    assert.match(h.events.of("Rebooting")[0].message, /Applying .*b{64} and rebooting/);
-    assert.equal(h.events.of("Rebooting")[0].involved, `BootcNode/${NODE}`);
+    assert.match(h.events.of("Rebooting")[0].message, /Applying .*@sha256:b{12} and rebooting/);
+    // The reboot is the Node's story: `kubectl describe node` shows it.
+    assert.equal(h.events.of("Rebooting")[0].involved, `Node/${NODE}`);
     // While the command runs, nothing else happens.
     h.agent.kick();
     h.clock.advance(10 * 60_000);
@@ -958,7 +959,10 @@ Deno.test("agent: rollback route: nothing staged, Staged; Booted and authorized 
     const rollbackAt = h.host.calls.indexOf("rollback");
     assert.equal(h.host.calls[rollbackAt - 1], "status", "status read right before");
     await waitFor(() => h.events.of("RollingBack").length === 1, "RollingBack event");
-    assert.match(h.events.of("RollingBack")[0].message, /^Rolling back to .*a{64} \(the rollback/);
+    assert.match(
+      h.events.of("RollingBack")[0].message,
+      /^Rolling back to .*@sha256:a{12} \(the rollback/,
+    );
     status = h.nodes.peek(NODE)!.status!;
     const cordoned = findCondition(status.conditions, "Cordoned")!;
     assert.deepEqual([cordoned.status, cordoned.lastTransitionTime], [

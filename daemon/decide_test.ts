@@ -351,7 +351,7 @@ const cases: Case[] = [
     idle: ["False", "Staged"],
     degraded: ["False", "Healthy"],
     action: { type: "none" },
-    rebootAllowed: ["False", "AwaitingDrain", /drain was for .*c{64}, not .*b{64}/],
+    rebootAllowed: ["False", "AwaitingDrain", /drain was for .*c{12}, not .*b{12}/],
   },
   {
     name: "Booted, slot and drain but the Node was uncordoned: AwaitingDrain",

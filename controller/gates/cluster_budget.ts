@@ -235,6 +235,40 @@ function prepare(budget: ClusterBudget, nodes: ReadonlyMap<string, NodeSummary>)
   };
 }
 
+/** What a budget holds now (its status): the nodes it selects, its limit, those disrupted. */
+export interface BudgetUsage {
+  /** Nodes it selects (every node while its selector is invalid). */
+  selected: number;
+  /** `maxUnavailable` resolved against `selected` (0 while the spec is invalid). */
+  limit: number;
+  /** Why the spec is invalid (naming the field), if it is. */
+  error?: string;
+  /** The selected nodes that carry the disruption record, by name, sorted. */
+  disrupted: string[];
+}
+
+/**
+ * A budget's usage on `nodes`, from the facts this gate decides on: the same
+ * selection, limit and disruption record (`isDisrupted` on the Node).
+ */
+export function budgetUsage(
+  budget: ClusterBudget,
+  nodes: ReadonlyMap<string, NodeSummary>,
+): BudgetUsage {
+  const p = prepare(budget, nodes);
+  const disrupted: string[] = [];
+  for (const [name, node] of nodes) {
+    if (!p.match(node.labels ?? {})) continue;
+    if (isDisrupted({ metadata: { annotations: node.annotations } })) disrupted.push(name);
+  }
+  return {
+    selected: p.selected,
+    limit: p.limit,
+    ...(p.error !== undefined ? { error: p.error } : {}),
+    disrupted: disrupted.sort(),
+  };
+}
+
 function violationMessage(t: Tally, v: Violation): string {
   const b = t.budget;
   const head = `BootcDisruptionBudget ${b.name}:`;

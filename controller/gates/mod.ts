@@ -23,6 +23,8 @@ export { policyErrors, type PolicyErrorsInput } from "./validate.ts";
 export { pausedGate } from "./paused.ts";
 export { CANARY_FAILED, CANARY_SOAK, CANARY_UPDATING, canaryGate } from "./canary.ts";
 export {
+  type BudgetUsage,
+  budgetUsage,
   CLUSTER_BUDGET_EXHAUSTED,
   clusterBudgetError,
   clusterBudgetGate,

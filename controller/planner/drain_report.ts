@@ -19,7 +19,7 @@ import {
   NodeConditionType,
   setCondition,
 } from "../../lib/api/mod.ts";
-import { type StepOutput, stepOutput } from "./plan.ts";
+import { nodeObjectEvent, type StepOutput, stepOutput } from "./plan.ts";
 import { parseTime } from "../model/slots.ts";
 
 /** The facts of a drain in progress. */
@@ -79,8 +79,21 @@ export function reportDrain(bn: BootcNode, facts: DrainFacts, now: Date): StepOu
   const notes = facts.blockedBy ? [`drain of ${name} blocked by ${facts.blockedBy}`] : [];
   const conditions = drainConditions(bn.status?.conditions, facts, now);
   if (!conditions) return stepOutput({ notes });
+  const drained = findCondition(bn.status?.conditions, NodeConditionType.Drained);
+  // The Node's story: a drain that starts waiting on a PodDisruptionBudget (once per slot
+  // and blocker; the timeout has an event of its own).
+  const blocked = facts.blockedBy && drained?.reason !== DrainConditionReason.DrainBlocked
+    ? [nodeObjectEvent(
+      name,
+      "Warning",
+      "DrainBlocked",
+      `drain of node ${name} blocked by ${facts.blockedBy}`,
+      `drain-blocked/${name}/${facts.slotAt}/${facts.blockedBy}`,
+    )]
+    : [];
   return stepOutput({
     notes,
+    events: blocked,
     actions: [{
       kind: "patchBootcNodeStatus",
       node: name,

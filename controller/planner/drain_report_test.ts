@@ -66,4 +66,20 @@ Deno.test("a PDB-blocked drain is named in the node's conditions and the pool's 
   assert.deepEqual(write?.patch.metadata, { resourceVersion: "12" });
   const upToDate = findCondition(plan.status?.conditions, "UpToDate");
   assert.match(upToDate?.message ?? "", /drain of n1 blocked by PodDisruptionBudget default\/web/);
+  // The Node's story says so too, once: not again while the condition already says it.
+  const blocked = plan.events.filter((e) => e.reason === "DrainBlocked");
+  assert.deepEqual(blocked.map((e) => [e.regarding.kind, e.regarding.name, e.type]), [[
+    "Node",
+    "n1",
+    "Warning",
+  ]]);
+  assert.match(blocked[0].message, /drain of node n1 blocked by PodDisruptionBudget default\/web/);
+  const reported = { ...bn, status: { ...bn.status, conditions } };
+  const again = planPool(input(pool(), {
+    nodes: [node("n1", { unschedulable: true })],
+    bootcNodes: [reported],
+    pods: [pod("web-1", "n1")],
+    pdbs: [pdb("web", "web", 0)],
+  }));
+  assert.deepEqual(again.events.filter((e) => e.reason === "DrainBlocked"), []);
 });

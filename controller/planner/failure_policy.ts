@@ -14,17 +14,22 @@
  *
  * Every failed rollout counts; `maxRollbacks` in a row open the circuit: no
  * automatic change (no automatic rollback, no tag move adopted) until a user
- * sets the reset annotation.
+ * sets the reset annotation. A user's retry annotation forgets one failed
+ * revision, so its image is rolled out again (`retriedRevision`).
  *
  * @module
  */
 import {
   ANNOTATION_RESET_CIRCUIT,
+  ANNOTATION_RETRY_REVISION,
   type BootcNodePool,
   type BootcNodePoolStatus,
   type OnFailure,
+  PoolFact,
+  type Revision,
 } from "../../lib/api/mod.ts";
 import { digestOfPullspec, splitImageRef } from "../model/image_ref.ts";
+import { shortDigest, shortReference } from "../../lib/api/display.ts";
 import { formatTime } from "../model/slots.ts";
 import type { Target } from "../model/types.ts";
 
@@ -43,9 +48,15 @@ export interface FailureRecord {
   consecutiveFailures: number;
   circuitReset?: string;
   rollbackHold?: BootcNodePoolStatus["rollbackHold"];
+  /** The failed revision a user's retry forgives in this plan (see {@linkcode retriedRevision}). */
+  retried?: Revision;
 }
 
-/** The record as the pool's status holds it, with a user's reset applied. */
+/**
+ * The record as the pool's status holds it, with a user's requests applied: a
+ * new circuit reset zeroes the count; a retry that still applies forgets its
+ * revision's failure (the digest leaves `failedDigests`, a hold on it ends).
+ */
 export function failureRecord(pool: BootcNodePool): FailureRecord {
   const s = pool.status;
   const reset = pool.metadata.annotations?.[ANNOTATION_RESET_CIRCUIT];
@@ -59,7 +70,43 @@ export function failureRecord(pool: BootcNodePool): FailureRecord {
     record.consecutiveFailures = 0;
     record.circuitReset = reset;
   }
+  const retried = retriedRevision(pool);
+  if (retried) {
+    record.retried = retried;
+    record.failedDigests = record.failedDigests.filter((d) => d !== retried.digest);
+    const held = record.rollbackHold;
+    if (held && digestOfPullspec(held.failedImage) === retried.digest) {
+      record.rollbackHold = undefined;
+    }
+  }
   return record;
+}
+
+/**
+ * The revision a user asked to roll out again (annotation
+ * {@linkcode ANNOTATION_RETRY_REVISION}: its number), while the request still
+ * applies: that revision failed (Failed or RolledBack), the pool moved on to a
+ * later revision, and no later one rolled its digest out again. Level-triggered
+ * without a record of its own: the revision that rolls the digest out again ends
+ * it, so a second failure of the same image counts and holds as the first did.
+ * A failure on the newest revision (halted in place) is not retried this way:
+ * forgetting it would record it again at once.
+ */
+export function retriedRevision(pool: BootcNodePool): Revision | undefined {
+  const raw = pool.metadata.annotations?.[ANNOTATION_RETRY_REVISION]?.trim();
+  if (!raw || !/^\d+$/.test(raw)) return undefined;
+  const history = pool.status?.history ?? [];
+  const revision = history.find((r) => r.revision === Number(raw));
+  if (!revision) return undefined;
+  if (revision.outcome !== "Failed" && revision.outcome !== "RolledBack") return undefined;
+  const later = history.filter((r) => r.revision > revision.revision);
+  if (later.length === 0 || later.some((r) => r.digest === revision.digest)) return undefined;
+  return revision;
+}
+
+/** The history message of the revision a retry starts. */
+export function retryNote(revision: Revision): string {
+  return `retry of revision ${revision.revision} (${ANNOTATION_RETRY_REVISION})`;
 }
 
 /** `spec.rollout.maxRollbacks` with its default. */
@@ -81,6 +128,11 @@ export interface EffectiveTarget {
   note?: string;
   /** The hold to keep in status (undefined: none). */
   hold?: FailureRecord["rollbackHold"];
+  /**
+   * Why the spec's new image is not the target, when the record holds it back: it
+   * failed before, or the circuit is open (`PoolFact`, ranked in `lib/api/pool_state.ts`).
+   */
+  heldBack?: typeof PoolFact.ImageFailedBefore | typeof PoolFact.CircuitHoldsTarget;
 }
 
 /**
@@ -105,7 +157,10 @@ export function effectiveTarget(options: {
       target: { image: hold.image, digest },
       rollback: true,
       hold,
-      note: `rolled back to ${hold.image} after ${hold.failedImage} failed; change ` +
+      note:
+        `rolled back to ${shortReference(hold.image)} after ${
+          shortReference(hold.failedImage)
+        } failed; change ` +
         `spec.image.ref to roll out something else`,
     };
   }
@@ -124,7 +179,11 @@ export function effectiveTarget(options: {
     return {
       target: stay ?? priorTarget,
       rollback: false,
-      note: `${ref} resolves to ${specTarget.digest}, which failed its health checks before; ` +
+      heldBack: PoolFact.ImageFailedBefore,
+      note:
+        `${ref} resolves to ${
+          shortDigest(specTarget.digest)
+        }, which failed its health checks before; ` +
         `not rolled out again`,
     };
   }
@@ -134,7 +193,11 @@ export function effectiveTarget(options: {
     return {
       target: stay,
       rollback: false,
-      note: `circuit open: ${ref} now resolves to ${specTarget.digest}; not rolled out until ` +
+      heldBack: PoolFact.CircuitHoldsTarget,
+      note:
+        `circuit open: ${ref} now resolves to ${
+          shortDigest(specTarget.digest)
+        }; not rolled out until ` +
         `the circuit is reset (annotate the pool with ${ANNOTATION_RESET_CIRCUIT})`,
     };
   }
@@ -185,14 +248,16 @@ export function respondToFailure(options: {
   const { pool, target, failures, lastGood, record } = options;
   const policy: OnFailure = pool.spec.rollout?.onFailure ?? "Halt";
   const what = failures.map((f) => f.message).join("; ");
+  const image = shortReference(target.image);
+  const good = lastGood && shortReference(lastGood);
   if (policy === "Halt") {
-    return { kind: "halt", message: `${what}; the rollout of ${target.image} is halted` };
+    return { kind: "halt", message: `${what}; the rollout of ${image} is halted` };
   }
   if (!lastGood) {
     return {
       kind: "halt",
       message: `${what}; no earlier image succeeded in this pool, so nothing to roll back ` +
-        `to: the rollout of ${target.image} is halted`,
+        `to: the rollout of ${image} is halted`,
     };
   }
   if (policy === "RollbackNode") {
@@ -200,21 +265,21 @@ export function respondToFailure(options: {
       kind: "rollbackNodes",
       nodes: failures.map((f) => f.node),
       to: lastGood,
-      message: `${what}; rolling ${failures.map((f) => f.node).join(", ")} back to ${lastGood}; ` +
-        `the rollout of ${target.image} is halted`,
+      message: `${what}; rolling ${failures.map((f) => f.node).join(", ")} back to ${good}; ` +
+        `the rollout of ${image} is halted`,
     };
   }
   if (circuitOpen(pool, record)) {
     return {
       kind: "halt",
       message: `${what}; the circuit is open (${record.consecutiveFailures} failed rollouts ` +
-        `in a row), so no automatic rollback: the rollout of ${target.image} is halted`,
+        `in a row), so no automatic rollback: the rollout of ${image} is halted`,
     };
   }
   return {
     kind: "rollbackPool",
     to: lastGood,
-    message: `${what}; rolling the pool back to ${lastGood}`,
+    message: `${what}; rolling the pool back to ${good}`,
   };
 }
 

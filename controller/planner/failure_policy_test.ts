@@ -1,5 +1,11 @@
 import assert from "node:assert/strict";
-import { ANNOTATION_RESET_CIRCUIT, type BootcNodePool, type OnFailure } from "../../lib/api/mod.ts";
+import {
+  ANNOTATION_RESET_CIRCUIT,
+  ANNOTATION_RETRY_REVISION,
+  type BootcNodePool,
+  type OnFailure,
+  type Revision,
+} from "../../lib/api/mod.ts";
 import {
   circuitOpen,
   DEFAULT_MAX_ROLLBACKS,
@@ -9,6 +15,7 @@ import {
   maxRollbacks,
   recordFailure,
   respondToFailure,
+  retriedRevision,
 } from "./failure_policy.ts";
 import { digest, image, pool, REPO } from "../testing/fixtures.ts";
 import type { Target } from "../model/types.ts";
@@ -54,6 +61,80 @@ Deno.test("failureRecord: reads status; a new reset annotation zeroes the count 
     circuitReset: undefined,
     rollbackHold: undefined,
   });
+});
+
+Deno.test("failureRecord: a retry forgets its failed revision only while the pool moved on from it", () => {
+  const r = (revision: number, seed: string, outcome: Revision["outcome"]): Revision => ({
+    revision,
+    image: image(seed),
+    digest: digest(seed),
+    startedAt: "t",
+    outcome,
+  });
+  const hold = { ref: TAG, failedImage: image("b"), image: image("a"), at: "t" };
+  const rolledBack = [r(1, "a", "Succeeded"), r(2, "b", "RolledBack"), r(3, "a", "Succeeded")];
+  const cases: {
+    name: string;
+    retry?: string;
+    history: Revision[];
+    forgiven: boolean;
+  }[] = [
+    { name: "no annotation", history: rolledBack, forgiven: false },
+    { name: "the rolled-back revision", retry: "2", history: rolledBack, forgiven: true },
+    { name: "a revision that succeeded", retry: "1", history: rolledBack, forgiven: false },
+    { name: "no such revision", retry: "9", history: rolledBack, forgiven: false },
+    { name: "not a number", retry: "two", history: rolledBack, forgiven: false },
+    {
+      // Halted in place (Halt, RollbackNode): forgetting would record it again at once.
+      name: "the newest revision failed",
+      retry: "2",
+      history: [r(1, "a", "Succeeded"), r(2, "b", "Failed")],
+      forgiven: false,
+    },
+    {
+      // The retry rolled it out again: a later failure is a new one, recorded and held.
+      name: "already rolled out again",
+      retry: "2",
+      history: [...rolledBack, r(4, "b", "RolledBack"), r(5, "a", "Progressing")],
+      forgiven: false,
+    },
+  ];
+  for (const c of cases) {
+    const p = pool({
+      ref: TAG,
+      status: {
+        history: c.history,
+        failedDigests: [digest("c"), digest("b")],
+        consecutiveFailures: 2,
+        rollbackHold: hold,
+      },
+    });
+    if (c.retry) p.metadata.annotations = { [ANNOTATION_RETRY_REVISION]: c.retry };
+    const record = failureRecord(p);
+    assert.equal(retriedRevision(p)?.revision, c.forgiven ? 2 : undefined, c.name);
+    assert.deepEqual(
+      record.failedDigests,
+      c.forgiven ? [digest("c")] : [digest("c"), digest("b")],
+      c.name,
+    );
+    assert.deepEqual(record.rollbackHold, c.forgiven ? undefined : hold, c.name);
+    // A retry is no circuit reset: the count stays.
+    assert.equal(record.consecutiveFailures, 2, c.name);
+  }
+  // With the hold and the failed digest forgotten, the spec's image is the target again.
+  const p = pool({
+    ref: TAG,
+    status: { history: rolledBack, failedDigests: [digest("b")], rollbackHold: hold },
+  });
+  p.metadata.annotations = { [ANNOTATION_RETRY_REVISION]: "2" };
+  const effective = effectiveTarget({
+    pool: p,
+    specTarget: t("b"),
+    priorTarget: t("a"),
+    record: failureRecord(p),
+  });
+  assert.deepEqual(effective.target, t("b"));
+  assert.equal(effective.rollback, false);
 });
 
 Deno.test("circuitOpen: maxRollbacks consecutive failures (default 3)", () => {

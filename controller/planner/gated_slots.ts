@@ -30,6 +30,7 @@ import {
   composeGates,
   type GateInput,
   GATES,
+  type GateWait,
   idleSince,
   waitingCandidates,
 } from "../gates/mod.ts";
@@ -60,6 +61,8 @@ export interface GatedSlotsInput {
 export interface GatedSlots {
   /** The reason of the first gate that holds nodes back for more than routine pacing. */
   waitReason?: string;
+  /** That gate's wait: its reason, message (what blocks, until when) and end. */
+  wait?: GateWait;
   /** `status.slots` but `inUse` (the status takes the slots in use after every step). */
   slots: Omit<SlotsStatus, "inUse">;
   /**
@@ -111,7 +114,8 @@ export function planGatedSlots(step: GatedSlotsInput): GatedSlots {
   }
   const queue = queueOf(all, decided.held);
   return {
-    waitReason: decided.waitReason,
+    waitReason: decided.wait?.reason,
+    wait: decided.wait,
     slots: { ...limit, waiting: queue.length },
     queue,
     granted: decided.granted,
@@ -125,7 +129,7 @@ interface Decided {
   held: ReadonlyMap<string, string>;
   granted: readonly string[];
   inUse: number;
-  waitReason?: string;
+  wait?: GateWait;
   out: StepOutput;
 }
 
@@ -173,7 +177,7 @@ function throughGates(
     held,
     granted: grants?.granted ?? [],
     inUse: grants?.inUse ?? view.inUse,
-    waitReason: waits.find((w) => !w.routine)?.reason,
+    wait: waits.find((w) => !w.routine),
     out: mergeOutputs([grants?.out ?? stepOutput(), w.output()]),
   };
 }

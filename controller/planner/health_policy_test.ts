@@ -13,6 +13,7 @@ import assert from "node:assert/strict";
 import {
   ANNOTATION_FAILED_IMAGE,
   ANNOTATION_RESET_CIRCUIT,
+  ANNOTATION_RETRY_REVISION,
   type Condition,
   findCondition,
 } from "../../lib/api/mod.ts";
@@ -65,7 +66,8 @@ Deno.test("Halt: an Unhealthy host after its reboot fails Verified and keeps its
   assert.equal(verified?.status, "False");
   assert.equal(verified?.reason, "CheckFailed");
   assert.match(verified?.message ?? "", /HostHealthy \(failed units: app\.service\)/);
-  const ev = events(plan, "HealthCheckFailed").filter((e) => e.regarding.kind === "BootcNode");
+  // Verification is the Node's story: `kubectl describe node` shows it.
+  const ev = events(plan, "HealthCheckFailed").filter((e) => e.regarding.kind === "Node");
   assert.equal(ev.length, 1);
   assert.equal(ev[0].type, "Warning");
   assert.equal(ev[0].onceKey, `health-failed/n1/${B}`);
@@ -121,7 +123,7 @@ Deno.test("health: a host still Starting is being verified; past the health time
     bootcNodes: [rebootedInto("Starting"), bootcNode("n2", { phase: "staged" })],
     now: "2026-01-01T01:01:00Z",
   }));
-  const ev = events(late, "HealthCheckFailed").find((e) => e.regarding.kind === "BootcNode");
+  const ev = events(late, "HealthCheckFailed").find((e) => e.regarding.kind === "Node");
   assert.match(ev?.message ?? "", /node n1 failed health checks: HostHealthy \(.*\) within 120s/);
   assert.equal(cond(late.status, "Degraded")?.reason, "HealthCheckFailed");
 });
@@ -385,6 +387,51 @@ Deno.test("RollbackPool with a canary of 1: the canary fails, the pool goes back
   ]);
 });
 
+Deno.test("retry: a rolled-back image is rolled out again once; failing again counts and holds again", () => {
+  const w = settledWorld({ onFailure: "RollbackPool" });
+  // Settled on an image: no slot held, its revision succeeded (a hold may keep UpToDate False).
+  const settledOn = (img: string) => (p: Plan) =>
+    p.status?.targetImage === img && (p.status.slotsInUse ?? 0) === 0 &&
+    p.status.history?.at(-1)?.outcome === "Succeeded";
+  w.bad.set(B, "unit");
+  w.edit((p) => p.spec.image.ref = B);
+  w.until((p) => p.status?.rollbackHold?.failedImage === B, 60);
+  w.until(settledOn(A), 60);
+  assert.deepEqual(outcomes(w.pool.status), ["1:a:Succeeded", "2:b:RolledBack", "3:a:Succeeded"]);
+
+  // The user retries revision 2 (an annotation: no new generation); b is still bad.
+  w.pool.metadata.annotations = { [ANNOTATION_RETRY_REVISION]: "2" };
+  const retried = w.tick();
+  assert.equal(retried.status?.targetImage, B);
+  assert.equal(retried.status?.rollbackHold, undefined);
+  assert.equal(retried.status?.failedDigests, undefined);
+  assert.equal(
+    retried.status?.history?.at(-1)?.message,
+    "retry of revision 2 (bootc.dev/retry-revision)",
+  );
+  // It fails again: a failure of its own (counted, held), not forgotten by the same annotation.
+  const again = w.until((p) => p.status?.rollbackHold?.failedImage === B, 60);
+  assert.equal(again.status?.consecutiveFailures, 2);
+  assert.deepEqual(again.status?.failedDigests, [digest("b")]);
+  const settled = w.until(settledOn(A), 60);
+  assert.deepEqual(outcomes(settled.status).map((o) => o.split(":").slice(1).join(":")), [
+    "a:Succeeded",
+    "b:RolledBack",
+    "a:Succeeded",
+    "b:RolledBack",
+    "a:Succeeded",
+  ]);
+  for (let i = 0; i < 3; i++) assert.equal(w.tick().status?.targetImage, A);
+
+  // Fixed meanwhile: retrying the newest failed revision rolls b out and it succeeds.
+  w.bad.delete(B);
+  w.pool.metadata.annotations = { [ANNOTATION_RETRY_REVISION]: "4" };
+  const good = w.until(settledOn(B), 80);
+  assert.equal(good.status?.rollbackHold, undefined);
+  assert.equal(good.status?.failedDigests, undefined);
+  assert.equal(outcomes(good.status).at(-1), "6:b:Succeeded");
+});
+
 // ---------------------------------------------------------------------------
 // (4) the fell-back host in a running pool
 
@@ -512,7 +559,10 @@ Deno.test("circuit open: a tag that moved by itself is not adopted; the reset an
   const held = planPool(input(p, fleet));
   assert.equal(held.status?.targetImage, A);
   assert.deepEqual(ofKind(held, "patchBootcNode").filter((a) => a.why === "sync spec"), []);
-  assert.equal(cond(held.status, "UpToDate")?.status, "True");
+  // The spec's tag now means e, which the circuit keeps out: the spec is not realised.
+  assert.equal(cond(held.status, "UpToDate")?.status, "False");
+  assert.equal(cond(held.status, "UpToDate")?.reason, "CircuitOpen");
+  assert.equal(held.status?.state, "CircuitOpen");
   assert.equal(events(held, "TargetChanged").length, 0);
   assert.equal(cond(held.status, "CircuitOpen")?.status, "True");
 

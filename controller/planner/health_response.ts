@@ -19,6 +19,7 @@ import {
 } from "./failure_policy.ts";
 import { soakGraceMs, soakStart } from "./canary.ts";
 import { soakVerdict } from "../model/health.ts";
+import { shortReference } from "../../lib/api/display.ts";
 import type { Member } from "./membership.ts";
 import {
   mergeOutputs,
@@ -186,7 +187,9 @@ function markRollbacks(
         node,
         "Warning",
         "RollingBack",
-        `node ${node} failed on ${target.image}; rolling it back to ${to}`,
+        `node ${node} failed on ${shortReference(target.image)}; rolling it back to ${
+          shortReference(to)
+        }`,
       )
     ),
     wake: 1,
@@ -258,7 +261,7 @@ function rolledBackHalt(
         issues: [{
           reason: PoolDegradedReason.HealthCheckFailed,
           message: `node(s) ${rolledBack.join(", ")} failed their health checks on ` +
-            `${target.image} and were rolled back; the rollout is halted until ` +
+            `${shortReference(target.image)} and were rolled back; the rollout is halted until ` +
             `spec.image.ref changes`,
         }],
       }),
@@ -274,7 +277,7 @@ function rolledBackHalt(
       out: stepOutput({
         issues: [{
           reason: PoolDegradedReason.HealthCheckFailed,
-          message: `${target.image} failed its health checks (revision ` +
+          message: `${shortReference(target.image)} failed its health checks (revision ` +
             `${lastRevision.revision}); the rollout is halted until spec.image.ref changes`,
         }],
       }),

@@ -39,6 +39,7 @@ import {
   podKey,
 } from "../model/drain.ts";
 import { reportDrain } from "./drain_report.ts";
+import { shortReference } from "../../lib/api/display.ts";
 import { type DesiredImage, EffectiveState } from "../../lib/api/node_state.ts";
 import type { HealthFailure } from "./failure_policy.ts";
 import { evaluateHealth, type HealthVerdict } from "../model/health.ts";
@@ -47,7 +48,7 @@ import {
   type Action,
   mergeOutputs,
   NO_OUTPUT,
-  nodeEvent,
+  nodeObjectEvent,
   type PlanInput,
   type PlannedEvent,
   type StepOutput,
@@ -348,7 +349,7 @@ function repairPhase(
     actions.push({ kind: "patchNode", node: name, patch: repair.patch, why: "repair record" });
   }
   if (repair.fixed.length > 0) {
-    events.push(nodeEvent(
+    events.push(nodeObjectEvent(
       name,
       "Warning",
       "DisruptionRecordRepaired",
@@ -361,7 +362,7 @@ function repairPhase(
       `lost on both the Node and the BootcNode; it will stay cordoned after the update ` +
       `(uncordon it by hand if it should run pods)`;
     degraded.push(msg);
-    events.push(nodeEvent(name, "Warning", "PriorCordonStateLost", msg));
+    events.push(nodeObjectEvent(name, "Warning", "PriorCordonStateLost", msg));
   }
   const repairedNode: NodeSummary = {
     ...node,
@@ -461,11 +462,11 @@ function passedPhase(f: NodeFacts, env: InFlightEnv): NodeOutcome & { done?: boo
         verifiedOutput(bn, name, desired.image, true, env.now),
         releaseOutput(f.node, bn, f.slotAt, env.now),
         stepOutput({
-          events: [nodeEvent(
+          events: [nodeObjectEvent(
             name,
             "Normal",
             "NodeUpdated",
-            `node ${name} runs ${bn.spec.desiredImage}; slot released`,
+            `node ${name} runs ${shortReference(bn.spec.desiredImage)}; slot released`,
           )],
         }),
       ]),
@@ -492,7 +493,7 @@ function onTargetPhase(f: NodeFacts, env: InFlightEnv): NodeOutcome {
     env.now.getTime() >= drainedAt.getTime() + env.rebootTimeoutMs;
   let timedOut: NodeOutcome = {};
   if (rebootTimedOut) {
-    const msg = `node ${name} runs ${bn.spec.desiredImage} but is not Ready ` +
+    const msg = `node ${name} runs ${shortReference(bn.spec.desiredImage)} but is not Ready ` +
       `${env.rebootTimeoutMs / 1000}s after its reboot request`;
     const t = rebootTimeout(name, msg, drainedAt!, env);
     timedOut = {
@@ -524,7 +525,7 @@ function undoPhase(f: NodeFacts, env: InFlightEnv): NodeOutcome {
     out: mergeOutputs([
       releaseOutput(f.node, f.bn, undefined, env.now),
       stepOutput({
-        events: [nodeEvent(
+        events: [nodeObjectEvent(
           f.name,
           "Warning",
           "UpdateUndone",
@@ -565,7 +566,7 @@ function cordonPhase(m: Member, f: NodeFacts): NodeOutcome & { drainedAt?: Date 
       why: "withdraw reboot request",
     });
   }
-  const events = [nodeEvent(
+  const events = [nodeObjectEvent(
     name,
     "Warning",
     "DrainInvalidated",
@@ -622,12 +623,12 @@ function drainPhase(m: Member, f: NodeFacts, env: InFlightEnv, mode: InFlightMod
     },
   ];
   const events = [
-    nodeEvent(name, "Normal", "DrainCompleted", `node ${name} drained`),
-    nodeEvent(
+    nodeObjectEvent(name, "Normal", "DrainCompleted", `node ${name} drained`),
+    nodeObjectEvent(
       name,
       "Normal",
       "RebootRequested",
-      `node ${name} asked to boot ${bn.spec.desiredImage}`,
+      `node ${name} asked to boot ${shortReference(bn.spec.desiredImage)}`,
     ),
   ];
   return {
@@ -671,7 +672,7 @@ function evictPhase(f: NodeFacts, pods: readonly PodSummary[], env: InFlightEnv)
   const msg = `drain of node ${name} did not finish within ${env.drainTimeoutMs / 1000}s: ${
     describeDrainBlockers(pass, input.pdbs) || "waiting for the cordon"
   }`;
-  const event = nodeEvent(
+  const event = nodeObjectEvent(
     name,
     "Warning",
     "DrainBlocked",
@@ -710,7 +711,8 @@ function rebootPhase(m: Member, f: NodeFacts & { drainedAt: Date }, env: InFligh
       out: stepOutput({ actions: request, wake: deadline - env.now.getTime() }),
     };
   }
-  const msg = `node ${name} did not come back running ${bn.spec.desiredImage} and Ready ` +
+  const msg =
+    `node ${name} did not come back running ${shortReference(bn.spec.desiredImage)} and Ready ` +
     `within ${env.rebootTimeoutMs / 1000}s of its reboot request`;
   const t = rebootTimeout(name, msg, drainedAt, env);
   return {
@@ -771,7 +773,7 @@ function rebootTimeout(name: string, msg: string, drainedAt: Date, env: InFlight
       since: new Date(drainedAt.getTime() + env.rebootTimeoutMs),
     },
     out: stepOutput({
-      events: [nodeEvent(
+      events: [nodeObjectEvent(
         name,
         "Warning",
         "RebootTimedOut",
@@ -842,7 +844,7 @@ function verifiedFalse(
       },
       why: "health check failed",
     }],
-    events: [nodeEvent(
+    events: [nodeObjectEvent(
       name,
       "Warning",
       "HealthCheckFailed",
@@ -881,7 +883,7 @@ function verifiedOutput(
       type: "Updated",
       status: "True",
       reason: "UpdateComplete",
-      message: `runs ${image}; slot released`,
+      message: `runs ${shortReference(image)}; slot released`,
     }, now);
   }
   if (conditions === bn.status?.conditions) return NO_OUTPUT;

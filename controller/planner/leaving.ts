@@ -20,6 +20,7 @@ import {
   PoolDegradedReason,
 } from "../../lib/api/mod.ts";
 import { recordOf } from "../model/disruption.ts";
+import { shortReference } from "../../lib/api/display.ts";
 import { type DesiredImage, entryMatches } from "../model/effective_state.ts";
 import { poolEvent, type StepOutput, stepOutput } from "./plan.ts";
 import { formatTime, parseTime } from "../model/slots.ts";
@@ -84,8 +85,12 @@ export function leavingHold(facts: LeavingFacts): LeavingHold {
     if (back) return { overdue: false };
     return {
       waitsFor: rebooting || node.ready
-        ? `its reboot into ${bn.spec.desiredImage} to finish (booted, reported, Ready)`
-        : `the Node to be Ready again after its reboot into ${bn.spec.desiredImage}`,
+        ? `its reboot into ${
+          shortReference(bn.spec.desiredImage)
+        } to finish (booted, reported, Ready)`
+        : `the Node to be Ready again after its reboot into ${
+          shortReference(bn.spec.desiredImage)
+        }`,
       deadline,
       overdue,
     };

@@ -52,6 +52,7 @@ import {
   stepOutput,
 } from "./plan.ts";
 import { matchesSelector, selectorError } from "../model/selector.ts";
+import { shortReference } from "../../lib/api/display.ts";
 import { formatTime, parseTime } from "../model/slots.ts";
 import { stallDeadlines } from "./deadlines.ts";
 import type { NodeSummary, Target } from "../model/types.ts";
@@ -75,6 +76,8 @@ export interface Member {
   desired?: DesiredImage;
   /** The node's one classification (`lib/api/node_state.ts`), as of this plan's sync. */
   cls: NodeClassification;
+  /** What `cls` was classified with (the Node annotations classify it again after the plan). */
+  context?: MemberContext;
 }
 
 /** What {@linkcode classifyMember} needs besides the node and its BootcNode. */
@@ -564,7 +567,7 @@ function createMember(
     : poolEvent(poolName, "Normal", "NodeAdded", `node ${name} joined the pool`);
   const desired = { image: target.image, platforms: target.platforms };
   return {
-    member: { node, ...classifyMember(node, undefined, { desired }) },
+    member: { node, ...classifyMember(node, undefined, { desired }), context: { desired } },
     out: stepOutput({ actions: label ? [create, label] : [create], events: [event] }),
   };
 }
@@ -637,14 +640,25 @@ function syncMember(
     actions.push({ kind: "patchBootcNode", node: name, patch, why: "sync spec" });
     if (imageChanged) {
       events.push(
-        nodeEvent(name, "Normal", "DesiredImageChanged", `node ${name} should now run ${t.image}`),
+        nodeEvent(
+          name,
+          "Normal",
+          "DesiredImageChanged",
+          `node ${name} should now run ${shortReference(t.image)}`,
+        ),
       );
     }
   }
   const label = labelManaged(node);
   if (label) actions.push(label);
   return {
-    member: { node: viewNode, bn: view, ...classifyMember(viewNode, view, context), desired: d },
+    member: {
+      node: viewNode,
+      bn: view,
+      ...classifyMember(viewNode, view, context),
+      desired: d,
+      context,
+    },
     out: stepOutput({ actions, events }),
   };
 }

@@ -89,7 +89,18 @@ export interface Observation {
 /** One write, applied by the shell in order. */
 export type Action =
   | { kind: "createBootcNode"; node: string; object: BootcNode }
-  | { kind: "patchBootcNode"; node: string; patch: MergePatch; why: string; observe?: Observation }
+  | {
+    kind: "patchBootcNode";
+    node: string;
+    patch: MergePatch;
+    why: string;
+    observe?: Observation;
+    /**
+     * Set on a write of only the annotations `kubectl get bootcnodes` shows
+     * (`bootc_node_display.ts`): read-only facts, counted apart.
+     */
+    info?: true;
+  }
   /**
    * A merge patch of the BootcNode's status subresource; `patch.metadata.resourceVersion`
    * makes it conditional (a conflict is not an error: the next reconcile tries again).
@@ -108,6 +119,11 @@ export type Action =
      * record is no grant, so the patch alone cannot tell.
      */
     grant?: true;
+    /**
+     * Set on a write of only the Node annotations that tell people the node's update
+     * (`node_annotations.ts`): read-only facts, counted apart from the record's writes.
+     */
+    info?: true;
   }
   | { kind: "evict"; node: string; pods: { namespace: string; name: string; uid?: string }[] }
   | { kind: "addFinalizer" }
@@ -120,8 +136,12 @@ export function isSlotGrant(action: Action): boolean {
 
 /** A Kubernetes Event to record. */
 export interface PlannedEvent {
-  /** The object the event is about. */
-  regarding: { kind: "BootcNodePool" | "BootcNode"; name: string };
+  /**
+   * The object the event is about: the pool, a node's BootcNode (its image: desired,
+   * staging), or the Node itself (its disruption: cordon, drain, reboot, verification,
+   * recorded as kubelet records its own, so `kubectl describe node` shows them).
+   */
+  regarding: { kind: "BootcNodePool" | "BootcNode" | "Node"; name: string };
   type: "Normal" | "Warning";
   reason: string;
   message: string;
@@ -150,6 +170,16 @@ export interface Plan {
   counts: StateCounts;
   /** Every problem found (the Degraded condition names only the most severe; metrics want all). */
   issues?: readonly PoolIssue[];
+  /**
+   * The Node annotation changes for people (`node_annotations.ts`), per node: the shell
+   * folds them into the plan's Node writes (`foldNodeAnnotations`).
+   */
+  nodeAnnotations?: ReadonlyMap<string, Record<string, string | null>>;
+  /**
+   * The BootcNode annotation changes for `kubectl get bootcnodes`, per node
+   * (`bootc_node_display.ts`): the shell folds them into the plan's BootcNode writes.
+   */
+  bootcNodeDisplay?: ReadonlyMap<string, Record<string, string>>;
 }
 
 /**
@@ -240,6 +270,20 @@ export function nodeEvent(
   onceKey?: string,
 ): PlannedEvent {
   return { regarding: { kind: "BootcNode", name: node }, type, reason, message, onceKey };
+}
+
+/**
+ * An event about the Node `node` itself: its disruption (cordon, drain, reboot,
+ * verification). `kubectl describe node` shows these beside kubelet's.
+ */
+export function nodeObjectEvent(
+  node: string,
+  type: PlannedEvent["type"],
+  reason: string,
+  message: string,
+  onceKey?: string,
+): PlannedEvent {
+  return { regarding: { kind: "Node", name: node }, type, reason, message, onceKey };
 }
 
 /**

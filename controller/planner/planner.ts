@@ -31,9 +31,8 @@
  */
 import {
   type BootcNodePoolStatus,
-  findCondition,
-  PoolConditionType,
   PoolDegradedReason,
+  PoolFact,
 } from "../../lib/api/mod.ts";
 import { countedState, EffectiveState, NodeState } from "../../lib/api/node_state.ts";
 import { canaryStep } from "./canary.ts";
@@ -61,8 +60,13 @@ import {
   poolEvent,
   type StepOutput,
   stepOutput,
-  StepWriter,
 } from "./plan.ts";
+import { type AnnotatedMember, nodeAnnotations } from "./node_annotations.ts";
+import { type TargetLabel, targetLabel } from "./target_label.ts";
+import { bootcNodeDisplay } from "./bootc_node_display.ts";
+import { conditionEvents, type PoolWait, STAGING_LIMIT } from "./condition_events.ts";
+import { imageSummary } from "../../lib/api/display.ts";
+import { formatTime } from "../model/slots.ts";
 import { buildPoolStatus, emptyCounts } from "./pool_status.ts";
 import {
   priorTarget,
@@ -159,36 +163,56 @@ function planRollout(
   const counts = countStates(members, gated.granted, [inFlight.stuck, stalled.stuck]);
   // A node held after leaving still shows among the pool's BootcNodes, rebooting.
   counts.Rebooting += membership.held.length;
-  const held = (membership.staging?.held.length ?? 0) > 0;
+  const wait = gated.wait ?? stagingWait(membership.staging);
+  const halted = rollout.health.haltFor !== undefined &&
+    !out.issues.some((i) => i.reason === PoolDegradedReason.RolledBack);
   const status = buildPoolStatus({
     prior: input.pool.status,
     generation: input.pool.metadata.generation,
     target: target.target,
     lastResolvedTime: target.lastResolvedTime,
+    nextTagResolutionTime: nextResolution(need, input.now),
+    targetLabel: target.label,
     counts,
     slotsInUse: gated.inUse,
     slots: gated.slots,
     queue: gated.queue,
     paused: input.pool.spec.rollout?.paused ?? false,
-    waitReason: !gated.waitReason && held ? "StagingLimit" : gated.waitReason,
+    waitReason: wait?.reason,
     issues: out.issues,
+    facts: [
+      ...(halted ? [PoolFact.Halted] : []),
+      ...(target.effective.heldBack ? [target.effective.heldBack] : []),
+    ],
     note: out.notes.join("; ") || undefined,
     rollout: record.rollout,
     now: input.now,
   });
-  const all = mergeOutputs([out, conditionEvents(input, status)]);
-  return finish(all, status, gated.slots.limit, counts);
+  const all = mergeOutputs([out, conditionEvents(input, status, wait)]);
+  const plan = finish(all, status, gated.slots.limit, counts);
+  return withNodeAnnotations(withDisplay(plan, input, members, target), input, members);
 }
 
 /** The note on nodes the staging limit (or a closed window) holds back, if any. */
 function stagingNote(staging: StagingQueue | undefined): StepOutput {
-  if (!staging || staging.held.length === 0) return NO_OUTPUT;
-  return stepOutput({
-    notes: [
-      `staging limit: ${staging.limit - staging.room}/${staging.limit} downloading, ` +
+  const wait = stagingWait(staging);
+  return wait ? stepOutput({ notes: [wait.message] }) : NO_OUTPUT;
+}
+
+/** The staging limit as the pool's wait, when it holds nodes back and no gate does. */
+function stagingWait(staging: StagingQueue | undefined): PoolWait | undefined {
+  if (!staging || staging.held.length === 0) return undefined;
+  return {
+    reason: STAGING_LIMIT,
+    message: `staging limit: ${staging.limit - staging.room}/${staging.limit} downloading, ` +
       `${staging.held.length} queued`,
-    ],
-  });
+  };
+}
+
+/** When the pool's tag is next resolved: when its poll is due, now while one is. */
+function nextResolution(need: ResolutionNeed, now: Date): string | undefined {
+  if (need.kind === "fresh") return formatTime(need.nextAt);
+  return need.kind === "resolve" ? formatTime(now) : undefined;
 }
 
 /** The NodeDegraded issue naming what step 3 found degraded, if anything. */
@@ -211,6 +235,8 @@ interface TargetStep extends Resolution {
   lastGood?: string;
   /** Where members that failed on the target go back to (onFailure RollbackNode). */
   rollbackImage?: Target;
+  /** How people name the target (its tag and version). */
+  label: TargetLabel;
 }
 
 /** Step 1: the target, after the failure record had its say. */
@@ -227,8 +253,15 @@ function targetStep(input: PlanInput, need: Exclude<ResolutionNeed, { kind: "inv
   const target = effective.target;
   const changed = target && target.digest !== pool.status?.targetDigest;
   const lastGood = lastGoodImage(pool.status?.history, target?.image);
+  const label = targetLabel({
+    pool,
+    target,
+    specTarget: resolved.fromSpec ? resolved.target : undefined,
+    bootcNodes: ownedBootcNodes(input),
+  });
   const step: TargetStep = {
     target,
+    label,
     lastResolvedTime: resolved.lastResolvedTime,
     record,
     effective,
@@ -244,7 +277,7 @@ function targetStep(input: PlanInput, need: Exclude<ResolutionNeed, { kind: "inv
               pool.metadata.name ?? "",
               "Normal",
               "TargetChanged",
-              `rolling out ${target.image}`,
+              `rolling out ${imageSummary({ ...label, digest: target.digest })}`,
             ),
           ]
           : [],
@@ -332,7 +365,7 @@ function planDeletion(input: PlanInput, hasFinalizer: boolean): Plan {
     orphans.out,
     stepOutput({ actions: done ? [{ kind: "removeFinalizer" }] : [] }),
   ]);
-  return finish(out, undefined, 0, emptyCounts());
+  return withNodeAnnotations(finish(out, undefined, 0, emptyCounts()), input, []);
 }
 
 /**
@@ -349,10 +382,19 @@ function planInvalid(input: PlanInput, start: StepOutput, specErrors: string[]):
   }
   const inFlight = progressInFlight(members, input, "undoUndrained");
   const counts = countStates(members, [], [inFlight.stuck]);
+  const target = priorTarget(pool);
+  // The spec's tag may no longer name the target it keeps: the version only.
+  const label = targetLabel({
+    pool,
+    target,
+    specTarget: undefined,
+    bootcNodes: members.map((m) => m.bn!),
+  });
   const status = buildPoolStatus({
     prior: pool.status,
     generation: pool.metadata.generation,
-    target: priorTarget(pool),
+    target,
+    targetLabel: label,
     lastResolvedTime: pool.status?.lastResolvedTime,
     counts,
     slotsInUse: inFlight.inUse,
@@ -362,7 +404,35 @@ function planInvalid(input: PlanInput, start: StepOutput, specErrors: string[]):
     now,
   });
   const out = mergeOutputs([start, inFlight.out, conditionEvents(input, status)]);
-  return finish(out, status, 0, counts);
+  const plan = withDisplay(finish(out, status, 0, counts), input, members, { target, label });
+  return withNodeAnnotations(plan, input, members);
+}
+
+/** The plan with its members' BootcNode annotations for people (`bootc_node_display.ts`). */
+function withDisplay(
+  plan: Plan,
+  input: PlanInput,
+  members: readonly AnnotatedMember[],
+  t: { target?: Target; label?: TargetLabel },
+): Plan {
+  const changes = bootcNodeDisplay({
+    members,
+    actions: plan.actions,
+    target: t.target,
+    label: t.label,
+    now: input.now,
+  });
+  return changes.size > 0 ? { ...plan, bootcNodeDisplay: changes } : plan;
+}
+
+/** The plan with the Node annotation changes of its members (`node_annotations.ts`). */
+function withNodeAnnotations(
+  plan: Plan,
+  input: PlanInput,
+  members: readonly AnnotatedMember[],
+): Plan {
+  const changes = nodeAnnotations({ members, actions: plan.actions, nodes: input.nodes });
+  return changes.size > 0 ? { ...plan, nodeAnnotations: changes } : plan;
 }
 
 /**
@@ -421,30 +491,4 @@ function finish(
     counts,
     issues: [...out.issues],
   };
-}
-
-/** Events for changes of the pool's Degraded, CircuitOpen and UpToDate conditions. */
-function conditionEvents(input: PlanInput, next: BootcNodePoolStatus): StepOutput {
-  const prior = input.pool.status;
-  const w = new StepWriter(input.pool.metadata.name ?? "", input.now);
-  const before = findCondition(prior?.conditions, PoolConditionType.Degraded);
-  const after = findCondition(next.conditions, PoolConditionType.Degraded);
-  if (after?.status === "True" && (before?.status !== "True" || before.reason !== after.reason)) {
-    w.poolEvent("Warning", after.reason, after.message);
-  } else if (after?.status === "False" && before?.status === "True") {
-    w.poolEvent("Normal", "Recovered", `pool is healthy again (was ${before.reason})`);
-  }
-  const circuitBefore = findCondition(prior?.conditions, PoolConditionType.CircuitOpen);
-  const circuitAfter = findCondition(next.conditions, PoolConditionType.CircuitOpen);
-  if (circuitAfter?.status === "True" && circuitBefore?.status !== "True") {
-    w.poolEvent("Warning", "CircuitOpen", circuitAfter.message);
-  } else if (circuitAfter?.status === "False" && circuitBefore?.status === "True") {
-    w.poolEvent("Normal", "CircuitClosed", "the circuit breaker was reset");
-  }
-  const upBefore = findCondition(prior?.conditions, PoolConditionType.UpToDate);
-  const upAfter = findCondition(next.conditions, PoolConditionType.UpToDate);
-  if (upAfter?.status === "True" && upBefore?.status !== "True") {
-    w.poolEvent("Normal", "RolloutComplete", upAfter.message);
-  }
-  return w.output();
 }

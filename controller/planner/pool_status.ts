@@ -1,7 +1,8 @@
 /**
- * Step 4 of the reconcile: the pool's status from the per-node states — counts,
- * the UpToDate and Degraded conditions with the design's reasons, the
- * per-state breakdown message and `deployedDigest`.
+ * Step 8 of the reconcile: the pool's status from the per-node states — counts,
+ * the headline (`status.state`) and the UpToDate and Degraded conditions from
+ * one precedence table (`lib/api/pool_state.ts`), the per-state breakdown
+ * message, the target's short form and `deployedDigest`.
  *
  * @module
  */
@@ -10,15 +11,19 @@ import {
   type Condition,
   type ConditionInput,
   conditionsEqual,
+  DEGRADED_ORDER,
   findCondition,
   PoolConditionType,
   PoolDegradedReason,
+  PoolFact,
+  poolState,
+  type PoolStateVerdict,
   type QueueEntry,
   setCondition,
   SLOT_QUEUE_LIMIT,
   type SlotsStatus,
-  UpToDateReason,
 } from "../../lib/api/mod.ts";
+import { imageSummary } from "../../lib/api/display.ts";
 import { EffectiveState } from "../model/effective_state.ts";
 import type { Target } from "../model/types.ts";
 
@@ -38,19 +43,6 @@ export interface PoolIssue {
   reason: typeof PoolDegradedReason[keyof typeof PoolDegradedReason];
   message: string;
 }
-
-/** Most severe first: the Degraded condition carries the first issue's reason. */
-const ISSUE_ORDER: readonly PoolIssue["reason"][] = [
-  PoolDegradedReason.InvalidSpec,
-  PoolDegradedReason.PullSecretInvalid,
-  PoolDegradedReason.ImageResolutionFailed,
-  PoolDegradedReason.RolloutHalted,
-  PoolDegradedReason.RolledBack,
-  PoolDegradedReason.HealthCheckFailed,
-  PoolDegradedReason.NodeConflict,
-  PoolDegradedReason.NodeStalled,
-  PoolDegradedReason.NodeDegraded,
-];
 
 /** Inputs of {@linkcode buildPoolStatus}. */
 export interface PoolStatusInput {
@@ -79,6 +71,18 @@ export interface PoolStatusInput {
   note?: string;
   /** Health-gated rollout bookkeeping: history, failure record, canary, circuit. */
   rollout?: RolloutRecord;
+  /**
+   * Facts of the failure record that rank among the problems (`PoolFact`: the target's
+   * rollout halted, the circuit or a failure record holding the spec's image back).
+   */
+  facts?: readonly string[];
+  /**
+   * How people name the target: the tag it came from (none when the failure record
+   * chose another image than the spec's) and its version, when known.
+   */
+  targetLabel?: { tag?: string; version?: string };
+  /** When the tag is next resolved (RFC 3339; tag references only). */
+  nextTagResolutionTime?: string;
   now: Date;
 }
 
@@ -128,6 +132,14 @@ export function buildPoolStatus(input: PoolStatusInput): BootcNodePoolStatus {
     canary: prior?.canary,
     channel: prior?.channel,
   };
+  const verdict = stateVerdict(input, nodeCount, r);
+  const targetShort = target
+    ? imageSummary({
+      tag: input.targetLabel?.tag,
+      version: input.targetLabel?.version,
+      digest: target.digest,
+    })
+    : undefined;
   const status: BootcNodePoolStatus = {
     observedGeneration: input.generation,
     targetDigest: target?.digest,
@@ -135,9 +147,13 @@ export function buildPoolStatus(input: PoolStatusInput): BootcNodePoolStatus {
     targetPlatforms: target?.platforms && target.platforms.length > 0
       ? target.platforms
       : undefined,
+    targetShort,
+    targetVersion: target ? input.targetLabel?.version : undefined,
+    state: verdict.state,
     deployedDigest,
     updateAvailable: target !== undefined && target.digest !== deployedDigest,
     lastResolvedTime: input.lastResolvedTime,
+    nextTagResolutionTime: input.nextTagResolutionTime,
     nodeCount,
     updatedCount: counts.UpToDate,
     updatingCount: nodeCount - counts.UpToDate - degradedCount,
@@ -147,7 +163,7 @@ export function buildPoolStatus(input: PoolStatusInput): BootcNodePoolStatus {
     queue: input.queue && input.queue.length > 0
       ? input.queue.slice(0, SLOT_QUEUE_LIMIT)
       : undefined,
-    conditions: poolConditions(input, nodeCount, r),
+    conditions: poolConditions(input, { nodeCount, r, verdict, targetShort }),
     history: r.history && r.history.length > 0 ? r.history : undefined,
     failedDigests: r.failedDigests && r.failedDigests.length > 0 ? r.failedDigests : undefined,
     consecutiveFailures: r.consecutiveFailures ? r.consecutiveFailures : undefined,
@@ -159,33 +175,69 @@ export function buildPoolStatus(input: PoolStatusInput): BootcNodePoolStatus {
   return dropUndefined(status);
 }
 
+/** The headline and UpToDate verdict of the precedence table, from this plan's facts. */
+function stateVerdict(
+  input: PoolStatusInput,
+  nodeCount: number,
+  r: RolloutRecord,
+): PoolStateVerdict {
+  const { counts } = input;
+  const circuitOpen = r.circuit
+    ? r.circuit.open
+    : findCondition(input.prior?.conditions, PoolConditionType.CircuitOpen)?.status === "True";
+  return poolState({
+    facts: [
+      ...input.issues.map((i) => i.reason),
+      ...(input.facts ?? []),
+      ...(circuitOpen ? [PoolFact.CircuitOpen] : []),
+    ],
+    waitReason: input.waitReason,
+    paused: input.paused,
+    progress: {
+      resolved: input.target !== undefined,
+      nodes: nodeCount,
+      updated: counts.UpToDate,
+      underway: counts.Staged + counts.Rebooting,
+    },
+  });
+}
+
 /**
- * The pool's UpToDate condition (all updated, else the breakdown and why it
- * waits), its Degraded condition (the most severe issue's reason, every
- * message) and, once the circuit breaker ever opened, CircuitOpen.
+ * The pool's UpToDate condition (the verdict: all updated, else the breakdown,
+ * what keeps the spec from being realised and why it waits), its Degraded
+ * condition (the most severe issue's reason, every message) and, once the
+ * circuit breaker ever opened, CircuitOpen.
  */
-function poolConditions(input: PoolStatusInput, nodeCount: number, r: RolloutRecord): Condition[] {
+function poolConditions(
+  input: PoolStatusInput,
+  o: { nodeCount: number; r: RolloutRecord; verdict: PoolStateVerdict; targetShort?: string },
+): Condition[] {
   const { counts, target, now } = input;
+  const { nodeCount, r, verdict } = o;
   const observedGeneration = input.generation;
   let conditions: Condition[] = input.prior?.conditions ?? [];
-  if (target !== undefined && counts.UpToDate === nodeCount) {
+  if (verdict.upToDate) {
     conditions = setCondition(conditions, {
       type: PoolConditionType.UpToDate,
       status: "True",
-      reason: UpToDateReason.AllUpdated,
-      message: `${nodeCount}/${nodeCount} nodes run ${target.image}`,
+      reason: verdict.reason,
+      message: `${nodeCount}/${nodeCount} nodes run ${o.targetShort}`,
       observedGeneration,
     }, now);
   } else {
     const breakdown = target === undefined
       ? "target image not resolved yet"
       : breakdownMessage(counts);
+    // What keeps the spec from being realised, unless a note already says it.
+    const why = input.issues.find((i) => i.reason === verdict.reason)?.message;
+    const parts = [breakdown];
+    if (why && !input.note?.includes(why)) parts.push(why);
+    if (input.note) parts.push(input.note);
     conditions = setCondition(conditions, {
       type: PoolConditionType.UpToDate,
       status: "False",
-      reason: input.waitReason ??
-        (input.paused ? UpToDateReason.Paused : UpToDateReason.RolloutInProgress),
-      message: input.note ? `${breakdown}; ${input.note}` : breakdown,
+      reason: verdict.reason,
+      message: truncate(parts.join("; "), 4096),
       observedGeneration,
     }, now);
   }
@@ -208,7 +260,7 @@ function degradedCondition(
   observedGeneration: number | undefined,
 ): ConditionInput {
   const sorted = [...issues].sort((a, b) =>
-    ISSUE_ORDER.indexOf(a.reason) - ISSUE_ORDER.indexOf(b.reason)
+    DEGRADED_ORDER.indexOf(a.reason) - DEGRADED_ORDER.indexOf(b.reason)
   );
   if (sorted.length === 0) {
     return {

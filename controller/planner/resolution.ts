@@ -96,6 +96,12 @@ export function priorTarget(pool: BootcNodePool): Target | undefined {
 /** What step 1 settled. */
 export interface Resolution {
   target?: Target;
+  /**
+   * True when `target` is what `spec.image.ref` means now (its tag names it): the
+   * digest itself, this generation's resolution, or a fresh one in status; false
+   * when the last target is kept because the ref is not resolved (yet, or failed).
+   */
+  fromSpec?: boolean;
   lastResolvedTime?: string;
   /** A failed resolution's issue; the next poll's wake-up. */
   out: StepOutput;
@@ -120,6 +126,7 @@ export function resolveTarget(
     const prior = pool.status?.targetDigest === digest ? pool.status?.targetPlatforms : undefined;
     return {
       target: { digest, image: `${parts.repository}@${digest}`, platforms: prior },
+      fromSpec: true,
       out: NO_OUTPUT,
     };
   }
@@ -131,6 +138,7 @@ export function resolveTarget(
         platforms: current.result.platforms,
       },
       lastResolvedTime: formatTime(current.at),
+      fromSpec: true,
       out: stepOutput({ wake }),
     };
   }
@@ -143,6 +151,8 @@ export function resolveTarget(
   return {
     target: priorTarget(pool),
     lastResolvedTime: pool.status?.lastResolvedTime,
+    // The status's resolution is this generation's and still fresh (after a restart).
+    fromSpec: need.kind === "fresh" && failed.length === 0,
     out: stepOutput({ issues: failed, wake }),
   };
 }

@@ -16,6 +16,7 @@ import {
   type EffectiveTarget,
   type FailureRecord,
   maxRollbacks,
+  retryNote,
   rollbackNote,
 } from "./failure_policy.ts";
 import type { HealthResponse } from "./health_response.ts";
@@ -61,6 +62,8 @@ export function rolloutRecord(step: RolloutRecordInput): RolloutRecordStep {
     failed,
     note: effective.rollback && effective.hold
       ? rollbackNote(effective.hold.failedImage)
+      : record.retried && target?.digest === record.retried.digest
+      ? retryNote(record.retried)
       : undefined,
     now,
   });

@@ -18,7 +18,7 @@ import {
   type Action,
   listNames,
   mergeOutputs,
-  nodeEvent,
+  nodeObjectEvent,
   type PlanInput,
   type StepOutput,
   stepOutput,
@@ -175,13 +175,16 @@ function grantOutput(
   ];
   if (evict.action) actions.push(evict.action);
   const events = [
-    nodeEvent(
+    nodeObjectEvent(
       name,
       "Normal",
       "SlotAssigned",
-      `node ${name} got a reboot slot (${inUse} of the pool's nodes disrupted)`,
+      `node ${name} got a reboot slot (${inUse} of the pool's nodes disrupted) and was ` +
+        (c.node.unschedulable
+          ? "already cordoned (it stays cordoned after its update)"
+          : "cordoned for its update"),
     ),
-    nodeEvent(
+    nodeObjectEvent(
       name,
       "Normal",
       "DrainStarted",

@@ -19,6 +19,7 @@ import {
   StalledReason,
 } from "../../lib/api/mod.ts";
 import { recordOf } from "../model/disruption.ts";
+import { shortReference } from "../../lib/api/display.ts";
 import { EffectiveState } from "../model/effective_state.ts";
 import type { StallFinding } from "./in_flight.ts";
 import type { Member } from "./membership.ts";
@@ -104,7 +105,8 @@ function findStagingTimeout(
   return {
     finding: {
       reason: StalledReason.StagingTimeout,
-      message: `node ${m.node.name} has not staged ${bn.spec.desiredImage} within ` +
+      message:
+        `node ${m.node.name} has not staged ${shortReference(bn.spec.desiredImage)} within ` +
         `${deadlines.stagingMs / 1000}s${waiting}${daemonSays(bn)}`,
       since: at,
     },

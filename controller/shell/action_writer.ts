@@ -104,13 +104,19 @@ export class ActionWriter {
   }
 
   async #patchBootcNode(action: ActionOf<"patchBootcNode">, ctx: WriteContext): Promise<number> {
-    const updated = await this.#bootcNodes.patch(action.node, action.patch, {
-      type: "merge",
-      ...OPTS,
-    });
-    this.#o.count("patchBootcNode");
+    let updated;
+    try {
+      updated = await this.#bootcNodes.patch(action.node, action.patch, { type: "merge", ...OPTS });
+    } catch (e) {
+      // A display-only write to a BootcNode gone meanwhile: nothing to show.
+      if (action.info && isNotFound(e)) return 0;
+      throw e;
+    }
+    // The annotations for `kubectl get bootcnodes` alone are counted apart (their cost shows).
+    this.#o.count(action.info ? "patchBootcNodeDisplay" : "patchBootcNode");
     ctx.written.push(writtenObject("bootcNodes", action.node, updated));
-    ctx.log.info(action.why, { node: action.node });
+    if (action.info) ctx.log.debug(action.why, { node: action.node });
+    else ctx.log.info(action.why, { node: action.node });
     this.#o.metrics?.observeAction(ctx.poolName, action, this.#o.clock.now());
     return 0;
   }
@@ -154,9 +160,11 @@ export class ActionWriter {
         type: "merge",
         ...OPTS,
       });
-      this.#o.count("patchNode");
+      // The annotations for people alone are counted apart (what they cost is visible).
+      this.#o.count(action.info ? "patchNodeAnnotations" : "patchNode");
       ctx.written.push(writtenObject("nodes", action.node, updated));
-      ctx.log.info(action.why, { node: action.node });
+      if (action.info) ctx.log.debug(action.why, { node: action.node });
+      else ctx.log.info(action.why, { node: action.node });
       this.#o.metrics?.observeAction(ctx.poolName, action, this.#o.clock.now());
     } catch (e) {
       if (!isNotFound(e)) throw e;

@@ -8,6 +8,7 @@ import {
   ANNOTATION_IN_REBOOT_SLOT,
   ANNOTATION_SLOT_POOL,
   type BootcNode,
+  type BootcNodePool,
   type Condition,
   findCondition,
   NodeConditionType,
@@ -19,6 +20,7 @@ import {
 import type { EvictionOutcome } from "../model/drain.ts";
 import { EffectiveState } from "../model/effective_state.ts";
 import { type Action, isSlotGrant, type Plan } from "../planner/plan.ts";
+import { type RolloutObservation, rolloutObservation } from "./rollout_metrics.ts";
 
 type Labels = Record<string, string>;
 
@@ -296,6 +298,16 @@ export interface PoolObservation {
   slotHolders: ReadonlySet<string>;
   /** True while some member has yet to take a slot (Pending, Staging or Staged). */
   waiting: boolean;
+  /** Pause, circuit, rollout times and images (absent: those gauges are left alone). */
+  rollout?: RolloutObservation;
+}
+
+/** What {@linkcode poolObservation} reads beside the plan: the caches' objects. */
+export interface ClusterView {
+  bootcNodes: Iterable<BootcNode>;
+  nodes: Iterable<NodeLike>;
+  /** The pool's spec (for `spec.rollout.paused`). */
+  spec?: BootcNodePool["spec"];
 }
 
 /**
@@ -307,14 +319,15 @@ export interface PoolObservation {
 export function poolObservation(
   pool: string,
   plan: Pick<Plan, "actions" | "status" | "counts" | "slots" | "issues">,
-  cluster: { bootcNodes: Iterable<BootcNode>; nodes: Iterable<NodeLike> },
+  cluster: ClusterView,
 ): PoolObservation {
   const degradedReasons = new Set<string>((plan.issues ?? []).map((i) => i.reason));
   const degraded = findCondition(plan.status?.conditions, PoolConditionType.Degraded);
   if (degraded?.status === "True") degradedReasons.add(degraded.reason);
 
+  const bootcNodes = [...cluster.bootcNodes];
   const stalledBy = new Map<string, string>();
-  for (const bn of cluster.bootcNodes) {
+  for (const bn of bootcNodes) {
     if (owningPool(bn) !== pool || bn.metadata.deletionTimestamp) continue;
     const c = findCondition(bn.status?.conditions, NodeConditionType.Stalled);
     if (c?.status === "True") stalledBy.set(bn.metadata.name ?? "", c.reason);
@@ -346,6 +359,7 @@ export function poolObservation(
     stalled,
     slotHolders,
     waiting: c.Pending + c.Staging + c.Staged > 0,
+    rollout: rolloutObservation(pool, plan.status, cluster.spec, bootcNodes),
   };
 }
 
@@ -392,6 +406,22 @@ export class ControllerMetrics {
   readonly reconcileDuration: Histogram;
   /** API writes made by the reconciler, by kind. */
   readonly apiWrites: Counter;
+  /** 1 while `spec.rollout.paused` is set, else 0. */
+  readonly paused: Gauge;
+  /** 1 while the pool's CircuitOpen condition is True, else 0. */
+  readonly circuitOpen: Gauge;
+  /** When the pool's latest rollout (the last `status.history` revision) began. */
+  readonly rolloutStart: Gauge;
+  /** When and how (`outcome`) the latest rollout ended; absent while it runs. */
+  readonly rolloutEnd: Gauge;
+  /** The median duration of the pool's succeeded rollouts in `status.history`. */
+  readonly rolloutExpected: Gauge;
+  /** When the newest rolled-back revision in `status.history` ended. */
+  readonly lastRollback: Gauge;
+  /** 1 for the image the pool targets: its short form, version and 12-hex digest. */
+  readonly targetInfo: Gauge;
+  /** Member nodes per booted image (version and 12-hex digest). */
+  readonly bootedNodes: Gauge;
 
   /** Per pool: blocked drains, node → when its evictions were first refused in a row. */
   #blocked = new Map<string, Map<string, number>>();
@@ -493,10 +523,56 @@ export class ControllerMetrics {
       "Writes the reconciler made to the API server, by kind.",
       ["kind"],
     );
+    this.paused = registry.gauge(
+      "bootc_pool_paused",
+      "1 while the pool's spec.rollout.paused is set (no new reboot slot), else 0.",
+      ["pool"],
+    );
+    this.circuitOpen = registry.gauge(
+      "bootc_pool_circuit_open",
+      "1 while the pool's CircuitOpen condition is True (maxRollbacks failed rollouts in a " +
+        "row: no automatic change until it is reset), else 0.",
+      ["pool"],
+    );
+    this.rolloutStart = registry.gauge(
+      "bootc_pool_rollout_start_timestamp_seconds",
+      "Unix time the pool's latest rollout (the last status.history revision) began.",
+      ["pool"],
+    );
+    this.rolloutEnd = registry.gauge(
+      "bootc_pool_rollout_end_timestamp_seconds",
+      "Unix time the pool's latest rollout ended, by outcome (Succeeded, RolledBack, Failed, " +
+        "Superseded); absent while it runs.",
+      ["pool", "outcome"],
+    );
+    this.rolloutExpected = registry.gauge(
+      "bootc_pool_rollout_expected_duration_seconds",
+      "How long a rollout of the pool usually takes: the median duration of the succeeded " +
+        "revisions in its status.history; absent until one succeeded.",
+      ["pool"],
+    );
+    this.lastRollback = registry.gauge(
+      "bootc_pool_last_rollback_timestamp_seconds",
+      "Unix time the newest revision of the pool that was rolled back automatically ended; " +
+        "absent while status.history holds none.",
+      ["pool"],
+    );
+    this.targetInfo = registry.gauge(
+      "bootc_pool_target_info",
+      "1 for the image the pool targets: its short form (status.targetShort), bootc version " +
+        "(status.targetVersion) and 12-hex digest.",
+      ["pool", "target", "version", "digest"],
+    );
+    this.bootedNodes = registry.gauge(
+      "bootc_pool_booted_nodes",
+      "Member nodes per booted image (bootc version and 12-hex digest; more than 8 images " +
+        'of a pool: the rest as digest="other").',
+      ["pool", "version", "digest"],
+    );
   }
 
-  /** The metrics with a `pool` label. */
-  #perPool(): (Gauge | Counter | Histogram)[] {
+  /** The per-pool gauges set from a reconcile (dropped by a replica that stops leading). */
+  #poolGauges(): Gauge[] {
     return [
       this.poolNodes,
       this.slots,
@@ -505,6 +581,21 @@ export class ControllerMetrics {
       this.stalledNodes,
       this.drainsBlocked,
       this.drainBlockedSince,
+      this.paused,
+      this.circuitOpen,
+      this.rolloutStart,
+      this.rolloutEnd,
+      this.rolloutExpected,
+      this.lastRollback,
+      this.targetInfo,
+      this.bootedNodes,
+    ];
+  }
+
+  /** The metrics with a `pool` label. */
+  #perPool(): (Gauge | Counter | Histogram)[] {
+    return [
+      ...this.#poolGauges(),
       this.evictions,
       this.drainDuration,
       this.nodeUpdateDuration,
@@ -556,6 +647,7 @@ export class ControllerMetrics {
     if (!o.waiting) released.length = 0;
     released.splice(0, Math.max(0, released.length - Math.max(o.slots, 1)));
     this.#released.set(pool, released);
+    if (o.rollout) this.#recordRollout(pool, o.rollout);
     // Counters start at 0 so the first increase is seen.
     this.resolutions.inc({ pool }, 0);
     this.resolutionErrors.inc({ pool }, 0);
@@ -617,17 +709,7 @@ export class ControllerMetrics {
   setLeading(leading: boolean): void {
     this.leader.set({}, leading ? 1 : 0);
     if (leading) return;
-    for (
-      const g of [
-        this.poolNodes,
-        this.slots,
-        this.slotsInUse,
-        this.degraded,
-        this.stalledNodes,
-        this.drainsBlocked,
-        this.drainBlockedSince,
-      ]
-    ) g.deleteMatching({});
+    for (const g of this.#poolGauges()) g.deleteMatching({});
     this.#blocked.clear();
     this.#released.clear();
   }
@@ -637,6 +719,30 @@ export class ControllerMetrics {
     for (const m of this.#perPool()) m.deleteMatching({ pool });
     this.#blocked.delete(pool);
     this.#released.delete(pool);
+  }
+
+  /** Sets the pause, circuit, rollout-time and image gauges of `pool` from `r`. */
+  #recordRollout(pool: string, r: RolloutObservation): void {
+    this.paused.set({ pool }, r.paused ? 1 : 0);
+    this.circuitOpen.set({ pool }, r.circuitOpen ? 1 : 0);
+    const seconds = (ms: number) => ms / 1000;
+    const optional = (g: Gauge, value: number | undefined) => {
+      if (value === undefined) g.deleteMatching({ pool });
+      else g.set({ pool }, value);
+    };
+    optional(this.rolloutStart, r.startedAt === undefined ? undefined : seconds(r.startedAt));
+    optional(this.rolloutExpected, r.expectedSeconds);
+    optional(
+      this.lastRollback,
+      r.lastRollbackAt === undefined ? undefined : seconds(r.lastRollbackAt),
+    );
+    // Series whose labels change (outcome, image) are replaced, not added to.
+    this.rolloutEnd.deleteMatching({ pool });
+    if (r.ended) this.rolloutEnd.set({ pool, outcome: r.ended.outcome }, seconds(r.ended.at));
+    this.targetInfo.deleteMatching({ pool });
+    if (r.target) this.targetInfo.set({ pool, ...r.target }, 1);
+    this.bootedNodes.deleteMatching({ pool });
+    for (const b of r.booted) this.bootedNodes.set({ pool, ...b.image }, b.nodes);
   }
 
   #unblock(pool: string, node: string): void {

@@ -15,6 +15,7 @@ import {
   STALLED_REASONS,
 } from "./metrics.ts";
 import { isSlotGrant } from "../planner/plan.ts";
+import type { RolloutObservation } from "./rollout_metrics.ts";
 import { type Action, planPool } from "../planner/planner.ts";
 import { emptyCounts } from "../planner/pool_status.ts";
 import { bootcNode, digest, image, input, node, pool, REPO } from "../testing/fixtures.ts";
@@ -76,6 +77,24 @@ const grant = (n: string): Action => ({
 });
 const at = (s: number) => new Date(Date.parse(NOW) + s * 1000);
 
+/** Rollout facts of a pool that rolled back once and now runs revision 3 to v2. */
+function rolloutFacts(overrides: Partial<RolloutObservation> = {}): RolloutObservation {
+  return {
+    paused: false,
+    circuitOpen: false,
+    startedAt: Date.parse(NOW),
+    ended: { at: Date.parse(NOW) + 600_000, outcome: "Succeeded" },
+    expectedSeconds: 900,
+    lastRollbackAt: Date.parse(EARLIER),
+    target: { target: "v2 (2.0) bbbbbbbbbbbb", version: "2.0", digest: "bbbbbbbbbbbb" },
+    booted: [
+      { image: { version: "2.0", digest: "bbbbbbbbbbbb" }, nodes: 2 },
+      { image: { version: "1.0", digest: "aaaaaaaaaaaa" }, nodes: 1 },
+    ],
+    ...overrides,
+  };
+}
+
 Deno.test("registry renders counters, gauges and histograms in the text format", () => {
   const r = new Registry();
   const c = r.counter("x_total", "Things.", ["pool"]);
@@ -122,7 +141,10 @@ Deno.test("controller metrics follow the Prometheus naming conventions", () => {
   }
   // Every label comes from a bounded set: no node, image or message labels.
   const m = new ControllerMetrics();
-  m.recordPool("w", observation({ degradedReasons: new Set(["RolloutHalted"]) }));
+  m.recordPool(
+    "w",
+    observation({ degradedReasons: new Set(["RolloutHalted"]), rollout: rolloutFacts() }),
+  );
   m.observeEvictions("w", "n1", [{ result: "refused" }], at(0));
   m.observeAction("w", release("n1"), at(0));
   m.observeAction("w", grant("n2"), at(1));
@@ -134,7 +156,19 @@ Deno.test("controller metrics follow the Prometheus naming conventions", () => {
       x[1].split(",").map((kv) => kv.split("=")[0])
     ),
   );
-  assert.deepEqual([...labels].sort(), ["kind", "le", "pool", "reason", "result", "state"]);
+  // target, version and digest name a few images per pool (its target, at most 9 booted).
+  assert.deepEqual([...labels].sort(), [
+    "digest",
+    "kind",
+    "le",
+    "outcome",
+    "pool",
+    "reason",
+    "result",
+    "state",
+    "target",
+    "version",
+  ]);
 });
 
 Deno.test("pool gauges: states, slots, every Degraded reason as 0/1, stalled nodes by reason", () => {
@@ -366,4 +400,119 @@ Deno.test("resolutions, leadership and deleted pools", () => {
   assert.equal(sample(text, "bootc_pool_slots", { pool: "v" }), undefined);
   assert.equal(sample(text, "bootc_pool_drains_blocked", { pool: "v" }), undefined);
   assert.equal(sample(text, "bootc_evictions_total", { pool: "v", result: "refused" }), 1);
+});
+
+Deno.test("rollout gauges: pause, circuit, rollout times, target and booted images", () => {
+  const m = new ControllerMetrics();
+  m.recordPool("w", observation({ rollout: rolloutFacts({ paused: true, circuitOpen: true }) }));
+  let text = m.registry.render();
+  const t = Date.parse(NOW) / 1000;
+  assert.equal(sample(text, "bootc_pool_paused", { pool: "w" }), 1);
+  assert.equal(sample(text, "bootc_pool_circuit_open", { pool: "w" }), 1);
+  assert.equal(sample(text, "bootc_pool_rollout_start_timestamp_seconds", { pool: "w" }), t);
+  assert.equal(
+    sample(text, "bootc_pool_rollout_end_timestamp_seconds", { pool: "w", outcome: "Succeeded" }),
+    t + 600,
+  );
+  assert.equal(sample(text, "bootc_pool_rollout_expected_duration_seconds", { pool: "w" }), 900);
+  assert.equal(
+    sample(text, "bootc_pool_last_rollback_timestamp_seconds", { pool: "w" }),
+    Date.parse(EARLIER) / 1000,
+  );
+  assert.equal(
+    sample(text, "bootc_pool_target_info", {
+      pool: "w",
+      target: "v2 (2.0) bbbbbbbbbbbb",
+      version: "2.0",
+      digest: "bbbbbbbbbbbb",
+    }),
+    1,
+  );
+  assert.equal(
+    sample(text, "bootc_pool_booted_nodes", { pool: "w", version: "1.0", digest: "aaaaaaaaaaaa" }),
+    1,
+  );
+  // The next rollout: the end, the old target and images nobody boots any more go away.
+  m.recordPool(
+    "w",
+    observation({
+      rollout: rolloutFacts({
+        ended: undefined,
+        expectedSeconds: undefined,
+        lastRollbackAt: undefined,
+        target: { target: "v3 cccccccccccc", version: "", digest: "cccccccccccc" },
+        booted: [{ image: { version: "2.0", digest: "bbbbbbbbbbbb" }, nodes: 3 }],
+      }),
+    }),
+  );
+  text = m.registry.render();
+  assert.equal(sample(text, "bootc_pool_paused", { pool: "w" }), 0);
+  assert.doesNotMatch(text, /^bootc_pool_rollout_end_timestamp_seconds\{/m);
+  assert.doesNotMatch(text, /^bootc_pool_rollout_expected_duration_seconds\{/m);
+  assert.doesNotMatch(text, /^bootc_pool_last_rollback_timestamp_seconds\{/m);
+  assert.equal((text.match(/^bootc_pool_target_info\{/gm) ?? []).length, 1);
+  assert.match(
+    text,
+    /^bootc_pool_target_info\{pool="w",target="v3 cccccccccccc",version="",digest="cccccccccccc"\} 1$/m,
+  );
+  assert.equal((text.match(/^bootc_pool_booted_nodes\{/gm) ?? []).length, 1);
+  // An observation without rollout facts leaves those gauges alone.
+  m.recordPool("w", observation());
+  assert.match(m.registry.render(), /^bootc_pool_target_info\{pool="w",target="v3 /m);
+  // A replica that stops leading drops them with the other pool gauges.
+  m.setLeading(false);
+  text = m.registry.render();
+  for (
+    const name of [
+      "bootc_pool_paused",
+      "bootc_pool_circuit_open",
+      "bootc_pool_rollout_start_timestamp_seconds",
+      "bootc_pool_target_info",
+      "bootc_pool_booted_nodes",
+    ]
+  ) assert.doesNotMatch(text, new RegExp(`^${name}\\{`, "m"), name);
+});
+
+Deno.test("observePool reads pause from the pool's spec and the target from the planned status", () => {
+  const m = new ControllerMetrics();
+  const status = {
+    targetDigest: digest("b"),
+    targetImage: image("b"),
+    targetShort: "v2 bbbbbbbbbbbb",
+    history: [{
+      revision: 1,
+      image: image("b"),
+      digest: digest("b"),
+      startedAt: EARLIER,
+      outcome: "Progressing" as const,
+    }],
+  };
+  m.observePool("workers", { actions: [], status, counts: emptyCounts(), slots: 1 }, {
+    bootcNodes: [bootcNode("n1", { booted: image("b") })],
+    nodes: [],
+    spec: pool({ paused: true, ref: `${REPO}:v2` }).spec,
+  });
+  const text = m.registry.render();
+  assert.equal(sample(text, "bootc_pool_paused", { pool: "workers" }), 1);
+  assert.equal(
+    sample(text, "bootc_pool_rollout_start_timestamp_seconds", { pool: "workers" }),
+    Date.parse(EARLIER) / 1000,
+  );
+  assert.equal(
+    sample(text, "bootc_pool_target_info", {
+      pool: "workers",
+      target: "v2 bbbbbbbbbbbb",
+      version: "",
+      digest: "bbbbbbbbbbbb",
+    }),
+    1,
+  );
+  assert.equal(
+    sample(text, "bootc_pool_booted_nodes", {
+      pool: "workers",
+      version: "",
+      digest: "bbbbbbbbbbbb",
+    }),
+    1,
+  );
 });

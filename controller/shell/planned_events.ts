@@ -26,12 +26,21 @@ const MAX_ONCE_KEYS = 10_000;
 export class PlannedEvents {
   #sink?: EventSink;
   #bootcNodeUid: (name: string) => string | undefined;
+  #nodeUid: (name: string) => string | undefined;
   #onceKeys = new Set<string>();
 
-  /** Events go to `sink` (none: dropped); a BootcNode's uid is looked up by name. */
-  constructor(sink: EventSink | undefined, bootcNodeUid: (name: string) => string | undefined) {
+  /**
+   * Events go to `sink` (none: dropped); a BootcNode's and a Node's uid are looked up by
+   * name (`kubectl describe node` finds a Node's events by its uid).
+   */
+  constructor(
+    sink: EventSink | undefined,
+    bootcNodeUid: (name: string) => string | undefined,
+    nodeUid: (name: string) => string | undefined = () => undefined,
+  ) {
     this.#sink = sink;
     this.#bootcNodeUid = bootcNodeUid;
+    this.#nodeUid = nodeUid;
   }
 
   /** Records `events` of `pool`'s plan. */
@@ -59,6 +68,11 @@ export class PlannedEvents {
   #involved(pool: BootcNodePool, e: PlannedEvent): KubeObject {
     if (e.regarding.kind === "BootcNodePool") {
       return { apiVersion: pool.apiVersion, kind: "BootcNodePool", metadata: pool.metadata };
+    }
+    if (e.regarding.kind === "Node") {
+      // As kubelet records its own: core v1 Node, cluster scoped, stored in "default".
+      const name = e.regarding.name;
+      return { apiVersion: "v1", kind: "Node", metadata: { name, uid: this.#nodeUid(name) } };
     }
     return {
       apiVersion: pool.apiVersion,

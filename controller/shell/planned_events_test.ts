@@ -47,3 +47,30 @@ Deno.test("PlannedEvents: without a sink nothing is recorded", async () => {
     },
   ]);
 });
+
+Deno.test("PlannedEvents: a Node's own events refer to it as kubelet does (v1 Node, its uid)", async () => {
+  const recorded: KubeObject[] = [];
+  const events = new PlannedEvents(
+    {
+      record: (involved) => {
+        recorded.push(involved);
+        return Promise.resolve();
+      },
+    },
+    (name) => `bn-uid-of-${name}`,
+    (name) => `node-uid-of-${name}`,
+  );
+  await events.record(pool(), [
+    {
+      regarding: { kind: "Node", name: "n1" },
+      type: "Normal",
+      reason: "SlotAssigned",
+      message: "",
+    },
+  ]);
+  assert.deepEqual(recorded, [{
+    apiVersion: "v1",
+    kind: "Node",
+    metadata: { name: "n1", uid: "node-uid-of-n1" },
+  }]);
+});

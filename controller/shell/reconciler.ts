@@ -34,11 +34,14 @@ import {
 import { type Logger, silentLogger } from "../../lib/log.ts";
 import { ActionWriter } from "./action_writer.ts";
 import { applyStages, runStages } from "./apply_order.ts";
+import { BudgetStatusSync } from "./budget_status_sync.ts";
 import { CacheGuard, type Written } from "./cache_guard.ts";
 import { ControllerCaches } from "./caches.ts";
 import { DaemonAccessSync } from "./daemon_access_sync.ts";
 import { type PodLike, summarizePod } from "../model/drain.ts";
 import { planGonePool } from "../planner/membership.ts";
+import { foldNodeAnnotations, withoutNodeInfo } from "../planner/node_annotations.ts";
+import { foldBootcNodeDisplay } from "../planner/bootc_node_display.ts";
 import type { ControllerMetrics } from "./metrics.ts";
 import { Mutex } from "./mutex.ts";
 import {
@@ -131,6 +134,7 @@ export class PoolReconciler {
   #applyConcurrency: number;
   #maxDrainBackoffMs: number;
   #daemonAccess: DaemonAccessSync;
+  #budgetStatus: BudgetStatusSync;
   #queue?: WorkQueue<string>;
   /** Per pool: drain passes in a row whose evictions were refused. */
   #drainRefusals = new Map<string, number>();
@@ -171,6 +175,7 @@ export class PoolReconciler {
     this.#events = new PlannedEvents(
       options.events,
       (name) => this.bootcNodes.store.get(name)?.metadata.uid,
+      (name) => this.nodes.store.get(name)?.metadata?.uid,
     );
     this.#daemonAccess = new DaemonAccessSync({
       client: c,
@@ -178,6 +183,13 @@ export class PoolReconciler {
       desiredNames: () => this.#sources.daemonSecretNames(this.pools.store.list()),
       triggers: [this.pools, this.secrets] as unknown as Informer<KubeObject>[],
       onWrite: () => count("daemonRole"),
+      ...common,
+    });
+    this.#budgetStatus = new BudgetStatusSync({
+      client: c,
+      budgets: this.budgets,
+      nodes: this.nodes,
+      onWrite: () => count("budgetStatus"),
       ...common,
     });
     caches.wire({
@@ -251,6 +263,8 @@ export class PoolReconciler {
     // The daemon's pull-secret Role follows the pools while this replica leads.
     const accessStop = new AbortController();
     const access = this.#daemonAccess.run(accessStop.signal);
+    // So does every BootcDisruptionBudget's status.
+    const budgetStatus = this.#budgetStatus.run(accessStop.signal);
     try {
       for (const p of this.pools.store.list()) queue.add(p.metadata.name ?? "");
       // Records left by pools that are gone (deleted while this controller was down).
@@ -263,7 +277,7 @@ export class PoolReconciler {
       signal.removeEventListener("abort", stop);
       this.#queue = undefined;
       accessStop.abort();
-      await access;
+      await Promise.all([access, budgetStatus]);
       this.#metrics?.setLeading(false);
       // A replica that does not lead polls no registry.
       await this.#sources.stop();
@@ -317,7 +331,10 @@ export class PoolReconciler {
     let refused = 0;
     try {
       const refusals = await runStages(
-        applyStages(plan.actions),
+        applyStages(foldBootcNodeDisplay(
+          foldNodeAnnotations(plan.actions, plan.nodeAnnotations),
+          plan.bootcNodeDisplay,
+        )),
         (action) => this.#writer.apply(pool, action, written, log),
         this.#applyConcurrency,
       );
@@ -378,9 +395,14 @@ export class PoolReconciler {
 
   /** Hands back nodes still carrying the record of a pool that no longer exists. */
   async #releaseGonePool(name: string, log: Logger): Promise<void> {
-    const plan = planGonePool(name, { ...this.#view(), now: this.#clock.now() });
+    const view = this.#view();
+    const plan = planGonePool(name, { ...view, now: this.#clock.now() });
     const written: Written[] = [];
-    const restores = plan.actions.filter((a) => a.kind === "patchNode");
+    // Handed back: the Node annotations for people go with the record.
+    const restores = withoutNodeInfo(
+      plan.actions.filter((a) => a.kind === "patchNode"),
+      view.nodes,
+    );
     // Only its name is known of the pool.
     const gone = { metadata: { name } } as BootcNodePool;
     try {
@@ -405,6 +427,7 @@ export class PoolReconciler {
     this.#metrics.observePool(name, plan, {
       bootcNodes: this.bootcNodes.store.list(),
       nodes: this.nodes.store.list(),
+      spec: this.pools.store.get(name)?.spec,
     });
   }
 

@@ -16,9 +16,10 @@
  * pool for the returned time, so the last state is always written; a crash
  * loses at most that window, and the next reconcile computes it again.
  *
- * A status that differs only in `lastResolvedTime` (every registry poll) is a
- * heartbeat: it rides along with the next other write, and is written on its
- * own only once the stored time is {@linkcode CoalesceOptions.heartbeatMs} old.
+ * A status that differs only in `lastResolvedTime` and `nextTagResolutionTime`
+ * (every registry poll) is a heartbeat: it rides along with the next other
+ * write, and is written on its own only once either stored time is
+ * {@linkcode CoalesceOptions.heartbeatMs} behind.
  *
  * @module
  */
@@ -29,7 +30,7 @@ import { statusEqual } from "../planner/pool_status.ts";
 export type StatusChange =
   /** Equal: nothing to write. */
   | "none"
-  /** Only `lastResolvedTime` moved. */
+  /** Only `lastResolvedTime` (and `nextTagResolutionTime`) moved. */
   | "heartbeat"
   /** Only counts, `slotsInUse` and condition messages (maybe `lastResolvedTime` too). */
   | "progress"
@@ -65,14 +66,17 @@ const PROGRESS_FIELDS = [
   "queue",
 ] as const;
 
-/** The status without its progress fields, condition messages and (optionally) lastResolvedTime. */
+/** The status without its progress fields, condition messages and (optionally) its poll times. */
 function withoutProgress(
   status: BootcNodePoolStatus | undefined,
   dropResolvedTime: boolean,
 ): BootcNodePoolStatus {
   const out: Record<string, unknown> = { ...status };
   for (const f of PROGRESS_FIELDS) delete out[f];
-  if (dropResolvedTime) delete out.lastResolvedTime;
+  if (dropResolvedTime) {
+    delete out.lastResolvedTime;
+    delete out.nextTagResolutionTime;
+  }
   if (status?.conditions) {
     out.conditions = status.conditions.map((c) => ({ ...c, message: "" }));
   }
@@ -89,10 +93,8 @@ export function classifyStatusChange(
   if (!statusEqual(withoutProgress(stored, true), withoutProgress(next, true))) {
     return "significant";
   }
-  const sameExceptTime = statusEqual(
-    { ...stored, lastResolvedTime: undefined },
-    { ...next, lastResolvedTime: undefined },
-  );
+  const noTimes = { lastResolvedTime: undefined, nextTagResolutionTime: undefined };
+  const sameExceptTime = statusEqual({ ...stored, ...noTimes }, { ...next, ...noTimes });
   return sameExceptTime ? "heartbeat" : "progress";
 }
 
@@ -126,6 +128,14 @@ function parseTime(text: string | undefined): number | undefined {
   return Number.isNaN(t) ? undefined : t;
 }
 
+/** True when the stored time differs from the new one and lags it by a heartbeat or more. */
+function behind(stored: string | undefined, next: string | undefined, o: CoalesceOptions): boolean {
+  if (stored === next) return false;
+  const s = parseTime(stored);
+  const n = parseTime(next);
+  return s === undefined || n === undefined || Math.abs(n - s) >= o.heartbeatMs;
+}
+
 /** Decides whether (and when) to write a pool's computed status; see the module doc. */
 export function statusWriteDecision(input: StatusWriteInput): StatusWriteDecision {
   const o = { ...DEFAULT_COALESCE, ...input.options };
@@ -136,9 +146,8 @@ export function statusWriteDecision(input: StatusWriteInput): StatusWriteDecisio
     case "significant":
       return { kind: "write", change };
     case "heartbeat": {
-      const stored = parseTime(input.stored?.lastResolvedTime);
-      const next = parseTime(input.next.lastResolvedTime);
-      const due = stored === undefined || next === undefined || next - stored >= o.heartbeatMs;
+      const due = behind(input.stored?.lastResolvedTime, input.next.lastResolvedTime, o) ||
+        behind(input.stored?.nextTagResolutionTime, input.next.nextTagResolutionTime, o);
       return due ? { kind: "write", change } : { kind: "skip", change };
     }
     case "progress": {

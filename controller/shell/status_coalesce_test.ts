@@ -191,3 +191,29 @@ Deno.test("decision: a heartbeat is written only once the stored time is old", (
     "write",
   );
 });
+
+Deno.test("nextTagResolutionTime rides with lastResolvedTime: a heartbeat, written once behind", () => {
+  const next = "2026-11-23T10:05:00Z";
+  // Only the next poll time moving (a retry after a failure) is a heartbeat too.
+  assert.equal(
+    classifyStatusChange(status(), status({ nextTagResolutionTime: next })),
+    "heartbeat",
+  );
+  const soon = statusWriteDecision({
+    stored: status({ nextTagResolutionTime: "2026-11-23T10:05:00Z" }),
+    next: status({ nextTagResolutionTime: "2026-11-23T10:05:30Z" }),
+    now: T0,
+  });
+  assert.deepEqual(soon, { kind: "skip", change: "heartbeat" });
+  const later = statusWriteDecision({
+    stored: status({ nextTagResolutionTime: "2026-11-23T10:05:00Z" }),
+    next: status({ nextTagResolutionTime: "2026-11-23T10:10:00Z" }),
+    now: T0,
+  });
+  assert.deepEqual(later, { kind: "write", change: "heartbeat" });
+  // Alongside a significant change it is simply written.
+  assert.equal(
+    classifyStatusChange(status(), status({ nextTagResolutionTime: next, state: "Staging" })),
+    "significant",
+  );
+});

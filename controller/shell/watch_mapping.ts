@@ -21,8 +21,10 @@ import {
   ANNOTATION_DRAINED_FOR,
   ANNOTATION_IN_REBOOT_SLOT,
   ANNOTATION_RESET_CIRCUIT,
+  ANNOTATION_RETRY_REVISION,
   ANNOTATION_SLOT_POOL,
   ANNOTATION_WAS_CORDONED,
+  BOOTC_NODE_INFO_ANNOTATIONS,
   type BootcNode,
   type BootcNodePool,
   LABEL_POOL,
@@ -83,9 +85,12 @@ export function nodeChangeMatters(oldNode: INode, newNode: INode): boolean {
 export function poolChangeMatters(oldPool: BootcNodePool, newPool: BootcNodePool): boolean {
   return oldPool.metadata.generation !== newPool.metadata.generation ||
     oldPool.metadata.deletionTimestamp !== newPool.metadata.deletionTimestamp ||
-    // A user resetting the circuit breaker (an annotation: no new generation).
+    // A user resetting the circuit breaker or retrying a failed revision (annotations:
+    // no new generation).
     oldPool.metadata.annotations?.[ANNOTATION_RESET_CIRCUIT] !==
       newPool.metadata.annotations?.[ANNOTATION_RESET_CIRCUIT] ||
+    oldPool.metadata.annotations?.[ANNOTATION_RETRY_REVISION] !==
+      newPool.metadata.annotations?.[ANNOTATION_RETRY_REVISION] ||
     JSON.stringify(oldPool.metadata.finalizers ?? []) !==
       JSON.stringify(newPool.metadata.finalizers ?? []);
 }
@@ -148,6 +153,24 @@ function bootcNodePools(bn: BootcNode): string[] {
   return out;
 }
 
+/** A BootcNode without what changes when only its display annotations are written. */
+function withoutDisplay(bn: BootcNode): string {
+  const annotations = { ...bn.metadata.annotations };
+  for (const k of BOOTC_NODE_INFO_ANNOTATIONS) delete annotations[k];
+  const { resourceVersion: _rv, managedFields: _mf, ...metadata } = bn.metadata as
+    & BootcNode["metadata"]
+    & { managedFields?: unknown };
+  return JSON.stringify({ ...bn, metadata: { ...metadata, annotations } });
+}
+
+/** True when only the display annotations (`bootc_node_display.ts`) differ. */
+export function displayOnlyChange(before: BootcNode, after: BootcNode): boolean {
+  const a = before.metadata.annotations ?? {};
+  const b = after.metadata.annotations ?? {};
+  if (!BOOTC_NODE_INFO_ANNOTATIONS.some((k) => a[k] !== b[k])) return false;
+  return withoutDisplay(before) === withoutDisplay(after);
+}
+
 /**
  * Pools a BootcNode event wakes: its owner and the pool its label names (before
  * and after an update), and every pool its Node matters to — a BootcNode
@@ -155,6 +178,8 @@ function bootcNodePools(bn: BootcNode): string[] {
  * node, and a deleted one must be recreated by the pool that matches it.
  */
 export function bootcNodeEventPools(cache: WatchCache, event: WatchEvent<BootcNode>): string[] {
+  // The controller's own annotations for `kubectl get` changed, nothing else: no news.
+  if (event.type === "update" && displayOnlyChange(event.old, event.object)) return [];
   const out = [...bootcNodePools(event.object)];
   if (event.type === "update") out.push(...bootcNodePools(event.old));
   const name = event.object.metadata.name ?? "";

@@ -216,6 +216,9 @@ Deno.test("poolChangeMatters: spec (generation) and lifecycle, not status", () =
   const reset = pool("a", { generation: 3, finalizers: ["f"] });
   reset.metadata.annotations = { "bootc.dev/reset-circuit-breaker": "1" };
   cases.push(["circuit breaker reset (an annotation)", reset, true]);
+  const retry = pool("a", { generation: 3, finalizers: ["f"] });
+  retry.metadata.annotations = { "bootc.dev/retry-revision": "2" };
+  cases.push(["a failed revision retried (an annotation)", retry, true]);
   const other = pool("a", { generation: 3, finalizers: ["f"] });
   other.metadata.annotations = { "example.com/note": "x" };
   cases.push(["another annotation", other, false]);
@@ -360,6 +363,21 @@ Deno.test("nodeEventPools: which pools a Node add, update or delete wakes", () =
   }
 });
 
+/** `bn` with the state annotations `kubectl get bootcnodes` shows, and a new resourceVersion. */
+function withDisplay(bn: BootcNode): BootcNode {
+  return {
+    ...bn,
+    metadata: {
+      ...bn.metadata,
+      resourceVersion: "42",
+      annotations: {
+        "bootc.dev/state": "Staging",
+        "bootc.dev/state-since": "2026-01-01T00:00:00Z",
+      },
+    },
+  };
+}
+
 Deno.test("bootcNodeEventPools: which pools a BootcNode add, update or delete wakes", () => {
   const cache = cacheOf({
     pools: POOLS,
@@ -384,6 +402,24 @@ Deno.test("bootcNodeEventPools: which pools a BootcNode add, update or delete wa
         type: "update",
         old: bootcNode("n1", { owner: "a", label: "a" }),
         object: bootcNode("n1", { owner: "a", label: "a", idle: "Staging" }),
+      },
+      ["a"],
+    ],
+    [
+      "update: only the controller's display annotations (kubectl get columns): nothing",
+      {
+        type: "update",
+        old: bootcNode("n1", { owner: "a", label: "a" }),
+        object: withDisplay(bootcNode("n1", { owner: "a", label: "a" })),
+      },
+      [],
+    ],
+    [
+      "update: display annotations and the status: its owner",
+      {
+        type: "update",
+        old: bootcNode("n1", { owner: "a", label: "a" }),
+        object: withDisplay(bootcNode("n1", { owner: "a", label: "a", idle: "Staging" })),
       },
       ["a"],
     ],

@@ -16,6 +16,7 @@ import {
   RebootAllowedReason,
 } from "./constants.ts";
 import { owningPool } from "./ownership.ts";
+import { shortReference } from "./display.ts";
 
 /** Anything with (optional) annotations: a Node, a BootcNode, a summary. */
 export interface Annotated {
@@ -142,7 +143,9 @@ export function rebootAuthorization(
       reason: RebootAllowedReason.AwaitingDrain,
       message: r.drainedAt === undefined
         ? "the Node holds a reboot slot but its drain has not finished"
-        : `the Node's finished drain was for ${r.drainedFor ?? "(unknown image)"}, not ${want}`,
+        : `the Node's finished drain was for ${
+          r.drainedFor ? shortReference(r.drainedFor) : "(unknown image)"
+        }, not ${shortReference(want)}`,
     };
   }
   if (node.spec?.unschedulable !== true) {

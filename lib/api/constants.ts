@@ -67,6 +67,55 @@ export const ANNOTATION_DRAINED_AT = "bootc.dev/drained-at";
  */
 export const ANNOTATION_DRAINED_FOR = "bootc.dev/drained-for";
 /**
+ * Annotation on a **Node** of a pool (MCO-style, for people): the image the host boots,
+ * short form (`repository@sha256:` and 12 hex digits; the full reference is the
+ * BootcNode's `status.booted`). Written by the controller from its BootcNode. A read-only
+ * fact, never part of the disruption record: nothing decides on it.
+ */
+export const ANNOTATION_CURRENT_IMAGE = "bootc.dev/current-image";
+/** Annotation on a Node of a pool: the booted image's version (bootc's `version`), when known. */
+export const ANNOTATION_CURRENT_VERSION = "bootc.dev/current-version";
+/**
+ * Annotation on a Node of a pool: the image the operator wants it to run (short form; the
+ * full reference is the BootcNode's `spec.desiredImage`). Read-only, like
+ * {@linkcode ANNOTATION_CURRENT_IMAGE}.
+ */
+export const ANNOTATION_DESIRED_IMAGE = "bootc.dev/desired-image";
+/**
+ * Annotation on a Node of a pool: the operator's state for it, the `state` of the one node
+ * classification (`node_state.ts`: Pending, Staging, Staged, Draining, Rebooting,
+ * Verifying, Updated, Failed, …). Read-only, like {@linkcode ANNOTATION_CURRENT_IMAGE}.
+ */
+export const ANNOTATION_NODE_STATE = "bootc.dev/state";
+/**
+ * The Node annotations that tell people a node's update (never read back as a fact):
+ * removed when the node leaves its pool.
+ */
+export const NODE_INFO_ANNOTATIONS = [
+  ANNOTATION_CURRENT_IMAGE,
+  ANNOTATION_CURRENT_VERSION,
+  ANNOTATION_DESIRED_IMAGE,
+  ANNOTATION_NODE_STATE,
+] as const;
+
+/**
+ * Annotations on a **BootcNode** for people, written by the controller (read-only facts,
+ * never read back by any decision), shown by `kubectl get bootcnodes`: the node's state
+ * ({@linkcode ANNOTATION_NODE_STATE}, the same value the Node carries), since when it has
+ * been in it, and the short form of `spec.desiredImage` (tag and 12 hex digits; the full
+ * reference is the spec's).
+ */
+export const ANNOTATION_STATE_SINCE = "bootc.dev/state-since";
+/** See {@linkcode ANNOTATION_STATE_SINCE}: the desired image in short form. */
+export const ANNOTATION_TARGET_SHORT = "bootc.dev/target";
+/** The BootcNode annotations for people, in the order the printer columns show them. */
+export const BOOTC_NODE_INFO_ANNOTATIONS = [
+  ANNOTATION_NODE_STATE,
+  ANNOTATION_STATE_SINCE,
+  ANNOTATION_TARGET_SHORT,
+] as const;
+
+/**
  * Annotation on a BootcNode: RFC 3339 time the controller last changed its desiredImage;
  * the staging and daemon-report deadlines are measured from it.
  */
@@ -83,6 +132,15 @@ export const ANNOTATION_FAILED_IMAGE = "bootc.dev/failed-image";
  * breaker: the controller then resets the count of consecutive failed rollouts.
  */
 export const ANNOTATION_RESET_CIRCUIT = "bootc.dev/reset-circuit-breaker";
+/**
+ * Annotation on a BootcNodePool a user sets to a revision number of `status.history`
+ * (`kubectl bootc retry`) to roll a failed image out again: while that revision failed
+ * (Failed or RolledBack), the pool moved on to a later one and no later one rolled its
+ * digest out again, the controller forgets the failure (the digest in
+ * `status.failedDigests`, an automatic rollback's hold on it). The new revision that
+ * rolls the digest out again records the retry and ends the request.
+ */
+export const ANNOTATION_RETRY_REVISION = "bootc.dev/retry-revision";
 
 /** Field manager the controller uses for its writes. */
 export const CONTROLLER_FIELD_MANAGER = "bootc-operator-controller";

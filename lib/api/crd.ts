@@ -4,7 +4,16 @@
  * @module
  */
 import type { TSchema } from "@sinclair/typebox";
-import { BUDGET, GROUP, NODE, POOL, VERSION } from "./constants.ts";
+import {
+  ANNOTATION_NODE_STATE,
+  ANNOTATION_STATE_SINCE,
+  ANNOTATION_TARGET_SHORT,
+  BUDGET,
+  GROUP,
+  NODE,
+  POOL,
+  VERSION,
+} from "./constants.ts";
 import { BootcDisruptionBudget, BootcNode, BootcNodePool } from "./schema.ts";
 
 /** An additionalPrinterColumns entry. */
@@ -107,21 +116,25 @@ function crd(options: {
 const condition = (type: string, field: "status" | "reason" | "message" | "lastTransitionTime") =>
   `.status.conditions[?(@.type=="${type}")].${field}`;
 
-/** The BootcNodePool CRD. */
+/**
+ * The BootcNodePool CRD. The default columns fit a row in 120 columns (short
+ * target, one headline STATE); full digests and the rest are in `-o wide`.
+ */
 export function bootcNodePoolCrd(): Record<string, unknown> {
   return crd({
     ...POOL,
     schema: BootcNodePool,
     columns: [
-      { name: "Target", type: "string", jsonPath: ".status.targetDigest" },
+      { name: "Target", type: "string", jsonPath: ".status.targetShort" },
       { name: "Nodes", type: "integer", jsonPath: ".status.nodeCount" },
       { name: "Updated", type: "integer", jsonPath: ".status.updatedCount" },
-      { name: "Updating", type: "integer", jsonPath: ".status.updatingCount" },
       { name: "Degraded", type: "integer", jsonPath: ".status.degradedCount" },
       { name: "UpToDate", type: "string", jsonPath: condition("UpToDate", "status") },
-      { name: "State", type: "string", jsonPath: condition("UpToDate", "reason") },
+      { name: "State", type: "string", jsonPath: ".status.state" },
       { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" },
+      { name: "Updating", type: "integer", jsonPath: ".status.updatingCount", priority: 1 },
       { name: "Image", type: "string", jsonPath: ".spec.image.ref", priority: 1 },
+      { name: "TargetDigest", type: "string", jsonPath: ".status.targetDigest", priority: 1 },
       {
         name: "MaxUnavailable",
         type: "string",
@@ -131,6 +144,7 @@ export function bootcNodePoolCrd(): Record<string, unknown> {
       { name: "Paused", type: "boolean", jsonPath: ".spec.rollout.paused", priority: 1 },
       { name: "Slots", type: "integer", jsonPath: ".status.slotsInUse", priority: 1 },
       { name: "Deployed", type: "string", jsonPath: ".status.deployedDigest", priority: 1 },
+      { name: "Reason", type: "string", jsonPath: condition("UpToDate", "reason"), priority: 1 },
       { name: "Health", type: "string", jsonPath: condition("Degraded", "reason"), priority: 1 },
       {
         name: "Revision",
@@ -145,29 +159,44 @@ export function bootcNodePoolCrd(): Record<string, unknown> {
         jsonPath: condition("CircuitOpen", "status"),
         priority: 1,
       },
+      {
+        name: "NextResolution",
+        type: "date",
+        jsonPath: ".status.nextTagResolutionTime",
+        priority: 1,
+      },
       { name: "Message", type: "string", jsonPath: condition("UpToDate", "message"), priority: 1 },
     ],
   });
 }
 
-/** The BootcNode CRD. */
+/** `.metadata.annotations.<key>` with the key's dots escaped, as printer columns read it. */
+const annotation = (key: string) => `.metadata.annotations.${key.replaceAll(".", "\\.")}`;
+
+/**
+ * The BootcNode CRD. The default columns (the node's state from the one
+ * classification, its version, its desired image in short form) fit a row in
+ * 120 columns; the full references and the daemon's conditions are in `-o wide`.
+ */
 export function bootcNodeCrd(): Record<string, unknown> {
   return crd({
     ...NODE,
     schema: BootcNode,
     columns: [
       { name: "Pool", type: "string", jsonPath: ".metadata.ownerReferences[0].name" },
-      { name: "Desired", type: "string", jsonPath: ".spec.desiredImage" },
-      { name: "Booted", type: "string", jsonPath: ".status.booted.imageDigest" },
-      { name: "State", type: "string", jsonPath: condition("Idle", "reason") },
-      { name: "Since", type: "date", jsonPath: condition("Idle", "lastTransitionTime") },
-      { name: "Verified", type: "string", jsonPath: condition("Verified", "status") },
-      { name: "Degraded", type: "string", jsonPath: condition("Degraded", "status") },
+      { name: "State", type: "string", jsonPath: annotation(ANNOTATION_NODE_STATE) },
+      { name: "Version", type: "string", jsonPath: ".status.booted.version" },
+      { name: "Target", type: "string", jsonPath: annotation(ANNOTATION_TARGET_SHORT) },
+      { name: "Since", type: "date", jsonPath: annotation(ANNOTATION_STATE_SINCE) },
       { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" },
-      { name: "Health", type: "string", jsonPath: condition("HostHealthy", "reason"), priority: 1 },
+      { name: "Phase", type: "string", jsonPath: condition("Idle", "reason"), priority: 1 },
       { name: "DesiredState", type: "string", jsonPath: ".spec.desiredImageState", priority: 1 },
+      { name: "Desired", type: "string", jsonPath: ".spec.desiredImage", priority: 1 },
+      { name: "Booted", type: "string", jsonPath: ".status.booted.imageDigest", priority: 1 },
       { name: "Staged", type: "string", jsonPath: ".status.staged.imageDigest", priority: 1 },
-      { name: "Version", type: "string", jsonPath: ".status.booted.version", priority: 1 },
+      { name: "Verified", type: "string", jsonPath: condition("Verified", "status"), priority: 1 },
+      { name: "Degraded", type: "string", jsonPath: condition("Degraded", "status"), priority: 1 },
+      { name: "Health", type: "string", jsonPath: condition("HostHealthy", "reason"), priority: 1 },
       { name: "Stalled", type: "string", jsonPath: condition("Stalled", "reason"), priority: 1 },
       {
         name: "Reboot",

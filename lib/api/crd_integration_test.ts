@@ -450,6 +450,8 @@ Deno.test("CRDs validate, default and print on the real API server", async (t) =
           "REVISION",
           "CANARY",
           "CIRCUIT",
+          "TARGETDIGEST",
+          "NEXTRESOLUTION",
         ]
       ) {
         assert.ok(header.includes(column), `${column} missing from: ${header}`);
@@ -457,13 +459,27 @@ Deno.test("CRDs validate, default and print on the real API server", async (t) =
       const bn = await cp.kubectl(["get", "bn"]);
       assert.equal(bn.code, 0, bn.stderr);
       for (
-        const column of ["POOL", "DESIRED", "BOOTED", "STATE", "SINCE", "VERIFIED", "DEGRADED"]
+        const column of ["POOL", "STATE", "VERSION", "TARGET", "SINCE", "AGE"]
       ) {
         assert.ok(bn.stdout.includes(column), `${column} missing from: ${bn.stdout}`);
       }
       const wide = await cp.kubectl(["get", "bn", "-o", "wide"]);
       assert.equal(wide.code, 0, wide.stderr);
-      for (const column of ["HEALTH", "DESIREDSTATE", "STAGED", "STALLED", "REBOOT", "MESSAGE"]) {
+      for (
+        const column of [
+          "PHASE",
+          "DESIREDSTATE",
+          "DESIRED",
+          "BOOTED",
+          "STAGED",
+          "VERIFIED",
+          "DEGRADED",
+          "HEALTH",
+          "STALLED",
+          "REBOOT",
+          "MESSAGE",
+        ]
+      ) {
         assert.ok(wide.stdout.includes(column), `${column} missing from: ${wide.stdout}`);
       }
     });

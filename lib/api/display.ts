@@ -55,6 +55,16 @@ export function imageSummary(parts: ImageParts): string {
   return out.length > 0 ? out.join(" ") : "-";
 }
 
+/**
+ * The tag an {@linkcode imageSummary} of `digest` names, if it names one (its
+ * first word, unless that is the version or the digest itself).
+ */
+export function summaryTag(summary: string | undefined, digest: string): string | undefined {
+  const first = summary?.split(" ")[0];
+  if (!first || first.startsWith("(") || first === shortDigest(digest)) return undefined;
+  return summary!.endsWith(` ${shortDigest(digest)}`) ? first : undefined;
+}
+
 /** A reference with its digest shortened: `quay.io/org/os:v2@sha256:0123456789ab`. */
 export function shortReference(reference: string | undefined): string {
   if (!reference) return "-";

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { imageSummary, referenceTag, shortDigest, shortReference } from "./display.ts";
+import { imageSummary, referenceTag, shortDigest, shortReference, summaryTag } from "./display.ts";
 
 const D = "sha256:3f2a9c1d4e5b" + "0".repeat(52);
 
@@ -25,4 +25,13 @@ Deno.test("imageSummary: tag, version when it says more, short digest", () => {
 
 Deno.test("shortReference keeps the name and 12 digest digits", () => {
   assert.equal(shortReference(`r.io/os:v2@${D}`), "r.io/os:v2@sha256:3f2a9c1d4e5b");
+});
+
+Deno.test("summaryTag reads back the tag of a summary of the same digest only", () => {
+  assert.equal(summaryTag("v2 (2.0) 3f2a9c1d4e5b", D), "v2");
+  assert.equal(summaryTag("v2 3f2a9c1d4e5b", D), "v2");
+  assert.equal(summaryTag("(2.0) 3f2a9c1d4e5b", D), undefined);
+  assert.equal(summaryTag("3f2a9c1d4e5b", D), undefined);
+  assert.equal(summaryTag("v2 (2.0) 0123456789ab", D), undefined, "another digest");
+  assert.equal(summaryTag(undefined, D), undefined);
 });

@@ -11,6 +11,7 @@
  *
  * @module
  */
+import { shortReference } from "./display.ts";
 
 /** Reasons of `Cordoned` / `Drained` written while the controller drains a node. */
 export const DrainConditionReason = {
@@ -24,12 +25,13 @@ export const DrainConditionReason = {
 
 /** The message of `Cordoned` True for `image` (slot time as the Node records it). */
 export function cordonedMessage(image: string, slotAt: string | undefined): string {
-  return `Cordoned in a reboot slot for ${image} (slot taken at ${slotAt})`;
+  return `Cordoned in a reboot slot for ${shortReference(image)} (slot taken at ${slotAt})`;
 }
 
 /** The message of `Drained` False while the controller drains the node for `image`. */
 export function drainingMessage(image: string, blockedBy: string | undefined): string {
+  const short = shortReference(image);
   return blockedBy
-    ? `Drain for ${image} blocked: ${blockedBy}`
-    : `Draining for ${image}: evicting its pods`;
+    ? `Drain for ${short} blocked: ${blockedBy}`
+    : `Draining for ${short}: evicting its pods`;
 }

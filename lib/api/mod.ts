@@ -13,4 +13,5 @@ export * from "./validation.ts";
 export * from "./budget.ts";
 export * from "./ownership.ts";
 export * from "./node_state.ts";
+export * from "./pool_state.ts";
 export { bootcDisruptionBudgetCrd, bootcNodeCrd, bootcNodePoolCrd, toOpenApi } from "./crd.ts";

@@ -40,6 +40,7 @@
  */
 import { disruptionRecord, ownedByPool } from "./annotations.ts";
 import { findCondition } from "./conditions.ts";
+import { shortReference } from "./display.ts";
 import {
   ANNOTATION_FAILED_IMAGE,
   ANNOTATION_WAS_CORDONED,
@@ -608,7 +609,7 @@ function waitingStep(f: Facts): Step {
         NodeState.Pending,
         NodeStateReason.AwaitingSpecSync,
         "controller",
-        `the controller to set desiredImage to ${target.image}`,
+        `the controller to set desiredImage to ${shortReference(target.image)}`,
       );
   }
   return unreported(bn)
@@ -640,7 +641,10 @@ function overlay(s: Step, f: Facts, rolledBack: boolean): Step {
       ...s,
       state: NodeState.RollingBack,
       reason: s.state === NodeState.Updated ? NodeStateReason.RolledBack : s.reason,
-      message: `failed ${f.input.poolTarget?.image}; ${doing} ${f.bn.spec.desiredImage}` +
+      message:
+        `failed ${shortReference(f.input.poolTarget?.image)}; ${doing} ${
+          shortReference(f.bn.spec.desiredImage)
+        }` +
         (s.state === NodeState.Updated ? "" : ` (${describe(s)})`),
     };
   }

@@ -76,6 +76,26 @@ Deno.test("rollouts: full, rollback, pause/resume, rollover, soft reboot", async
           "RolloutComplete",
         ]
       ) assert.ok(reasons.has(reason), `no ${reason} event; saw ${[...reasons].join(", ")}`);
+      // The Node tells its story: the annotations for people, and its disruption (the
+      // controller's and the daemon's reboot) in events whose object is the Node.
+      const nodeObjects = await stack.cp.client.resource<INode>(Resources.nodes).list();
+      for (const name of nodes) {
+        const node = nodeObjects.items.find((n) => n.metadata?.name === name);
+        const a = node?.metadata?.annotations ?? {};
+        assert.equal(a["bootc.dev/state"], "Updated", name);
+        assert.equal(a["bootc.dev/current-version"], "2.0", name);
+        assert.equal(a["bootc.dev/current-image"], a["bootc.dev/desired-image"], name);
+        assert.ok(a["bootc.dev/current-image"]?.endsWith(v2.digest.slice(0, 19)), name);
+        const own = events.items.filter((e) =>
+          e.involvedObject?.kind === "Node" && e.involvedObject.name === name
+        );
+        for (const reason of ["SlotAssigned", "DrainCompleted", "Rebooting", "NodeUpdated"]) {
+          assert.ok(
+            own.some((e) => e.reason === reason && e.involvedObject.uid === node?.metadata?.uid),
+            `${name}: no ${reason} event on the Node; saw ${own.map((e) => e.reason).join(", ")}`,
+          );
+        }
+      }
       console.log(
         `full rollout of 5 nodes (maxUnavailable 2): ${seconds.toFixed(1)}s, ` +
           `${

@@ -85,7 +85,6 @@ Deno.test("the controller's roles grant exactly the verbs it uses", async () => 
     "core/pods:list",
     "core/pods:watch",
     "node.bootc.dev/bootcdisruptionbudgets/status:patch",
-    "node.bootc.dev/bootcdisruptionbudgets/status:update",
     "node.bootc.dev/bootcdisruptionbudgets:get",
     "node.bootc.dev/bootcdisruptionbudgets:list",
     "node.bootc.dev/bootcdisruptionbudgets:watch",
