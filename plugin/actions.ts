@@ -10,26 +10,32 @@
  * @module
  */
 import { isConflict } from "../lib/kube/errors.ts";
-import { shortDigest } from "./format.ts";
+import { shortDigest, shortImage } from "./format.ts";
+import type { Revision } from "../lib/api/schema.ts";
 import type { BootcNodePool } from "./model.ts";
 
 /** Reads and conditional writes `rollback` tries before a conflict is reported. */
 export const ROLLBACK_ATTEMPTS = 5;
 
+/** A planned write: a merge patch and what it does, or why there is nothing to write. */
+export type ActionPlan =
+  | { kind: "patch"; patch: Record<string, unknown>; message: string }
+  | { kind: "nothing"; message: string };
+
 /**
- * `rollback POOL [--to-revision N]`: reads the pool, plans, and writes the plan's
- * conditional patch. The controller writes the pool's status often, so a
- * conflict means: read again and decide again (never overwrite blindly).
+ * Reads the pool, plans, and writes the plan's conditional patch. The controller
+ * writes the pool's status often, so a conflict means: read again and decide
+ * again (never overwrite blindly). Used by `rollback`, `abort` and `retry`.
  */
-export async function rollback(options: {
+export async function planAndPatch(options: {
   get: () => Promise<BootcNodePool>;
   patch: (patch: Record<string, unknown>) => Promise<unknown>;
-  toRevision?: number;
+  plan: (pool: BootcNodePool) => ActionPlan;
   attempts?: number;
 }): Promise<{ ok: boolean; message: string }> {
   const attempts = options.attempts ?? ROLLBACK_ATTEMPTS;
   for (let attempt = 1;; attempt++) {
-    const plan = planRollback(await options.get(), options.toRevision);
+    const plan = options.plan(await options.get());
     if (plan.kind === "nothing") return { ok: false, message: plan.message };
     try {
       await options.patch(plan.patch);
@@ -38,6 +44,16 @@ export async function rollback(options: {
       if (!isConflict(e) || attempt >= attempts) throw e;
     }
   }
+}
+
+/** `rollback POOL [--to-revision N]` (see {@linkcode planAndPatch}). */
+export function rollback(options: {
+  get: () => Promise<BootcNodePool>;
+  patch: (patch: Record<string, unknown>) => Promise<unknown>;
+  toRevision?: number;
+  attempts?: number;
+}): Promise<{ ok: boolean; message: string }> {
+  return planAndPatch({ ...options, plan: (pool) => planRollback(pool, options.toRevision) });
 }
 
 /** The merge patch that pauses or resumes a pool. */
@@ -119,7 +135,28 @@ export function planRollback(pool: BootcNodePool, toRevision?: number): Rollback
   if (to.digest === target && current === to.image) {
     return { kind: "nothing", message: `pool ${name} already targets ${to.image}` };
   }
-  const ref = to.image;
+  const pin = pinImage(pool, to.image);
+  return {
+    kind: "patch",
+    patch: pin.patch,
+    ref: to.image,
+    message: `pool ${name} rolled back: ${pin.change} (${to.why}` +
+      (target && target !== to.digest
+        ? `; the rollout of ${shortDigest(target)} stops there`
+        : "") +
+      ")" + pin.tagNote,
+  };
+}
+
+/**
+ * The conditional merge patch that pins `spec.image.ref` to `ref`, the change in
+ * words, and a note when the pool followed a tag (it no longer does).
+ */
+export function pinImage(
+  pool: BootcNodePool,
+  ref: string,
+): { kind: "patch"; patch: Record<string, unknown>; change: string; tagNote: string } {
+  const current = pool.spec?.image?.ref ?? "";
   // A tag ref (no digest) was followed by the controller; a pinned digest stops that.
   const tag = !current.includes("@") && /:[^/]+$/.test(current) ? current : undefined;
   return {
@@ -130,14 +167,21 @@ export function planRollback(pool: BootcNodePool, toRevision?: number): Rollback
       metadata: { resourceVersion: pool.metadata?.resourceVersion },
       spec: { image: { ref } },
     },
-    ref,
-    message: `pool ${name} rolled back: spec.image.ref ${current} → ${ref} (${to.why}` +
-      (target && target !== to.digest
-        ? `; the rollout of ${shortDigest(target)} stops there`
-        : "") +
-      ")" +
-      (tag ? `. The pool no longer follows ${tag}; set spec.image.ref back to it to resume.` : ""),
+    change: `spec.image.ref ${current} → ${ref}`,
+    tagNote: tag
+      ? `. The pool no longer follows ${tag}; set spec.image.ref back to it to resume.`
+      : "",
   };
+}
+
+/**
+ * The revision the pool rolls out or runs now: the newest one whose digest is
+ * the target (an image rolled out again has an older revision of the same
+ * digest; only the newest is current).
+ */
+export function currentRevision(pool: BootcNodePool): Revision | undefined {
+  const target = pool.status?.targetDigest;
+  return target ? pool.status?.history?.findLast((h) => h.digest === target) : undefined;
 }
 
 /** `history POOL`: the pool's revisions, newest last, and its failure record. */
@@ -148,8 +192,9 @@ export function historyMessage(pool: BootcNodePool): string {
   if (history.length === 0) {
     return `pool ${name} has no revision history yet (target ${s?.targetImage ?? "not resolved"})`;
   }
+  const current = currentRevision(pool);
   const rows = history.map((h) => [
-    String(h.revision) + (h.digest === s?.targetDigest ? "*" : ""),
+    String(h.revision) + (h.revision === current?.revision ? "*" : ""),
     h.outcome,
     h.startedAt,
     h.endedAt ?? "-",
@@ -161,7 +206,11 @@ export function historyMessage(pool: BootcNodePool): string {
   const line = (cells: string[]) =>
     cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]))).join("  ").trimEnd();
   const out = [line(head), ...rows.map(line)];
-  out.push(`* current target ${s?.targetImage ?? ""}`);
+  out.push(
+    current
+      ? `* the current revision: ${shortImage(s?.targetImage)}`
+      : `no revision is the current target (${shortImage(s?.targetImage)}) yet`,
+  );
   if (s?.failedDigests?.length) {
     out.push(
       `failed digests (never chosen again automatically): ${
@@ -180,6 +229,9 @@ export function historyMessage(pool: BootcNodePool): string {
         `${s.rollbackHold.image} until spec.image.ref changes`,
     );
   }
-  out.push(`roll back with: kubectl bootc rollback ${name} [--to-revision N]`);
+  out.push(
+    `roll back with: kubectl bootc rollback ${name} [--to-revision N] (or abort ${name}); ` +
+      `roll a failed image out again with: kubectl bootc retry ${name}`,
+  );
   return out.join("\n");
 }

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { ConflictError } from "../lib/kube/errors.ts";
 import {
+  currentRevision,
   historyMessage,
   pauseMessage,
   pausePatch,
@@ -95,6 +96,27 @@ Deno.test("history lists revisions, marks the target and shows the failure recor
   assert.match(text, /failed digests \(never chosen again automatically\): bbbbbbbbbbbb/);
   assert.match(text, /consecutive failed rollouts: 1/);
   assert.match(historyMessage(pool()), /no revision history yet/);
+});
+
+Deno.test("history marks only the current revision, not every row of the same digest", () => {
+  const p = withHistory(pool({ target: OLD, deployed: OLD }));
+  // Rolled back to OLD: revision 3 rolls OLD out again; revision 1 has the same digest.
+  p.status!.history![1].outcome = "RolledBack";
+  p.status!.history!.push({
+    revision: 3,
+    image: `${REPO}@${OLD}`,
+    digest: OLD,
+    startedAt: "t5",
+    endedAt: "t6",
+    outcome: "Succeeded",
+  });
+  const lines = historyMessage(p).split("\n");
+  assert.match(lines[1], /^1 +Succeeded/);
+  assert.match(lines[2], /^2 +RolledBack/);
+  assert.match(lines[3], /^3\* +Succeeded/);
+  assert.equal(lines.filter((l) => /^\d+\*/.test(l)).length, 1);
+  assert.equal(lines[4], "* the current revision: registry.example/os@sha256:aaaaaaaaaaaa");
+  assert.equal(currentRevision(p)?.revision, 3);
 });
 
 Deno.test("rollback: a conflict reads the pool again and decides again; other errors surface", async () => {

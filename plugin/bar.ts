@@ -68,9 +68,14 @@ export function progressBar(counts: BucketCounts, width: number, style: Style): 
     " ".repeat(Math.max(0, width - used));
 }
 
-/** "█ 3 updated  ▓ 1 rebooting  ▒ 1 staged  ░ 0 staging  · 0 pending  ✗ 0 failed". */
-export function legend(counts: BucketCounts, style: Style): string {
-  return BUCKETS.map((b) => {
+/**
+ * "█ 3 updated  ▓ 1 rebooting  ▒ 1 staged  ░ 0 staging  · 0 pending  ✗ 0 failed";
+ * `compact` leaves out the empty buckets (for a narrow terminal: the failed
+ * count must not be the part that is cut).
+ */
+export function legend(counts: BucketCounts, style: Style, compact = false): string {
+  const shown = compact ? BUCKETS.filter((b) => counts[b] > 0) : BUCKETS;
+  return shown.map((b) => {
     const text = `${GLYPHS[b]} ${counts[b]} ${b}`;
     return counts[b] > 0 ? paint(style, b, text) : style.dim(text);
   }).join("  ");

@@ -57,4 +57,9 @@ Deno.test("the legend carries the counts", () => {
     "█ 3 updated  ▓ 1 rebooting  ▒ 0 staged  ░ 0 staging  · 0 pending  ✗ 0 failed",
   );
   assert.ok(legend(counts({ failed: 2 }), color).includes("\x1b[31m✗ 2 failed\x1b[39m"));
+  // Compact (a narrow terminal): the empty buckets are left out, the failed one stays.
+  assert.equal(
+    legend(counts({ updated: 3, failed: 1 }), plain, true),
+    "█ 3 updated  ✗ 1 failed",
+  );
 });

@@ -24,9 +24,9 @@ export interface GlobalFlags {
 /** A parsed command line. */
 export type Command =
   | { command: "help" }
-  | { command: "status"; pool?: string; watch: boolean; intervalMs: number }
+  | { command: "status"; pool?: string; watch: boolean; intervalMs: number; strict: boolean }
   | { command: "why"; node: string }
-  | { command: "pause" | "resume" | "history"; pool: string }
+  | { command: "pause" | "resume" | "history" | "abort" | "retry"; pool: string }
   | { command: "rollback"; pool: string; toRevision?: number };
 
 /** A command-line error (exit code 2). */
@@ -41,15 +41,24 @@ export const DEFAULT_INTERVAL_MS = 2_000;
 export const USAGE = `kubectl bootc: watch and steer bootc OS image rollouts.
 
 Usage:
-  kubectl bootc status [POOL] [--watch] [--interval DUR]
-      Per pool: a progress bar of nodes updated / rebooting / staged / staging / pending /
-      failed, the target image, what blocks progress and an estimate of the time left.
+  kubectl bootc status [POOL] [--watch] [--interval DUR] [--strict]
+      Per pool: a headline coloured by health, what is wrong or what it waits for, the
+      stable and new images, canary step, a progress bar, slots, time left, and a tree
+      of its nodes (state, version, slot or queue place, what each waits for).
       --watch (-w) redraws on a terminal and prints a line per change otherwise.
+      Exit code: 0 healthy or progressing, 1 a pool is degraded, halted, rolled back or
+      its circuit is open; with --strict, 4 while a pool is still progressing.
   kubectl bootc why NODE
       Where the node stands and what it waits for: phase, images, its Node's disruption
       record, conditions, the pool's gate, its place in the slot queue, the latest events.
   kubectl bootc pause POOL | resume POOL
       Sets spec.rollout.paused (no new reboot slots while paused; staging goes on).
+  kubectl bootc abort POOL
+      Stops the rollout: pins spec.image.ref to the last good image (the newest revision
+      that succeeded, or the image an automatic rollback went back to).
+  kubectl bootc retry POOL
+      Rolls a failed image out again (the controller forgets its failure) and closes an
+      open circuit breaker.
   kubectl bootc rollback POOL [--to-revision N]
       Pins spec.image.ref to revision N's image (default: the newest revision that
       succeeded before the current target), from status.history.
@@ -62,6 +71,10 @@ Flags:
   -n, --namespace NS  accepted for kubectl compatibility (the objects are cluster-scoped)
   --no-color          no colours (also when NO_COLOR is set or stdout is not a terminal)
   -h, --help          this text
+
+Exit codes: 0 done; 1 a pool is unhealthy (status) or the command was refused; 2 a usage
+error, or the pool or node does not exist; 3 the API server or kubeconfig failed;
+4 a pool still progressing (status --strict).
 
 Durations: 500ms, 2s, 1m, or a number of seconds.`;
 
@@ -83,6 +96,7 @@ const VALUE_FLAGS: Record<string, string> = {
 const BOOLEAN_FLAGS: Record<string, string> = {
   "--watch": "watch",
   "-w": "watch",
+  "--strict": "strict",
   "--no-color": "no-color",
   "--help": "help",
   "-h": "help",
@@ -147,7 +161,7 @@ export function parseCommandLine(
   };
   switch (verb) {
     case "status": {
-      only(["watch", "interval"]);
+      only(["watch", "interval", "strict"]);
       if (rest.length > 1) throw new UsageError("status takes at most one POOL");
       const interval = values.get("interval");
       const intervalMs = interval === undefined
@@ -156,7 +170,13 @@ export function parseCommandLine(
       if (intervalMs < 200) throw new UsageError("--interval must be at least 200ms");
       return {
         flags,
-        command: { command: "status", pool: rest[0], watch: switches.has("watch"), intervalMs },
+        command: {
+          command: "status",
+          pool: rest[0],
+          watch: switches.has("watch"),
+          intervalMs,
+          strict: switches.has("strict"),
+        },
       };
     }
     case "why":
@@ -165,6 +185,8 @@ export function parseCommandLine(
     case "pause":
     case "resume":
     case "history":
+    case "abort":
+    case "retry":
       only([]);
       return { flags, command: { command: verb, pool: one("POOL") } };
     case "rollback": {

@@ -4,15 +4,23 @@ import { DEFAULT_INTERVAL_MS, parseCommandLine, parseDuration, UsageError } from
 Deno.test("status: optional pool, --watch/-w, --interval in any position", () => {
   assert.deepEqual(parseCommandLine(["status"]), {
     flags: { kubeconfig: undefined, context: undefined, namespace: undefined, noColor: false },
-    command: { command: "status", pool: undefined, watch: false, intervalMs: DEFAULT_INTERVAL_MS },
+    command: {
+      command: "status",
+      pool: undefined,
+      watch: false,
+      intervalMs: DEFAULT_INTERVAL_MS,
+      strict: false,
+    },
   });
-  const p = parseCommandLine(["-w", "status", "workers", "--interval=1s"]);
+  const p = parseCommandLine(["-w", "status", "workers", "--interval=1s", "--strict"]);
   assert.deepEqual(p.command, {
     command: "status",
     pool: "workers",
     watch: true,
     intervalMs: 1000,
+    strict: true,
   });
+  assert.throws(() => parseCommandLine(["why", "n1", "--strict"]), /why does not take --strict/);
 });
 
 Deno.test("kubectl's connection flags, both spellings, anywhere", () => {
@@ -42,6 +50,9 @@ Deno.test("the other commands take exactly their one argument", () => {
   assert.deepEqual(parseCommandLine(["pause", "p"]).command, { command: "pause", pool: "p" });
   assert.deepEqual(parseCommandLine(["resume", "p"]).command, { command: "resume", pool: "p" });
   assert.deepEqual(parseCommandLine(["history", "p"]).command, { command: "history", pool: "p" });
+  assert.deepEqual(parseCommandLine(["abort", "p"]).command, { command: "abort", pool: "p" });
+  assert.deepEqual(parseCommandLine(["retry", "p"]).command, { command: "retry", pool: "p" });
+  assert.throws(() => parseCommandLine(["abort"]), /abort takes exactly one POOL/);
   assert.deepEqual(parseCommandLine(["rollback", "p"]).command, {
     command: "rollback",
     pool: "p",

@@ -31,6 +31,8 @@ export interface EstimateInput {
   completions: readonly Date[];
   /** The rollout is paused. */
   paused: boolean;
+  /** The problem that stops the rollout (the pool's headline), if one does. */
+  blocked?: string;
   now: Date;
 }
 
@@ -56,6 +58,9 @@ export function estimateTimeLeft(input: EstimateInput): Estimate {
   const remaining = Math.max(0, input.total - input.updated);
   if (input.total > 0 && remaining === 0) return { kind: "done" };
   if (input.paused) return { kind: "paused" };
+  if (input.blocked) {
+    return { kind: "unknown", why: `${input.blocked}: none until the problem is resolved` };
+  }
   if (!input.start) return { kind: "unknown", why: "the rollout has not started" };
   const start = input.start.getTime();
   const done = input.completions.map((d) => d.getTime()).filter((t) => t >= start);

@@ -25,17 +25,19 @@ export function clock(time: Date): string {
   return time.toISOString().slice(11, 19);
 }
 
-/** The first 12 hex digits of a `sha256:…` digest (as `docker images` shows them). */
-export function shortDigest(digest: string | undefined): string {
-  if (!digest) return "-";
-  const m = /^sha256:([a-f0-9]{12})/.exec(digest);
-  return m ? m[1] : digest;
-}
+// The short forms of images are shared with every other view (printer columns, messages, Node
+// annotations): one rule, in lib/api/display.ts.
+export { imageSummary, shortDigest } from "../lib/api/display.ts";
+/** A reference with its digest shortened (lib/api/display.ts `shortReference`). */
+export { shortReference as shortImage } from "../lib/api/display.ts";
 
-/** A reference with its digest shortened: `quay.io/org/os@sha256:0123456789ab`. */
-export function shortImage(ref: string | undefined): string {
-  if (!ref) return "-";
-  return ref.replace(/@sha256:([a-f0-9]{12})[a-f0-9]{52}$/, "@sha256:$1");
+/**
+ * `text` with every full `sha256:` digest cut to its 12 hex digits, as
+ * {@linkcode shortDigest} shows them: messages written for the record carry
+ * full references, a screen needs the short form.
+ */
+export function shortenDigests(text: string): string {
+  return text.replace(/sha256:([a-f0-9]{12})[a-f0-9]{52}/g, "sha256:$1");
 }
 
 /** "1st", "2nd", "3rd", "4th", … "11th", "12th", "13th", "21st". */
@@ -49,6 +51,27 @@ export function ordinal(n: number): string {
 export function truncate(text: string, width: number): string {
   if (width <= 0) return "";
   return text.length <= width ? text : `${text.slice(0, Math.max(0, width - 1))}…`;
+}
+
+/**
+ * Breaks `text` into lines of at most `width` characters at spaces (a word
+ * longer than a line is cut), at most `maxLines` of them, the last one
+ * truncated: a long message keeps its words in order instead of losing its
+ * end to the edge of the terminal.
+ */
+export function wrap(text: string, width: number, maxLines: number): string[] {
+  if (!Number.isFinite(width) || text.length <= width) return [text];
+  const lines: string[] = [];
+  let rest = text.trim();
+  while (rest.length > 0 && lines.length < maxLines - 1) {
+    if (rest.length <= width) break;
+    const space = rest.lastIndexOf(" ", width);
+    const cut = space > 0 ? space : width;
+    lines.push(rest.slice(0, cut).trimEnd());
+    rest = rest.slice(cut).trimStart();
+  }
+  if (rest.length > 0) lines.push(truncate(rest, width));
+  return lines;
 }
 
 /**

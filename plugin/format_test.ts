@@ -6,9 +6,12 @@ import {
   formatDuration,
   ordinal,
   shortDigest,
+  shortenDigests,
   shortImage,
   truncate,
+  wrap,
 } from "./format.ts";
+import * as display from "../lib/api/display.ts";
 
 const DIGEST = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
@@ -30,6 +33,13 @@ Deno.test("digests and image references are shortened to 12 hex digits", () => {
   assert.equal(shortDigest(undefined), "-");
   assert.equal(shortImage(`127.0.0.1:5000/os@${DIGEST}`), "127.0.0.1:5000/os@sha256:0123456789ab");
   assert.equal(shortImage("quay.io/os:v2"), "quay.io/os:v2");
+  // One rule: the plugin's short forms are lib/api/display.ts's.
+  assert.equal(shortDigest, display.shortDigest);
+  assert.equal(shortImage, display.shortReference);
+  assert.equal(
+    shortenDigests(`rolling out r.io/os@${DIGEST}; ${DIGEST} failed`),
+    "rolling out r.io/os@sha256:0123456789ab; sha256:0123456789ab failed",
+  );
 });
 
 Deno.test("ordinals and truncation", () => {
@@ -57,4 +67,12 @@ Deno.test("error text follows the cause chain", () => {
   );
   assert.equal(errorText("plain"), "plain");
   assert.equal(errorText(new Error("same", { cause: new Error("same") })), "same");
+});
+
+Deno.test("wrap keeps every word up to its last line, then cuts the end", () => {
+  assert.deepEqual(wrap("short", 10, 3), ["short"]);
+  assert.deepEqual(wrap("one two three four", 9, 3), ["one two", "three", "four"]);
+  assert.deepEqual(wrap("one two three four five six", 9, 2), ["one two", "three fo…"]);
+  assert.deepEqual(wrap("abcdefghijkl mn", 5, 3), ["abcde", "fghij", "kl mn"]);
+  assert.deepEqual(wrap("anything", Infinity, 1), ["anything"]);
 });

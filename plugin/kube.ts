@@ -11,6 +11,7 @@ import { loadKubeConfig } from "../lib/kube/config.ts";
 import { isNotFound } from "../lib/kube/errors.ts";
 import { Resources } from "../lib/kube/resources.ts";
 import type { GlobalFlags } from "./cli.ts";
+import { NotFoundError } from "./errors.ts";
 import type { BootcNode, BootcNodePool, EventLike, NodeLike, Snapshot } from "./model.ts";
 import type { WhyInput } from "./why.ts";
 
@@ -55,6 +56,16 @@ export async function readSnapshot(client: KubeClient, pool?: string): Promise<S
     r.nodes.list({ labelSelector: LABEL_MANAGED }).then((l) => l.items),
   ]);
   return { pools, bootcNodes, nodes, now: new Date() };
+}
+
+/** Reads one pool; a pool that is not there is a {@linkcode NotFoundError}. */
+export async function getPool(client: KubeClient, name: string): Promise<BootcNodePool> {
+  try {
+    return await resources(client).pools.get(name);
+  } catch (e) {
+    if (isNotFound(e)) throw new NotFoundError("BootcNodePool", name);
+    throw e;
+  }
 }
 
 /** Reads what `why NODE` looks at. */

@@ -3,12 +3,16 @@
  * run `kubectl bootc …` (kubectl finds plugins by their `kubectl-` name). See
  * plugin/README.md.
  *
- * Exit codes: 0 done; 1 the command failed (an API or kubeconfig error, a pool
- * or node that is not there, nothing to roll back to); 2 a usage error.
+ * Exit codes (`errors.ts` `ExitCode`): 0 done (`status`: no pool unhealthy); 1
+ * `status`: a pool is degraded, halted, rolled back or its circuit is open, other
+ * commands: refused (nothing to roll back, abort or retry); 2 a usage error, or a
+ * pool or node that is not there; 3 the API server or the kubeconfig failed; 4
+ * `status --strict`: a pool is still progressing.
  *
  * @module
  */
 import { type Command, type GlobalFlags, parseCommandLine, USAGE, UsageError } from "./cli.ts";
+import { ExitCode, NotFoundError } from "./errors.ts";
 
 const encoder = new TextEncoder();
 
@@ -27,14 +31,16 @@ function env(name: string): string | undefined {
   }
 }
 
-/** Runs one command; returns the exit code. */
+/** Runs one command; returns the exit code (see `errors.ts` `ExitCode`). */
 async function run(flags: GlobalFlags, cmd: Command): Promise<number> {
   if (cmd.command === "help") {
     await out(USAGE + "\n");
     return 0;
   }
-  const [{ connect, readSnapshot, readWhyInput, resources }, { colorEnabled, createStyle }] =
-    await Promise.all([import("./kube.ts"), import("./style.ts")]);
+  const [
+    { connect, getPool, readSnapshot, readWhyInput, resources },
+    { colorEnabled, createStyle },
+  ] = await Promise.all([import("./kube.ts"), import("./style.ts")]);
   const isTerminal = Deno.stdout.isTerminal();
   const style = createStyle(
     colorEnabled({ isTerminal, noColorEnv: env("NO_COLOR"), noColorFlag: flags.noColor }),
@@ -47,10 +53,32 @@ async function run(flags: GlobalFlags, cmd: Command): Promise<number> {
     }
   };
   const client = await connect(flags);
+  /** A write planned on a fresh read, retried on conflicts (`actions.ts` planAndPatch). */
+  const steer = async (
+    pool: string,
+    plan: (p: import("./model.ts").BootcNodePool) => import("./actions.ts").ActionPlan,
+  ) => {
+    const { planAndPatch } = await import("./actions.ts");
+    const pools = resources(client).pools;
+    const done = await planAndPatch({
+      get: () => getPool(client, pool),
+      patch: (patch) => pools.patch(pool, patch, { type: "merge" }),
+      plan,
+    });
+    if (!done.ok) {
+      console.error(`kubectl bootc: ${done.message}`);
+      return ExitCode.Refused;
+    }
+    await out(done.message + "\n");
+    return ExitCode.Ok;
+  };
   try {
     switch (cmd.command) {
       case "status": {
-        const { poolViews, renderFrame } = await import("./status_view.ts");
+        const [{ poolViews, renderFrame }, { statusExitCode }] = await Promise.all([
+          import("./status_view.ts"),
+          import("./health.ts"),
+        ]);
         if (cmd.watch) {
           const { watchStatus } = await import("./watch.ts");
           const stop = new AbortController();
@@ -72,55 +100,55 @@ async function run(flags: GlobalFlags, cmd: Command): Promise<number> {
             Deno.removeSignalListener("SIGINT", onSignal);
             Deno.removeSignalListener("SIGTERM", onSignal);
           }
-          return 0;
+          return ExitCode.Ok;
         }
         const snapshot = await readSnapshot(client, cmd.pool);
         const views = poolViews(snapshot, cmd.pool);
+        if (cmd.pool !== undefined && views.length === 0) {
+          throw new NotFoundError("BootcNodePool", cmd.pool);
+        }
         await out(renderFrame(views, {
           style,
           width: isTerminal ? columns() : Infinity,
           now: snapshot.now,
           only: cmd.pool,
         }));
-        return cmd.pool !== undefined && views.length === 0 ? 1 : 0;
+        return statusExitCode(views.map((v) => v.health), cmd.strict);
       }
       case "why": {
         const { explainNode, renderWhy } = await import("./why.ts");
         const input = await readWhyInput(client, cmd.node);
+        if (!input.node && !input.bootcNode) throw new NotFoundError("Node", cmd.node);
         await out(renderWhy(explainNode(input), style, input.now));
-        return input.node || input.bootcNode ? 0 : 1;
+        return ExitCode.Ok;
       }
       case "pause":
       case "resume": {
         const { pauseMessage, pausePatch } = await import("./actions.ts");
-        const pools = resources(client).pools;
-        const before = await pools.get(cmd.pool);
+        const before = await getPool(client, cmd.pool);
         const paused = cmd.command === "pause";
         if ((before.spec?.rollout?.paused ?? false) !== paused) {
-          await pools.patch(cmd.pool, pausePatch(paused), { type: "merge" });
+          await resources(client).pools.patch(cmd.pool, pausePatch(paused), { type: "merge" });
         }
         await out(pauseMessage(before, paused) + "\n");
-        return 0;
+        return ExitCode.Ok;
       }
       case "rollback": {
-        const { rollback } = await import("./actions.ts");
-        const pools = resources(client).pools;
-        const done = await rollback({
-          get: () => pools.get(cmd.pool),
-          patch: (patch) => pools.patch(cmd.pool, patch, { type: "merge" }),
-          toRevision: cmd.toRevision,
-        });
-        if (!done.ok) {
-          console.error(`kubectl bootc: ${done.message}`);
-          return 1;
-        }
-        await out(done.message + "\n");
-        return 0;
+        const { planRollback } = await import("./actions.ts");
+        return await steer(cmd.pool, (p) => planRollback(p, cmd.toRevision));
+      }
+      case "abort": {
+        const { planAbort } = await import("./abort_retry.ts");
+        return await steer(cmd.pool, planAbort);
+      }
+      case "retry": {
+        const { planRetry } = await import("./abort_retry.ts");
+        return await steer(cmd.pool, (p) => planRetry(p, new Date()));
       }
       case "history": {
         const { historyMessage } = await import("./actions.ts");
-        await out(historyMessage(await resources(client).pools.get(cmd.pool)) + "\n");
-        return 0;
+        await out(historyMessage(await getPool(client, cmd.pool)) + "\n");
+        return ExitCode.Ok;
       }
     }
   } finally {
@@ -136,11 +164,14 @@ if (import.meta.main) {
   } catch (e) {
     if (e instanceof UsageError) {
       console.error(`kubectl bootc: ${e.message}\nRun 'kubectl bootc --help' for usage.`);
-      code = 2;
+      code = ExitCode.Usage;
+    } else if (e instanceof NotFoundError) {
+      console.error(`kubectl bootc: ${e.message}`);
+      code = ExitCode.NotFound;
     } else {
       const { errorText } = await import("./format.ts");
       console.error(`kubectl bootc: ${errorText(e)}`);
-      code = 1;
+      code = ExitCode.Failed;
     }
   }
   Deno.exit(code);

@@ -10,6 +10,29 @@ import type { BootcNode, BootcNodePool, Condition } from "../lib/api/schema.ts";
 
 export type { BootcNode, BootcNodePool, Condition };
 
+/**
+ * Pool status fields for people that a newer controller publishes and the
+ * plugin reads when present: `status.state`, the one headline with the most
+ * important problem first, and `status.targetShort`, the target's short form
+ * (tag or channel version, bootc version, 12-hex digest). Read through
+ * {@linkcode publishedState} so an older controller (neither field) still works.
+ */
+export interface PublishedHeadline {
+  state?: string;
+  targetShort?: string;
+}
+
+/** The pool's published `status.state` and `status.targetShort`, when it has them. */
+export function publishedState(pool: BootcNodePool): PublishedHeadline {
+  const status = pool.status as PublishedHeadline | undefined;
+  return {
+    state: typeof status?.state === "string" && status.state !== "" ? status.state : undefined,
+    targetShort: typeof status?.targetShort === "string" && status.targetShort !== ""
+      ? status.targetShort
+      : undefined,
+  };
+}
+
 /** The fields of a core/v1 Node the plugin reads. */
 export interface NodeLike {
   metadata?: {

@@ -23,13 +23,14 @@ import {
 } from "../lib/api/constants.ts";
 import { owningPool } from "../lib/api/ownership.ts";
 import { findCondition } from "../lib/api/conditions.ts";
+import { poolStateKind } from "../lib/api/pool_state.ts";
 import {
   classifyNode,
   type DesiredImage,
   EffectiveState,
   type NodeClassification,
 } from "../lib/api/node_state.ts";
-import type { BootcNode, BootcNodePool, NodeLike } from "./model.ts";
+import type { BootcNode, BootcNodePool, Condition, NodeLike } from "./model.ts";
 import { nodeReady, parseTime } from "./model.ts";
 
 /** The buckets of a progress bar, in bar order. */
@@ -197,12 +198,22 @@ export function poolProgress(
 }
 
 /**
- * When the rollout began: the last time the pool's `UpToDate` turned False
- * (undefined while it is True or unknown).
+ * When the current rollout began: the last time the pool's `UpToDate` turned
+ * False, or, when later, the start of the current revision (the newest entry of
+ * `status.history`, when it is the target): a target changed while an older
+ * rollout was still running leaves `UpToDate` False since the older one, whose
+ * pace says nothing about this one. Undefined while `UpToDate` is True or unknown.
  */
 export function rolloutStart(pool: BootcNodePool): Date | undefined {
   const up = findCondition(pool.status?.conditions, PoolConditionType.UpToDate);
-  return up?.status === "False" ? parseTime(up.lastTransitionTime) : undefined;
+  if (up?.status !== "False") return undefined;
+  const since = parseTime(up.lastTransitionTime);
+  const current = pool.status?.history?.at(-1);
+  const revision = current && current.digest === pool.status?.targetDigest
+    ? parseTime(current.startedAt)
+    : undefined;
+  if (!since || !revision) return since ?? revision;
+  return revision.getTime() > since.getTime() ? revision : since;
 }
 
 /**
@@ -245,6 +256,9 @@ export const REASON_TEXT: Readonly<Record<string, string>> = {
   [PoolDegradedReason.InvalidSpec]: "the pool's spec is invalid: no new reboot slots",
   [PoolDegradedReason.NodeConflict]: "a node matches this pool and another one",
   [PoolDegradedReason.PullSecretInvalid]: "the pool's pull Secret cannot be read",
+  [PoolDegradedReason.HealthCheckFailed]: "a node failed its health checks after rebooting",
+  [PoolDegradedReason.RolledBack]: "the pool rolled back to its last good image",
+  CircuitOpen: "too many failed rollouts in a row: no automatic change until it is reset",
 };
 
 /**
@@ -294,18 +308,17 @@ export function poolBlockers(pool: BootcNodePool): Blocker[] {
       message: degraded.message || REASON_TEXT[degraded.reason] || "",
     });
   }
-  const up = findCondition(status.conditions, PoolConditionType.UpToDate);
-  if (up?.status === "False" && up.reason !== UpToDateReason.RolloutInProgress) {
+  const circuit = findCondition(status.conditions, PoolConditionType.CircuitOpen);
+  if (circuit?.status === "True") {
     out.push({
-      kind: "wait",
-      reason: up.reason,
-      message: withoutReason(withoutBreakdown(up.message), up.reason) || REASON_TEXT[up.reason] ||
-        "",
+      kind: "degraded",
+      reason: PoolConditionType.CircuitOpen,
+      message: circuit.message || REASON_TEXT.CircuitOpen,
     });
-  } else if (up?.status === "False") {
-    const note = withoutBreakdown(up.message);
-    if (note) out.push({ kind: "info", reason: "", message: note });
   }
+  const up = findCondition(status.conditions, PoolConditionType.UpToDate);
+  const upBlocker = up?.status === "False" ? upToDateBlocker(up, out) : undefined;
+  if (upBlocker) out.push(upBlocker);
   if (
     pool.spec?.rollout?.paused && up?.status !== "True" &&
     !out.some((b) => b.reason === UpToDateReason.Paused)
@@ -313,6 +326,31 @@ export function poolBlockers(pool: BootcNodePool): Blocker[] {
     out.push({ kind: "wait", reason: UpToDateReason.Paused, message: REASON_TEXT.Paused });
   }
   return out;
+}
+
+/**
+ * What a False UpToDate condition adds to `known`: the gate it waits on, a note
+ * of a progressing rollout, or a problem that keeps the spec from being
+ * realised (a newer controller turns UpToDate False for those: an unresolvable
+ * tag, a halt, a rollback hold, the circuit) unless the Degraded condition
+ * already says it.
+ */
+function upToDateBlocker(up: Condition, known: readonly Blocker[]): Blocker | undefined {
+  const text = withoutReason(withoutBreakdown(up.message), up.reason);
+  if (up.reason === UpToDateReason.RolloutInProgress) {
+    return text ? { kind: "info", reason: "", message: text } : undefined;
+  }
+  const problem = poolStateKind(up.reason) === "problem" ||
+    (Object.values(PoolDegradedReason) as string[]).includes(up.reason);
+  if (!problem) {
+    return { kind: "wait", reason: up.reason, message: text || REASON_TEXT[up.reason] || "" };
+  }
+  const said = known.some((b) =>
+    b.kind === "degraded" && (b.reason === up.reason || (text !== "" && b.message.includes(text)))
+  );
+  return said
+    ? undefined
+    : { kind: "degraded", reason: up.reason, message: text || REASON_TEXT[up.reason] || "" };
 }
 
 /** True when the pool's UpToDate condition is True. */

@@ -4,6 +4,7 @@ import {
   poolBlockers,
   poolMembers,
   poolProgress,
+  rolloutStart,
   withoutBreakdown,
 } from "./progress.ts";
 import { bootcNode, cond, NEW, node, OLD, pool, REPO, secondsAgo } from "./testing.ts";
@@ -115,6 +116,42 @@ Deno.test("pool progress counts members only and collects this rollout's complet
   ]);
 });
 
+Deno.test("the rollout starts at the current revision when the target changed mid-rollout", () => {
+  // UpToDate turned False 600 s ago, for an older target; the current one started 120 s ago.
+  const p = pool();
+  p.status!.history = [
+    {
+      revision: 1,
+      image: `${REPO}@${OLD}`,
+      digest: OLD,
+      startedAt: secondsAgo(900),
+      outcome: "Superseded",
+    },
+    {
+      revision: 2,
+      image: `${REPO}@${NEW}`,
+      digest: NEW,
+      startedAt: secondsAgo(120),
+      outcome: "Progressing",
+    },
+  ];
+  assert.equal(rolloutStart(p)?.toISOString(), new Date(secondsAgo(120)).toISOString());
+  // A node updated at 300 s ago was updated in the older rollout's time: not measured.
+  const bns = [
+    bootcNode("n1", { booted: NEW, idle: ["True", "Idle", 300] }),
+    bootcNode("n2", { booted: NEW, idle: ["True", "Idle", 60] }),
+  ];
+  const progress = poolProgress(p, bns, new Map());
+  assert.deepEqual(progress.completions.map((d) => d.toISOString()), [
+    new Date(secondsAgo(60)).toISOString(),
+  ]);
+  // A revision older than the condition's transition (a rollout resumed): the condition.
+  p.status!.history[1].startedAt = secondsAgo(3000);
+  assert.equal(rolloutStart(p)?.toISOString(), new Date(secondsAgo(600)).toISOString());
+  // Up to date: no rollout.
+  assert.equal(rolloutStart(pool({ upToDate: cond("UpToDate", "True", "AllUpdated") })), undefined);
+});
+
 Deno.test("blockers: the gate's reason and message, Degraded, stale generation, pause", () => {
   const windowWait = pool({
     upToDate: cond(
@@ -172,6 +209,28 @@ Deno.test("blockers: the gate's reason and message, Degraded, stale generation, 
     reason: "",
     message: "waiting on disruption budgets: n4 (PodDisruptionBudget default/web)",
   }]);
+});
+
+Deno.test("blockers: an UpToDate problem is a problem, not a wait, and is said once", () => {
+  // A newer controller turns UpToDate False for a spec it cannot realise.
+  const typo = pool({
+    upToDate: cond("UpToDate", "False", "ImageResolutionFailed", "4/4 updated; tag not found"),
+    degraded: cond("Degraded", "True", "ImageResolutionFailed", "resolving os:nosuch: not found"),
+  });
+  assert.deepEqual(poolBlockers(typo), [
+    {
+      kind: "degraded",
+      reason: "ImageResolutionFailed",
+      message: "resolving os:nosuch: not found",
+    },
+  ]);
+  // A problem only UpToDate names (the failure record holds the spec's image back).
+  const failedBefore = pool({
+    upToDate: cond("UpToDate", "False", "ImageFailedBefore", "3/3 updated; os:v3 failed before"),
+  });
+  assert.deepEqual(poolBlockers(failedBefore), [
+    { kind: "degraded", reason: "ImageFailedBefore", message: "os:v3 failed before" },
+  ]);
 });
 
 Deno.test("the breakdown prefix is removed from UpToDate messages", () => {

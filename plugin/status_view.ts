@@ -5,11 +5,13 @@
  *
  * @module
  */
-import { findCondition } from "../lib/api/conditions.ts";
-import { PoolConditionType } from "../lib/api/constants.ts";
 import { legend, progressBar } from "./bar.ts";
 import { type Estimate, estimateTimeLeft } from "./estimate.ts";
-import { clock, formatDuration, shortDigest, shortImage, truncate } from "./format.ts";
+import { notFoundMessage } from "./errors.ts";
+import { clock, formatDuration, shortenDigests, truncate, wrap } from "./format.ts";
+import { HEALTH_ICON, paintHealth, poolHeadline, type PoolHealth } from "./health.ts";
+import { canaryText, type ImagesView, poolImages, renderImages } from "./images.ts";
+import { type NodeRow, nodeRow, renderTree } from "./node_tree.ts";
 import type { SlotsStatus } from "../lib/api/schema.ts";
 import type { BootcNodePool, NodeLike, Snapshot } from "./model.ts";
 import {
@@ -17,6 +19,7 @@ import {
   type BucketCounts,
   BUCKETS,
   poolBlockers,
+  poolMembers,
   poolProgress,
   poolUpToDate,
   rolloutStart,
@@ -26,18 +29,29 @@ import { type Style, visibleLength } from "./style.ts";
 
 /** How many waiting nodes the queue line names. */
 const QUEUE_SHOWN = 5;
+/** How many lines a problem or a wait may take on a terminal before it is cut. */
+const MESSAGE_LINES = 4;
+/** The label column of a pool's lines. */
+const LABEL = 13;
 
 /** Everything shown about one pool. */
 export interface PoolView {
   name: string;
-  /** The UpToDate reason (AllUpdated, RolloutInProgress, Paused, a gate's reason) or "Unknown". */
+  /**
+   * The headline: `status.state` when the controller publishes it, else the Degraded
+   * reason, CircuitOpen, or the UpToDate reason (AllUpdated, RolloutInProgress, a gate).
+   */
   phase: string;
+  /** How the pool is doing: the headline's colour and icon, and `status`'s exit code. */
+  health: PoolHealth;
   upToDate: boolean;
-  targetImage?: string;
-  deployedDigest?: string;
+  /** Stable and new images, each in its short form. */
+  images: ImagesView;
+  /** The canary's step, when the pool has a canary for its target. */
+  canary?: { text: string; failed: boolean };
   total: number;
   counts: BucketCounts;
-  /** Members in reboot slots (or otherwise disrupted), by name. */
+  /** Members in reboot slots (or otherwise disrupted, failed ones included), by name. */
   inFlight: string[];
   /** Failed members with the condition that failed them: "n5 (Stalled/StagingTimeout)". */
   failed: string[];
@@ -48,6 +62,8 @@ export interface PoolView {
   queue?: string[];
   blockers: Blocker[];
   estimate: Estimate;
+  /** One row per member, in name order. */
+  nodes: NodeRow[];
 }
 
 /** Builds the view of every pool in the snapshot (or of `only`), sorted by name. */
@@ -74,30 +90,46 @@ function poolView(
     if (progress.buckets.get(node) !== "failed") continue;
     failed.push(`${node} (${cls.state}/${cls.failedCheck ?? cls.reason})`);
   }
-  const up = findCondition(pool.status?.conditions, PoolConditionType.UpToDate);
   const slots = publishedSlots(pool);
+  const queue = publishedQueue(pool);
+  const headline = poolHeadline(pool);
+  const paused = pool.spec?.rollout?.paused ?? false;
+  const members = poolMembers(name, snapshot.bootcNodes);
   return {
     name,
-    phase: up?.reason || "Unknown",
+    phase: headline.state,
+    health: headline.health,
     upToDate: poolUpToDate(pool),
-    targetImage: pool.status?.targetImage,
-    deployedDigest: pool.status?.deployedDigest,
+    images: poolImages(pool, members),
+    canary: canaryText(pool, progress.counts.updated, snapshot.now),
     total: progress.total,
     counts: progress.counts,
-    inFlight: [...progress.buckets].filter(([, b]) => b === "rebooting").map(([n]) => n),
+    // Disrupted members: in a slot or rebooting, a failed one holding its slot too.
+    inFlight: [...progress.classes].filter(([n, c]) =>
+      c.disrupted || progress.buckets.get(n) === "rebooting"
+    ).map(([n]) => n),
     failed,
     slotsInUse: slots?.inUse ?? pool.status?.slotsInUse ?? 0,
     slots,
-    queue: publishedQueue(pool)?.map((e) => e.node),
+    queue: queue?.map((e) => e.node),
     blockers: poolBlockers(pool),
     estimate: estimateTimeLeft({
       total: progress.total,
       updated: progress.counts.updated,
       start: rolloutStart(pool),
       completions: progress.completions,
-      paused: pool.spec?.rollout?.paused ?? false,
+      paused,
+      blocked: headline.health === "unhealthy" ? headline.state : undefined,
       now: snapshot.now,
     }),
+    nodes: members.map((bn) =>
+      nodeRow({
+        bn,
+        cls: progress.classes.get(bn.metadata?.name ?? "")!,
+        queued: queue?.find((e) => e.node === bn.metadata?.name),
+        paused,
+      })
+    ),
   };
 }
 
@@ -123,52 +155,81 @@ export interface RenderOptions {
   width: number;
 }
 
-/** The lines of one pool's block. */
+/**
+ * The lines of one pool's block: the headline (icon, name, state, counts) in
+ * the colour of the pool's health, the problem and what it waits for (wrapped,
+ * never cut before the end of a terminal's width allows), images, canary,
+ * progress, slots, time left, then the node tree. Lines are at most `width`
+ * columns; the important words come first on each.
+ */
 export function renderPool(view: PoolView, options: RenderOptions): string[] {
   const { style, width } = options;
-  const lines: string[] = [];
   const percent = view.total > 0 ? Math.floor((100 * view.counts.updated) / view.total) : 0;
-  const phase = view.upToDate
-    ? style.green(view.phase)
-    : view.blockers.some((b) => b.kind === "degraded")
-    ? style.red(view.phase)
-    : style.yellow(view.phase);
-  lines.push(`${style.bold(view.name)}  ${phase}  ${view.counts.updated}/${view.total} updated`);
-  const deployed = view.deployedDigest && view.targetImage?.endsWith(view.deployedDigest)
-    ? ""
-    : `  (last deployed ${shortDigest(view.deployedDigest)})`;
-  lines.push(`  target     ${shortImage(view.targetImage)}${view.targetImage ? deployed : ""}`);
+  const headline = paintHealth(style, view.health, `${HEALTH_ICON[view.health]} ${view.phase}`);
+  const lines: string[] = [
+    `${style.bold(view.name)}  ${headline}  ${view.counts.updated}/${view.total} updated`,
+  ];
+  lines.push(...blockerLines(view, options));
+  lines.push(...renderImages(view.images));
+  if (view.canary) {
+    const text = view.canary.failed ? style.red(view.canary.text) : view.canary.text;
+    lines.push(`${label("canary")}${text}`);
+  }
   const barWidth = Math.max(10, Math.min(50, (Number.isFinite(width) ? width : 80) - 20));
-  lines.push(`  progress   [${progressBar(view.counts, barWidth, style)}] ${percent}%`);
-  lines.push(`             ${legend(view.counts, style)}`);
+  lines.push(`${label("progress")}[${progressBar(view.counts, barWidth, style)}] ${percent}%`);
+  const full = legend(view.counts, style);
+  const room = Number.isFinite(width) ? width - LABEL : Infinity;
+  lines.push(
+    `${" ".repeat(LABEL)}${visibleLength(full) <= room ? full : legend(view.counts, style, true)}`,
+  );
   const limit = view.slots
     ? `${view.slots.message}${view.slots.until ? ` until ${view.slots.until}` : ""}`
     : `limit ${NOT_PUBLISHED}`;
   lines.push(
-    `  in flight  ${view.inFlight.length > 0 ? style.yellow(view.inFlight.join(", ")) : "none"}` +
-      ` · ${view.slotsInUse} reboot slot(s) in use (${limit})`,
+    `${label("in flight")}${
+      view.inFlight.length > 0 ? style.yellow(view.inFlight.join(", ")) : "none"
+    } · ${view.slotsInUse} reboot slot(s) in use (${limit})`,
   );
   const waiting = view.slots?.waiting ?? 0;
   if (view.queue && waiting > 0) {
     const shown = view.queue.slice(0, QUEUE_SHOWN);
     const more = waiting > shown.length ? ` and ${waiting - shown.length} more` : "";
-    lines.push(`  queue      ${waiting} waiting for a slot: ${shown.join(", ")}${more}`);
+    lines.push(`${label("queue")}${waiting} waiting for a slot: ${shown.join(", ")}${more}`);
   }
-  if (view.failed.length > 0) lines.push(`  failed     ${style.red(view.failed.join(", "))}`);
+  if (view.failed.length > 0) lines.push(`${label("failed")}${style.red(view.failed.join(", "))}`);
+  lines.push(`${label("time left")}${formatEstimate(view.estimate, view)}`);
+  const fitted = lines.map((line) => fit(line, width));
+  if (view.nodes.length > 0) fitted.push(`${label("nodes")}`.trimEnd());
+  return [...fitted, ...renderTree(view.nodes, style, width)];
+}
+
+function label(text: string): string {
+  return `  ${text}`.padEnd(LABEL);
+}
+
+/**
+ * The problem, wait and note lines, each wrapped under its label on a terminal
+ * (at most {@linkcode MESSAGE_LINES}): the reason is left out where the
+ * headline already says it, and full digests are shortened.
+ */
+function blockerLines(view: PoolView, options: RenderOptions): string[] {
+  const { style, width } = options;
+  const out: string[] = [];
+  const add = (name: string, text: string, paint: (t: string) => string) => {
+    const room = Number.isFinite(width) ? Math.max(20, width - LABEL) : Infinity;
+    wrap(shortenDigests(text), room, MESSAGE_LINES).forEach((part, i) => {
+      out.push(`${i === 0 ? label(name) : " ".repeat(LABEL)}${paint(part)}`);
+    });
+  };
   for (const b of view.blockers) {
-    const label = b.kind === "wait"
-      ? "waiting  "
-      : b.kind === "degraded"
-      ? "degraded "
-      : "note     ";
-    const text = b.reason ? `${b.reason}: ${b.message}` : b.message;
-    lines.push(`  ${label}  ${b.kind === "degraded" ? style.red(text) : text}`);
+    const text = b.reason && b.reason !== view.phase ? `${b.reason}: ${b.message}` : b.message;
+    if (b.kind === "degraded") add("problem", text, style.red);
+    else add(b.kind === "wait" ? "waiting" : "note", text, (t) => t);
   }
   if (!view.upToDate && view.blockers.every((b) => b.kind !== "wait" && b.kind !== "degraded")) {
-    lines.push(`  waiting    nothing: the rollout is progressing`);
+    out.push(`${label("waiting")}nothing: the rollout is progressing`);
   }
-  lines.push(`  time left  ${formatEstimate(view.estimate, view)}`);
-  return lines.map((line) => fit(line, width));
+  return out;
 }
 
 /** Cuts a (possibly coloured) line to `width` visible columns. */
@@ -202,7 +263,7 @@ export function renderFrame(views: readonly PoolView[], options: FrameOptions): 
   if (options.header || options.notice) out.push("");
   if (views.length === 0) {
     out.push(
-      options.only ? `BootcNodePool ${options.only} not found.` : "No BootcNodePools found.",
+      options.only ? notFoundMessage("BootcNodePool", options.only) : "No BootcNodePools found.",
     );
   }
   views.forEach((v, i) => {
@@ -220,7 +281,7 @@ export function renderLine(view: PoolView, now: Date): { key: string; text: stri
   ];
   for (const b of view.blockers) {
     if (b.kind === "wait") parts.push(`waiting: ${b.reason}`);
-    if (b.kind === "degraded") parts.push(`degraded: ${b.reason}: ${b.message}`);
+    if (b.kind === "degraded") parts.push(`problem: ${b.reason}: ${shortenDigests(b.message)}`);
   }
   if (view.inFlight.length > 0) parts.push(`in flight: ${view.inFlight.join(", ")}`);
   if (view.failed.length > 0) parts.push(`failed: ${view.failed.join(", ")}`);

@@ -50,6 +50,9 @@ export interface BootcNodeFixture {
   idle?: ["True" | "False", string, number?];
   conditions?: Condition[];
   mirror?: string;
+  /** bootc's `version` of the booted and staged entries. */
+  bootedVersion?: string;
+  stagedVersion?: string;
 }
 
 /** A BootcNode owned by `pool` (default "main") with the given status. */
@@ -77,8 +80,18 @@ export function bootcNode(name: string, f: BootcNodeFixture = {}): BootcNode {
       rebootPolicy: "RebootOnly",
     },
     status: {
-      booted: { image: `${REPO}@${f.booted ?? OLD}`, imageDigest: f.booted ?? OLD },
-      staged: f.staged ? { image: `${REPO}@${f.staged}`, imageDigest: f.staged } : undefined,
+      booted: {
+        image: `${REPO}@${f.booted ?? OLD}`,
+        imageDigest: f.booted ?? OLD,
+        ...(f.bootedVersion ? { version: f.bootedVersion } : {}),
+      },
+      staged: f.staged
+        ? {
+          image: `${REPO}@${f.staged}`,
+          imageDigest: f.staged,
+          ...(f.stagedVersion ? { version: f.stagedVersion } : {}),
+        }
+        : undefined,
       conditions,
     },
   };

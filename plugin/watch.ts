@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { notFoundMessage } from "./errors.ts";
 import { clock, errorText } from "./format.ts";
 import type { Snapshot } from "./model.ts";
 import { type PoolView, poolViews, renderFrame, renderLine } from "./status_view.ts";
@@ -101,7 +102,7 @@ export async function watchStatus(options: WatchOptions): Promise<void> {
         printed.set("", "");
         await write(
           `${clock(now)} ${
-            options.pool ? `BootcNodePool ${options.pool} not found` : "no BootcNodePools"
+            options.pool ? notFoundMessage("BootcNodePool", options.pool) : "no BootcNodePools"
           }\n`,
         );
       }

@@ -64,7 +64,7 @@ Deno.test("on a terminal every refresh redraws the whole frame in place", async 
   assert.ok(writes[0].includes("\x1b[36m"), "colour on a terminal");
   const last = stripAnsi(writes[3]);
   assert.match(last, /Every 0\.001s: kubectl bootc status \(Ctrl-C to stop\) +10:10:06 UTC/);
-  assert.match(last, /main +RolloutInProgress +2\/2 updated/);
+  assert.match(last, /main +◌ RolloutInProgress +2\/2 updated/);
   assert.match(last, /\[█+\] 100%/);
 });
 
@@ -90,5 +90,5 @@ Deno.test("a failed read is shown and retried, once per distinct error off a ter
   const tty = await run([first, down], true);
   assert.match(stripAnsi(tty[1]), /read failed \(retrying\): connection refused/);
   // The last good frame stays on screen under the error.
-  assert.match(stripAnsi(tty[1]), /main +RolloutInProgress/);
+  assert.match(stripAnsi(tty[1]), /main +◌ RolloutInProgress/);
 });

@@ -10,10 +10,16 @@
  *
  * The kubeconfig is given the way kubectl users give it: a KUBECONFIG list whose
  * first file makes a decoy context current, and `--context` choosing the real one.
+ *
+ * Last, a failure screen: a bad image whose unit fails halts the rollout; an
+ * 80-column terminal shows the red headline, the problem wrapped up to the
+ * failing unit's name and the failed node in the tree; `status` exits 1; `retry`
+ * is refused (halted in place) and `abort` returns the pool to its last good image.
  */
 import assert from "node:assert/strict";
 import type { INode } from "kubernetes-models/v1/Node";
 import { findCondition, isDisrupted } from "../../lib/api/mod.ts";
+import { BAD_BOOT_LABEL } from "../bootc_sim/bad_boot.ts";
 import { Resources } from "../../lib/kube/mod.ts";
 import { ensureBuild } from "../../tools/build.ts";
 import { freePort } from "../harness/process.ts";
@@ -29,16 +35,21 @@ import {
   stopStack,
   waitConverged,
   waitNodes,
+  waitPool,
 } from "../e2e/scenario.ts";
 
 const decoder = new TextDecoder();
 /** Generous: a loaded 2-core machine runs the whole stack besides this test. */
 const SCREEN_TIMEOUT_MS = 120_000;
+/** The unit the bad image fails (the failure screen must name it on 80 columns). */
+const BAD_UNIT = "app-crash.service";
+/** A pool's headline while its rollout moves (`status.state`, or UpToDate's reason from an older controller). */
+const MOVING = "(?:RollingOut|Staging|RolloutInProgress)";
 
 // deno-lint-ignore no-control-regex
 const ESCAPES = /\x1b\[[0-9;?]*[A-Za-z]/;
 
-Deno.test("kubectl bootc: live status in a terminal, why, pause/resume during a rollout", async (t) => {
+Deno.test("kubectl bootc: live status in a terminal, why, pause/resume, a failure screen, abort and retry", async (t) => {
   const [executables, stack] = await Promise.all([
     ensureBuild(),
     startStack({ limits: { web: { maxUnavailable: 1 } } }),
@@ -108,11 +119,15 @@ Deno.test("kubectl bootc: live status in a terminal, why, pause/resume during a 
       return decoder.decode(out.stdout);
     };
     let lastScreen = "";
-    /** Polls the terminal until every pattern is on screen at once. */
-    const waitScreen = async (patterns: RegExp[], what: string): Promise<string> => {
+    /** Polls the terminal (`pane`, default the 160-column one) until every pattern is on screen. */
+    const waitScreen = async (
+      patterns: RegExp[],
+      what: string,
+      pane = "watch",
+    ): Promise<string> => {
       try {
         return await waitFor(async () => {
-          lastScreen = await tmux("capture-pane", "-p", "-t", "watch");
+          lastScreen = await tmux("capture-pane", "-p", "-t", pane);
           return patterns.every((p) => p.test(lastScreen)) ? lastScreen : undefined;
         }, { timeoutMs: SCREEN_TIMEOUT_MS, intervalMs: 250, message: what });
       } catch (e) {
@@ -156,20 +171,38 @@ Deno.test("kubectl bootc: live status in a terminal, why, pause/resume during a 
       const ran = await kubectlBootc(["status", "web", ...ctx]);
       assert.equal(ran.code, 0, ran.stderr);
       assert.doesNotMatch(ran.stdout, ESCAPES, "no colour when stdout is not a terminal");
-      assert.match(ran.stdout, /^web {2}AllUpdated {2}4\/4 updated$/m);
+      assert.match(ran.stdout, /^web {2}✔ AllUpdated {2}4\/4 updated$/m);
+      assert.match(ran.stdout, /^ {2}images {5}stable {2}\S.* {2}\(the target\)$/m);
       assert.match(ran.stdout, /progress +\[█{50}\] 100%/);
       assert.match(ran.stdout, /time left +done: all 4 nodes updated/);
+      // The node tree: every node updated, its version, nothing to wait for.
+      assert.match(
+        ran.stdout,
+        /^ {2}nodes\n {2}├─ ✔ web-1 {2}Updated {2}1\.0\n(?: {2}├─ ✔ web-\d {2}Updated {2}1\.0\n){2} {2}└─ ✔ web-4 {2}Updated {2}1\.0$/m,
+      );
+      // CI: healthy is 0, with or without --strict.
+      assert.equal((await kubectlBootc(["status", "web", "--strict", ...ctx])).code, 0);
       // The decoy context is current: without --context the plugin goes there and says so.
       const decoyRun = await kubectlBootc(["status", "web"]);
-      assert.equal(decoyRun.code, 1);
+      assert.equal(decoyRun.code, 3, "an API failure is no verdict on the pool");
       assert.match(
         decoyRun.stderr,
         new RegExp(`^kubectl bootc: .*127\\.0\\.0\\.1:${decoyPort}`, "m"),
       );
-      // A pool that is not there.
-      const missing = await kubectlBootc(["status", "nope", ...ctx]);
-      assert.equal(missing.code, 1);
-      assert.match(missing.stdout, /BootcNodePool nope not found/);
+      // A pool or node that is not there: one wording, exit 2, whichever command asks.
+      for (
+        const [args, kind] of [
+          [["status", "nope"], "BootcNodePool"],
+          [["history", "nope"], "BootcNodePool"],
+          [["abort", "nope"], "BootcNodePool"],
+          [["why", "nope"], "Node"],
+        ] as const
+      ) {
+        const missing = await kubectlBootc([...args, ...ctx]);
+        assert.equal(missing.code, 2, args.join(" "));
+        assert.equal(missing.stdout, "");
+        assert.equal(missing.stderr, `kubectl bootc: ${kind} "nope" not found\n`, args.join(" "));
+      }
     });
 
     // The live views: one in a terminal, one piped.
@@ -206,12 +239,19 @@ Deno.test("kubectl bootc: live status in a terminal, why, pause/resume during a 
 
     await step(t, "watch: the terminal shows the converged pool, in colour", async () => {
       await waitScreen(
-        [/Every 1s: kubectl bootc status web/, /web {2}AllUpdated {2}4\/4 updated/, /done: all 4/],
+        [
+          /Every 1s: kubectl bootc status web/,
+          /web {2}✔ AllUpdated {2}4\/4 updated/,
+          /done: all 4/,
+          /└─ ✔ web-4 {2}Updated/,
+        ],
         "the converged pool on screen",
       );
       const colored = await tmux("capture-pane", "-p", "-e", "-t", "watch");
       // deno-lint-ignore no-control-regex
-      assert.match(colored, /\x1b\[[0-9;]*32m/, "updated is green on a terminal");
+      assert.match(colored, /\x1b\[[0-9;]*32m✔ AllUpdated/, "a healthy headline is green");
+      // deno-lint-ignore no-control-regex
+      assert.match(colored, /└─ \x1b\[[0-9;]*32m✔/, "an updated node's icon is green");
       await waitLine(/^\d\d:\d\d:\d\d web AllUpdated 4\/4 updated, .*; done$/, "a plain line");
       // NO_COLOR on the same terminal: the same screen without a colour code.
       await tmux(
@@ -225,7 +265,7 @@ Deno.test("kubectl bootc: live status in a terminal, why, pause/resume during a 
       );
       const plain = await waitFor(async () => {
         const text = await tmux("capture-pane", "-p", "-e", "-t", "watch:nocolor");
-        return /web {2}AllUpdated {2}4\/4 updated/.test(text) ? text : undefined;
+        return /web {2}✔ AllUpdated {2}4\/4 updated/.test(text) ? text : undefined;
       }, { timeoutMs: SCREEN_TIMEOUT_MS, message: "the NO_COLOR window" });
       // deno-lint-ignore no-control-regex
       assert.doesNotMatch(plain, /\x1b\[[0-9;]*(3[0-7]|1|2)m/, "no colour or bold with NO_COLOR");
@@ -239,16 +279,32 @@ Deno.test("kubectl bootc: live status in a terminal, why, pause/resume during a 
       });
       const screen = await waitScreen(
         [
-          /web {2}Paused {2}0\/4 updated/,
+          /web {2}॥ Paused {2}0\/4 updated/,
           /progress +\[▒{50}\] 0%/,
           /█ 0 updated {2}▓ 0 rebooting {2}▒ 4 staged {2}░ 0 staging {2}· 0 pending {2}✗ 0 failed/,
-          /waiting +Paused: /,
+          /\n {2}waiting {4}\S/,
           /time left +paused: no estimate/,
+          // Every node staged and held by the pause, in slot order.
+          /├─ ॥ web-1 {2}Staged {2}1\.0 {2}#1 {2}a reboot slot \(Paused\)/,
+          /└─ ॥ web-4 {2}Staged {2}1\.0 {2}#4 {2}a reboot slot \(Paused\)/,
         ],
         "all four staged, paused",
       );
-      assert.match(screen, new RegExp(`target +${repository}@sha256:${v2.digest.slice(7, 19)}`));
+      // Stable: the last deployed v1; new: the v2 digest.
+      assert.match(
+        screen,
+        new RegExp(`images {5}stable {2}\\(1\\.0\\) ${v1.digest.slice(7, 19)}\\n`),
+      );
+      assert.match(screen, new RegExp(`\\n {13}new {5}.*${v2.digest.slice(7, 19)}\\n`));
+      assert.doesNotMatch(
+        screen,
+        /waiting +Paused: /,
+        "the headline says Paused; the line explains",
+      );
       await waitLine(/web Paused 0\/4 updated, 0 rebooting, 4 staged, .*waiting: Paused/, "paused");
+      // CI: a paused rollout is no failure (0), unless --strict asks for a finished one (4).
+      assert.equal((await kubectlBootc(["status", "web", ...ctx])).code, 0);
+      assert.equal((await kubectlBootc(["status", "web", "--strict", ...ctx])).code, 4);
       // The slot queue is the pool's published status.queue, written with the pool's
       // coalesced progress: it may trail the BootcNodes by a status write.
       const queued =
@@ -277,10 +333,12 @@ Deno.test("kubectl bootc: live status in a terminal, why, pause/resume during a 
       assert.equal((await getPool(stack, "web")).spec.rollout.paused, false);
       await waitScreen(
         [
-          /web {2}RolloutInProgress {2}0\/4 updated/,
+          new RegExp(`web {2}◌ ${MOVING} {2}0/4 updated`),
           /progress +\[▓+▒+\] 0%/,
           /▓ 1 rebooting {2}▒ 3 staged/,
           /in flight +web-1 · 1 reboot slot\(s\) in use \(maxUnavailable 1\)/,
+          /├─ ◌ web-1 {2}Draining {2}1\.0 {2}slot {2}\S/,
+          /├─ ◌ web-2 +Staged +1\.0 +#1 +a reboot slot \(/,
         ],
         "web-1 in flight",
       );
@@ -326,9 +384,10 @@ Deno.test("kubectl bootc: live status in a terminal, why, pause/resume during a 
       );
       await waitScreen(
         [
-          /web {2}Paused {2}1\/4 updated/,
+          /web {2}॥ Paused {2}1\/4 updated/,
           /█ 1 updated {2}▓ 0 rebooting {2}▒ 3 staged/,
           /in flight +none/,
+          /├─ ✔ web-1 {2}Updated {2}2\.0\n/,
         ],
         "web-1 updated, the rest paused",
       );
@@ -340,8 +399,8 @@ Deno.test("kubectl bootc: live status in a terminal, why, pause/resume during a 
       assert.equal(resumed.code, 0, resumed.stderr);
       await waitScreen(
         [
-          /web {2}BudgetExhausted {2}1\/4 updated/,
-          /waiting +BudgetExhausted: /,
+          /web {2}॥ BudgetExhausted {2}1\/4 updated/,
+          /waiting +\S/,
           /time left +~\S+ \(1 updated in this rollout, one every \S+; 3 to go\)/,
         ],
         "the budget gate and an estimate",
@@ -359,7 +418,7 @@ Deno.test("kubectl bootc: live status in a terminal, why, pause/resume during a 
       await waitConverged(stack, "web", v2.digest, 4, SCREEN_TIMEOUT_MS);
       const screen = await waitScreen(
         [
-          /web {2}AllUpdated {2}4\/4 updated/,
+          /web {2}✔ AllUpdated {2}4\/4 updated/,
           /progress +\[█{50}\] 100%/,
           /█ 4 updated {2}▓ 0 rebooting {2}▒ 0 staged {2}░ 0 staging {2}· 0 pending {2}✗ 0 failed/,
           /time left +done: all 4 nodes updated/,
@@ -390,6 +449,13 @@ Deno.test("kubectl bootc: live status in a terminal, why, pause/resume during a 
     await step(t, "rollback and history", async () => {
       const history = await kubectlBootc(["history", "web", ...ctx]);
       assert.equal(history.code, 0, history.stderr);
+      // Nothing runs: abort has nothing to stop, retry nothing to retry (both refused, 1).
+      const idle = await kubectlBootc(["abort", "web", ...ctx]);
+      assert.equal(idle.code, 1);
+      assert.match(idle.stderr, /^kubectl bootc: nothing to abort: pool web is not rolling out/);
+      const fine = await kubectlBootc(["retry", "web", ...ctx]);
+      assert.equal(fine.code, 1);
+      assert.match(fine.stderr, /^kubectl bootc: nothing to retry: pool web has no failed image/);
       assert.match(history.stdout, /^REVISION\s+OUTCOME\s+STARTED\s+ENDED\s+DIGEST/);
       // Converged on v2: its revision succeeded and is marked as the target.
       const current = (await getPool(stack, "web")).status?.history?.at(-1);
@@ -420,6 +486,163 @@ Deno.test("kubectl bootc: live status in a terminal, why, pause/resume during a 
       assert.equal((await getPool(stack, "web")).spec.image.ref, `${repository}@${v2.digest}`);
       await kubectlBootc(["resume", "web", ...ctx]);
       await waitConverged(stack, "web", v2.digest, 4, SCREEN_TIMEOUT_MS);
+      await assertInvariants(stack, nodes);
+      // v2 was rolled out twice: only its newest revision is the current one.
+      const again = await kubectlBootc(["history", "web", ...ctx]);
+      const marked = again.stdout.split("\n").filter((l) => /^\d+\*/.test(l));
+      const newest = (await getPool(stack, "web")).status?.history?.at(-1);
+      assert.deepEqual(
+        marked.map((l) => l.split(/\s+/)[0]),
+        [`${newest?.revision}*`],
+        again.stdout,
+      );
+      assert.ok(
+        (await getPool(stack, "web")).status?.history?.filter((h) => h.digest === v2.digest)
+          .length! >= 2,
+        "v2 has two revisions",
+      );
+    });
+
+    await step(t, "a failure screen: halted on a failed unit, red, exit 1; abort", async () => {
+      const bad = await stack.registry.pushImage({
+        repository: "bootc/os",
+        tag: "v3",
+        version: "3.0",
+        labels: { [BAD_BOOT_LABEL]: `unit-fails:${BAD_UNIT}` },
+      });
+      // An 80-column terminal: the width the screen is made for.
+      await tmux(
+        "new-session",
+        "-d",
+        "-x",
+        "80",
+        "-y",
+        "50",
+        "-s",
+        "narrow",
+        `kubectl bootc status --watch --interval 1s --context bootc-test web; ` +
+          `echo "[plugin exited $?]"; sleep 86400`,
+      );
+      // onFailure Halt (the default): the node that fails keeps its slot, nothing else starts.
+      await patchPoolSpec(stack, "web", { image: { ref: `${repository}@${bad.digest}` } });
+      const screen = await waitScreen(
+        [
+          /^web {2}✖ \S+ {2}\d\/4 updated$/m,
+          /^ {2}problem {4}(?:\S+: )?node web-\d failed health checks: /m,
+          new RegExp(`^ {2}images {5}stable {2}.*\\n {13}new {5}.*${bad.digest.slice(7, 19)}`, "m"),
+          new RegExp(`✖ web-\\d +Failed +3\\.0 +slot +failed HostHealthy: ${BAD_UNIT}`),
+        ],
+        "the halted rollout on 80 columns",
+        "narrow",
+      );
+      // The problem is wrapped, not cut: the failing unit is named before the images.
+      const problem = screen.slice(screen.indexOf("  problem"), screen.indexOf("  images"));
+      assert.ok(problem.includes(BAD_UNIT), `the problem names ${BAD_UNIT}:\n${problem}`);
+      for (const line of screen.split("\n")) assert.ok([...line].length <= 80, line);
+      const colored = await tmux("capture-pane", "-p", "-e", "-t", "narrow");
+      // deno-lint-ignore no-control-regex
+      assert.match(colored, /\x1b\[[0-9;]*31m✖ \S+/, "the headline is red");
+      // deno-lint-ignore no-control-regex
+      assert.match(colored, /\x1b\[[0-9;]*31m✖\x1b\[[0-9;]*m web-\d/, "the failed node is red");
+      // CI sees it: status exits 1, the same screen without colour.
+      const once = await kubectlBootc(["status", "web", ...ctx]);
+      assert.equal(once.code, 1, once.stdout);
+      assert.match(once.stdout, /^web {2}✖ \S+ {2}\d\/4 updated$/m);
+      assert.match(once.stdout, new RegExp(`failed HostHealthy: ${BAD_UNIT}`));
+      // Halted in place: retry has no failure record to clear; it says what to do.
+      const retry = await kubectlBootc(["retry", "web", ...ctx]);
+      assert.equal(retry.code, 1);
+      assert.match(retry.stderr, /cannot retry: .* is halted in place \(onFailure Halt\)/);
+      // abort: back to the last good image, v2; the failed node is rolled back.
+      const aborted = await kubectlBootc(["abort", "web", ...ctx]);
+      assert.equal(aborted.code, 0, aborted.stderr);
+      assert.match(aborted.stdout, /^pool web: rollout aborted: spec\.image\.ref .* → /);
+      assert.equal((await getPool(stack, "web")).spec.image.ref, `${repository}@${v2.digest}`);
+      await waitConverged(stack, "web", v2.digest, 4, SCREEN_TIMEOUT_MS);
+      await waitScreen(
+        [/^web {2}✔ AllUpdated {2}4\/4 updated$/m, /└─ ✔ web-4 {2}Updated {2}2\.0/],
+        "the aborted rollout, back on v2",
+        "narrow",
+      );
+      assert.equal((await kubectlBootc(["status", "web", ...ctx])).code, 0);
+      await assertInvariants(stack, nodes);
+    });
+
+    await step(t, "RollbackPool: rolled back in red; retry rolls it out again; abort", async () => {
+      const bad = await stack.registry.pushImage({
+        repository: "bootc/os",
+        tag: "v4",
+        version: "4.0",
+        labels: { [BAD_BOOT_LABEL]: `unit-fails:${BAD_UNIT}` },
+      });
+      const badRef = `${repository}@${bad.digest}`;
+      const short = bad.digest.slice(7, 19);
+      await patchPoolSpec(stack, "web", {
+        image: { ref: badRef },
+        rollout: { onFailure: "RollbackPool" },
+      });
+      const rolledBack = async (what: string) => {
+        await waitPool(
+          stack,
+          "web",
+          async () => {
+            const p = await getPool(stack, "web");
+            return p.status?.rollbackHold?.failedImage === badRef;
+          },
+          what,
+          SCREEN_TIMEOUT_MS,
+        );
+        await waitConverged(stack, "web", v2.digest, 4, SCREEN_TIMEOUT_MS);
+      };
+      await rolledBack("the pool rolls back from the bad image");
+      await waitScreen(
+        [
+          /^web {2}✖ RolledBack {2}4\/4 updated$/m,
+          new RegExp(`^ {13}failed {2}.*${short} {2}\\(rolled back from\\)$`, "m"),
+        ],
+        "the rolled-back pool",
+        "narrow",
+      );
+      assert.equal((await kubectlBootc(["status", "web", ...ctx])).code, 1);
+      // retry: the controller forgets the failure and rolls the image out again.
+      const retry = await kubectlBootc(["retry", "web", ...ctx]);
+      assert.equal(retry.code, 0, retry.stderr);
+      const revision = /retrying revision (\d+) /.exec(retry.stdout)?.[1];
+      assert.ok(revision, retry.stdout);
+      assert.equal(
+        (await getPool(stack, "web")).metadata.annotations?.["bootc.dev/retry-revision"],
+        revision,
+      );
+      // Still bad: it fails again, counted (the third failure: the circuit opens) and held.
+      const again = await waitPool(
+        stack,
+        "web",
+        async () => {
+          const p = await getPool(stack, "web");
+          const retried = p.status?.history?.find((h) =>
+            h.message === `retry of revision ${revision} (bootc.dev/retry-revision)` ||
+            (h.digest === bad.digest && h.revision > Number(revision))
+          );
+          return retried?.outcome === "RolledBack" && p.status?.rollbackHold && p;
+        },
+        "the retried image is rolled out and fails again",
+        SCREEN_TIMEOUT_MS,
+      );
+      assert.equal(again.status?.consecutiveFailures, 3);
+      await waitConverged(stack, "web", v2.digest, 4, SCREEN_TIMEOUT_MS);
+      // abort: the spec settles on the image the pool runs; the hold ends, no reboot.
+      const aborted = await kubectlBootc(["abort", "web", ...ctx]);
+      assert.equal(aborted.code, 0, aborted.stderr);
+      assert.match(aborted.stdout, /^pool web: rollout of \S+ aborted; it stays on /);
+      assert.equal((await getPool(stack, "web")).spec.image.ref, `${repository}@${v2.digest}`);
+      // The circuit stays open until someone closes it: red, exit 1; retry closes it.
+      await waitScreen([/^web {2}✖ CircuitOpen {2}4\/4 updated$/m], "the open circuit", "narrow");
+      assert.equal((await kubectlBootc(["status", "web", ...ctx])).code, 1);
+      const reset = await kubectlBootc(["retry", "web", ...ctx]);
+      assert.equal(reset.code, 0, reset.stderr);
+      assert.match(reset.stdout, /circuit breaker reset \(3 failed rollouts in a row\)/);
+      await waitScreen([/^web {2}✔ AllUpdated {2}4\/4 updated$/m], "healthy again", "narrow");
+      assert.equal((await kubectlBootc(["status", "web", ...ctx])).code, 0);
       await assertInvariants(stack, nodes);
     });
   } finally {
