@@ -221,7 +221,7 @@ export async function build(options: BuildOptions = {}): Promise<BuildResult> {
     const { mode, reason } = requested === "auto"
       ? await probeCompile({ deno, work, log })
       : { mode: requested, reason: "requested" };
-    log(`[build] mode: ${mode} (${reason})`);
+    log(modeNote(mode, reason));
 
     const built: BuiltTarget[] = [];
     for (const target of targets) {
@@ -437,6 +437,23 @@ async function run(
     const stderr = new TextDecoder().decode(result.stderr);
     throw new Error(`${options.what} failed (exit ${result.code}):\n${stderr}`);
   }
+}
+
+/**
+ * The one line the build says about its mode. A `deno compile` that could not download its
+ * runtime (denort, from dl.deno.land) is what machines without that access always see and is
+ * harmless, so it gets a calm sentence, not the raw network error (kept in build.json's
+ * `modeReason`).
+ */
+export function modeNote(mode: BuildMode, reason: string): string {
+  if (mode === "compile") return `[build] mode: compile (${reason})`;
+  if (reason === "requested") return "[build] mode: bundle (requested)";
+  if (reason.startsWith("deno compile failed (download)")) {
+    return "[build] deno compile needs to download the runtime; not reachable here — " +
+      "building launchers that run with deno instead";
+  }
+  return `[build] deno compile is not usable here (${reason}) — building launchers that run ` +
+    "with deno instead";
 }
 
 /** The most telling line of `deno compile`'s error output (the cause naming denort or the URL). */

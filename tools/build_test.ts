@@ -3,6 +3,7 @@ import {
   build,
   ensureBuild,
   launcherScript,
+  modeNote,
   readStamp,
   sourceFingerprint,
   TARGETS,
@@ -151,4 +152,28 @@ Deno.test("auto mode falls back to bundles when denort is not a real denort", as
     else Deno.env.set("DENORT_BIN", previous);
     await Deno.remove(root, { recursive: true });
   }
+});
+
+Deno.test("an unreachable dl.deno.land is one calm line, not the raw network error", () => {
+  // What the probe reports when denort cannot be downloaded (the raw text stays in build.json).
+  const reason = "deno compile failed (download): error sending request for url " +
+    "(https://dl.deno.land/release/v2.9.6/denort-x86_64-unknown-linux-gnu.zip): client error " +
+    "(Connect): dns error: failed to lookup address information: Name or service not known";
+  const note = modeNote("bundle", reason);
+  assert.equal(
+    note,
+    "[build] deno compile needs to download the runtime; not reachable here — building " +
+      "launchers that run with deno instead",
+  );
+  assert.doesNotMatch(note, /error|dns|https?:/i);
+  // Other reasons are still said, as they are worth reading.
+  assert.match(
+    modeNote("bundle", "compiled probe did not run the program (DENORT_BIN=/x)"),
+    /not usable here \(compiled probe did not run the program \(DENORT_BIN=\/x\)\) — building launchers/,
+  );
+  assert.equal(modeNote("bundle", "requested"), "[build] mode: bundle (requested)");
+  assert.equal(
+    modeNote("compile", "denort via download"),
+    "[build] mode: compile (denort via download)",
+  );
 });

@@ -25,7 +25,6 @@ import {
   type BootcNode,
   type BootcNodePool,
   findCondition,
-  holdsRebootSlot,
   intOrPercentError,
   isDisrupted,
   POOL_MAX_UNAVAILABLE,
@@ -35,6 +34,15 @@ import { Resources } from "../../lib/kube/mod.ts";
 import { type Stack, startStack } from "../harness/stack.ts";
 import { waitFor } from "../harness/wait.ts";
 import { formatBreakdown, writeBreakdown } from "../../tools/scale_report.ts";
+import { LiveScreen } from "./screen.ts";
+import {
+  channelLine,
+  clearRolledBackHint,
+  imageName,
+  type ImageNames,
+  renderTable,
+  type Snapshot,
+} from "./view.ts";
 
 const POOL_NAME = "workers";
 const WORKER_LABEL = "node-role.kubernetes.io/worker";
@@ -92,11 +100,8 @@ function parseOptions(args: string[]): DemoOptions {
 
 const short = (digest?: string) => digest ? digest.replace("sha256:", "").slice(0, 12) : "-";
 
-interface Snapshot {
-  pool?: BootcNodePool;
-  bootcNodes: BootcNode[];
-  nodes: INode[];
-}
+/** The channel the `--channel` pool follows, and the versions the demo publishes on it. */
+const CHANNEL = { constraint: "~1.0", v1: "1.0.0", v2: "1.0.1", outside: "2.0.0", bad: "1.0.2" };
 
 async function snapshot(stack: Stack): Promise<Snapshot> {
   const client = stack.cp.client;
@@ -112,63 +117,31 @@ async function snapshot(stack: Stack): Promise<Snapshot> {
   };
 }
 
-/** Digest of the demo's bad image, once pushed. */
-let badDigest: string | undefined;
-
-function versionOf(stack: Stack, digest?: string): string {
-  if (digest === stack.images.v1.digest) return "v1";
-  if (digest === stack.images.v2.digest) return "v2";
-  if (digest !== undefined && digest === badDigest) return "BAD";
-  return short(digest);
+/**
+ * The names the table gives the images: v1, v2 and BAD; for a channel pool the
+ * versions it knows them by (1.0.0, 1.0.1, 1.0.2).
+ */
+function imageNames(stack: Stack, options: DemoOptions, bad?: string): ImageNames {
+  const names = new Map<string, string>([
+    [stack.images.v1.digest, options.channel ? CHANNEL.v1 : "v1"],
+    [stack.images.v2.digest, options.channel ? CHANNEL.v2 : "v2"],
+  ]);
+  if (bad) names.set(bad, options.channel ? CHANNEL.bad : "BAD");
+  return names;
 }
 
-/** Renders the per-node table and the progress line. */
-function render(stack: Stack, snap: Snapshot, started: number): string[] {
-  const lines: string[] = [];
-  const pool = snap.pool;
-  const upToDate = findCondition(pool?.status?.conditions, "UpToDate");
-  const degraded = findCondition(pool?.status?.conditions, "Degraded");
-  lines.push(
-    `NODE          BOOTED  STAGED  STATE       SLOT  CORDONED  READY  DEGRADED`,
-  );
-  const byName = new Map(snap.nodes.map((n) => [n.metadata?.name, n]));
-  for (
-    const bn of [...snap.bootcNodes].sort((a, b) =>
-      a.metadata.name!.localeCompare(b.metadata.name!)
-    )
-  ) {
-    const node = byName.get(bn.metadata.name);
-    const idle = findCondition(bn.status?.conditions, "Idle");
-    const deg = findCondition(bn.status?.conditions, "Degraded");
-    const ready = node?.status?.conditions?.find((c) => c.type === "Ready")?.status === "True";
-    const row = [
-      bn.metadata.name!.padEnd(13),
-      versionOf(stack, bn.status?.booted?.imageDigest).padEnd(7),
-      versionOf(stack, bn.status?.staged?.imageDigest).padEnd(7),
-      (idle?.reason ?? "Pending").padEnd(11),
-      (holdsRebootSlot(node ?? {}) ? "yes" : "").padEnd(5),
-      (node?.spec?.unschedulable ? "yes" : "").padEnd(9),
-      (ready ? "yes" : "no").padEnd(6),
-      deg?.status === "True" ? `yes: ${deg.message.slice(0, 60)}` : "",
-    ];
-    lines.push(row.join(" "));
-  }
-  const elapsed = ((Date.now() - started) / 1000).toFixed(1);
-  lines.push(
-    `[${elapsed}s] pool ${POOL_NAME}: target ${versionOf(stack, pool?.status?.targetDigest)} · ` +
-      `${upToDate?.reason ?? "?"}: ${upToDate?.message ?? ""} · slots ${
-        pool?.status?.slotsInUse ?? 0
-      } · ${degraded?.status === "True" ? `Degraded/${degraded.reason}` : "healthy"}`,
-  );
-  return lines;
-}
-
-function converged(snap: Snapshot, digest: string, nodes: number): boolean {
+/** Every node runs `digest`, counted by the pool, and none is disrupted or cordoned. */
+function settledOn(snap: Snapshot, digest: string, nodes: number): boolean {
   const pool = snap.pool;
   return pool?.status?.targetDigest === digest &&
-    findCondition(pool.status.conditions, "UpToDate")?.status === "True" &&
     pool.status.nodeCount === nodes && pool.status.updatedCount === nodes &&
     snap.nodes.every((n) => !isDisrupted(n) && !n.spec?.unschedulable);
+}
+
+/** Settled on `digest` and UpToDate (a pool that rolled back is not: it cannot realise its spec). */
+function converged(snap: Snapshot, digest: string, nodes: number): boolean {
+  return settledOn(snap, digest, nodes) &&
+    findCondition(snap.pool?.status?.conditions, "UpToDate")?.status === "True";
 }
 
 /** When the first node entered a slot after `since`. */
@@ -226,13 +199,13 @@ export async function runDemo(options: DemoOptions): Promise<void> {
         })),
     );
     if (options.channel) {
-      await stack.registry.tagExisting("bootc/os", "v1", "1.0.0");
-      await stack.registry.tagExisting("bootc/os", "v2", "2.0.0");
+      await stack.registry.tagExisting("bootc/os", "v1", CHANNEL.v1);
+      await stack.registry.tagExisting("bootc/os", "v2", CHANNEL.outside);
     }
     await stack.createPool(POOL_NAME, {
       nodeSelector: { matchLabels: { [WORKER_LABEL]: "" } },
       image: options.channel
-        ? { channel: { repository: stack.images.repository, constraint: "~1.0" } }
+        ? { channel: { repository: stack.images.repository, constraint: CHANNEL.constraint } }
         : { ref: `${stack.images.repository}:stable` },
       rollout: {
         maxUnavailable: options.maxUnavailable,
@@ -248,13 +221,22 @@ export async function runDemo(options: DemoOptions): Promise<void> {
       disruption: { rebootPolicy: options.softReboot ? "AllowSoftReboot" : "RebootOnly" },
     });
     out(
-      `Pool ${POOL_NAME} created on ${stack.images.repository}:stable (v1); waiting to converge…\n`,
+      options.channel
+        ? `Pool ${POOL_NAME} created on channel ${CHANNEL.constraint} of ${stack.images.repository}` +
+          ` (${CHANNEL.v1} is v1, which the nodes run; ${CHANNEL.outside} is outside the range);` +
+          " waiting to converge…\n"
+        : `Pool ${POOL_NAME} created on ${stack.images.repository}:stable (v1); waiting to ` +
+          "converge…\n",
     );
     await waitFor(async () => {
       const snap = await snapshot(stack);
       return converged(snap, stack.images.v1.digest, options.nodes) ? snap : undefined;
     }, { timeoutMs: 120_000, message: "pool did not converge on v1" });
-    out(`Converged on v1 after ${((Date.now() - t0) / 1000).toFixed(1)}s.\n\n`);
+    out(
+      `Converged on ${options.channel ? `${CHANNEL.v1} (v1)` : "v1"} after ${
+        ((Date.now() - t0) / 1000).toFixed(1)
+      }s.\n\n`,
+    );
 
     const writesBefore = await stack.apiWrites();
     const nodeWritesBefore = stack.fleet.nodeWrites;
@@ -267,27 +249,43 @@ export async function runDemo(options: DemoOptions): Promise<void> {
       );
     }
     if (options.channel) {
-      out(`Publishing v2 as 1.0.1 (the pool follows ~1.0; 2.0.0 is outside it)…\n`);
-      await stack.registry.tagExisting("bootc/os", "v2", "1.0.1");
+      out(
+        `Publishing v2 as ${CHANNEL.v2} (inside ${CHANNEL.constraint}; the next channel ` +
+          "check picks it)…\n",
+      );
+      await stack.registry.tagExisting("bootc/os", "v2", CHANNEL.v2);
     } else {
       await stack.registry.tagExisting("bootc/os", "v2", "stable");
     }
     const started = Date.now();
-    /** Redraws the table (a line per change without a terminal) until `done` holds. */
-    const follow = async (since: number, done: (snap: Snapshot) => boolean) => {
-      let previous: string[] = [];
-      let last = "";
+    /**
+     * Redraws the table in place until `done` holds; without a terminal, prints the
+     * progress line when it changes and the channel line when that changes.
+     */
+    const follow = async (
+      since: number,
+      done: (snap: Snapshot) => boolean,
+      names: ImageNames,
+    ) => {
+      const screen = new LiveScreen(out);
+      const printed = new Map<string, string>();
+      const once = (key: string, line: string | undefined, compare = line) => {
+        if (line === undefined || printed.get(key) === compare) return;
+        out(line + "\n");
+        printed.set(key, compare ?? "");
+      };
       for (;;) {
         const snap = await snapshot(stack);
-        const lines = render(stack, snap, since);
+        const lines = renderTable(snap, names, {
+          pool: POOL_NAME,
+          elapsedSeconds: (Date.now() - since) / 1000,
+        });
         if (tty) {
-          if (previous.length) out(`\x1b[${previous.length}F\x1b[J`);
-          out(lines.join("\n") + "\n");
-        } else if (lines.at(-1)!.replace(/^\[[^\]]*\] /, "") !== last) {
-          out(lines.at(-1)! + "\n");
-          last = lines.at(-1)!.replace(/^\[[^\]]*\] /, "");
+          screen.draw(lines);
+        } else {
+          once("channel", channelLine(snap.pool));
+          once("progress", lines.at(-1)!, lines.at(-1)!.replace(/^\[[^\]]*\] /, ""));
         }
-        previous = lines;
         if (done(snap)) return;
         if (Date.now() - since > 600_000) throw new Error("rollout did not finish in 10 minutes");
         if (stack.tracker.violations.length) {
@@ -296,7 +294,11 @@ export async function runDemo(options: DemoOptions): Promise<void> {
         await new Promise((r) => setTimeout(r, tty ? 250 : 500));
       }
     };
-    await follow(started, (snap) => converged(snap, stack.images.v2.digest, options.nodes));
+    await follow(
+      started,
+      (snap) => converged(snap, stack.images.v2.digest, options.nodes),
+      imageNames(stack, options),
+    );
     const duration = (Date.now() - started) / 1000;
     const writesAfter = await stack.apiWrites();
     // The supervisor's readiness flips of rebooting machines are node writes too, but not ours.
@@ -317,7 +319,11 @@ export async function runDemo(options: DemoOptions): Promise<void> {
     const staging = (firstSlotAt(stack, started) ?? started) - started;
     const ideal = Math.ceil(options.nodes / slots) * cycle + staging;
     const rss = peakRss(stack);
-    out(`\nRollout to v2 finished in ${duration.toFixed(1)}s.\n`);
+    out(
+      `\nRollout to ${options.channel ? `${CHANNEL.v2} (v2)` : "v2"} finished in ${
+        duration.toFixed(1)
+      }s.\n`,
+    );
     out(`  reboots:                     ${stack.fleet.rebootCount - rebootsBefore}\n`);
     out(`  most nodes unavailable:      ${stack.tracker.maxDisrupted} (maxUnavailable ${slots})\n`);
     out(
@@ -343,7 +349,8 @@ export async function runDemo(options: DemoOptions): Promise<void> {
     if (options.channel) {
       const ch = (await snapshot(stack)).pool?.status?.channel;
       out(
-        `  channel:                     ${ch?.repository} ~1.0: running ${ch?.currentVersion}, ` +
+        `  channel:                     ${ch?.repository} ${CHANNEL.constraint}: running ` +
+          `${ch?.currentVersion}, ` +
           `newest ${ch?.newestVersion}; next check ${ch?.nextCheckTime}` +
           (ch?.message ? ` (${ch.message})` : "") + "\n",
       );
@@ -371,7 +378,11 @@ async function badImageAct(
   stack: Stack,
   options: DemoOptions,
   out: (text: string) => void,
-  follow: (since: number, done: (snap: Snapshot) => boolean) => Promise<void>,
+  follow: (
+    since: number,
+    done: (snap: Snapshot) => boolean,
+    names: ImageNames,
+  ) => Promise<void>,
 ): Promise<void> {
   const pushed = await stack.registry.pushImage({
     repository: "bootc/os",
@@ -379,20 +390,28 @@ async function badImageAct(
     version: "3.0-bad",
     labels: { "dev.bootc.sim.bad-boot": "unit-fails:app.service" },
   });
-  badDigest = pushed.digest;
+  const names = imageNames(stack, options, pushed.digest);
   out(
-    `\n${options.channel ? "Publishing 1.0.2" : "Moving tag :stable to v3"} (${
+    `\n${options.channel ? `Publishing ${CHANNEL.bad}` : "Moving tag :stable to v3"} (${
       short(pushed.digest)
     }), an image whose app.service fails on ` +
       `boot. The canary (1 node) goes first; onFailure: RollbackPool…\n`,
   );
   const rebootsBefore = stack.fleet.rebootCount;
   // A channel pool sees it as version 1.0.2; a tag pool as the new :stable.
-  await stack.registry.tagExisting("bootc/os", "v3-bad", options.channel ? "1.0.2" : "stable");
+  await stack.registry.tagExisting(
+    "bootc/os",
+    "v3-bad",
+    options.channel ? CHANNEL.bad : "stable",
+  );
   const started = Date.now();
-  await follow(started, (snap) =>
-    snap.pool?.status?.rollbackHold !== undefined &&
-    converged(snap, stack.images.v2.digest, options.nodes));
+  await follow(
+    started,
+    (snap) =>
+      snap.pool?.status?.rollbackHold !== undefined &&
+      settledOn(snap, stack.images.v2.digest, options.nodes),
+    names,
+  );
   const pool = (await snapshot(stack)).pool;
   const degraded = findCondition(pool?.status?.conditions, "Degraded");
   out(
@@ -409,13 +428,19 @@ async function badImageAct(
   for (const r of pool?.status?.history ?? []) {
     out(
       `    ${String(r.revision).padEnd(3)} ${r.outcome.padEnd(11)} ${
-        versionOf(stack, r.digest).padEnd(4)
+        imageName(names, r.digest).padEnd(5)
       } ${r.startedAt} → ${r.endedAt ?? "…"}${r.message ? `  ${r.message.slice(0, 90)}` : ""}\n`,
     );
   }
   const problems = stack.tracker.violations;
   out(`  invariants:                  ${problems.length ? problems.join("; ") : "all held"}\n`);
   if (problems.length) throw new Error("invariants violated");
+  const hint = clearRolledBackHint({
+    pool: POOL_NAME,
+    channel: options.channel,
+    failed: imageName(names, pushed.digest),
+  });
+  out(`\n${hint.join("\n")}\n`);
 }
 
 if (import.meta.main) {

@@ -9,7 +9,8 @@ import { promtool } from "./promtool.ts";
 import { MONITORING_DIR, RULES_FILE } from "./sync_rules.ts";
 
 const HERE = new URL(".", import.meta.url).pathname;
-const TESTS_FILE = new URL("alerts.test.yaml", import.meta.url);
+/** The unit test files: minutes and hours, and the alerts that span days (evaluated every 5m). */
+const TEST_FILES = ["alerts.test.yaml", "alerts_daily.test.yaml"];
 
 interface Rule {
   alert?: string;
@@ -43,6 +44,10 @@ Deno.test("the alerts the operator needs exist, each with severity, summary, des
       "BootcDrainBlocked",
       "BootcControllerDown",
       "BootcImageResolutionFailing",
+      "BootcPoolRolledBack",
+      "BootcCircuitOpen",
+      "BootcRolloutTooSlow",
+      "BootcPoolPausedTooLong",
     ]
   ) assert.ok(names.includes(required), `missing alert ${required}`);
   assert.equal(new Set(names).size, names.length, "alert names are unique");
@@ -57,14 +62,17 @@ Deno.test("the alerts the operator needs exist, each with severity, summary, des
 });
 
 Deno.test("promtool test rules: every alert fires in the unit tests, with labels and annotations", async () => {
-  const r = await promtool(["test", "rules", TESTS_FILE.pathname], HERE);
+  const r = await promtool(["test", "rules", ...TEST_FILES], HERE);
   assert.ok(r.success, r.output);
-  assert.match(r.output, /SUCCESS/);
+  assert.equal(r.output.match(/SUCCESS/g)?.length, TEST_FILES.length, r.output);
   // Every alert has a case where it fires and one where it does not (yet).
-  const doc = parse(await Deno.readTextFile(TESTS_FILE)) as {
-    tests: { alert_rule_test?: { alertname: string; exp_alerts?: unknown[] }[] }[];
-  };
-  const checks = doc.tests.flatMap((t) => t.alert_rule_test ?? []);
+  const checks = [];
+  for (const file of TEST_FILES) {
+    const doc = parse(await Deno.readTextFile(new URL(file, import.meta.url))) as {
+      tests: { alert_rule_test?: { alertname: string; exp_alerts?: unknown[] }[] }[];
+    };
+    checks.push(...doc.tests.flatMap((t) => t.alert_rule_test ?? []));
+  }
   for (const a of await alertRules()) {
     const mine = checks.filter((c) => c.alertname === a.alert);
     assert.ok(mine.some((c) => (c.exp_alerts ?? []).length > 0), `${a.alert} fires in a test`);
@@ -79,11 +87,13 @@ Deno.test("promtool test rules fails when a rule changes (the unit tests can fai
   const dir = await Deno.makeTempDir({ prefix: "bootc-rules-" });
   try {
     const rules = await Deno.readTextFile(RULES_FILE);
-    const tests = (await Deno.readTextFile(TESTS_FILE)).replace(
-      "../../manifests/monitoring/rules.yaml",
-      "rules.yaml",
-    );
-    await Deno.writeTextFile(`${dir}/alerts.test.yaml`, tests);
+    for (const file of TEST_FILES) {
+      const tests = (await Deno.readTextFile(new URL(file, import.meta.url))).replace(
+        "../../manifests/monitoring/rules.yaml",
+        "rules.yaml",
+      );
+      await Deno.writeTextFile(`${dir}/${file}`, tests);
+    }
     // Each mutation breaks one alert's timing or threshold; the tests must notice every one.
     const mutations: [string, string][] = [
       [
@@ -102,12 +112,44 @@ Deno.test("promtool test rules fails when a rule changes (the unit tests can fai
         'absent(up{job="bootc-operator-controller"} == 1)',
         'absent(up{job="bootc-operator-controller"})',
       ],
+      // A rollback alerts for a day, not two.
+      [
+        "(bootc_pool_last_rollback_timestamp_seconds) < 86400",
+        "(bootc_pool_last_rollback_timestamp_seconds) < 172800",
+      ],
+      // Rolled back is its own alert, not a generic Degraded one as well.
+      ["RolloutHalted|RolledBack|NodeStalled", "RolloutHalted|NodeStalled"],
+      // "Too slow" is 3× the usual duration, and never under 30 minutes.
+      [
+        "> 3 * max by (pool) (bootc_pool_rollout_expected_duration_seconds)",
+        "> 2 * max by (pool) (bootc_pool_rollout_expected_duration_seconds)",
+      ],
+      [
+        "(bootc_pool_rollout_start_timestamp_seconds) > 1800)",
+        "(bootc_pool_rollout_start_timestamp_seconds) > 600)",
+      ],
+      // A paused pool is not "too slow"; a pause alerts after a day, across a leader change,
+      // and only while it holds an update back.
+      [
+        "unless on (pool) (max by (pool) (bootc_pool_paused) == 1)",
+        "unless on (pool) (max by (pool) (bootc_pool_paused) == 2)",
+      ],
+      ["last_over_time(bootc_pool_paused[10m])", "bootc_pool_paused"],
+      ["        for: 1d", "        for: 1h"],
+      ['bootc_pool_nodes{state!="UpToDate"}[10m]', "bootc_pool_nodes[10m]"],
     ];
-    for (const [from, to] of mutations) {
+    // Each mutant in a folder of its own, a few at a time (promtool is single-threaded).
+    const check = async ([from, to]: [string, string], i: number) => {
       assert.ok(rules.includes(from), `mutation source not found: ${from}`);
-      await Deno.writeTextFile(`${dir}/rules.yaml`, rules.replace(from, to));
-      const r = await promtool(["test", "rules", "alerts.test.yaml"], dir);
+      const sub = `${dir}/${i}`;
+      await Deno.mkdir(sub);
+      await Deno.writeTextFile(`${sub}/rules.yaml`, rules.replace(from, to));
+      for (const file of TEST_FILES) await Deno.copyFile(`${dir}/${file}`, `${sub}/${file}`);
+      const r = await promtool(["test", "rules", ...TEST_FILES], sub);
       assert.ok(!r.success, `tests still pass after ${from} → ${to}`);
+    };
+    for (let i = 0; i < mutations.length; i += 3) {
+      await Promise.all(mutations.slice(i, i + 3).map((m, j) => check(m, i + j)));
     }
   } finally {
     await Deno.remove(dir, { recursive: true });

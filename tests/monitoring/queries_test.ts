@@ -37,9 +37,18 @@ interface Panel {
   panels?: Panel[];
 }
 
+interface Annotation {
+  name: string;
+  expr?: string;
+  useValueForTime?: boolean;
+  titleFormat?: string;
+  tagKeys?: string;
+}
+
 interface Dashboard {
   panels: Panel[];
   templating: { list: { name: string; type: string; query?: string | { query: string } }[] };
+  annotations: { list: Annotation[] };
 }
 
 async function dashboard(): Promise<Dashboard> {
@@ -50,15 +59,18 @@ function allPanels(panels: Panel[]): Panel[] {
   return panels.flatMap((p) => [p, ...allPanels(p.panels ?? [])]);
 }
 
-/** Every PromQL query of the dashboard, with where it is. */
+/** Every PromQL query of the dashboard (panels and annotations), with where it is. */
 async function dashboardQueries(): Promise<{ where: string; expr: string }[]> {
   const d = await dashboard();
-  return allPanels(d.panels).flatMap((p) =>
-    (p.targets ?? []).map((t, i) => ({
-      where: `panel "${p.title}" target ${i}`,
-      expr: t.expr ?? "",
-    }))
-  );
+  return [
+    ...allPanels(d.panels).flatMap((p) =>
+      (p.targets ?? []).map((t, i) => ({
+        where: `panel "${p.title}" target ${i}`,
+        expr: t.expr ?? "",
+      }))
+    ),
+    ...d.annotations.list.map((a) => ({ where: `annotation "${a.name}"`, expr: a.expr ?? "" })),
+  ];
 }
 
 /** Metrics named by the dashboard's template variables (`label_values(metric, label)`). */
@@ -124,6 +136,12 @@ Deno.test("every metric the rules and the dashboard query is exported by the con
       "bootc_pool_stalled_nodes",
       "bootc_pool_degraded",
       "bootc_pool_drain_blocked_since_timestamp_seconds",
+      "bootc_pool_target_info",
+      "bootc_pool_booted_nodes",
+      "bootc_pool_rollout_start_timestamp_seconds",
+      "bootc_pool_rollout_end_timestamp_seconds",
+      "bootc_pool_rollout_expected_duration_seconds",
+      "bootc_pool_circuit_open",
       "up",
     ]
   ) assert.ok(used.has(name), `${name} is queried somewhere`);
@@ -174,8 +192,31 @@ Deno.test("the dashboard has the panels operators look for", async () => {
       "Image resolution errors",
       "Stalled nodes",
       "Drains blocked by disruption budgets",
+      "Pool versions",
+      "Nodes per booted image",
     ]
   ) assert.ok(titles.includes(t), `panel ${t}`);
+});
+
+Deno.test("rollout starts and ends are annotations at the times the controller exports", async () => {
+  const list = (await dashboard()).annotations.list;
+  const byMetric = (name: string) => list.find((a) => metricNames(a.expr ?? "").includes(name));
+  for (
+    const name of [
+      "bootc_pool_rollout_start_timestamp_seconds",
+      "bootc_pool_rollout_end_timestamp_seconds",
+    ]
+  ) {
+    const a = byMetric(name);
+    assert.ok(a, `an annotation reads ${name}`);
+    // The series' value is the time (Grafana wants milliseconds), not the sample's time: one
+    // mark per rollout, however long the series lasts.
+    assert.equal(a.useValueForTime, true, `${a.name} uses the value as its time`);
+    assert.match(a.expr!, /\* 1000$/, `${a.name} converts seconds to milliseconds`);
+    assert.match(a.expr!, /pool=~"\$pool"/, `${a.name} follows the pool variable`);
+    assert.match(a.titleFormat ?? "", /\{\{pool\}\}/, `${a.name} names the pool`);
+  }
+  assert.match(byMetric("bootc_pool_rollout_end_timestamp_seconds")!.titleFormat!, /outcome/);
 });
 
 Deno.test("controller/README.md documents every exported metric with its type and labels", async () => {
