@@ -22,6 +22,7 @@ import {
 } from "../../lib/api/mod.ts";
 import { type DesiredImage, entryMatches } from "./effective_state.ts";
 import { matchesSelector } from "./selector.ts";
+import { shortReference } from "../../lib/api/display.ts";
 import { parseTime } from "./slots.ts";
 import type { NodeSummary, PodSummary } from "./types.ts";
 
@@ -100,8 +101,10 @@ export function evaluateHealth(input: HealthInput): HealthVerdict {
   if (input.rebootRequestedAt && fellBack(bn, desired)) {
     return {
       state: "FellBack",
-      message: `node ${node.name} booted ${desired.image} and fell back to ${
-        bn.status?.booted?.image ?? "its previous deployment"
+      message: `node ${node.name} booted ${shortReference(desired.image)} and fell back to ${
+        bn.status?.booted?.image
+          ? shortReference(bn.status.booted.image)
+          : "its previous deployment"
       } by itself`,
     };
   }
@@ -182,7 +185,9 @@ export function soakVerdict(input: SoakInput): SoakVerdict {
   if (fellBack(bn, desired)) {
     return {
       state: "Failed",
-      message: `node ${node.name} fell back from ${desired.image} to its previous deployment`,
+      message: `node ${node.name} fell back from ${
+        shortReference(desired.image)
+      } to its previous deployment`,
     };
   }
   if (!entryMatches(bn.status?.booted, desired)) return { state: "Healthy" };

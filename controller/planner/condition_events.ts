@@ -20,7 +20,13 @@ import {
   PoolConditionType,
 } from "../../lib/api/mod.ts";
 import { GATES, type GateWait } from "../gates/mod.ts";
-import { type PlanInput, poolEvent, type PlannedEvent, type StepOutput, StepWriter } from "./plan.ts";
+import {
+  type PlanInput,
+  type PlannedEvent,
+  poolEvent,
+  type StepOutput,
+  StepWriter,
+} from "./plan.ts";
 
 /** The reason the planner gives nodes the staging limit holds back (no gate of its own). */
 export const STAGING_LIMIT = "StagingLimit";

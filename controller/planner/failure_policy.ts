@@ -181,7 +181,7 @@ export function effectiveTarget(options: {
       rollback: false,
       heldBack: PoolFact.ImageFailedBefore,
       note:
-        `${ref} resolves to ${
+        `${ref} resolves to sha256:${
           shortDigest(specTarget.digest)
         }, which failed its health checks before; ` +
         `not rolled out again`,
@@ -195,7 +195,7 @@ export function effectiveTarget(options: {
       rollback: false,
       heldBack: PoolFact.CircuitHoldsTarget,
       note:
-        `circuit open: ${ref} now resolves to ${
+        `circuit open: ${ref} now resolves to sha256:${
           shortDigest(specTarget.digest)
         }; not rolled out until ` +
         `the circuit is reset (annotate the pool with ${ANNOTATION_RESET_CIRCUIT})`,

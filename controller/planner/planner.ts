@@ -29,11 +29,7 @@
  *
  * @module
  */
-import {
-  type BootcNodePoolStatus,
-  PoolDegradedReason,
-  PoolFact,
-} from "../../lib/api/mod.ts";
+import { type BootcNodePoolStatus, PoolDegradedReason, PoolFact } from "../../lib/api/mod.ts";
 import { countedState, EffectiveState, NodeState } from "../../lib/api/node_state.ts";
 import { canaryStep } from "./canary.ts";
 import { effectiveTarget, failureRecord } from "./failure_policy.ts";
@@ -164,33 +160,54 @@ function planRollout(
   // A node held after leaving still shows among the pool's BootcNodes, rebooting.
   counts.Rebooting += membership.held.length;
   const wait = gated.wait ?? stagingWait(membership.staging);
-  const halted = rollout.health.haltFor !== undefined &&
+  const haltFor = rollout.health.haltFor;
+  const status = rolloutStatus(input, { need, target, gated, counts, wait, out, record, haltFor });
+  const all = mergeOutputs([out, conditionEvents(input, status, wait)]);
+  const plan = finish(all, status, gated.slots.limit, counts);
+  return withNodeAnnotations(withDisplay(plan, input, members, target), input, members);
+}
+
+/** Step 8: the pool's status from what steps 1 to 7 found (`out`: their folded output). */
+function rolloutStatus(
+  input: PlanInput,
+  s: {
+    need: ResolutionNeed;
+    target: TargetStep;
+    gated: ReturnType<typeof planGatedSlots>;
+    counts: Plan["counts"];
+    wait: PoolWait | undefined;
+    out: StepOutput;
+    record: ReturnType<typeof rolloutRecord>;
+    /** The image whose rollout is halted (step 4), if any. */
+    haltFor?: string;
+  },
+): BootcNodePoolStatus {
+  const { target, gated, out } = s;
+  // A halted image ranks as Halted, unless the pool rolled back from it (RolledBack says so).
+  const halted = s.haltFor !== undefined &&
     !out.issues.some((i) => i.reason === PoolDegradedReason.RolledBack);
-  const status = buildPoolStatus({
+  return buildPoolStatus({
     prior: input.pool.status,
     generation: input.pool.metadata.generation,
     target: target.target,
     lastResolvedTime: target.lastResolvedTime,
-    nextTagResolutionTime: nextResolution(need, input.now),
+    nextTagResolutionTime: nextResolution(s.need, input.now),
     targetLabel: target.label,
-    counts,
+    counts: s.counts,
     slotsInUse: gated.inUse,
     slots: gated.slots,
     queue: gated.queue,
     paused: input.pool.spec.rollout?.paused ?? false,
-    waitReason: wait?.reason,
+    waitReason: s.wait?.reason,
     issues: out.issues,
     facts: [
       ...(halted ? [PoolFact.Halted] : []),
       ...(target.effective.heldBack ? [target.effective.heldBack] : []),
     ],
     note: out.notes.join("; ") || undefined,
-    rollout: record.rollout,
+    rollout: s.record.rollout,
     now: input.now,
   });
-  const all = mergeOutputs([out, conditionEvents(input, status, wait)]);
-  const plan = finish(all, status, gated.slots.limit, counts);
-  return withNodeAnnotations(withDisplay(plan, input, members, target), input, members);
 }
 
 /** The note on nodes the staging limit (or a closed window) holds back, if any. */

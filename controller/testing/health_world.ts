@@ -342,8 +342,9 @@ export function mergePatch(target: unknown, patch: unknown): unknown {
 
 /** Every node runs `img`, no slot is held and the revision succeeded. */
 export function allOn(_w: World, img: string): (p: Plan) => boolean {
+  // Every node runs it (a pool held on a rollback image is not UpToDate: its spec names another).
   return (p) =>
-    p.status?.targetImage === img && cond(p.status, "UpToDate")?.status === "True" &&
+    p.status?.targetImage === img && p.status.updatedCount === p.status.nodeCount &&
     (p.status.slotsInUse ?? 0) === 0 && p.status.history?.at(-1)?.outcome === "Succeeded";
 }
 

@@ -182,6 +182,35 @@ Deno.test("rollouts: full, rollback, pause/resume, rollover, soft reboot", async
         const metrics = await res.text();
         assert.match(metrics, /bootc_pool_nodes\{[^}]*pool="main"[^}]*\} 5/);
         assert.match(metrics, /bootc_pool_slots_in_use\{pool="main"\} 0/);
+        // The rollout gauges the new leader reads from the pool's status: the target's
+        // short form, the finished rollout and the usual duration from status.history.
+        const short = v2.digest.slice("sha256:".length, "sha256:".length + 12);
+        const rollout = [
+          new RegExp(
+            `^bootc_pool_target_info\\{pool="main",target="[^"]*",version="[^"]*",` +
+              `digest="${short}"\\} 1$`,
+            "m",
+          ),
+          /^bootc_pool_rollout_start_timestamp_seconds\{pool="main"\} \d+(\.\d+)?$/m,
+          /^bootc_pool_rollout_end_timestamp_seconds\{pool="main",outcome="Succeeded"\} \d/m,
+          /^bootc_pool_rollout_expected_duration_seconds\{pool="main"\} \d/m,
+          /^bootc_pool_paused\{pool="main"\} 0$/m,
+          /^bootc_pool_circuit_open\{pool="main"\} 0$/m,
+          new RegExp(
+            `^bootc_pool_booted_nodes\\{pool="main",version="[^"]*",digest="${short}"\\} 5$`,
+            "m",
+          ),
+        ];
+        let text = "";
+        try {
+          await waitFor(async () => {
+            text = await (await fetch(`${metricsUrl}/metrics`)).text();
+            return rollout.every((r) => r.test(text)) ? true : undefined;
+          }, { timeoutMs: 15_000, message: "the rollout gauges" });
+        } catch (e) {
+          const missing = rollout.filter((r) => !r.test(text));
+          throw new Error(`${(e as Error).message}: missing ${missing.join(", ")}\n${text}`);
+        }
       },
     );
 

@@ -91,7 +91,9 @@ export async function describePool(stack: Stack, pool: string): Promise<string> 
 
 /**
  * Waits until the pool targets `digest`, every one of its `count` nodes boots
- * it, UpToDate is True, and no Node of it carries any of the disruption record.
+ * it, UpToDate is True (or, for a pool its failure record holds on a good image,
+ * False naming the hold: RolledBack, CircuitOpen, ImageFailedBefore, with every
+ * node updated), and no Node of it carries any of the disruption record.
  */
 export async function waitConverged(
   stack: Stack,
@@ -108,7 +110,9 @@ export async function waitConverged(
       const nodes = await poolNodes(stack, pool);
       const nodeObjects = await nodesByName(stack);
       const upToDate = findCondition(p.status?.conditions, "UpToDate");
-      const ok = p.status?.targetDigest === digest && upToDate?.status === "True" &&
+      const settled = upToDate?.status === "True" ||
+        (HELD_BY_RECORD.includes(upToDate?.reason ?? "") && p.status?.updatedCount === count);
+      const ok = p.status?.targetDigest === digest && settled &&
         nodes.length === count &&
         nodes.every((bn) =>
           bn.status?.booted?.imageDigest === digest &&
@@ -120,6 +124,9 @@ export async function waitConverged(
     timeoutMs,
   );
 }
+
+/** UpToDate reasons of a pool its failure record holds on a good image (the spec means another). */
+const HELD_BY_RECORD = ["RolledBack", "CircuitOpen", "ImageFailedBefore"];
 
 /** {@linkcode waitFor} whose failure message ends with the pool's state. */
 export async function waitPool<T>(
