@@ -181,8 +181,8 @@ function conditionText(conditions: { type: string; message?: string }[] | undefi
   return (conditions ?? []).map((c) => `${c.type}: ${c.message ?? ""}`).join("\n");
 }
 
-/** Runs the built `kubectl-bootc` against the stack (plain output). */
-async function plugin(stack: Stack, args: string[]): Promise<string> {
+/** Runs the built `kubectl-bootc` against the stack (plain output); asserts its exit code (`status` exits 1 when a pool has a problem). */
+async function plugin(stack: Stack, args: string[], expectedCode = 0): Promise<string> {
   const [command, ...prefix] = (await ensureBuild()).plugin;
   const out = await new Deno.Command(command, {
     args: [...prefix, "--kubeconfig", stack.cp.kubeconfigPath, "--no-color", ...args],
@@ -195,7 +195,7 @@ async function plugin(stack: Stack, args: string[]): Promise<string> {
   const stdout = decoder.decode(out.stdout);
   assert.equal(
     out.code,
-    0,
+    expectedCode,
     `kubectl bootc ${args.join(" ")}: exit ${out.code}\n${stdout}${decoder.decode(out.stderr)}`,
   );
   return stdout;
@@ -599,7 +599,8 @@ Deno.test("rulebook (issue 22): one classification, no deadlock, no silent wait"
           throw new Error(`${e instanceof Error ? e.message : e}\nwhy said:\n${out}`);
         });
         assert.doesNotMatch(why.split("\n")[0], /released once minReadySeconds|back on the target/);
-        const status = await plugin(stack, ["status", pool]);
+        // A halted pool is a problem: `status` says so and exits 1 (for CI).
+        const status = await plugin(stack, ["status", pool], 1);
         assert.match(status, /[1-9]\d* failed/, `status counts the failed node:\n${status}`);
         await patchPoolSpec(stack, pool, { image: { ref: ref1 } });
         await waitConverged(stack, pool, v1.digest, 2, LONG_MS);
