@@ -181,7 +181,10 @@ function conditionText(conditions: { type: string; message?: string }[] | undefi
   return (conditions ?? []).map((c) => `${c.type}: ${c.message ?? ""}`).join("\n");
 }
 
-/** Runs the built `kubectl-bootc` against the stack (plain output); asserts its exit code (`status` exits 1 when a pool has a problem). */
+/**
+ * Runs the built `kubectl-bootc` against the stack (plain output) and asserts its
+ * exit code (`status` exits 1 when a pool has a problem).
+ */
 async function plugin(stack: Stack, args: string[], expectedCode = 0): Promise<string> {
   const [command, ...prefix] = (await ensureBuild()).plugin;
   const out = await new Deno.Command(command, {
