@@ -41,6 +41,33 @@ export interface ControllerFlags {
   testStartTime?: Date;
 }
 
+/** What `controller --help` prints (flags with their defaults). */
+export const USAGE = `Usage: controller [flags]
+
+The bootc-operator controller: plans and rolls out BootcNodePools (normally run by the
+bootc-operator-controller Deployment in manifests/install.yaml).
+
+Flags:
+  --kubeconfig PATH            kubeconfig to use (default: in-cluster, then $KUBECONFIG)
+  --namespace NS               the operator's namespace: pull Secrets, events, the Lease
+                               (default bootc-operator)
+  --metrics-addr ADDR          /metrics, /healthz and /readyz listen address (default :8080)
+  --registry-poll-interval DUR how often tags are resolved when a pool sets none (default 5m)
+  --registry-timeout DUR       time limit of one tag resolution (default 10s)
+  --insecure-registry HOST     a registry reached over plain HTTP (repeatable)
+  --registry-ca-file PATH      extra CA bundle for registries (PEM)
+  --leader-elect=true|false    elect a leader with a Lease; only the leader writes (default true)
+  --leader-election-id NAME    the Lease's name (default bootc-operator-controller)
+  -h, --help                   print this help and exit
+
+Durations are Go-style: 250ms, 30s, 5m, 1h30m.
+Exit codes: 0 stopped cleanly or help printed, 1 failed, 2 bad flags.`;
+
+/** True when the command line asks for help (it is then the only thing done). */
+export function wantsHelp(args: readonly string[]): boolean {
+  return args.some((a) => a === "--help" || a === "-h" || a === "help");
+}
+
 /** Parses a Go-style duration ("90s", "5m", "1h30m", "250ms"); a bare number is seconds. */
 export function parseDuration(text: string): number {
   if (/^\d+(\.\d+)?$/.test(text)) return Number(text) * 1000;
@@ -182,11 +209,15 @@ export async function runController(flags: ControllerFlags, signal: AbortSignal)
 }
 
 if (import.meta.main) {
+  if (wantsHelp(Deno.args)) {
+    console.log(USAGE);
+    Deno.exit(0);
+  }
   let flags: ControllerFlags;
   try {
     flags = parseFlags(Deno.args);
   } catch (e) {
-    console.error(`controller: ${(e as Error).message}`);
+    console.error(`controller: ${(e as Error).message}\n(controller --help lists the flags)`);
     Deno.exit(2);
   }
   const ac = new AbortController();

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { parseDuration, parseFlags } from "./main.ts";
+import { parseDuration, parseFlags, USAGE, wantsHelp } from "./main.ts";
 
 Deno.test("parseFlags: defaults", () => {
   const f = parseFlags([]);
@@ -53,4 +53,32 @@ Deno.test("parseDuration", () => {
   assert.equal(parseDuration("250ms"), 250);
   assert.equal(parseDuration("45"), 45_000);
   assert.throws(() => parseDuration("5 minutes"), /invalid duration/);
+});
+
+Deno.test("controller --help prints every flag and exits 0; a bad flag exits 2 pointing at it", async () => {
+  assert.ok(wantsHelp(["--help"]) && wantsHelp(["-h"]) && !wantsHelp(["--namespace", "x"]));
+  const flags = [
+    "kubeconfig",
+    "namespace",
+    "metrics-addr",
+    "registry-poll-interval",
+    "registry-timeout",
+    "insecure-registry",
+    "registry-ca-file",
+    "leader-elect",
+    "leader-election-id",
+  ];
+  for (const flag of flags) assert.match(USAGE, new RegExp(`--${flag}[ =]`), flag);
+  const run = (args: string[]) =>
+    new Deno.Command(Deno.execPath(), {
+      args: ["run", "--allow-all", new URL("./main.ts", import.meta.url).pathname, ...args],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+  const help = await run(["--help"]);
+  assert.equal(help.code, 0);
+  assert.equal(new TextDecoder().decode(help.stdout).trim(), USAGE);
+  const bad = await run(["--no-such-flag"]);
+  assert.equal(bad.code, 2);
+  assert.match(new TextDecoder().decode(bad.stderr), /controller --help/);
 });

@@ -146,7 +146,9 @@ const STAMP = "build.json";
 /**
  * The launcher script that runs a bundle in bundle mode. It execs Deno (so signals reach the
  * program directly), from `$DENO` or `PATH`, with `--cached-only` (the bundle has no imports
- * left to fetch) and without the repository's config, exactly like the compiled binary.
+ * left to fetch) and without the repository's config, exactly like the compiled binary. With
+ * neither, it runs the Deno this was built with through Node's `npx` (as the README's commands
+ * do), so the plugin and the daemon work on a machine where Deno is not installed.
  */
 export function launcherScript(target: Target): string {
   const flags = [
@@ -162,6 +164,9 @@ export function launcherScript(target: Target): string {
     `# ${target.executable}: runs ${target.bundle} (built by \`deno task build\` from ${target.entry}).`,
     "# A launcher because no denort base binary was available for `deno compile`.",
     'here=$(CDPATH= cd -- "$(dirname -- "$0")" && pwd)',
+    'if [ -z "${DENO:-}" ] && ! command -v deno >/dev/null 2>&1; then',
+    `  exec npx -y deno@${Deno.version.deno} run ${flags.join(" ")} "$here/${target.bundle}" "$@"`,
+    "fi",
     `exec "\${DENO:-deno}" run ${flags.join(" ")} "$here/${target.bundle}" "$@"`,
     "",
   ].join("\n");

@@ -67,6 +67,30 @@ Deno.test("launcher execs deno run --cached-only on its bundle with the target's
   assert.doesNotMatch(plugin, /--allow-all|--allow-write/);
 });
 
+Deno.test("a launcher without $DENO or deno on PATH runs this Deno through npx", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const plugin = TARGETS.find((t) => t.name === "plugin")!;
+    await Deno.writeTextFile(`${dir}/kubectl-bootc`, launcherScript(plugin), { mode: 0o755 });
+    // A stand-in npx on a PATH without deno prints what it was asked to run.
+    await Deno.mkdir(`${dir}/bin`);
+    await Deno.writeTextFile(`${dir}/bin/npx`, '#!/bin/sh\necho "npx $*"\n', { mode: 0o755 });
+    const out = await new Deno.Command(`${dir}/kubectl-bootc`, {
+      args: ["status", "--watch"],
+      env: { PATH: `${dir}/bin:/usr/bin:/bin` },
+      clearEnv: true,
+    }).output();
+    assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+    assert.equal(
+      new TextDecoder().decode(out.stdout).trim(),
+      `npx -y deno@${Deno.version.deno} run --cached-only --no-config --no-lock --no-prompt ` +
+        `--allow-net --allow-env --allow-read --allow-run ${dir}/plugin.js status --watch`,
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("bundle mode: self-contained bundles run behind the launchers", async () => {
   const root = await fakeRepo();
   try {
