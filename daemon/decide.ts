@@ -77,6 +77,12 @@
  *    host is going down into what it applies, and the controller counts a
  *    Rebooting node as disrupted (lib/api/node_state.ts) until it is back. Once
  *    back, the next decision starts from what it booted (it may need redoing).
+ * 13. `rollout.strategy: External`: another orchestrator applies and reboots. The
+ *    spec then never says Booted, so this daemon only stages and reports; when
+ *    the host comes back on D (staged, or the rollback deployment, at the last
+ *    report) `Rebooted` is True/RebootedExternally, Idle True: no fallback (⁵
+ *    needs this daemon's own Rebooting), nothing reset. Back on another image,
+ *    D is staged again (⁴).
  *
  * A BootcNode no BootcNodePool controls (hand-made, or orphaned) is never acted
  * on: nothing is staged, locked or applied (the auto-update timer is still
@@ -104,7 +110,7 @@
  * | `ImageStaged` | Staged / Booted / RollbackDeployment: D is on disk  | Downloading                                          |
  * | `Cordoned`    | Cordoned: the Node holds a slot and is cordoned ¹¹  | Waiting; NotRequired (D booted without a reboot)     |
  * | `Drained`     | Drained: the Node's drain finished for D ¹¹         | Waiting; NotRequired                                 |
- * | `Rebooted`    | Rebooted (after a reboot); AlreadyBooted            | Waiting, Rebooting, RollingBack, FellBack ⁵          |
+ * | `Rebooted`    | Rebooted (after a reboot); RebootedExternally ¹³; AlreadyBooted | Waiting, Rebooting, RollingBack, FellBack ⁵ |
  *
  * 11. From the Node as read before a reboot (only then: an idle daemon reads
  *    nothing); the slot time and the drain time are their lastTransitionTime.
@@ -258,6 +264,12 @@ export const PhaseReason = {
   RollingBack: "RollingBack",
   /** Rebooted True: D booted after the reboot the daemon started. */
   Rebooted: "Rebooted",
+  /**
+   * Rebooted True: D booted after a reboot this daemon did not start, D having been
+   * staged (or the rollback deployment) before: an external orchestrator
+   * (`rollout.strategy: External`) or someone by hand rebooted the host.
+   */
+  RebootedExternally: "RebootedExternally",
   /** Rebooted True: D was booted already; no reboot was needed. */
   AlreadyBooted: "AlreadyBooted",
   /** Rebooted False: the host booted D and fell back to the previous deployment. */
@@ -773,6 +785,9 @@ function phaseConditions(
     out = setCondition(out, condition, at);
   };
   const bootedD = entryProvides(booted, want);
+  // Before this report: D was on disk, not booted (a reboot by someone else boots it).
+  const stagedBefore = !newTarget && [PhaseReason.Staged, PhaseReason.RollbackDeployment]
+    .includes(previous(NodeConditionType.ImageStaged)?.reason as typeof PhaseReason.Staged);
 
   set(
     bootedD
@@ -881,6 +896,14 @@ function phaseConditions(
             status: "True",
             reason: PhaseReason.Rebooted,
             message: `Booted ${want} after the reboot`,
+          }
+          : stagedBefore
+          ? {
+            type: NodeConditionType.Rebooted,
+            status: "True",
+            reason: PhaseReason.RebootedExternally,
+            message: `Booted ${want} after a reboot this daemon did not start ` +
+              "(an external orchestrator, or by hand)",
           }
           : {
             type: NodeConditionType.Rebooted,

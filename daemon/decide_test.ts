@@ -1749,3 +1749,64 @@ Deno.test("decide: back from a reboot into B after a retarget to A (now the roll
   assert.match(condition(r.status, "Idle")?.message ?? "", /is the rollback deployment/);
   assert.equal(condition(r.status, "Degraded")?.status, "False");
 });
+
+// rollout.strategy External: another orchestrator reboots the host; the daemon stages,
+// reports and never applies, and reads the outcome sanely whoever rebooted.
+const STAGED_B: [string, "True", string, string] = [
+  "ImageStaged",
+  "True",
+  "Staged",
+  `${B} is staged`,
+];
+
+Deno.test("decide: External: staged and locked, Staged spec, a cordoned drained Node: nothing applied", () => {
+  const staged = persisted("Staged", undefined, [STAGED_B]);
+  const r = decide(input({
+    spec: spec(B),
+    status: staged,
+    host: host(entry(A), entry(B, { downloadOnly: true })),
+    // The orchestrator's cordon (no record of ours): the spec alone never asks for a reboot.
+    node: node({}, true),
+    reboot: authorize(spec(B), node({}, true)),
+  }));
+  assert.deepEqual(r.action, { type: "none" });
+  assert.equal(condition(r.status, "Idle")?.reason, "Staged");
+  assert.equal(condition(r.status, "Degraded")?.status, "False");
+});
+
+Deno.test("decide: External: rebooted into the target by someone else: Idle, RebootedExternally, no fallback", () => {
+  const staged = persisted("Staged", undefined, [
+    ["ImageStaged", "True", "Staged", `${B} is staged`],
+    ["Rebooted", "False", "Waiting", `Waiting to reboot into ${B}`],
+  ]);
+  const r = decide(input({ spec: spec(B), status: staged, host: host(entry(B), null, entry(A)) }));
+  assert.deepEqual(r.action, { type: "none" });
+  assert.equal(condition(r.status, "Idle")?.reason, "Idle");
+  assert.equal(condition(r.status, "Degraded")?.status, "False");
+  const rebooted = condition(r.status, "Rebooted");
+  assert.equal(rebooted?.status, "True");
+  assert.equal(rebooted?.reason, "RebootedExternally");
+  assert.match(rebooted?.message ?? "", /after a reboot this daemon did not start/);
+  assert.equal(condition(r.status, "ImageStaged")?.status, "True");
+  assert.equal(r.status.booted?.image, B);
+});
+
+Deno.test("decide: External: rebooted into another image by someone else: stages the target again", () => {
+  const staged = persisted("Staged", undefined, [STAGED_B]);
+  const r = decide(input({ spec: spec(B), status: staged, host: host(entry(C), null, entry(A)) }));
+  assert.equal(r.action.type, "stage");
+  assert.equal(condition(r.status, "Idle")?.reason, "Staging");
+  assert.equal(condition(r.status, "Degraded")?.status, "False");
+  assert.notEqual(condition(r.status, "Rebooted")?.reason, "FellBack");
+});
+
+Deno.test("decide: External: the orchestrator booted the target and rolled back: no FellBack, no reset", () => {
+  // It was never this daemon's reboot (Idle never said Rebooting): the target is the rollback
+  // deployment, so it is simply staged again by the rollback route.
+  const staged = persisted("Staged", undefined, [STAGED_B]);
+  const r = decide(input({ spec: spec(B), status: staged, host: host(entry(A), null, entry(B)) }));
+  assert.deepEqual(r.action, { type: "none" });
+  assert.equal(condition(r.status, "Idle")?.reason, "Staged");
+  assert.equal(condition(r.status, "Degraded")?.status, "False");
+  assert.notEqual(condition(r.status, "Rebooted")?.reason, "FellBack");
+});

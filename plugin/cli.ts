@@ -27,7 +27,8 @@ export type Command =
   | { command: "status"; pool?: string; watch: boolean; intervalMs: number; strict: boolean }
   | { command: "why"; node: string }
   | { command: "pause" | "resume" | "history" | "abort" | "retry"; pool: string }
-  | { command: "rollback"; pool: string; toRevision?: number };
+  | { command: "rollback"; pool: string; toRevision?: number }
+  | { command: "approve"; pool: string; revision?: number };
 
 /** A command-line error (exit code 2). */
 export class UsageError extends Error {
@@ -59,6 +60,10 @@ Usage:
   kubectl bootc retry POOL
       Rolls a failed image out again (the controller forgets its failure) and closes an
       open circuit breaker.
+  kubectl bootc approve POOL [--revision N]
+      Approves the pool's current rollout revision (spec.rollout.approval): sets
+      bootc.dev/approve-revision=N, so its nodes may take reboot slots. Refused when N is
+      not the current revision.
   kubectl bootc rollback POOL [--to-revision N]
       Pins spec.image.ref to revision N's image (default: the newest revision that
       succeeded before the current target), from status.history.
@@ -92,6 +97,7 @@ const VALUE_FLAGS: Record<string, string> = {
   "-n": "namespace",
   "--interval": "interval",
   "--to-revision": "to-revision",
+  "--revision": "revision",
 };
 const BOOLEAN_FLAGS: Record<string, string> = {
   "--watch": "watch",
@@ -189,6 +195,21 @@ export function parseCommandLine(
     case "retry":
       only([]);
       return { flags, command: { command: verb, pool: one("POOL") } };
+    case "approve": {
+      only(["revision"]);
+      const raw = values.get("revision");
+      if (raw !== undefined && !/^\d+$/.test(raw)) {
+        throw new UsageError(`--revision: not a revision number: ${raw}`);
+      }
+      return {
+        flags,
+        command: {
+          command: "approve",
+          pool: one("POOL"),
+          revision: raw === undefined ? undefined : Number(raw),
+        },
+      };
+    }
     case "rollback": {
       only(["to-revision"]);
       const raw = values.get("to-revision");

@@ -62,6 +62,16 @@ Deno.test("the other commands take exactly their one argument", () => {
     parseCommandLine(["rollback", "p", "--to-revision", "3"]).command.command,
     "rollback",
   );
+  assert.deepEqual(parseCommandLine(["approve", "p"]).command, {
+    command: "approve",
+    pool: "p",
+    revision: undefined,
+  });
+  assert.deepEqual(parseCommandLine(["approve", "p", "--revision=3"]).command, {
+    command: "approve",
+    pool: "p",
+    revision: 3,
+  });
   for (const argv of [[], ["help"], ["--help"], ["status", "-h"]]) {
     assert.deepEqual(parseCommandLine(argv).command, { command: "help" });
   }
@@ -78,6 +88,9 @@ Deno.test("usage errors name the problem", () => {
     [["status", "--interval", "soon"], /--interval: invalid duration "soon"/],
     [["status", "--interval", "10ms"], /at least 200ms/],
     [["rollback", "p", "--to-revision", "x"], /not a revision number/],
+    [["approve", "p", "--revision", "three"], /--revision: not a revision number: three/],
+    [["approve", "p", "--to-revision", "3"], /approve does not take --to-revision/],
+    [["approve"], /approve takes exactly one POOL/],
     [["explode"], /unknown command explode/],
   ];
   for (const [argv, message] of cases) {

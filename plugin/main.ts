@@ -145,6 +145,10 @@ async function run(flags: GlobalFlags, cmd: Command): Promise<number> {
         const { planRetry } = await import("./abort_retry.ts");
         return await steer(cmd.pool, (p) => planRetry(p, new Date()));
       }
+      case "approve": {
+        const { planApprove } = await import("./approve.ts");
+        return await steer(cmd.pool, (p) => planApprove(p, cmd.revision));
+      }
       case "history": {
         const { historyMessage } = await import("./actions.ts");
         await out(historyMessage(await getPool(client, cmd.pool)) + "\n");

@@ -28,6 +28,7 @@ import {
   classifyNode,
   type DesiredImage,
   EffectiveState,
+  externallyOrchestrated,
   type NodeClassification,
 } from "../lib/api/node_state.ts";
 import type { BootcNode, BootcNodePool, Condition, NodeLike } from "./model.ts";
@@ -145,6 +146,7 @@ export function classifyMember(
       : undefined,
     poolTarget: target,
     heldBy: heldByOf(pool),
+    external: externallyOrchestrated(pool),
   });
 }
 
@@ -247,6 +249,8 @@ export const REASON_TEXT: Readonly<Record<string, string>> = {
   BudgetExhausted: "the pool's disruption budget (maxUnavailable) is in use",
   ClusterBudgetExhausted: "a BootcDisruptionBudget shared with other pools is in use",
   WaitingForPool: "waits until the pools named in spec.rollout.after are up to date",
+  [UpToDateReason.ExternalOrchestrator]:
+    "spec.rollout.strategy is External: another orchestrator cordons, drains and reboots the nodes",
   StagingLimit: "spec.rollout.maxStaging nodes download at once; the others are queued",
   [PoolDegradedReason.RolloutHalted]:
     "two or more nodes in reboot slots are unhealthy: no new slots until they recover",

@@ -7,8 +7,16 @@
  * the controller with SIGTERM and checks it exits cleanly. The controller runs
  * with the V8 flags its manifest sets (DENO_V8_FLAGS overrides them).
  *
- *   deno run --allow-all tools/measure_controller_rss.ts [N]
+ * `--shipped` runs it as shipped: the bundle `deno task build` makes, behind its
+ * launcher (its permissions: FFI for the memory trim), on a private copy of the
+ * Deno executable (in the image the executable is the controller's alone; here
+ * other Deno processes share its pages, which the kernel would neither count
+ * apart nor reclaim), sampled long enough for the first trim (`--settle 75`).
+ *
+ *   deno run --allow-all tools/measure_controller_rss.ts [N] [--shipped] [--settle SECONDS]
  */
+import { parseArgs } from "node:util";
+import { build } from "./build.ts";
 import { Resources } from "../lib/kube/mod.ts";
 import type { BootcNodePool } from "../lib/api/mod.ts";
 import { startControlPlane } from "../tests/harness/control_plane.ts";
@@ -16,14 +24,53 @@ import { freePort } from "../tests/harness/process.ts";
 import { waitFor } from "../tests/harness/wait.ts";
 import { shippedControllerV8Flags } from "./shipped_flags.ts";
 
-const n = Number(Deno.args[0] ?? 1000);
+const { values: opts, positionals } = parseArgs({
+  args: Deno.args,
+  allowPositionals: true,
+  options: { shipped: { type: "boolean" }, settle: { type: "string" } },
+});
+const n = Number(positionals[0] ?? 1000);
+const settleMs = Number(opts.settle ?? (opts.shipped ? 75 : 5)) * 1000;
 
 const v8Flags = Deno.env.get("DENO_V8_FLAGS") ?? await shippedControllerV8Flags();
 
-async function rssMiB(pid: number): Promise<number> {
+async function rssMiB(pid: number, field = "VmRSS"): Promise<number> {
   const status = await Deno.readTextFile(`/proc/${pid}/status`);
-  const kb = Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0);
+  const kb = Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0);
   return kb / 1024;
+}
+
+/** "61 MiB (anon 23, file 37)": what could be reclaimed shows apart. */
+async function breakdown(pid: number): Promise<string> {
+  const [rss, anon, file] = await Promise.all(
+    ["VmRSS", "RssAnon", "RssFile"].map((f) => rssMiB(pid, f)),
+  );
+  return `${rss.toFixed(0)} MiB (anon ${anon.toFixed(0)}, file ${file.toFixed(0)})`;
+}
+
+/** The command that runs the controller: from source, or as shipped (see the module doc). */
+async function controllerCommand(
+  dir: string,
+): Promise<{ argv: string[]; env: Record<string, string> }> {
+  if (!opts.shipped) {
+    return {
+      argv: [
+        Deno.execPath(),
+        "run",
+        "--allow-all",
+        new URL("../controller/main.ts", import.meta.url).pathname,
+      ],
+      env: {},
+    };
+  }
+  const built = await build({
+    outDir: `${dir}/dist`,
+    only: ["controller"],
+    mode: "bundle",
+    log: () => {},
+  });
+  await Deno.copyFile(Deno.execPath(), `${dir}/deno`);
+  return { argv: [built.targets[0].executable], env: { DENO: `${dir}/deno` } };
 }
 
 async function settleRss(pid: number, ms = 5000): Promise<{ last: number; max: number }> {
@@ -41,6 +88,7 @@ async function inBatches<T>(items: T[], size: number, fn: (item: T) => Promise<u
   for (let i = 0; i < items.length; i += size) await Promise.all(items.slice(i, i + size).map(fn));
 }
 
+const workDir = await Deno.makeTempDir({ prefix: "bootc-controller-rss-" });
 const cp = await startControlPlane({ kwok: false, controllerManager: false, scheduler: false });
 let child: Deno.ChildProcess | undefined;
 try {
@@ -55,20 +103,19 @@ try {
   await waitFor(async () => (await pools.list(), true), { timeoutMs: 30_000, message: "CRDs" });
 
   const port = freePort();
-  child = new Deno.Command(Deno.execPath(), {
+  const command = await controllerCommand(workDir);
+  child = new Deno.Command(command.argv[0], {
     args: [
-      "run",
-      "--allow-all",
-      new URL("../controller/main.ts", import.meta.url).pathname,
+      ...command.argv.slice(1),
       "--kubeconfig",
       cp.kubeconfigPath,
       "--leader-elect=false",
       "--metrics-addr",
       `127.0.0.1:${port}`,
     ],
-    stdout: "null",
-    stderr: "null",
-    env: { LOG_LEVEL: "warn", DENO_V8_FLAGS: v8Flags },
+    stdout: Deno.env.get("LOG_LEVEL") ? "inherit" : "null",
+    stderr: Deno.env.get("LOG_LEVEL") ? "inherit" : "null",
+    env: { LOG_LEVEL: Deno.env.get("LOG_LEVEL") ?? "warn", DENO_V8_FLAGS: v8Flags, ...command.env },
   }).spawn();
   const pid = child.pid;
   await waitFor(
@@ -81,8 +128,12 @@ try {
   ).catch((e) => {
     throw e;
   });
-  console.log(`controller DENO_V8_FLAGS=${v8Flags || "(none)"}`);
-  const idle = await settleRss(pid, 3000);
+  console.log(
+    `controller ${opts.shipped ? "as shipped (bundle, private Deno)" : "from source"}, ` +
+      `DENO_V8_FLAGS=${v8Flags || "(none)"}`,
+  );
+  const idle = await settleRss(pid, settleMs);
+  const idleBreakdown = await breakdown(pid);
 
   const nodes = cp.client.resource(Resources.nodes);
   const names = Array.from({ length: n }, (_, i) => `node-${String(i).padStart(5, "0")}`);
@@ -173,15 +224,16 @@ try {
     intervalMs: 1000,
     message: `pool status counts ${n} nodes`,
   });
-  const loaded = await settleRss(pid, 5000);
+  const loaded = await settleRss(pid, settleMs);
+  const loadedBreakdown = await breakdown(pid);
   const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
   const p50 = /bootc_reconcile_duration_seconds_count\{pool="workers"\} (\d+)/.exec(metrics)?.[1];
   child.kill("SIGTERM");
   const status = await child.status;
   child = undefined;
   console.log(
-    `controller RSS: ${idle.last.toFixed(0)} MiB idle (no nodes); ` +
-      `${loaded.last.toFixed(0)} MiB with ${n} Nodes + ${n} BootcNodes cached ` +
+    `controller RSS: ${idleBreakdown} idle (no nodes, max ${idle.max.toFixed(0)}); ` +
+      `${loadedBreakdown} with ${n} Nodes + ${n} BootcNodes cached ` +
       `(max ${
         loaded.max.toFixed(0)
       } MiB); ${p50} reconciles; exit code after SIGTERM ${status.code}`,
@@ -192,4 +244,5 @@ try {
     await child.status;
   }
   await cp.stop();
+  await Deno.remove(workDir, { recursive: true });
 }

@@ -13,8 +13,8 @@
  *
  * @module
  */
-import type { BootcNodePool } from "../../lib/api/mod.ts";
 import type { LabelSelector } from "../model/selector.ts";
+import type { ApprovalStatus, BootcNodePool } from "../../lib/api/mod.ts";
 import type { NodeSummary } from "../model/types.ts";
 
 /** A node that could take a reboot slot now. */
@@ -96,6 +96,11 @@ export interface GateInput {
   updated?: number;
   /** The pool's canary phase for the current target, when it has a canary. */
   canary?: CanaryPhase;
+  /**
+   * The approval gate's facts (`spec.rollout.approval`): the current revision and
+   * its recorded verdicts; absent while no revision is known (the gate then holds).
+   */
+  approval?: ApprovalView;
   cluster: ClusterView;
   now: Date;
 }
@@ -107,6 +112,18 @@ export interface CanaryPhase {
   nodes: number;
   /** RFC 3339 end of the soak. */
   soakUntil?: string;
+}
+
+/** What the approval gate decides on (`approval.ts`; the planner computes it). */
+export interface ApprovalView {
+  /** The current rollout revision. */
+  revision: number;
+  /** The pool's new `status.approval` (the decided verdicts, for `revision`). */
+  record: ApprovalStatus;
+  /** The pool's automatic rollback target: no approval needed. */
+  rollback?: boolean;
+  /** The webhook's pending asks: what their last attempt said, by node ("" for the pool). */
+  pending?: ReadonlyMap<string, string>;
 }
 
 /** Why a gate holds candidates back. */

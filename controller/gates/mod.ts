@@ -47,4 +47,12 @@ export {
   unfinishedReason,
   WAITING_FOR_POOL,
 } from "./pool_order.ts";
+export {
+  APPROVAL_REFUSED,
+  approvalGate,
+  approvalSpecErrors,
+  approveHint,
+  AWAITING_APPROVAL,
+  POOL_ASK,
+} from "./approval.ts";
 export { GATES } from "./registry.ts";

@@ -11,10 +11,12 @@
  *
  * @module
  */
+import { approvalGate } from "./approval.ts";
 import { blackoutGate } from "./blackout.ts";
 import { budgetGate } from "./budget.ts";
 import { canaryGate } from "./canary.ts";
 import { clusterBudgetGate } from "./cluster_budget.ts";
+import { externalGate } from "./external.ts";
 import type { Gate } from "./gate.ts";
 import { maintenanceWindowGate } from "./maintenance_window.ts";
 import { pausedGate } from "./paused.ts";
@@ -22,9 +24,14 @@ import { poolOrderGate } from "./pool_order.ts";
 
 /** The gates every pool goes through, in order. */
 export const GATES: readonly Gate[] = [
+  // First: under rollout.strategy External no slot is ever granted, and its reason headlines.
+  externalGate,
   blackoutGate,
   maintenanceWindowGate,
   pausedGate,
+  // After the "not now" gates (a node held by them is not asked for), before the canary
+  // and the budgets: a refused node (scope Node) must not hold the budget's next node back.
+  approvalGate,
   canaryGate,
   budgetGate,
   poolOrderGate,

@@ -46,7 +46,18 @@ function holdingInputs(): GateInput[] {
     gateInput({ now, policy: { maintenance: { blackouts: [{ start: "x", end: "y" }] } } }),
     gateInput({ now, policy: { rollout: { budgets: [{ maxUnavailable: "lots" }] } } }),
     { ...base, pool: rollout({ paused: true }) },
+    { ...base, pool: rollout({ strategy: "External" }) },
     { ...base, pool: rollout({ after: ["ghost"] }) },
+    {
+      ...base,
+      pool: rollout({ approval: { mode: "Annotation" } }),
+      approval: { revision: 1, record: { revision: 1, image: "img" } },
+    },
+    {
+      ...base,
+      pool: rollout({ approval: { mode: "Webhook", webhook: { url: "https://a.example" } } }),
+      approval: { revision: 1, record: { revision: 1, image: "img", verdict: "Refused" } },
+    },
     ...(["Updating", "Soaking", "Failed"] as const).map((phase) => ({
       ...base,
       canary: { phase, nodes: 1, soakUntil: "2026-03-01T13:00:00Z" },

@@ -7,6 +7,14 @@
  * @module
  */
 import type { KubeObject } from "../../lib/kube/types.ts";
+import {
+  DEFAULT_DRAIN_POLICY,
+  describeRefused,
+  type DrainContext,
+  type DrainPolicy,
+  evictionGrace,
+  podDisposition,
+} from "./drain_policy.ts";
 import { matchesSelector } from "./selector.ts";
 import type { PdbSummary, PodSummary } from "./types.ts";
 
@@ -18,26 +26,50 @@ export interface DrainPass {
   terminating: PodSummary[];
   /** Pods the drain leaves alone (mirror, DaemonSet-owned, completed). */
   skipped: number;
+  /** Pods the policy's podSelector leaves alone (they stay Running). */
+  kept: PodSummary[];
+  /** Pods refused by the policy (emptyDir without deleteEmptyDirData): the drain waits, naming them. */
+  refused: PodSummary[];
+  /** Terminating pods no longer waited for (skipWaitForDeleteTimeoutSeconds, NotReady node). */
+  abandoned: PodSummary[];
   /** True when no pod needs to go any more. */
   done: boolean;
 }
 
-/** True when a drain must remove the pod (not mirror, DaemonSet-owned or completed). */
-export function mustLeave(pod: PodSummary): boolean {
-  return !pod.mirror && !pod.daemonSet && !pod.completed;
+/** The context of a pass without a policy: kubectl drain's defaults, node Ready. */
+function defaultContext(): DrainContext {
+  return { policy: DEFAULT_DRAIN_POLICY, now: new Date(0), nodeReady: true };
 }
 
-/** Plans one drain pass over the pods currently bound to the node. */
-export function planDrainPass(pods: readonly PodSummary[]): DrainPass {
-  const toEvict: PodSummary[] = [];
-  const terminating: PodSummary[] = [];
-  let skipped = 0;
+/**
+ * Plans one drain pass over the pods currently bound to the node, under the
+ * pool's drain policy (default: kubectl drain's defaults).
+ */
+export function planDrainPass(
+  pods: readonly PodSummary[],
+  ctx: DrainContext = defaultContext(),
+): DrainPass {
+  const pass: DrainPass = {
+    toEvict: [],
+    terminating: [],
+    skipped: 0,
+    kept: [],
+    refused: [],
+    abandoned: [],
+    done: false,
+  };
   for (const pod of pods) {
-    if (!mustLeave(pod)) skipped++;
-    else if (pod.terminating) terminating.push(pod);
-    else toEvict.push(pod);
+    const verdict = podDisposition(pod, ctx);
+    if (verdict === "skip") pass.skipped++;
+    else if (verdict === "keep") pass.kept.push(pod);
+    else if (verdict === "refuse") pass.refused.push(pod);
+    else if (verdict === "abandon") pass.abandoned.push(pod);
+    else if (verdict === "wait") pass.terminating.push(pod);
+    else pass.toEvict.push(pod);
   }
-  return { toEvict, terminating, skipped, done: toEvict.length === 0 && terminating.length === 0 };
+  pass.done = pass.toEvict.length === 0 && pass.terminating.length === 0 &&
+    pass.refused.length === 0;
+  return pass;
 }
 
 /** The PDBs whose selector covers `pod` (same namespace; an empty selector covers nothing, as in policy/v1 for nil). */
@@ -68,6 +100,8 @@ export function describeDrainBlockers(pass: DrainPass, pdbs: readonly PdbSummary
     return `pod ${podKey(pod)} (${names.join(", ")})`;
   });
   if (pass.toEvict.length > 10) parts.push(`${pass.toEvict.length - 10} more pod(s)`);
+  const refused = describeRefused(pass.refused);
+  if (refused) parts.push(refused);
   if (pass.terminating.length > 0) {
     parts.push(
       `${pass.terminating.length} pod(s) still terminating (${
@@ -79,10 +113,12 @@ export function describeDrainBlockers(pass: DrainPass, pdbs: readonly PdbSummary
 }
 
 /**
- * The PodDisruptionBudgets that refuse an eviction this drain needs now (they
- * cover a pod still to evict and allow no disruption), as a phrase naming them,
- * e.g. "PodDisruptionBudget ns/web allows no disruption now"; undefined when none
- * does. Only names (no pod counts), so the phrase stays put while the block lasts.
+ * What blocks this drain now, as a phrase naming it: the PodDisruptionBudgets
+ * that refuse an eviction it needs (they cover a pod still to evict and allow no
+ * disruption), e.g. "PodDisruptionBudget ns/web allows no disruption now", and
+ * the pods the policy refuses (emptyDir data), naming the field that allows
+ * them; undefined when nothing does. Only names (no pod counts), so the phrase
+ * stays put while the block lasts.
  */
 export function drainBlockedBy(
   pass: DrainPass,
@@ -94,24 +130,30 @@ export function drainBlockedBy(
       if (pdb.disruptionsAllowed <= 0) blocking.add(podKey(pdb));
     }
   }
-  if (blocking.size === 0) return undefined;
   const names = [...blocking].sort();
-  return `PodDisruptionBudget ${names.join(", ")} ${
-    names.length === 1 ? "allows" : "allow"
-  } no disruption now`;
+  const phrases = [
+    names.length > 0
+      ? `PodDisruptionBudget ${names.join(", ")} ${
+        names.length === 1 ? "allows" : "allow"
+      } no disruption now`
+      : undefined,
+    describeRefused(pass.refused),
+  ].filter((p) => p !== undefined);
+  return phrases.length > 0 ? phrases.join("; ") : undefined;
 }
 
 /**
- * How many disruptions each PDB would need for the given pods to be evicted,
- * keyed by `namespace/name`.
+ * How many disruptions each PDB would need for the given pods to be evicted
+ * (those the policy evicts), keyed by `namespace/name`.
  */
 export function pdbDemand(
   pods: readonly PodSummary[],
   pdbs: readonly PdbSummary[],
+  ctx: DrainContext = defaultContext(),
 ): Map<string, number> {
   const demand = new Map<string, number>();
   for (const pod of pods) {
-    if (!mustLeave(pod) || pod.terminating) continue;
+    if (podDisposition(pod, ctx) !== "evict") continue;
     for (const pdb of pdbsCovering(pod, pdbs)) {
       const key = podKey(pdb);
       demand.set(key, (demand.get(key) ?? 0) + 1);
@@ -123,7 +165,11 @@ export function pdbDemand(
 /** Minimal pod shape read when summarising (wire fields of core/v1 Pod). */
 export interface PodLike extends KubeObject {
   metadata?: KubeObject["metadata"] & { deletionTimestamp?: string };
-  spec?: { nodeName?: string };
+  spec?: {
+    nodeName?: string;
+    terminationGracePeriodSeconds?: number;
+    volumes?: { emptyDir?: unknown }[];
+  };
   status?: { phase?: string; conditions?: { type?: string; status?: string }[] };
 }
 
@@ -141,7 +187,51 @@ export function summarizePod(pod: PodLike): PodSummary {
     terminating: typeof meta.deletionTimestamp === "string" && meta.deletionTimestamp !== "",
     completed: pod.status?.phase === "Succeeded" || pod.status?.phase === "Failed",
     ready: (pod.status?.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True"),
+    emptyDir: (pod.spec?.volumes ?? []).some((v) =>
+      v.emptyDir !== undefined && v.emptyDir !== null
+    ),
+    terminationGracePeriodSeconds: pod.spec?.terminationGracePeriodSeconds,
+    deletionTimestamp: meta.deletionTimestamp || undefined,
   };
+}
+
+/** A pod the drain force-deletes at its timeout (`onTimeout: Force`), and what that overrides. */
+export interface ForcedDeletion {
+  pod: PodSummary;
+  /** The grace period to send (the policy's override, capped by the pod's own). */
+  gracePeriodSeconds?: number;
+  /** The PodDisruptionBudgets covering the pod (`namespace/name`), which the deletion overrides. */
+  overrides: string[];
+}
+
+/**
+ * What `onTimeout: Force` deletes: the pods evictions could not remove (still
+ * to evict after the timeout). Pods the policy refuses or leaves alone are not
+ * in `toEvict`, so never here.
+ */
+export function forcedDeletions(
+  pass: DrainPass,
+  pdbs: readonly PdbSummary[],
+  policy: DrainPolicy,
+): ForcedDeletion[] {
+  return pass.toEvict.map((pod) => ({
+    pod,
+    gracePeriodSeconds: evictionGrace(pod, policy),
+    overrides: pdbsCovering(pod, pdbs).map(podKey).sort(),
+  }));
+}
+
+/** The Warning event's message for one forced deletion on `node` after `timeoutSeconds`. */
+export function forcedDeletionMessage(
+  node: string,
+  d: ForcedDeletion,
+  timeoutSeconds: number,
+): string {
+  const what = d.overrides.length > 0
+    ? `overriding PodDisruptionBudget ${d.overrides.join(", ")}`
+    : "its eviction did not succeed (no PodDisruptionBudget covers it)";
+  return `deleting pod ${podKey(d.pod)} on node ${node}: the drain did not finish within ` +
+    `${timeoutSeconds}s and onTimeout is Force; ${what}`;
 }
 
 /** How one pod's eviction went. */
@@ -150,8 +240,12 @@ export type EvictionOutcome =
   | { pod: string; result: "refused"; message: string }
   | { pod: string; result: "failed"; error: unknown };
 
-/** The eviction call, e.g. `(ns, name) => client.evict(ns, name)`. */
-export type EvictFunc = (namespace: string, name: string) => Promise<void>;
+/** The eviction call, e.g. `(ns, name, grace) => client.evict(ns, name, { gracePeriodSeconds: grace })`. */
+export type EvictFunc = (
+  namespace: string,
+  name: string,
+  gracePeriodSeconds?: number,
+) => Promise<void>;
 
 /** Classifies an eviction error: 429 is a PDB refusal (retried by the next pass), 404 means gone. */
 export function classifyEvictionError(pod: string, error: unknown): EvictionOutcome {
@@ -169,16 +263,53 @@ export function classifyEvictionError(pod: string, error: unknown): EvictionOutc
  */
 export async function evictPods(
   evict: EvictFunc,
-  pods: readonly { namespace: string; name: string }[],
+  pods: readonly { namespace: string; name: string; gracePeriodSeconds?: number }[],
 ): Promise<EvictionOutcome[]> {
   const out: EvictionOutcome[] = [];
   for (const pod of pods) {
     const key = podKey(pod);
     try {
-      await evict(pod.namespace, pod.name);
+      await evict(pod.namespace, pod.name, pod.gracePeriodSeconds);
       out.push({ pod: key, result: "evicted" });
     } catch (e) {
       out.push(classifyEvictionError(key, e));
+    }
+  }
+  return out;
+}
+
+/** How one forced deletion went. */
+export type DeletionOutcome =
+  | { pod: string; result: "deleted" | "gone" }
+  | { pod: string; result: "failed"; error: unknown };
+
+/** The delete call: the pod (its uid as a precondition, so a new pod of that name is spared). */
+export type DeleteFunc = (
+  pod: { namespace: string; name: string; uid?: string; gracePeriodSeconds?: number },
+) => Promise<void>;
+
+/**
+ * Deletes the pods `onTimeout: Force` names, one after the other (the shell
+ * half). Never throws: every pod gets an outcome; 404 and a uid precondition
+ * conflict (409: a new pod took the name) mean the pod we meant is gone.
+ */
+export async function deletePods(
+  del: DeleteFunc,
+  pods: readonly { namespace: string; name: string; uid?: string; gracePeriodSeconds?: number }[],
+): Promise<DeletionOutcome[]> {
+  const out: DeletionOutcome[] = [];
+  for (const pod of pods) {
+    const key = podKey(pod);
+    try {
+      await del(pod);
+      out.push({ pod: key, result: "deleted" });
+    } catch (e) {
+      const status = (e as { status?: number })?.status;
+      out.push(
+        status === 404 || status === 409
+          ? { pod: key, result: "gone" }
+          : { pod: key, result: "failed", error: e },
+      );
     }
   }
   return out;

@@ -1,11 +1,16 @@
 import assert from "node:assert/strict";
 import {
+  deletePods,
   describeDrainBlockers,
+  drainBlockedBy,
   evictPods,
+  forcedDeletionMessage,
+  forcedDeletions,
   pdbDemand,
   planDrainPass,
   summarizePod,
 } from "./drain.ts";
+import { DEFAULT_DRAIN_POLICY, type DrainPolicy } from "./drain_policy.ts";
 import { pdb, pod } from "../testing/fixtures.ts";
 
 Deno.test("planDrainPass: skips mirror, DaemonSet and completed pods, waits for terminating ones", () => {
@@ -83,4 +88,139 @@ Deno.test("evictPods: evicted, PDB-refused (429), gone (404) and failed outcomes
   assert.deepEqual(calls, ["default/ok", "default/blocked", "default/gone", "default/bad"]);
   assert.deepEqual(outcomes.map((o) => o.result), ["evicted", "refused", "gone", "failed"]);
   assert.equal((outcomes[1] as { message: string }).message, "would violate the PDB");
+});
+
+const NOW = new Date("2026-01-01T01:00:00Z");
+
+function policy(p: Partial<DrainPolicy>): DrainPolicy {
+  return { ...DEFAULT_DRAIN_POLICY, ...p };
+}
+
+Deno.test("planDrainPass under a policy: kept pods stay, refused pods block, abandoned ones do not", () => {
+  const pods = [
+    pod("web", "n1"),
+    pod("im", "n1", { labels: { app: "longhorn" } }),
+    pod("cache", "n1", { emptyDir: true }),
+    pod("stuck", "n1", { terminating: true, deletionTimestamp: "2026-01-01T00:50:00Z" }),
+  ];
+  const p = policy({
+    keep: { matchLabels: { app: "longhorn" } },
+    skipWaitForDeleteTimeoutSeconds: 60,
+  });
+  const ready = planDrainPass(pods, { policy: p, now: NOW, nodeReady: true });
+  assert.deepEqual(ready.toEvict.map((x) => x.name), ["web"]);
+  assert.deepEqual(ready.kept.map((x) => x.name), ["im"]);
+  assert.deepEqual(ready.refused.map((x) => x.name), ["cache"]);
+  assert.deepEqual(ready.terminating.map((x) => x.name), ["stuck"]);
+  const notReady = planDrainPass(pods, { policy: p, now: NOW, nodeReady: false });
+  assert.deepEqual(notReady.abandoned.map((x) => x.name), ["stuck"]);
+  assert.deepEqual(notReady.terminating, []);
+  // Only kept and abandoned pods left: done. A refused pod keeps the drain from finishing.
+  const rest = [pods[1], pods[3]];
+  assert.equal(planDrainPass(rest, { policy: p, now: NOW, nodeReady: false }).done, true);
+  assert.equal(planDrainPass([pods[2]], { policy: p, now: NOW, nodeReady: true }).done, false);
+  const allowed = policy({ deleteEmptyDirData: true });
+  assert.deepEqual(
+    planDrainPass([pods[2]], { policy: allowed, now: NOW, nodeReady: true }).toEvict.map((x) =>
+      x.name
+    ),
+    ["cache"],
+  );
+});
+
+Deno.test("drainBlockedBy and describeDrainBlockers name refused emptyDir pods and the field", () => {
+  const pass = planDrainPass([pod("web", "n1"), pod("cache", "n1", { emptyDir: true })]);
+  assert.equal(
+    drainBlockedBy(pass, [pdb("web-pdb", "web", 0)]),
+    "PodDisruptionBudget default/web-pdb allows no disruption now; pod default/cache has " +
+      "emptyDir data (set spec.rollout.drain.deleteEmptyDirData: true to evict it)",
+  );
+  assert.match(
+    drainBlockedBy(pass, []) ?? "",
+    /^pod default\/cache has emptyDir data \(set spec\.rollout\.drain\.deleteEmptyDirData/,
+  );
+  assert.match(
+    describeDrainBlockers(pass, []),
+    /pod default\/web; pod default\/cache has emptyDir/,
+  );
+});
+
+Deno.test("pdbDemand counts only the pods the policy evicts", () => {
+  const pods = [pod("web-1", "n1"), pod("web-2", "n1", { emptyDir: true }), pod("web-3", "n1")];
+  const pdbs = [pdb("web-pdb", "web", 1)];
+  const keep3 = policy({ keep: { matchExpressions: [{ key: "x", operator: "DoesNotExist" }] } });
+  assert.deepEqual([...pdbDemand(pods, pdbs)], [["default/web-pdb", 2]], "emptyDir refused");
+  assert.deepEqual(
+    [...pdbDemand(pods, pdbs, {
+      policy: policy({ deleteEmptyDirData: true }),
+      now: NOW,
+      nodeReady: true,
+    })],
+    [["default/web-pdb", 3]],
+  );
+  assert.deepEqual([...pdbDemand(pods, pdbs, { policy: keep3, now: NOW, nodeReady: true })], []);
+});
+
+Deno.test("forcedDeletions: what evictions could not remove, with the PDBs it overrides and the grace", () => {
+  const pass = planDrainPass([
+    pod("web", "n1", { uid: "u1", terminationGracePeriodSeconds: 60 }),
+    pod("lone", "n1", { labels: { app: "lone" } }),
+    pod("cache", "n1", { emptyDir: true }),
+  ]);
+  const out = forcedDeletions(pass, [pdb("web-pdb", "web", 0)], policy({ gracePeriodSeconds: 10 }));
+  assert.deepEqual(
+    out.map((d) => [d.pod.name, d.gracePeriodSeconds, d.overrides]),
+    [["web", 10, ["default/web-pdb"]], ["lone", 10, []]],
+    "the refused emptyDir pod is never force-deleted",
+  );
+  assert.equal(
+    forcedDeletionMessage("n1", out[0], 30),
+    "deleting pod default/web on node n1: the drain did not finish within 30s and onTimeout " +
+      "is Force; overriding PodDisruptionBudget default/web-pdb",
+  );
+  assert.match(forcedDeletionMessage("n1", out[1], 30), /no PodDisruptionBudget covers it/);
+});
+
+Deno.test("deletePods: deleted, gone (404, or 409 when the uid no longer matches), failed", async () => {
+  const calls: unknown[] = [];
+  const outcomes = await deletePods(async (p) => {
+    calls.push(p);
+    await Promise.resolve();
+    if (p.name === "gone") throw Object.assign(new Error("not found"), { status: 404 });
+    if (p.name === "new") throw Object.assign(new Error("uid"), { status: 409 });
+    if (p.name === "bad") throw Object.assign(new Error("forbidden"), { status: 403 });
+  }, [
+    { namespace: "a", name: "ok", uid: "u", gracePeriodSeconds: 3 },
+    { namespace: "a", name: "gone" },
+    { namespace: "a", name: "new" },
+    { namespace: "a", name: "bad" },
+  ]);
+  assert.deepEqual(outcomes.map((o) => o.result), ["deleted", "gone", "gone", "failed"]);
+  assert.deepEqual(calls[0], { namespace: "a", name: "ok", uid: "u", gracePeriodSeconds: 3 });
+});
+
+Deno.test("evictPods sends each pod's grace period", async () => {
+  const sent: (number | undefined)[] = [];
+  await evictPods(async (_ns, _name, grace) => {
+    sent.push(grace);
+    await Promise.resolve();
+  }, [{ namespace: "a", name: "x", gracePeriodSeconds: 4 }, { namespace: "a", name: "y" }]);
+  assert.deepEqual(sent, [4, undefined]);
+});
+
+Deno.test("summarizePod reads emptyDir volumes, the grace period and the deletion time", () => {
+  const s = summarizePod({
+    metadata: { name: "p", namespace: "ns", deletionTimestamp: "2026-01-01T00:00:00Z" },
+    spec: {
+      nodeName: "n1",
+      terminationGracePeriodSeconds: 45,
+      volumes: [{}, { emptyDir: {} }],
+    },
+  });
+  assert.deepEqual(
+    [s.emptyDir, s.terminationGracePeriodSeconds, s.deletionTimestamp],
+    [true, 45, "2026-01-01T00:00:00Z"],
+  );
+  const plain = summarizePod({ metadata: { name: "q" }, spec: { volumes: [{}] } });
+  assert.deepEqual([plain.emptyDir, plain.deletionTimestamp], [false, undefined]);
 });

@@ -49,6 +49,12 @@ export interface PodSummary {
   completed: boolean;
   /** The Ready condition is True (health checks on pods after a reboot). */
   ready?: boolean;
+  /** Has an emptyDir volume (its data is lost with the pod: `deleteEmptyDirData`). */
+  emptyDir?: boolean;
+  /** `spec.terminationGracePeriodSeconds` (caps the drain's grace override). */
+  terminationGracePeriodSeconds?: number;
+  /** `metadata.deletionTimestamp`, when terminating (`skipWaitForDeleteTimeoutSeconds`). */
+  deletionTimestamp?: string;
 }
 
 /** What the drain needs of a PodDisruptionBudget. */

@@ -4,7 +4,8 @@
  * PodDisruptionBudget) conditions, written by the controller while it drains the
  * node — the daemon reads the Node only before a reboot, so without these the
  * node's conditions would still say it waits for a slot — and a note in the
- * pool's message when a PodDisruptionBudget blocks it. Written on the first
+ * pool's message when a PodDisruptionBudget, or the pool's drain policy (a pod
+ * with emptyDir data, named with the field to set), blocks it. Written on the first
  * drain pass after the cordon is visible, not only at the drain timeout.
  *
  * @module

@@ -13,6 +13,7 @@
  * @module
  */
 import {
+  type ApprovalStatus,
   owningPool,
   PoolDegradedReason,
   poolSlotLimit,
@@ -23,6 +24,7 @@ import {
 import type { CanaryStatus } from "./canary.ts";
 import { gatePhase } from "./canary.ts";
 import {
+  type ApprovalView,
   budgetStates,
   type Candidate,
   clusterSlotCaps,
@@ -34,6 +36,8 @@ import {
   idleSince,
   waitingCandidates,
 } from "../gates/mod.ts";
+import type { ApprovalAsks } from "../model/approval.ts";
+import { approvalAsks, approvalEvents, approvalFacts } from "./approval_step.ts";
 import type { InFlightResult } from "./in_flight.ts";
 import type { Member } from "./membership.ts";
 import { mergeOutputs, type PlanInput, type StepOutput, stepOutput, StepWriter } from "./plan.ts";
@@ -55,6 +59,8 @@ export interface GatedSlotsInput {
   /** Members done on the target. */
   updated: number;
   canary: CanaryStatus | undefined;
+  /** The target is the pool's automatic rollback (it needs no approval). */
+  rollbackTarget?: boolean;
 }
 
 /** What step 5 decided, for the pool's status. */
@@ -77,6 +83,10 @@ export interface GatedSlots {
   inUse: number;
   /** The grants' writes and events, the halt issue, why the pool waits, wake-ups. */
   out: StepOutput;
+  /** `status.approval` after this plan (`spec.rollout.approval`), if the pool asks for one. */
+  approval?: ApprovalStatus;
+  /** What the approval webhook must still be asked (the shell's poller asks). */
+  approvalAsks?: ApprovalAsks;
 }
 
 /**
@@ -94,6 +104,15 @@ export function planGatedSlots(step: GatedSlotsInput): GatedSlots {
   const limit = slotLimitStatus(input, members, cluster, disrupted);
   const all = slotCandidates(members);
   const inUse = step.releasing.length + inFlight.inUse;
+  const approval = target
+    ? approvalFacts({
+      pool: input.pool,
+      target,
+      rollback: step.rollbackTarget ?? false,
+      answers: input.approvalAnswers,
+      members: members.map((m) => m.node.name),
+    })
+    : undefined;
   let decided: Decided;
   if (inFlight.unhealthy.length >= 2) {
     const issues = [{
@@ -110,9 +129,10 @@ export function planGatedSlots(step: GatedSlotsInput): GatedSlots {
   } else if (!target) {
     decided = { held: new Map(), granted: [], inUse, out: stepOutput() };
   } else {
-    decided = throughGates(step, all, { cluster, disrupted, target, inUse });
+    decided = throughGates(step, all, { cluster, disrupted, target, inUse, approval });
   }
   const queue = queueOf(all, decided.held);
+  const approvalOut = stepOutput({ events: approvalEvents(input.pool, approval) });
   return {
     waitReason: decided.wait?.reason,
     wait: decided.wait,
@@ -120,7 +140,9 @@ export function planGatedSlots(step: GatedSlotsInput): GatedSlots {
     queue,
     granted: decided.granted,
     inUse: decided.inUse,
-    out: decided.out,
+    out: mergeOutputs([decided.out, approvalOut]),
+    approval: approval?.record,
+    approvalAsks: approvalAsks(input.pool, approval, decided.held),
   };
 }
 
@@ -141,7 +163,13 @@ interface Decided {
 function throughGates(
   step: GatedSlotsInput,
   all: readonly Member[],
-  view: { cluster: ClusterView; disrupted: readonly string[]; target: Target; inUse: number },
+  view: {
+    cluster: ClusterView;
+    disrupted: readonly string[];
+    target: Target;
+    inUse: number;
+    approval?: ApprovalView;
+  },
 ): Decided {
   const { input, haltFor } = step;
   const image = view.target.image;
@@ -158,6 +186,7 @@ function throughGates(
     memberCount: step.members.length,
     updated: step.updated,
     canary: gatePhase(step.canary),
+    ...(view.approval ? { approval: view.approval } : {}),
     cluster: view.cluster,
     now: input.now,
   };

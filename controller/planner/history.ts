@@ -26,6 +26,17 @@ export interface HistoryInput {
   now: Date;
 }
 
+/**
+ * The revision number of `target`: the newest revision's when it rolls the same
+ * image out, else the next number (the revision this plan starts). The one
+ * place revisions are numbered (the approval gate asks about it).
+ */
+export function currentRevision(prior: readonly Revision[] | undefined, target: Target): number {
+  const last = prior?.at(-1);
+  if (last && last.image === target.image) return last.revision;
+  return Math.max(0, ...(prior ?? []).map((r) => r.revision)) + 1;
+}
+
 /** The history after this plan. */
 export function nextHistory(input: HistoryInput): Revision[] {
   const list = [...(input.prior ?? [])];
@@ -36,7 +47,7 @@ export function nextHistory(input: HistoryInput): Revision[] {
     if (last && last.outcome === RevisionOutcome.Progressing) {
       list[list.length - 1] = { ...last, outcome: RevisionOutcome.Superseded, endedAt: now };
     }
-    const revision = Math.max(0, ...list.map((r) => r.revision)) + 1;
+    const revision = currentRevision(list, input.target);
     last = {
       revision,
       image: input.target.image,

@@ -34,10 +34,14 @@ import {
 import {
   describeDrainBlockers,
   drainBlockedBy,
+  type DrainPass,
+  forcedDeletionMessage,
+  forcedDeletions,
   pdbDemand,
   planDrainPass,
   podKey,
 } from "../model/drain.ts";
+import { type DrainContext, drainPolicyOf, evictionGrace } from "../model/drain_policy.ts";
 import { reportDrain } from "./drain_report.ts";
 import { shortReference } from "../../lib/api/display.ts";
 import { type DesiredImage, EffectiveState } from "../../lib/api/node_state.ts";
@@ -117,6 +121,8 @@ interface InFlightEnv {
   drainTimeoutMs: number;
   rebootTimeoutMs: number;
   minReadyMs: number;
+  /** The pool's drain policy, defaults filled in. */
+  drain: DrainContext["policy"];
 }
 
 /** A node's facts after its record was repaired, as the phases read them. */
@@ -151,31 +157,47 @@ export function allowedDisruptions(pdbs: readonly PdbSummary[], key: string): nu
   return pdbs.find((p) => podKey(p) === key)?.disruptionsAllowed ?? 0;
 }
 
-/** `demand` plus what draining `pods` asks of each PDB (a new map). */
+/** `demand` plus what draining `pods` asks of each PDB under the drain `ctx` (a new map). */
 export function addDemand(
   demand: ReadonlyMap<string, number>,
   pods: readonly PodSummary[],
   pdbs: readonly PdbSummary[],
+  ctx: DrainContext,
 ): Map<string, number> {
   const out = new Map(demand);
-  for (const [k, n] of pdbDemand(pods, pdbs)) out.set(k, (out.get(k) ?? 0) + n);
+  for (const [k, n] of pdbDemand(pods, pdbs, ctx)) out.set(k, (out.get(k) ?? 0) + n);
   return out;
 }
 
-/** One drain pass's evictions (no action when nothing must leave). */
+/** How the pool's drain policy applies to `node` now. */
+export function drainContext(input: PlanInput, node: NodeSummary): DrainContext {
+  return {
+    policy: drainPolicyOf(input.pool.spec.rollout?.drain),
+    now: input.now,
+    nodeReady: node.ready,
+  };
+}
+
+/** One drain pass's evictions (no action when nothing must leave), each with its grace period. */
 export function evictPass(
   name: string,
   pods: readonly PodSummary[],
-): { action?: Action; toEvict: number; terminating: number } {
-  const pass = planDrainPass(pods);
+  ctx: DrainContext,
+): { action?: Action; pass: DrainPass; toEvict: number; terminating: number } {
+  const pass = planDrainPass(pods, ctx);
   const action: Action | undefined = pass.toEvict.length > 0
     ? {
       kind: "evict",
       node: name,
-      pods: pass.toEvict.map((p) => ({ namespace: p.namespace, name: p.name, uid: p.uid })),
+      pods: pass.toEvict.map((p) => ({
+        namespace: p.namespace,
+        name: p.name,
+        uid: p.uid,
+        gracePeriodSeconds: evictionGrace(p, ctx.policy),
+      })),
     }
     : undefined;
-  return { action, toEvict: pass.toEvict.length, terminating: pass.terminating.length };
+  return { action, pass, toEvict: pass.toEvict.length, terminating: pass.terminating.length };
 }
 
 function readyForMs(node: NodeSummary, now: Date): number {
@@ -193,6 +215,7 @@ function inFlightEnv(input: PlanInput): InFlightEnv {
     drainTimeoutMs: (rollout.drainTimeoutSeconds ?? 600) * 1000,
     rebootTimeoutMs: (rollout.rebootTimeoutSeconds ?? 1800) * 1000,
     minReadyMs: (rollout.minReadySeconds ?? 0) * 1000,
+    drain: drainPolicyOf(rollout.drain),
   };
 }
 
@@ -215,13 +238,16 @@ export function progressInFlight(
     // Without a BootcNode (being recreated) it keeps its place until its daemon reports.
     outcomes.push(m.bn ? { counted: true, ...progressOne(m, m.bn, env, mode) } : { counted: true });
   }
-  return reduceOutcomes(outcomes, input.pdbs);
+  // Demand only counts pods to evict, which never depends on the node's readiness.
+  const ctx = { policy: env.drain, now: env.now, nodeReady: true };
+  return reduceOutcomes(outcomes, input.pdbs, ctx);
 }
 
 /** The per-node outcomes, in member order, as the step's result. */
 function reduceOutcomes(
   outcomes: readonly NodeOutcome[],
   pdbs: readonly PdbSummary[],
+  ctx: DrainContext,
 ): InFlightResult {
   let inUse = 0;
   let drainingNodes = 0;
@@ -232,7 +258,7 @@ function reduceOutcomes(
   for (const o of outcomes) {
     if (o.counted && !o.released) inUse++;
     if (o.draining) drainingNodes++;
-    if (o.demand) drainingDemand = addDemand(drainingDemand, o.demand, pdbs);
+    if (o.demand) drainingDemand = addDemand(drainingDemand, o.demand, pdbs, ctx);
     if (o.out) outs.push(o.out);
   }
   for (const o of outcomes) {
@@ -601,7 +627,7 @@ function drainPhase(m: Member, f: NodeFacts, env: InFlightEnv, mode: InFlightMod
       out: stepOutput({ needPods: [name], draining: true }),
     };
   }
-  const pass = planDrainPass(pods);
+  const pass = planDrainPass(pods, drainContext(env.input, node));
   if (!pass.done || !node.unschedulable) return evictPhase(f, pods, env);
   if (m.state !== EffectiveState.Staged || mode !== "finish") {
     return { drainTimedOut: false, rebootTimedOut: false };
@@ -641,14 +667,16 @@ function drainPhase(m: Member, f: NodeFacts, env: InFlightEnv, mode: InFlightMod
 
 /**
  * A drain still running: its evictions, its report (once the cordon is visible),
- * its PDB demand, and past the drain timeout a DrainBlocked event naming what
- * blocks it.
+ * its PDB demand, and past the drain timeout what `onTimeout` says: Degrade (a
+ * DrainBlocked event naming what blocks it, the node degraded) or Force (the
+ * pods evictions could not remove are deleted instead, each with a Warning
+ * event; degraded only while pods the policy refuses remain).
  */
 function evictPhase(f: NodeFacts, pods: readonly PodSummary[], env: InFlightEnv): PassOutcome {
   const { name, node, bn, record, slotAt } = f;
   const { input, now } = env;
-  const pass = planDrainPass(pods);
-  const evict = evictPass(name, pods);
+  const evict = evictPass(name, pods, drainContext(input, node));
+  const { pass } = evict;
   const reported = node.unschedulable
     ? reportDrain(bn, {
       image: bn.spec.desiredImage,
@@ -656,35 +684,104 @@ function evictPhase(f: NodeFacts, pods: readonly PodSummary[], env: InFlightEnv)
       blockedBy: drainBlockedBy(pass, input.pdbs),
     }, now)
     : NO_OUTPUT;
-  const polled = stepOutput({
-    actions: evict.action ? [evict.action] : [],
-    draining: true,
-    wake: input.options?.drainPollMs ?? 5_000,
-  });
+  const poll = { draining: true, wake: input.options?.drainPollMs ?? 5_000 };
   const deadline = slotAt.getTime() + env.drainTimeoutMs;
   const common = { draining: true, demand: pods, drainTimedOut: false, rebootTimedOut: false };
   if (now.getTime() < deadline) {
+    const polled = stepOutput({ ...poll, actions: evict.action ? [evict.action] : [] });
     return {
       ...common,
       out: mergeOutputs([polled, reported, stepOutput({ wake: deadline - now.getTime() })]),
     };
   }
-  const msg = `drain of node ${name} did not finish within ${env.drainTimeoutMs / 1000}s: ${
-    describeDrainBlockers(pass, input.pdbs) || "waiting for the cordon"
+  if (env.drain.onTimeout === "Force" && node.unschedulable) {
+    const forced = forceOutput(f, pass, env);
+    // What Force cannot remove keeps the node degraded: pods the policy refuses, and
+    // pods still there well past their deletion (a finalizer, a kubelet that is gone).
+    const stuck = pass.refused.length > 0 || pass.terminating.some((p) => overdue(p, now));
+    return {
+      ...(stuck ? timedOut(f, pass, env, common) : common),
+      out: mergeOutputs([
+        stepOutput(poll),
+        reported,
+        forced,
+        stuck ? timeoutEvent(f, pass, env) : NO_OUTPUT,
+      ]),
+    };
+  }
+  const polled = stepOutput({ ...poll, actions: evict.action ? [evict.action] : [] });
+  return {
+    ...timedOut(f, pass, env, common),
+    out: mergeOutputs([polled, reported, timeoutEvent(f, pass, env)]),
+  };
+}
+
+/** How long past its deletion time (deletionTimestamp: the end of its grace) a pod may linger. */
+const TERMINATION_SLACK_MS = 60_000;
+
+/** True when a terminating pod is still there well after its grace period ended. */
+function overdue(pod: PodSummary, now: Date): boolean {
+  const at = parseTime(pod.deletionTimestamp);
+  return at !== undefined && now.getTime() > at.getTime() + TERMINATION_SLACK_MS;
+}
+
+/** The drain timeout's message: what blocks the drain. */
+function timeoutMessage(name: string, pass: DrainPass, env: InFlightEnv): string {
+  return `drain of node ${name} did not finish within ${env.drainTimeoutMs / 1000}s: ${
+    describeDrainBlockers(pass, env.input.pdbs) || "waiting for the cordon"
   }`;
+}
+
+/** A timed-out drain's outcome: stuck and degraded, naming what blocks it. */
+function timedOut(
+  f: NodeFacts,
+  pass: DrainPass,
+  env: InFlightEnv,
+  common: Omit<PassOutcome, "out">,
+): PassOutcome {
+  return { ...common, drainTimedOut: true, degraded: [timeoutMessage(f.name, pass, env)] };
+}
+
+/** The DrainBlocked event of a timed-out drain (recorded once per slot). */
+function timeoutEvent(f: NodeFacts, pass: DrainPass, env: InFlightEnv): StepOutput {
   const event = nodeObjectEvent(
-    name,
+    f.name,
     "Warning",
     "DrainBlocked",
-    msg,
-    `drain-timeout/${name}/${formatTime(slotAt)}`,
+    timeoutMessage(f.name, pass, env),
+    `drain-timeout/${f.name}/${formatTime(f.slotAt)}`,
   );
-  return {
-    ...common,
-    drainTimedOut: true,
-    degraded: [msg],
-    out: mergeOutputs([polled, reported, stepOutput({ events: [event] })]),
+  return stepOutput({ events: [event] });
+}
+
+/**
+ * `onTimeout: Force`: deletes the pods evictions could not remove, each with a
+ * Warning event naming it and the PodDisruptionBudget it overrides (recorded
+ * once per slot and pod). Only on a cordoned node, so nothing slips back in.
+ */
+function forceOutput(f: NodeFacts, pass: DrainPass, env: InFlightEnv): StepOutput {
+  const deletions = forcedDeletions(pass, env.input.pdbs, env.drain);
+  if (deletions.length === 0) return NO_OUTPUT;
+  const action: Action = {
+    kind: "deletePods",
+    node: f.name,
+    pods: deletions.map((d) => ({
+      namespace: d.pod.namespace,
+      name: d.pod.name,
+      uid: d.pod.uid,
+      gracePeriodSeconds: d.gracePeriodSeconds,
+    })),
   };
+  const events = deletions.map((d) =>
+    nodeObjectEvent(
+      f.name,
+      "Warning",
+      "DrainForced",
+      forcedDeletionMessage(f.name, d, env.drainTimeoutMs / 1000),
+      `drain-force/${f.name}/${formatTime(f.slotAt)}/${d.pod.uid ?? podKey(d.pod)}`,
+    )
+  );
+  return stepOutput({ actions: [action], events });
 }
 
 /**

@@ -53,6 +53,7 @@ import {
 } from "./plan.ts";
 import { matchesSelector, selectorError } from "../model/selector.ts";
 import { shortReference } from "../../lib/api/display.ts";
+import { externallyOrchestrated } from "../../lib/api/node_state.ts";
 import { formatTime, parseTime } from "../model/slots.ts";
 import { stallDeadlines } from "./deadlines.ts";
 import type { NodeSummary, Target } from "../model/types.ts";
@@ -88,6 +89,8 @@ export interface MemberContext {
   poolTarget?: DesiredImage;
   /** Why the member is held back from the target (a staging gate), if it is. */
   heldBy?: { reason: string; message: string };
+  /** The pool's `rollout.strategy` is External: staged members wait on that orchestrator. */
+  external?: boolean;
 }
 
 /**
@@ -105,6 +108,7 @@ export function classifyMember(
     target: context.desired,
     poolTarget: context.poolTarget,
     heldBy: context.heldBy,
+    external: context.external,
     member: true,
   });
   return { state: cls.effective, disrupted: cls.disrupted, cls };
@@ -615,7 +619,12 @@ function syncMember(
   const newImage = imageChanged ? withdrawForNewImage(node, input.now) : undefined;
   if (imageChanged) wanted.desiredImageState = "Staged";
   const viewNode = newImage?.node ?? node;
-  const context: MemberContext = { desired: d, poolTarget: targets.poolTarget, heldBy };
+  const context: MemberContext = {
+    desired: d,
+    poolTarget: targets.poolTarget,
+    heldBy,
+    ...(externallyOrchestrated(input.pool) ? { external: true } : {}),
+  };
   const state = classifyMember(viewNode, { ...bn, spec: wanted }, context).state;
   const record = recordOf(viewNode);
   const approved = record.slotAt !== undefined && record.drainedFor === wanted.desiredImage;

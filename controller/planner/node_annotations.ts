@@ -52,6 +52,7 @@ export interface AnnotatedMember {
     desired?: DesiredImage;
     poolTarget?: DesiredImage;
     heldBy?: { reason: string; message: string };
+    external?: boolean;
   };
 }
 
@@ -189,6 +190,7 @@ export function classifiedAfter(
     target: ctx.desired ?? m.desired,
     poolTarget: ctx.poolTarget,
     heldBy: ctx.heldBy,
+    external: ctx.external,
     member: true,
   });
   return { cls, bn };

@@ -7,6 +7,7 @@
  */
 import type { BootcNode, BootcNodePool, BootcNodePoolStatus } from "../../lib/api/mod.ts";
 import type { ClusterBudget } from "../gates/gate.ts";
+import type { ApprovalAnswer, ApprovalAsks } from "../model/approval.ts";
 import type { QueryVerdict } from "../model/health.ts";
 import type { ChannelDecision } from "./channel.ts";
 import type { PoolIssue, StateCounts } from "./pool_status.ts";
@@ -73,6 +74,8 @@ export interface PlanInput {
   channel?: ChannelDecision;
   /** The latest Prometheus health-check answer per node (nodes being verified only). */
   healthQueries?: ReadonlyMap<string, QueryVerdict>;
+  /** What the approval webhook answered so far (`pollers/approval_requests.ts`). */
+  approvalAnswers?: readonly ApprovalAnswer[];
   now: Date;
   options?: PlannerOptions;
 }
@@ -125,9 +128,22 @@ export type Action =
      */
     info?: true;
   }
-  | { kind: "evict"; node: string; pods: { namespace: string; name: string; uid?: string }[] }
+  | { kind: "evict"; node: string; pods: PodRef[] }
+  /**
+   * `onTimeout: Force`: deletes the pods evictions could not remove, past the drain
+   * timeout (each pod's uid a precondition; its Warning event is planned with it).
+   */
+  | { kind: "deletePods"; node: string; pods: PodRef[] }
   | { kind: "addFinalizer" }
   | { kind: "removeFinalizer" };
+
+/** A pod a drain evicts or deletes, with the grace period to send (undefined: the pod's own). */
+export interface PodRef {
+  namespace: string;
+  name: string;
+  uid?: string;
+  gracePeriodSeconds?: number;
+}
 
 /** True for the action that grants a node a reboot slot: the one marked `grant`. */
 export function isSlotGrant(action: Action): boolean {
@@ -180,6 +196,8 @@ export interface Plan {
    * (`bootc_node_display.ts`): the shell folds them into the plan's BootcNode writes.
    */
   bootcNodeDisplay?: ReadonlyMap<string, Record<string, string>>;
+  /** What the approval webhook must still be asked (the shell hands it to its poller). */
+  approvalAsks?: ApprovalAsks;
 }
 
 /**

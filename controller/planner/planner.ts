@@ -164,6 +164,7 @@ function planRollout(
   const status = rolloutStatus(input, { need, target, gated, counts, wait, out, record, haltFor });
   const all = mergeOutputs([out, conditionEvents(input, status, wait)]);
   const plan = finish(all, status, gated.slots.limit, counts);
+  if (gated.approvalAsks) plan.approvalAsks = gated.approvalAsks;
   return withNodeAnnotations(withDisplay(plan, input, members, target), input, members);
 }
 
@@ -356,6 +357,7 @@ function rolloutSteps(
     haltFor: health.haltFor,
     updated,
     canary,
+    rollbackTarget: t.effective.rollback,
   });
   const granted = new Set(gated.granted);
   return {
@@ -364,6 +366,7 @@ function rolloutSteps(
     health,
     canary,
     gated,
+    approval: gated.approval,
     members: members.map((m) => granted.has(m.node.name) ? { ...m, disrupted: true } : m),
     out: mergeOutputs([health.out, verifying, gated.out]),
   };

@@ -97,6 +97,8 @@ export interface RolloutRecord {
   channel?: BootcNodePoolStatus["channel"];
   /** The CircuitOpen condition (absent: the condition is left out while it never opened). */
   circuit?: { open: boolean; message: string };
+  /** The approval gate's record (`status.approval`). */
+  approval?: BootcNodePoolStatus["approval"];
 }
 
 /** "5/10 updated; 2 staging, 2 staged, 1 rebooting". */
@@ -131,6 +133,7 @@ export function buildPoolStatus(input: PoolStatusInput): BootcNodePoolStatus {
     rollbackHold: prior?.rollbackHold,
     canary: prior?.canary,
     channel: prior?.channel,
+    approval: prior?.approval,
   };
   const verdict = stateVerdict(input, nodeCount, r);
   const targetShort = target
@@ -171,6 +174,7 @@ export function buildPoolStatus(input: PoolStatusInput): BootcNodePoolStatus {
     rollbackHold: r.rollbackHold,
     canary: r.canary,
     channel: r.channel,
+    approval: r.approval,
   };
   return dropUndefined(status);
 }

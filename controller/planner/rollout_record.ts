@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { ANNOTATION_RESET_CIRCUIT } from "../../lib/api/mod.ts";
+import { ANNOTATION_RESET_CIRCUIT, type BootcNodePoolStatus } from "../../lib/api/mod.ts";
 import type { CanaryStatus } from "./canary.ts";
 import { channelFailed } from "./channel.ts";
 import { EffectiveState } from "../model/effective_state.ts";
@@ -39,6 +39,8 @@ export interface RolloutRecordInput {
   canary: CanaryStatus | undefined;
   /** Members done on the target. */
   updated: number;
+  /** `status.approval` after this plan (step 5), if the pool asks for approvals. */
+  approval?: BootcNodePoolStatus["approval"];
 }
 
 /** What step 7 decided: the rollout record for the pool's status, and its notes and events. */
@@ -98,6 +100,7 @@ export function rolloutRecord(step: RolloutRecordInput): RolloutRecordStep {
     canary,
     channel: channel.status,
     circuit: circuitStatus(input, record),
+    approval: step.approval,
   };
   return {
     rollout,

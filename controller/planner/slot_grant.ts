@@ -11,8 +11,9 @@
  */
 import { ANNOTATION_WAS_CORDONED } from "../../lib/api/mod.ts";
 import { grantPatch } from "../model/disruption.ts";
-import { pdbDemand } from "../model/drain.ts";
-import { addDemand, allowedDisruptions, evictPass, podsOf } from "./in_flight.ts";
+import { type DrainPass, pdbDemand } from "../model/drain.ts";
+import type { DrainContext } from "../model/drain_policy.ts";
+import { addDemand, allowedDisruptions, drainContext, evictPass, podsOf } from "./in_flight.ts";
 import type { Member } from "./membership.ts";
 import {
   type Action,
@@ -103,14 +104,15 @@ export function grantSlots(
       held.set(name, QueueWait.PodList);
       continue;
     }
-    const blockedBy = deadlockingPdbs(drains, pods, input.pdbs);
+    const drain = drainContext(input, c.node);
+    const blockedBy = deadlockingPdbs(drains, pods, input.pdbs, drain);
     if (blockedBy.length > 0) {
       waitingOnPdb.push(`${name} (PodDisruptionBudget ${listNames(blockedBy, 3)})`);
       held.set(name, QueueWait.PodDisruptionBudget);
       continue;
     }
     granted.push(name);
-    drains = { nodes: drains.nodes + 1, demand: addDemand(drains.demand, pods, input.pdbs) };
+    drains = { nodes: drains.nodes + 1, demand: addDemand(drains.demand, pods, input.pdbs, drain) };
     grants.push(grantOutput(input, c, pods, base.inUse + granted.length));
   }
   const notes = waitingOnPdb.length > 0
@@ -134,9 +136,10 @@ function deadlockingPdbs(
   drains: { nodes: number; demand: ReadonlyMap<string, number> },
   pods: readonly PodSummary[],
   pdbs: readonly PdbSummary[],
+  drain: DrainContext,
 ): string[] {
   if (drains.nodes === 0) return [];
-  const demand = pdbDemand(pods, pdbs);
+  const demand = pdbDemand(pods, pdbs, drain);
   return [...demand].filter(([key, n]) =>
     n + (drains.demand.get(key) ?? 0) > allowedDisruptions(pdbs, key)
   ).map(([key]) => key);
@@ -155,7 +158,7 @@ function grantOutput(
   inUse: number,
 ): StepOutput {
   const name = c.node.name;
-  const evict = evictPass(name, pods);
+  const evict = evictPass(name, pods, drainContext(input, c.node));
   const actions: Action[] = [
     {
       kind: "patchNode",
@@ -188,7 +191,8 @@ function grantOutput(
       name,
       "Normal",
       "DrainStarted",
-      `draining node ${name}: ${evict.toEvict} pod(s) to evict, ${evict.terminating} terminating`,
+      `draining node ${name}: ${evict.toEvict} pod(s) to evict, ${evict.terminating} ` +
+        `terminating${drainPolicyNote(evict.pass)}`,
     ),
   ];
   return stepOutput({
@@ -197,4 +201,15 @@ function grantOutput(
     draining: true,
     wake: input.options?.drainPollMs ?? 5_000,
   });
+}
+
+/** What the drain policy leaves alone or refuses, for the DrainStarted event ("" when nothing). */
+function drainPolicyNote(pass: DrainPass): string {
+  const parts = [
+    pass.kept.length > 0 ? `${pass.kept.length} left alone (podSelector)` : "",
+    pass.refused.length > 0
+      ? `${pass.refused.length} refused (emptyDir data, deleteEmptyDirData is false)`
+      : "",
+  ].filter((p) => p !== "");
+  return parts.length > 0 ? `, ${parts.join(", ")}` : "";
 }

@@ -19,7 +19,7 @@ import {
 } from "../../lib/kube/mod.ts";
 import type { Logger } from "../../lib/log.ts";
 import { type Written, writtenObject } from "./cache_guard.ts";
-import { evictPods } from "../model/drain.ts";
+import { deletePods, evictPods } from "../model/drain.ts";
 import type { ControllerMetrics } from "./metrics.ts";
 import type { Node } from "./object_views.ts";
 import { type Action, POOL_FINALIZER } from "../planner/planner.ts";
@@ -86,6 +86,8 @@ export class ActionWriter {
         return await this.#patchNode(action, ctx);
       case "evict":
         return await this.#evict(action, ctx);
+      case "deletePods":
+        return await this.#deletePods(action, ctx);
       case "addFinalizer":
       case "removeFinalizer":
         return await this.#finalizer(action, ctx);
@@ -175,9 +177,9 @@ export class ActionWriter {
   /** One drain pass's evictions; returns how many a disruption budget refused. */
   async #evict(action: ActionOf<"evict">, ctx: WriteContext): Promise<number> {
     const { log } = ctx;
-    const outcomes = await evictPods((ns, pod) => {
+    const outcomes = await evictPods((ns, pod, gracePeriodSeconds) => {
       this.#o.count("evict");
-      return this.#o.client.evict(ns, pod);
+      return this.#o.client.evict(ns, pod, { gracePeriodSeconds });
     }, action.pods);
     this.#o.metrics?.observeEvictions(ctx.poolName, action.node, outcomes, this.#o.clock.now());
     let refused = 0;
@@ -192,6 +194,37 @@ export class ActionWriter {
     const evicted = outcomes.filter((o) => o.result === "evicted").length;
     if (evicted > 0) log.info("evicted pods", { node: action.node, count: evicted });
     return refused;
+  }
+
+  /**
+   * `onTimeout: Force`: deletes the pods evictions could not remove (the planner
+   * recorded a Warning event per pod). A failure is logged and tried again by the
+   * next pass; it never throws.
+   */
+  async #deletePods(action: ActionOf<"deletePods">, ctx: WriteContext): Promise<number> {
+    const outcomes = await deletePods(({ namespace, name, uid, gracePeriodSeconds }) => {
+      this.#o.count("deletePod");
+      return this.#o.client.resource(Resources.pods, namespace).delete(name, {
+        gracePeriodSeconds,
+        preconditions: uid ? { uid } : undefined,
+      });
+    }, action.pods);
+    for (const o of outcomes) {
+      if (o.result === "failed") {
+        ctx.log.warn("forced pod deletion failed", {
+          node: action.node,
+          pod: o.pod,
+          error: o.error,
+        });
+      } else {
+        ctx.log.warn("pod deleted past the drain timeout (onTimeout: Force)", {
+          node: action.node,
+          pod: o.pod,
+          result: o.result,
+        });
+      }
+    }
+    return 0;
   }
 
   async #finalizer(

@@ -84,3 +84,40 @@ Deno.test("ActionWriter: the finalizer patch is conditional on the pool as plann
   assert.deepEqual(body.metadata, { finalizers: [], resourceVersion: "8" });
   assert.deepEqual(written, [{ store: "pools", name: "workers", uid: "p", resourceVersion: "9" }]);
 });
+
+Deno.test("ActionWriter: evictions carry the grace period; forced deletions the uid and grace", async () => {
+  const w = world((method, path) =>
+    method === "DELETE" && path.endsWith("/gone")
+      ? statusResponse(404, "NotFound")
+      : jsonResponse({})
+  );
+  await w.apply({
+    kind: "evict",
+    node: "n1",
+    pods: [{ namespace: "a", name: "web", gracePeriodSeconds: 7 }, { namespace: "a", name: "db" }],
+  });
+  const [web, db] = w.transport.requests;
+  assert.equal(web.path, "/api/v1/namespaces/a/pods/web/eviction");
+  assert.deepEqual((web.json as { deleteOptions: unknown }).deleteOptions, {
+    gracePeriodSeconds: 7,
+  });
+  assert.deepEqual((db.json as { deleteOptions: unknown }).deleteOptions, {});
+  const refused = await w.apply({
+    kind: "deletePods",
+    node: "n1",
+    pods: [
+      { namespace: "a", name: "web", uid: "u1", gracePeriodSeconds: 5 },
+      { namespace: "a", name: "gone" },
+    ],
+  });
+  assert.equal(refused, 0);
+  const del = w.transport.requests[2];
+  assert.equal(`${del.method} ${del.path}`, "DELETE /api/v1/namespaces/a/pods/web");
+  assert.deepEqual(del.json, {
+    apiVersion: "v1",
+    kind: "DeleteOptions",
+    preconditions: { uid: "u1" },
+    gracePeriodSeconds: 5,
+  });
+  assert.deepEqual(w.counts, ["evict", "evict", "deletePod", "deletePod"]);
+});

@@ -36,7 +36,10 @@ import {
   resolutionNeed,
 } from "../planner/planner.ts";
 import type { PoolIssue } from "../planner/pool_status.ts";
+import type { ApprovalAnswer, ApprovalAsks } from "../model/approval.ts";
+import { ApprovalRequests, type ApprovalRequestsOptions } from "../pollers/approval_requests.ts";
 import { needsLookup, pullSecretVerdict, type SecretLookup } from "../model/pull_secret.ts";
+import { webhookSecretProblem } from "../webhook/client.ts";
 import { type ImageResolver, secretDataHash } from "../pollers/resolver.ts";
 import {
   type TagOutcome,
@@ -75,6 +78,8 @@ export interface PoolSourcesOptions {
     "timeoutMs" | "initialBackoffMs" | "maxBackoffMs" | "jitter"
   >;
   healthQueries?: Pick<HealthQueriesOptions, "intervalMs" | "timeoutMs">;
+  /** The approval webhook's retry tunables (tests shorten them). */
+  approvalRequests?: Pick<ApprovalRequestsOptions, "initialBackoffMs" | "maxBackoffMs" | "jitter">;
   channelLister?: TagLister;
   channelChecks?: Pick<
     ChannelChecksOptions,
@@ -91,6 +96,8 @@ export class PoolSources {
   #healthQueries: HealthQueries;
   /** Lists channel pools' repository tags beside the work queue, when their check is due. */
   #channels: ChannelChecks;
+  /** Asks pools' approval webhooks beside the work queue; a reconcile reads the answers. */
+  #approvals: ApprovalRequests;
 
   /** Creates the pollers (idle until a pool wants something). */
   constructor(options: PoolSourcesOptions) {
@@ -123,6 +130,13 @@ export class PoolSources {
       // A changed verdict (or a streak long enough to pass) wakes the pool.
       onResult: (pool) => options.wake(pool),
     });
+    this.#approvals = new ApprovalRequests({
+      ...options.approvalRequests,
+      ...common,
+      secretData: (name) => this.#secretData(name),
+      // An answer or a failed attempt wakes the pool (its message names the attempt).
+      onResult: (pool) => options.wake(pool),
+    });
   }
 
   /** Drops everything `pool` wanted (it is gone). */
@@ -130,6 +144,7 @@ export class PoolSources {
     this.#tags.forget(pool);
     this.#channels.forget(pool);
     this.#healthQueries.forget(pool);
+    this.#approvals.forget(pool);
   }
 
   /** Stops every poll (leadership lost: a replica that does not lead polls nothing). */
@@ -137,6 +152,7 @@ export class PoolSources {
     await this.#tags.forgetAll();
     this.#channels.forgetAll();
     await this.#healthQueries.close();
+    await this.#approvals.close();
   }
 
   /** The pull Secrets the daemons may read: named by a pool and usable (see daemon_access.ts). */
@@ -184,6 +200,33 @@ export class PoolSources {
       dockerConfig: verdict.dockerConfigJson,
       issue: verdict.issue,
     };
+  }
+
+  /**
+   * What the approval webhook answered so far for `pool` (verdicts, and the last
+   * failure of asks still pending). Never waits.
+   */
+  approvalAnswers(pool: BootcNodePool): ApprovalAnswer[] {
+    return this.#approvals.answers(pool.metadata.name ?? "");
+  }
+
+  /** Declares what `pool`'s plan still wants its approval webhook asked (the rest is dropped). */
+  wantApprovals(pool: BootcNodePool, asks: ApprovalAsks | undefined): void {
+    const name = pool.metadata.name ?? "";
+    this.#approvals.wantOnly(name, pool.metadata.deletionTimestamp ? undefined : asks);
+  }
+
+  /**
+   * The data of a Secret of the operator namespace (a webhook's credentials), by GET: only a
+   * Secret opted in by label, never a service-account token (the hooks' rule: a pool writer
+   * must not make the controller send any Secret of this namespace to a URL of theirs).
+   */
+  async #secretData(name: string): Promise<Record<string, string>> {
+    const secret = await this.#o.client.resource<Secret>(Resources.secrets, this.#o.namespace)
+      .get(name);
+    const problem = webhookSecretProblem(secret);
+    if (problem) throw new Error(problem);
+    return (secret.data ?? {}) as Record<string, string>;
   }
 
   /** Finds a Secret in the operator namespace: in the cache, else with a GET. */

@@ -64,6 +64,8 @@ const PROGRESS_FIELDS = [
   // What views read (the slot limit and what sets it, the slot queue): nothing acts on them.
   "slots",
   "queue",
+  // The hooks' last deliveries (controller/hooks/): reported, nothing acts on them.
+  "hooks",
 ] as const;
 
 /** The status without its progress fields, condition messages and (optionally) its poll times. */

@@ -17,6 +17,7 @@
 import type { INode } from "kubernetes-models/v1/Node";
 import type { ISecret } from "kubernetes-models/v1/Secret";
 import {
+  ANNOTATION_APPROVE_REVISION,
   ANNOTATION_DRAINED_AT,
   ANNOTATION_DRAINED_FOR,
   ANNOTATION_IN_REBOOT_SLOT,
@@ -91,6 +92,9 @@ export function poolChangeMatters(oldPool: BootcNodePool, newPool: BootcNodePool
       newPool.metadata.annotations?.[ANNOTATION_RESET_CIRCUIT] ||
     oldPool.metadata.annotations?.[ANNOTATION_RETRY_REVISION] !==
       newPool.metadata.annotations?.[ANNOTATION_RETRY_REVISION] ||
+    // A person approving a revision (spec.rollout.approval).
+    oldPool.metadata.annotations?.[ANNOTATION_APPROVE_REVISION] !==
+      newPool.metadata.annotations?.[ANNOTATION_APPROVE_REVISION] ||
     JSON.stringify(oldPool.metadata.finalizers ?? []) !==
       JSON.stringify(newPool.metadata.finalizers ?? []);
 }

@@ -40,6 +40,12 @@ export const LABEL_MANAGED = "bootc.dev/managed";
 /** Label on a BootcNode naming its pool, for `kubectl get bootcnodes -l bootc.dev/pool=NAME`. */
 export const LABEL_POOL = "bootc.dev/pool";
 /**
+ * Label (value "true") a Secret in the operator's namespace must carry before the controller
+ * sends its credentials to a webhook (hooks, the approval webhook): whoever may write pools
+ * can name any Secret there, so only Secrets opted in this way are ever sent.
+ */
+export const LABEL_WEBHOOK_CREDENTIALS = "bootc.dev/webhook-credentials";
+/**
  * Annotation on a **Node** holding a reboot slot. Its value is the RFC 3339 time the
  * slot was taken; the drain timeout is measured from it. Together with
  * {@linkcode ANNOTATION_WAS_CORDONED} and {@linkcode ANNOTATION_DRAINED_AT} it forms the
@@ -141,6 +147,27 @@ export const ANNOTATION_RESET_CIRCUIT = "bootc.dev/reset-circuit-breaker";
  * rolls the digest out again records the retry and ends the request.
  */
 export const ANNOTATION_RETRY_REVISION = "bootc.dev/retry-revision";
+
+/**
+ * Pool annotation approving one rollout revision under `spec.rollout.approval.mode:
+ * Annotation`: its value is the revision number (`status.history`) that may take
+ * reboot slots (`kubectl bootc approve POOL` sets it). Any other value approves
+ * nothing and is named in the pool's wait message.
+ */
+export const ANNOTATION_APPROVE_REVISION = "bootc.dev/approve-revision";
+
+/** `spec.rollout.approval.mode`: who approves a revision's reboots. */
+export const ApprovalModeValues = ["Annotation", "Webhook"] as const;
+/** One `spec.rollout.approval.mode`. */
+export type ApprovalMode = typeof ApprovalModeValues[number];
+/** `spec.rollout.approval.scope`: one approval per revision (Pool) or per node and revision. */
+export const ApprovalScopeValues = ["Pool", "Node"] as const;
+/** One `spec.rollout.approval.scope`. */
+export type ApprovalScope = typeof ApprovalScopeValues[number];
+/** The verdicts `status.approval` records. */
+export const ApprovalVerdictValues = ["Approved", "Refused", "NotRequired"] as const;
+/** One recorded approval verdict. */
+export type ApprovalVerdict = typeof ApprovalVerdictValues[number];
 
 /** Field manager the controller uses for its writes. */
 export const CONTROLLER_FIELD_MANAGER = "bootc-operator-controller";
@@ -286,6 +313,15 @@ export const OnFailureValues = ["Halt", "RollbackNode", "RollbackPool"] as const
 /** What a pool does when a node fails its health checks after rebooting. */
 export type OnFailure = typeof OnFailureValues[number];
 
+/**
+ * `spec.rollout.strategy`: RollingUpdate (default, the operator cordons, drains and
+ * reboots through its slots) or External (another orchestrator does; the operator
+ * resolves, stages and reports only).
+ */
+export const RolloutStrategyValues = ["RollingUpdate", "External"] as const;
+/** One `spec.rollout.strategy`. */
+export type RolloutStrategy = typeof RolloutStrategyValues[number];
+
 /** Outcomes of a revision in `status.history`. */
 export const RevisionOutcome = {
   Progressing: "Progressing",
@@ -302,6 +338,8 @@ export const UpToDateReason = {
   AllUpdated: "AllUpdated",
   RolloutInProgress: "RolloutInProgress",
   Paused: "Paused",
+  /** `rollout.strategy: External`: staged nodes wait for another orchestrator to reboot them. */
+  ExternalOrchestrator: "ExternalOrchestrator",
 } as const;
 
 /** Reasons of the BootcNodePool Degraded condition. */
@@ -333,3 +371,25 @@ export const PoolDegradedReason = {
   /** No issues. */
   Healthy: "Healthy",
 } as const;
+
+/**
+ * The phases a pool's hooks (`spec.hooks`) are called on: three per node (its slot
+ * granted before the drain; its reboot requested; verified and released) and four per
+ * rollout (a revision started, completed, halted, rolled back).
+ */
+export const HookPhaseValues = [
+  "NodePreDrain",
+  "NodePreReboot",
+  "NodePostVerification",
+  "RolloutStarted",
+  "RolloutCompleted",
+  "RolloutHalted",
+  "RolloutRolledBack",
+] as const;
+/** One hook phase. */
+export type HookPhase = typeof HookPhaseValues[number];
+
+/** How a hook delivery ended (`status.hooks[].result`). */
+export const HookResultValues = ["Delivered", "Failed"] as const;
+/** One hook delivery result. */
+export type HookResult = typeof HookResultValues[number];

@@ -19,7 +19,10 @@ export const DrainConditionReason = {
   Cordoned: "Cordoned",
   /** Drained False: the controller is evicting the node's pods. */
   Draining: "Draining",
-  /** Drained False: an eviction the drain needs is refused by a PodDisruptionBudget. */
+  /**
+   * Drained False: an eviction the drain needs is refused by a PodDisruptionBudget, or
+   * the pool's drain policy refuses a pod (emptyDir data without `deleteEmptyDirData`).
+   */
   DrainBlocked: "DrainBlocked",
 } as const;
 

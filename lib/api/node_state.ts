@@ -134,6 +134,17 @@ export interface NodeFacts {
   ready?: boolean;
 }
 
+/**
+ * True when a pool's `spec.rollout.strategy` is External: another orchestrator
+ * (such as OpenShift's MCO) cordons, drains and reboots its nodes (the
+ * `external` input of {@linkcode classifyNode}; the controller's `external` gate).
+ */
+export function externallyOrchestrated(
+  pool: { spec?: { rollout?: { strategy?: string } } } | undefined,
+): boolean {
+  return pool?.spec?.rollout?.strategy === "External";
+}
+
 /** Input of {@linkcode classifyNode}. */
 export interface ClassifyInput {
   /** The node's BootcNode; undefined when it has none (yet, or it was deleted). */
@@ -160,6 +171,12 @@ export interface ClassifyInput {
    * that gate.
    */
   heldBy?: { reason: string; message: string };
+  /**
+   * The pool's `rollout.strategy` is External: another orchestrator reboots its
+   * nodes, so a staged node (Ready or not: the orchestrator may be rebooting it)
+   * waits on that orchestrator, a wait like a gate's, never a stall.
+   */
+  external?: boolean;
   /**
    * What blocks this node's drain (a PodDisruptionBudget named in a sentence), when
    * the controller knows it: a Draining node then waits on that gate.
@@ -242,6 +259,8 @@ export const NodeStateReason = {
   FellBack: "FellBack",
   DaemonError: "DaemonError",
   RolledBack: "RolledBack",
+  /** Staged under `rollout.strategy: External`: the external orchestrator reboots it. */
+  ExternalOrchestrator: "ExternalOrchestrator",
 } as const;
 
 /** True when a boot entry is `desired` (the one rule, `entryRuns` in lib/bootc). */
@@ -587,6 +606,19 @@ function waitingStep(f: Facts): Step {
       const rollback = !entryMatches(bn.status?.staged, target);
       const extra = { route: rollback ? "rollback" as const : "staged" as const };
       const reason = rollback ? NodeStateReason.RollbackRoute : NodeStateReason.ReadyForSlot;
+      if (f.input.external) {
+        return step(
+          NodeState.Staged,
+          NodeStateReason.ExternalOrchestrator,
+          "gate",
+          "the external orchestrator to reboot it (rollout.strategy: External)",
+          {
+            ...extra,
+            message: "staged; waiting for the external orchestrator to reboot it " +
+              "(rollout.strategy: External)",
+          },
+        );
+      }
       if (node && node.ready !== true) {
         return step(
           NodeState.Staged,

@@ -207,6 +207,73 @@ const cases: Case[] = [
     want: { state: NodeState.Staged, reason: "NotReady", waitsOn: "node", readyForSlot: true },
   },
   {
+    name: "external orchestrator: staged waits on it (a gate's wait, not a slot's)",
+    input: {
+      bootcNode: bn({ staged: entry("b"), conditions: [idle.staged] }),
+      node: node(),
+      target,
+      external: true,
+    },
+    want: {
+      state: NodeState.Staged,
+      reason: "ExternalOrchestrator",
+      waitsOn: "gate",
+      waitsFor: "the external orchestrator to reboot it (rollout.strategy: External)",
+      readyForSlot: true,
+      disrupted: false,
+      counted: EffectiveState.Staged,
+    },
+  },
+  {
+    name: "external orchestrator: staged, cordoned by it and NotReady (rebooting): still its wait",
+    input: {
+      bootcNode: bn({ staged: entry("b"), conditions: [idle.staged] }),
+      node: node({ cordoned: true, ready: false }),
+      target,
+      external: true,
+    },
+    want: {
+      state: NodeState.Staged,
+      reason: "ExternalOrchestrator",
+      waitsOn: "gate",
+      disrupted: false,
+    },
+  },
+  ...[true, false].map((external) => ({
+    name: `booted into the target by someone else (external: ${external}), still cordoned: ` +
+      "updated, not disrupted",
+    input: {
+      bootcNode: bn({
+        booted: entry("b"),
+        rollback: entry("a"),
+        conditions: [
+          cond("ImageStaged", "True", "Booted", `${B} is booted`),
+          cond("Rebooted", "True", "AlreadyBooted", `${B} was already booted: no reboot needed`),
+          idle.idle,
+        ],
+      }),
+      node: node({ cordoned: true }),
+      target,
+      external,
+    },
+    want: {
+      state: NodeState.Updated,
+      counted: EffectiveState.UpToDate,
+      disrupted: false,
+      waitsOn: "nobody" as const,
+    },
+  })),
+  {
+    name: "external orchestrator: a node already in its slot goes on as before (drained, Booted)",
+    input: {
+      bootcNode: bn({ staged: entry("b"), conditions: [idle.staged], requested: true }),
+      node: node({ ...slot, drainedFor: B }),
+      target,
+      external: true,
+    },
+    want: { state: NodeState.Rebooting, reason: "RebootRequested", disrupted: true },
+  },
+  {
     name: "a Staged report whose staged entry is another image (no rollback): pending",
     input: {
       bootcNode: bn({ staged: entry("c"), conditions: [idle.staged] }),

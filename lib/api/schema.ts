@@ -21,7 +21,17 @@ import {
   MAX_LABEL_KEY_LENGTH,
   MAX_LABEL_VALUE_LENGTH,
 } from "./validation.ts";
-import { LABEL_POOL, OnFailureValues, RevisionOutcome } from "./constants.ts";
+import {
+  ApprovalModeValues,
+  ApprovalScopeValues,
+  ApprovalVerdictValues,
+  HookPhaseValues,
+  HookResultValues,
+  LABEL_POOL,
+  OnFailureValues,
+  RevisionOutcome,
+  RolloutStrategyValues,
+} from "./constants.ts";
 import { SlotLimitSource } from "./budget.ts";
 import {
   celIsInstant,
@@ -113,6 +123,89 @@ const SecretReference = Type.Object({
 }, {
   description: "Registry credentials: a Secret of type kubernetes.io/dockerconfigjson in the " +
     "operator's namespace (the only namespace the daemons can read).",
+});
+
+/** Most per-node approval verdicts `status.approval.nodes` keeps. */
+export const MAX_APPROVAL_NODES = 512;
+
+/** Most bytes of a webhook endpoint's CA bundle (PEM). */
+export const MAX_CA_BUNDLE_LENGTH = 65536;
+
+/**
+ * An HTTP(S) endpoint the controller calls (hooks, the approval webhook): the
+ * URL, a per-attempt timeout, an optional CA bundle (TLS is always verified)
+ * and an optional Secret in the operator's namespace with a bearer token
+ * (`token`) or a client certificate (`tls.crt`, `tls.key`) and `ca.crt`.
+ */
+export const WebhookEndpointSpec = Type.Object({
+  url: Type.String({
+    minLength: 1,
+    maxLength: 2048,
+    description: "The http:// or https:// URL the controller POSTs to.",
+    ...validations({
+      rule: "self.matches(r'^https?://[^/?#@\\s]+([/?#]\\S*)?$')",
+      message: "must be an absolute http:// or https:// URL with a host and no credentials, " +
+        "e.g. https://hooks.example.com/bootc",
+    }),
+  }),
+  timeoutSeconds: Type.Optional(Type.Integer({
+    minimum: 1,
+    maximum: 300,
+    default: 10,
+    description: "How long one attempt may take (connect, send, read the reply).",
+  })),
+  caBundle: Type.Optional(Type.String({
+    minLength: 1,
+    maxLength: MAX_CA_BUNDLE_LENGTH,
+    description: "PEM CA certificates trusted for the endpoint, in addition to the system " +
+      "roots. TLS is always verified.",
+    ...validations({
+      rule: "self.contains('-----BEGIN CERTIFICATE-----')",
+      message: "must be PEM: one or more -----BEGIN CERTIFICATE----- blocks",
+    }),
+  })),
+  secretRef: Type.Optional(Type.Object({
+    name: SecretReference.properties.name,
+  }, {
+    description: "A Secret in the operator's namespace: `token` (sent as a bearer token), " +
+      "`tls.crt` and `tls.key` (a client certificate), `ca.crt` (added to caBundle).",
+  })),
+});
+
+/** {@linkcode WebhookEndpointSpec}'s fields, to spread into an object that adds its own. */
+export const webhookEndpointFields = WebhookEndpointSpec.properties;
+
+/** Most hooks a pool may have. */
+export const MAX_HOOKS = 8;
+
+/** One of `spec.hooks`: an endpoint notified (CloudEvents, structured mode) on some phases. */
+export const HookSpec = Type.Object({
+  name: Type.String({
+    minLength: 1,
+    maxLength: MAX_LABEL_VALUE_LENGTH,
+    description: "The hook's name (unique in the pool; status.hooks reports under it).",
+    ...validations({
+      rule: `self.matches(r'${DNS1123_LABEL_PATTERN}')`,
+      message: "must be at most 63 lowercase letters, digits and '-', starting and ending " +
+        "with a letter or digit",
+    }),
+  }),
+  phases: Type.Optional(Type.Array(StringEnum(HookPhaseValues), {
+    minItems: 1,
+    maxItems: HookPhaseValues.length,
+    description: "The phases the hook is called on. Unset: all of them.",
+    "x-kubernetes-list-type": "set",
+  })),
+  ...webhookEndpointFields,
+  maxAttempts: Type.Optional(Type.Integer({
+    minimum: 1,
+    maximum: 20,
+    default: 5,
+    description: "Attempts per delivery (exponential back-off with jitter between them); a " +
+      "delivery still failing after them is recorded as Failed. A hook never blocks a rollout.",
+  })),
+}, {
+  description: "An HTTP(S) endpoint the controller POSTs a CloudEvent to on the chosen phases.",
 });
 
 /** Most `matchLabels` entries a selector may have (bounds the CEL validation cost). */
@@ -383,6 +476,64 @@ const HealthSpec = Type.Object({
     "running the target, host healthy, and the optional pod and Prometheus checks.",
 });
 
+/** Values of `spec.rollout.drain.onTimeout`. */
+export const DrainOnTimeoutValues = ["Degrade", "Force"] as const;
+
+/**
+ * How a pool drains its nodes (`spec.rollout.drain`). Mirror, DaemonSet and
+ * completed pods are always left alone, as before.
+ */
+export const DrainPolicySpec = Type.Object({
+  podSelector: Type.Optional(Type.Object({
+    matchLabels: LabelSelector.properties.matchLabels,
+    matchExpressions: LabelSelector.properties.matchExpressions,
+  }, {
+    description: "Pods to LEAVE ALONE: pods matching this selector (any namespace) are " +
+      "never evicted or deleted and stay Running through the drain and the reboot (for " +
+      "example Longhorn's instance managers and CSI attacher). This is the opposite of " +
+      "`kubectl drain --pod-selector`, which selects the pods to evict.",
+    "x-kubernetes-map-type": "atomic",
+    ...validations({
+      rule: "(has(self.matchLabels) && size(self.matchLabels) > 0) || " +
+        "(has(self.matchExpressions) && size(self.matchExpressions) > 0)",
+      message: "podSelector selects the pods the drain leaves alone; an empty selector " +
+        "would leave every pod in place, so give matchLabels or matchExpressions",
+    }),
+  })),
+  gracePeriodSeconds: Type.Optional(Type.Integer({
+    minimum: 1,
+    maximum: 86400,
+    description: "Grace period sent with each eviction (DeleteOptions.gracePeriodSeconds); " +
+      "a pod whose own terminationGracePeriodSeconds is shorter keeps its own. Unset: " +
+      "each pod's own. At least 1 (0 would remove pods without waiting for them to stop).",
+  })),
+  deleteEmptyDirData: Type.Optional(Type.Boolean({
+    default: false,
+    description: "As `kubectl drain --delete-emptydir-data`: false refuses to evict pods " +
+      "with emptyDir volumes (their data is lost), and the drain waits naming them in the " +
+      "node's Drained condition and the pool's message; true evicts them.",
+  })),
+  skipWaitForDeleteTimeoutSeconds: Type.Optional(Type.Integer({
+    minimum: 1,
+    description: "As `kubectl drain --skip-wait-for-delete-timeout`, for a node that is " +
+      "NotReady: a pod deleted more than this many seconds ago is no longer waited for " +
+      "(its kubelet may be gone). Unset: every terminating pod is waited for.",
+  })),
+  onTimeout: Type.Optional(StringEnum(DrainOnTimeoutValues, {
+    default: "Degrade",
+    description: "At drainTimeoutSeconds. Degrade: the node stays cordoned and degraded, " +
+      "naming what blocks its drain. Force: the pods evictions could not remove (a " +
+      "PodDisruptionBudget refused, or the eviction failed) are DELETED, overriding " +
+      "their PodDisruptionBudgets, with a Warning event per pod naming it and the " +
+      "budget; then the drain completes. Pods refused by this policy (emptyDir, " +
+      "podSelector) are never force-deleted.",
+  })),
+}, {
+  description: "How nodes are drained before a reboot: pods left alone, grace period, " +
+    "emptyDir pods, terminating pods on NotReady nodes, and what happens at the drain " +
+    "timeout.",
+});
+
 /** BootcNodePool spec. */
 export const BootcNodePoolSpec = Type.Object({
   nodeSelector: LabelSelector,
@@ -403,6 +554,15 @@ export const BootcNodePoolSpec = Type.Object({
   }),
   rollout: Type.Object({
     maxUnavailable: MaxUnavailable,
+    strategy: Type.Optional(StringEnum(RolloutStrategyValues, {
+      default: "RollingUpdate",
+      description: "Who reboots the nodes. RollingUpdate: the operator (reboot slots, " +
+        "cordon, drain, reboot). External: another orchestrator (such as OpenShift's " +
+        "MCO) cordons, drains and reboots; the operator resolves the image, stages it on " +
+        "every node and reports, and never cordons, drains, grants a slot or asks for a " +
+        "reboot (nodes already in a slot finish). Back to RollingUpdate, the operator " +
+        "takes the staged nodes over.",
+    })),
     paused: Type.Boolean({
       default: false,
       description: "When true no node gets a new reboot slot; staging goes on.",
@@ -410,8 +570,10 @@ export const BootcNodePoolSpec = Type.Object({
     drainTimeoutSeconds: Type.Integer({
       minimum: 1,
       default: 600,
-      description: "How long a drain may take before the node is marked degraded.",
+      description: "How long a drain may take; then `drain.onTimeout` applies (by " +
+        "default the node is marked degraded).",
     }),
+    drain: Type.Optional(DrainPolicySpec),
     rebootTimeoutSeconds: Type.Integer({
       minimum: 1,
       default: 1800,
@@ -530,6 +692,36 @@ export const BootcNodePoolSpec = Type.Object({
         "automatic change (new target or rollback) until a user resets it with the " +
         "bootc.dev/reset-circuit-breaker annotation.",
     })),
+    approval: Type.Optional(Type.Object({
+      mode: StringEnum(ApprovalModeValues, {
+        description: "Annotation: a person or tool sets bootc.dev/approve-revision=N on the " +
+          "pool (kubectl bootc approve POOL) for each revision N. Webhook: the controller " +
+          "POSTs to webhook; a 2xx approves, a 4xx refuses (its message is shown), anything " +
+          "else is retried with back-off.",
+      }),
+      scope: Type.Optional(StringEnum(ApprovalScopeValues, {
+        default: "Pool",
+        description: "Pool: one approval per revision. Node: one per node and revision, " +
+          "asked just before the node would take a reboot slot (Webhook only).",
+      })),
+      webhook: Type.Optional(Type.Object(
+        { ...webhookEndpointFields },
+        { description: "The endpoint asked (mode: Webhook)." },
+      )),
+    }, {
+      description: "No node takes a reboot slot for a revision until it is approved (staging " +
+        "goes on). Rollbacks of a failed image need no approval.",
+      ...validations(
+        {
+          rule: "self.mode == 'Webhook' ? has(self.webhook) : !has(self.webhook)",
+          message: "webhook is required with mode: Webhook and not allowed otherwise",
+        },
+        {
+          rule: "!has(self.scope) || self.scope == 'Pool' || self.mode == 'Webhook'",
+          message: "scope: Node needs mode: Webhook (an annotation approves a whole revision)",
+        },
+      ),
+    })),
   }, { default: {} }),
   timeZone: Type.Optional(Type.String({
     ...TimeZone,
@@ -576,6 +768,14 @@ export const BootcNodePoolSpec = Type.Object({
     }),
   }, { default: {} }),
   pullSecretRef: Type.Optional(SecretReference),
+  hooks: Type.Optional(Type.Array(HookSpec, {
+    maxItems: MAX_HOOKS,
+    description: "Endpoints notified of the rollout's phases (node pre-drain, pre-reboot, " +
+      "post-verification; rollout started, completed, halted, rolled back). Notifications " +
+      "only: a failing hook never blocks a rollout.",
+    "x-kubernetes-list-type": "map",
+    "x-kubernetes-list-map-keys": ["name"],
+  })),
 });
 
 /** One platform entry of a multi-architecture image index. */
@@ -653,6 +853,21 @@ export const QueueEntry = Type.Object({
   }),
 });
 
+/** One of `status.hooks`: a hook's last finished delivery. */
+export const HookDeliveryStatus = Type.Object({
+  name: Type.String({ description: "The hook (spec.hooks[].name)." }),
+  phase: StringEnum(HookPhaseValues),
+  node: Type.Optional(Type.String({ description: "The node, for a node phase." })),
+  revision: Type.Integer({ minimum: 0, description: "The revision (status.history)." }),
+  result: StringEnum(HookResultValues),
+  attempts: Type.Integer({ minimum: 0, description: "Attempts made (0: never sent)." }),
+  time: Type.String({ format: "date-time", description: "When the delivery finished." }),
+  message: Type.Optional(Type.String({
+    maxLength: 1024,
+    description: "The last attempt's answer or error.",
+  })),
+});
+
 /** BootcNodePool status. */
 export const BootcNodePoolStatus = Type.Object({
   observedGeneration: Type.Optional(Type.Integer({ minimum: 0 })),
@@ -682,7 +897,8 @@ export const BootcNodePoolStatus = Type.Object({
       "PullSecretInvalid, ImageResolutionFailed, Halted, RolledBack, CircuitOpen, " +
       "ImageFailedBefore, HealthCheckFailed, NodeConflict, NodeStalled, NodeDegraded), else the " +
       "gate that holds reboots back (Paused, Blackout, OutsideMaintenanceWindow, " +
-      "BudgetExhausted, WaitingForPool, ClusterBudgetExhausted, a canary reason, StagingLimit), " +
+      "BudgetExhausted, WaitingForPool, AwaitingApproval, ApprovalRefused, " +
+      "ClusterBudgetExhausted, a canary reason, StagingLimit), " +
       "else the progress (Resolving, Staging, RollingOut, AllUpdated).",
   })),
   deployedDigest: Type.Optional(Type.String({ description: "The last digest fully rolled out." })),
@@ -749,11 +965,44 @@ export const BootcNodePoolStatus = Type.Object({
         "circuit open, paused), or what the last check found.",
     })),
   }, { description: "The channel the pool follows (spec.image.channel)." })),
+  hooks: Type.Optional(Type.Array(HookDeliveryStatus, {
+    maxItems: MAX_HOOKS,
+    description: "Per hook, its last finished delivery.",
+  })),
   canary: Type.Optional(Type.Object({
     image: Type.String({ description: "The target the canary is for." }),
     phase: StringEnum(["Updating", "Soaking", "Passed", "Failed"] as const),
     nodes: Type.Integer({ minimum: 1, description: "Canary batch size." }),
     soakUntil: Type.Optional(Type.String({ format: "date-time" })),
+  })),
+  approval: Type.Optional(Type.Object({
+    revision: Type.Integer({ minimum: 1, description: "The revision the verdicts are for." }),
+    image: Type.String({ description: "That revision's image." }),
+    verdict: Type.Optional(StringEnum(ApprovalVerdictValues, {
+      description: "The revision's verdict (scope Pool; NotRequired: an automatic rollback).",
+    })),
+    message: Type.Optional(Type.String({
+      maxLength: 1024,
+      description: "What the approval waits for, or the refuser's message.",
+    })),
+    annotation: Type.Optional(Type.String({
+      maxLength: 256,
+      description: "The bootc.dev/approve-revision value last read (mode: Annotation).",
+    })),
+    nodes: Type.Optional(Type.Array(
+      Type.Object({
+        node: Type.String({ maxLength: 253 }),
+        verdict: StringEnum(ApprovalVerdictValues),
+        message: Type.Optional(Type.String({ maxLength: 256 })),
+      }),
+      {
+        maxItems: MAX_APPROVAL_NODES,
+        description: "Per-node verdicts for the revision (scope Node), members only.",
+      },
+    )),
+  }, {
+    description: "The approval gate's record for the current revision (spec.rollout.approval): " +
+      "decided verdicts are never asked again, also after a controller restart.",
   })),
 });
 
@@ -990,8 +1239,20 @@ export type BootcDisruptionBudgetSpec = Static<typeof BootcDisruptionBudgetSpec>
 export type BootcDisruptionBudgetStatus = Static<typeof BootcDisruptionBudgetStatus>;
 /** One entry of a pool's `status.history`. */
 export type Revision = Static<typeof Revision>;
+/** An endpoint the controller calls, as the spec gives it. */
+export type WebhookEndpointSpec = Static<typeof WebhookEndpointSpec>;
+/** One of `spec.hooks`. */
+export type HookSpec = Static<typeof HookSpec>;
+/** One of `status.hooks`. */
+export type HookDeliveryStatus = Static<typeof HookDeliveryStatus>;
 /** A pool's health-check settings (`spec.rollout.health`). */
 export type HealthSpec = Static<typeof HealthSpec>;
+/** `spec.rollout.approval`. */
+export type ApprovalSpec = NonNullable<BootcNodePoolSpec["rollout"]["approval"]>;
+/** `status.approval`. */
+export type ApprovalStatus = NonNullable<BootcNodePoolStatus["approval"]>;
+/** `spec.rollout.drain`. */
+export type DrainPolicySpec = Static<typeof DrainPolicySpec>;
 /** One platform entry of an image index. */
 export type PlatformDigest = Static<typeof PlatformDigest>;
 

@@ -156,3 +156,19 @@ Deno.test("every CEL rule's input is bounded, so the API server can estimate its
   }
   assert.deepEqual(unbounded, []);
 });
+
+Deno.test("pool schema: the drain policy's defaults and its podSelector rule", () => {
+  const spec = versionSchema(bootcNodePoolCrd()).schema.openAPIV3Schema.properties.spec;
+  const drain = spec.properties.rollout.properties.drain.properties;
+  assert.equal(drain.onTimeout.default, "Degrade");
+  assert.deepEqual(drain.onTimeout.enum, ["Degrade", "Force"]);
+  assert.equal(drain.deleteEmptyDirData.default, false);
+  assert.equal(drain.gracePeriodSeconds.minimum, 1);
+  assert.equal(drain.skipWaitForDeleteTimeoutSeconds.minimum, 1);
+  // The meaning is the opposite of kubectl drain's --pod-selector: said where people read it.
+  assert.match(
+    drain.podSelector.description,
+    /LEAVE ALONE.*opposite of `kubectl drain --pod-selector`/s,
+  );
+  assert.match(drain.podSelector["x-kubernetes-validations"][0].message, /empty selector/);
+});

@@ -190,3 +190,171 @@ export function poolSpecWith(at: Placement, value: string): Record<string, unkno
       : {}),
   };
 }
+
+/**
+ * One value of `spec.rollout.drain` (issue 26's drain policy) and the verdict on
+ * it: accepted, or refused with a cause on `field` whose message matches.
+ */
+export interface DrainCase {
+  drain: Record<string, unknown>;
+  refused?: { field: string; message: RegExp };
+  note?: string;
+}
+
+const DRAIN = "spec.rollout.drain";
+
+/** The drain policy's table (`refusal_test.ts` applies each to the real API server). */
+export const DRAIN_CASES: readonly DrainCase[] = [
+  { drain: {} },
+  {
+    drain: {
+      podSelector: { matchLabels: { "app.kubernetes.io/name": "longhorn-manager" } },
+      gracePeriodSeconds: 30,
+      deleteEmptyDirData: true,
+      skipWaitForDeleteTimeoutSeconds: 300,
+      onTimeout: "Force",
+    },
+    note: "every field",
+  },
+  {
+    drain: {
+      podSelector: { matchExpressions: [{ key: "longhorn.io/component", operator: "Exists" }] },
+    },
+  },
+  { drain: { onTimeout: "Degrade" } },
+  {
+    drain: { podSelector: {} },
+    refused: { field: `${DRAIN}.podSelector`, message: /an empty selector would leave every pod/ },
+    note: "would keep every pod: the drain would do nothing",
+  },
+  {
+    drain: { podSelector: { matchLabels: {} } },
+    refused: { field: `${DRAIN}.podSelector`, message: /give matchLabels or matchExpressions/ },
+  },
+  {
+    drain: { podSelector: { matchLabels: { "bad key!": "x" } } },
+    refused: { field: `${DRAIN}.podSelector.matchLabels`, message: /is not a valid label key/ },
+  },
+  {
+    drain: { gracePeriodSeconds: 0 },
+    refused: {
+      field: `${DRAIN}.gracePeriodSeconds`,
+      message: /should be greater than or equal to 1/,
+    },
+    note: "0 would remove pods without waiting for them",
+  },
+  {
+    drain: { skipWaitForDeleteTimeoutSeconds: 0 },
+    refused: {
+      field: `${DRAIN}.skipWaitForDeleteTimeoutSeconds`,
+      message: /should be greater than or equal to 1/,
+    },
+  },
+  {
+    drain: { onTimeout: "Delete" },
+    refused: { field: `${DRAIN}.onTimeout`, message: /supported values: "Degrade", "Force"/ },
+  },
+  {
+    drain: { deleteEmptyDirData: "yes" },
+    refused: { field: `${DRAIN}.deleteEmptyDirData`, message: /must be of type boolean/ },
+  },
+];
+
+/** A valid pool spec with `drain` as its drain policy. */
+export function poolSpecWithDrain(drain: Record<string, unknown>): Record<string, unknown> {
+  return {
+    nodeSelector: {},
+    image: { ref: "quay.io/example/os:latest" },
+    rollout: { drain },
+  };
+}
+
+/** One `spec.rollout.strategy` value and the verdict on it. */
+export interface StrategyCase {
+  value: string;
+  /** What the API server's refusal says (absent: accepted). */
+  refused?: RegExp;
+}
+
+const STRATEGY_VALUES = /supported values: "RollingUpdate", "External"/;
+
+/** `spec.rollout.strategy` (the enum; external orchestrator mode). */
+export const STRATEGY_CASES: readonly StrategyCase[] = [
+  { value: "RollingUpdate" },
+  { value: "External" },
+  { value: "external", refused: STRATEGY_VALUES },
+  { value: "Manual", refused: STRATEGY_VALUES },
+  { value: "", refused: STRATEGY_VALUES },
+];
+
+/**
+ * One value of `spec.rollout.approval` (issue 26's approval gate) and the
+ * verdict on it: accepted, or refused with a cause on `field` whose message
+ * matches. `controller/gates/approval_test.ts` runs the same table through the
+ * controller's check (`approvalSpecErrors`), except for what only the schema's
+ * types and bounds say (`schemaOnly`).
+ */
+export interface ApprovalCase {
+  approval: Record<string, unknown>;
+  refused?: { field: string; message: RegExp; schemaOnly?: boolean };
+  note?: string;
+}
+
+const APPROVAL = "spec.rollout.approval";
+
+/** The approval gate's table (`refusal_test.ts` applies each to the real API server). */
+export const APPROVAL_CASES: readonly ApprovalCase[] = [
+  { approval: { mode: "Annotation" } },
+  { approval: { mode: "Annotation", scope: "Pool" } },
+  { approval: { mode: "Webhook", webhook: { url: "https://approve.example.com/bootc" } } },
+  {
+    approval: {
+      mode: "Webhook",
+      scope: "Node",
+      webhook: { url: "http://10.0.0.7:8080/approve", timeoutSeconds: 5, secretRef: { name: "a" } },
+    },
+    note: "every field",
+  },
+  {
+    approval: { mode: "Webhook" },
+    refused: { field: APPROVAL, message: /webhook is required with mode: Webhook/ },
+  },
+  {
+    approval: { mode: "Annotation", webhook: { url: "https://approve.example.com" } },
+    refused: { field: APPROVAL, message: /webhook is required with mode: Webhook and not allowed/ },
+    note: "a webhook that would never be called",
+  },
+  {
+    approval: { mode: "Annotation", scope: "Node" },
+    refused: { field: APPROVAL, message: /scope: Node needs mode: Webhook/ },
+  },
+  {
+    approval: { mode: "Webhook", webhook: { url: "ftp://approve.example.com" } },
+    refused: { field: `${APPROVAL}.webhook.url`, message: /absolute http:\/\/ or https:\/\/ URL/ },
+  },
+  {
+    approval: { mode: "Webhook", webhook: { url: "https://user:pw@approve.example.com" } },
+    refused: { field: `${APPROVAL}.webhook.url`, message: /no credentials/ },
+    note: "credentials belong in the Secret",
+  },
+  {
+    approval: { mode: "Person" },
+    refused: { field: `${APPROVAL}.mode`, message: /supported values: "Annotation", "Webhook"/ },
+  },
+  {
+    approval: { mode: "Webhook", scope: "Zone", webhook: { url: "https://a.example" } },
+    refused: { field: `${APPROVAL}.scope`, message: /supported values: "Pool", "Node"/ },
+  },
+  {
+    approval: { mode: "Webhook", webhook: { url: "https://a.example", timeoutSeconds: 0 } },
+    refused: {
+      field: `${APPROVAL}.webhook.timeoutSeconds`,
+      message: /should be greater than or equal to 1/,
+      schemaOnly: true,
+    },
+  },
+  {
+    approval: {},
+    refused: { field: `${APPROVAL}.mode`, message: /Required value/, schemaOnly: true },
+  },
+];

@@ -14,7 +14,17 @@ import type { BootcNodePool } from "../../lib/api/mod.ts";
 import { isInvalid, Resources } from "../../lib/kube/mod.ts";
 import { startControlPlane } from "../harness/control_plane.ts";
 import { waitFor } from "../harness/wait.ts";
-import { fieldOf, poolSpecWith, TIME_CASES, type TimeCase } from "./cases.ts";
+import {
+  APPROVAL_CASES,
+  DRAIN_CASES,
+  type DrainCase,
+  fieldOf,
+  poolSpecWith,
+  poolSpecWithDrain,
+  STRATEGY_CASES,
+  TIME_CASES,
+  type TimeCase,
+} from "./cases.ts";
 
 const CRDS = new URL("../../crds/", import.meta.url).pathname;
 
@@ -46,6 +56,20 @@ function verdictProblem(c: TimeCase, error: unknown): string | undefined {
   return undefined;
 }
 
+/** What is wrong with the API server's answer to drain case `c`, or undefined. */
+function drainVerdictProblem(c: DrainCase, error: unknown): string | undefined {
+  if (!c.refused) return error === undefined ? undefined : `refused: ${error}`;
+  if (error === undefined) return "accepted";
+  if (!isInvalid(error)) return `not Invalid: ${error}`;
+  const causes = error.details?.causes ?? [];
+  const cause = causes.find((x) => x.field === c.refused!.field);
+  if (!cause) return `no cause on ${c.refused.field}: ${JSON.stringify(causes)}`;
+  if (!c.refused.message.test(cause.message ?? "")) {
+    return `message ${cause.message} does not match ${c.refused.message}`;
+  }
+  return undefined;
+}
+
 Deno.test("admission: bad time values are refused at apply time, naming the field", async (t) => {
   const cp = await startControlPlane({
     kwok: false,
@@ -72,6 +96,49 @@ Deno.test("admission: bad time values are refused at apply time, naming the fiel
         }).then(() => undefined, (e) => e);
         const problem = verdictProblem(c, error);
         if (problem) problems.push(`${c.at} = ${JSON.stringify(c.value)}: ${problem}`);
+      }
+      assert.deepEqual(problems, []);
+    });
+
+    await t.step(`the drain policy: ${DRAIN_CASES.length} cases`, async () => {
+      const problems: string[] = [];
+      for (const [i, c] of DRAIN_CASES.entries()) {
+        const error = await pools.create(pool(`drain-${i}`, poolSpecWithDrain(c.drain)), {
+          dryRun: true,
+        }).then(() => undefined, (e) => e);
+        const problem = drainVerdictProblem(c, error);
+        if (problem) problems.push(`${JSON.stringify(c.drain)}: ${problem}`);
+      }
+      assert.deepEqual(problems, []);
+    });
+
+    await t.step(`the approval gate: ${APPROVAL_CASES.length} cases`, async () => {
+      const problems: string[] = [];
+      for (const [i, c] of APPROVAL_CASES.entries()) {
+        const spec = { ...poolSpecWithDrain({}), rollout: { approval: c.approval } };
+        const error = await pools.create(pool(`approval-${i}`, spec), { dryRun: true })
+          .then(() => undefined, (e) => e);
+        const problem = drainVerdictProblem({ drain: c.approval, refused: c.refused }, error);
+        if (problem) problems.push(`${JSON.stringify(c.approval)}: ${problem}`);
+      }
+      assert.deepEqual(problems, []);
+    });
+
+    await t.step("spec.rollout.strategy: RollingUpdate or External, else refused", async () => {
+      const problems: string[] = [];
+      for (const [i, c] of STRATEGY_CASES.entries()) {
+        const spec = { ...poolSpecWith("timeZone", "UTC"), rollout: { strategy: c.value } };
+        const error = await pools.create(pool(`strategy-${i}`, spec), { dryRun: true })
+          .then(() => undefined, (e) => e);
+        const label = JSON.stringify(c.value);
+        if (!c.refused) {
+          if (error !== undefined) problems.push(`${label} refused: ${error}`);
+        } else if (error === undefined || !isInvalid(error)) {
+          problems.push(`${label}: ${error ?? "accepted"}`);
+        } else if (
+          !error.message.includes("spec.rollout.strategy: Unsupported value") ||
+          !c.refused.test(error.message)
+        ) problems.push(`${label}: ${error.message}`);
       }
       assert.deepEqual(problems, []);
     });

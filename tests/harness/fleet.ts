@@ -32,7 +32,12 @@
  */
 import type { INode } from "kubernetes-models/v1/Node";
 import type { IPod } from "kubernetes-models/v1/Pod";
-import { type BootcNode, LABEL_MANAGED } from "../../lib/api/mod.ts";
+import {
+  type BootcNode,
+  type BootcNodePool,
+  LABEL_MANAGED,
+  LABEL_POOL,
+} from "../../lib/api/mod.ts";
 import { isNotFound, Resources } from "../../lib/kube/mod.ts";
 import type { ApplyRecord } from "../bootc_sim/apply_gate.ts";
 import { type BootRecord, formatBadBoot } from "../bootc_sim/bad_boot.ts";
@@ -331,7 +336,7 @@ export class Fleet {
         getOrNone(() => client.resource<INode>(Resources.nodes).get(member.name)),
         getOrNone(() => client.resource<BootcNode>(Resources.bootcNodes).get(member.name)),
       ]), signal);
-    const evictablePods = await retry(() => this.#evictablePods(member.name), signal);
+    const evictablePods = await retry(() => this.#evictablePods(member.name, bootcNode), signal);
     const tracker = this.#options.tracker;
     let verdict: ApplyVerdict = {
       allowed: true,
@@ -460,12 +465,25 @@ export class Fleet {
     }
   }
 
-  /** Pods a drain must have evicted: not mirror, not DaemonSet-owned, not finished. */
-  async #evictablePods(node: string): Promise<string[]> {
-    const pods = await this.#options.controlPlane.client.resource<IPod>(Resources.pods).list({
+  /**
+   * Pods a drain must have evicted: not mirror, not DaemonSet-owned, not finished,
+   * and not left alone by the pool's drain policy (`spec.rollout.drain.podSelector`,
+   * read here from the pool the BootcNode names, judged by the harness's own matcher).
+   */
+  async #evictablePods(node: string, bootcNode: BootcNode | undefined): Promise<string[]> {
+    const client = this.#options.controlPlane.client;
+    const pods = await client.resource<IPod>(Resources.pods).list({
       fieldSelector: `spec.nodeName=${node}`,
     });
+    const poolName = bootcNode?.metadata.labels?.[LABEL_POOL];
+    const pool = poolName
+      ? await client.resource<BootcNodePool>(Resources.bootcNodePools).get(poolName).catch(
+        () => undefined,
+      )
+      : undefined;
+    const keep = pool?.spec.rollout?.drain?.podSelector;
     return pods.items.filter((p) =>
+      !(keep && selects(keep, p.metadata?.labels ?? {})) &&
       !p.metadata?.annotations?.["kubernetes.io/config.mirror"] &&
       !p.metadata?.ownerReferences?.some((o) => o.kind === "DaemonSet") &&
       p.status?.phase !== "Succeeded" && p.status?.phase !== "Failed"
@@ -560,4 +578,25 @@ function exists(path: string): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * True when a label selector selects `labels` (matchLabels and the four
+ * operators), the harness's own reading, independent of the controller's.
+ */
+function selects(
+  selector: {
+    matchLabels?: Record<string, string>;
+    matchExpressions?: { key: string; operator: string; values?: string[] }[];
+  },
+  labels: Record<string, string>,
+): boolean {
+  const byLabels = Object.entries(selector.matchLabels ?? {}).every(([k, v]) => labels[k] === v);
+  return byLabels && (selector.matchExpressions ?? []).every(({ key, operator, values = [] }) => {
+    const has = Object.hasOwn(labels, key);
+    if (operator === "In") return has && values.includes(labels[key]);
+    if (operator === "NotIn") return !has || !values.includes(labels[key]);
+    if (operator === "Exists") return has;
+    return !has;
+  });
 }

@@ -154,7 +154,7 @@ export interface JudgedApply {
   /** When it was judged (the tracker's clock): `judgedAt - invokedAt` is the gate's delay. */
   judgedAt: number;
   /** What authorized it: the read at invocation, the watch history, or nothing. */
-  basis: "read" | "history" | "none";
+  basis: "read" | "history" | "none" | "external";
   verdict: ApplyVerdict;
 }
 
@@ -235,6 +235,8 @@ export class InvariantTracker {
   #open = new Map<string, DisruptionInterval>();
   #history = new Map<string, History>();
   #judged = new Set<string>();
+  /** Nodes whose next apply is an external orchestrator's (see {@linkcode expectExternalApply}). */
+  #external = new Map<string, string>();
   #now: () => number;
   #applyWindowMs: number;
 
@@ -259,6 +261,17 @@ export class InvariantTracker {
   /** Records that the user cordoned `node` before the rollout. */
   markPreCordoned(node: string): void {
     this.#preCordoned.add(node);
+  }
+
+  /**
+   * The next apply invoked on `node` is an external orchestrator's (a test playing
+   * one, `rollout.strategy: External`): it cordoned and drained the node itself, so
+   * the operator's slot and drain record do not apply. That one apply is allowed
+   * with reason `ExternalOrchestrator` (the pods rule still holds); any other apply
+   * on the node is judged as usual, so a daemon that applies on its own is caught.
+   */
+  expectExternalApply(node: string, who = "the external orchestrator"): void {
+    this.#external.set(node, who);
   }
 
   /** Changes the limit of a pool (for scenarios that edit maxUnavailable). */
@@ -404,7 +417,16 @@ export class InvariantTracker {
     const atRead = authorizationOf(observation.read);
     let verdict: ApplyVerdict;
     let basis: JudgedApply["basis"] = "read";
-    if (atRead.allowed) {
+    const external = this.#external.get(node);
+    if (external !== undefined) {
+      this.#external.delete(node);
+      basis = "external";
+      verdict = {
+        allowed: true,
+        reason: "ExternalOrchestrator",
+        message: `invoked by ${external}, which cordoned and drained the node itself`,
+      };
+    } else if (atRead.allowed) {
       verdict = { allowed: true, reason: atRead.reason, message: atRead.message };
     } else {
       const earlier = this.#authorizedBefore(observation);

@@ -432,3 +432,24 @@ Deno.test("handoff delay is measured from a slot freed to the next node disrupte
   assert.deepEqual(tracker.handoffDelays(), [30]);
   assert.deepEqual(tracker.violations, []);
 });
+
+Deno.test("apply: an external orchestrator's apply, announced, is allowed once; others are judged", () => {
+  const tracker = new InvariantTracker({ limits: {} });
+  const read = { node: node("n", { unschedulable: true }), bootcNode: bootcNode("n") };
+  tracker.expectExternalApply("n");
+  const first = tracker.observeApply(apply("n", read, { id: "i1" }));
+  assert.equal(first.allowed, true);
+  assert.equal(first.reason, "ExternalOrchestrator");
+  assert.equal(tracker.applies[0].basis, "external");
+  // The same facts again, not announced: the daemon applying on its own is a violation.
+  const second = tracker.observeApply(apply("n", read, { id: "i2" }));
+  assert.equal(second.allowed, false);
+  assert.equal(tracker.violations.length, 1);
+  assert.match(tracker.violations[0], /^n invoked bootc .* without authorization/);
+  // The orchestrator must have drained the node too.
+  tracker.expectExternalApply("n");
+  tracker.observeApply(apply("n", read, { id: "i3", pods: ["default/app"] }));
+  assert.match(tracker.violations[1], /with pods still on it: default\/app/);
+  tracker.observeReboot("n", { invocation: "i1" });
+  assert.equal(tracker.violations.length, 2, "a reboot for the announced apply was judged");
+});

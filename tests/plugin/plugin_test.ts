@@ -456,6 +456,14 @@ Deno.test("kubectl bootc: live status in a terminal, why, pause/resume, a failur
       const fine = await kubectlBootc(["retry", "web", ...ctx]);
       assert.equal(fine.code, 1);
       assert.match(fine.stderr, /^kubectl bootc: nothing to retry: pool web has no failed image/);
+      // approve: the pool asks for no approval (refused, 1); a bad --revision is a usage error.
+      const ungated = await kubectlBootc(["approve", "web", ...ctx]);
+      assert.equal(ungated.code, 1);
+      assert.match(
+        ungated.stderr,
+        /^kubectl bootc: nothing to approve: pool web asks for no approval/,
+      );
+      assert.equal((await kubectlBootc(["approve", "web", "--revision", "x", ...ctx])).code, 2);
       assert.match(history.stdout, /^REVISION\s+OUTCOME\s+STARTED\s+ENDED\s+DIGEST/);
       // Converged on v2: its revision succeeded and is marked as the target.
       const current = (await getPool(stack, "web")).status?.history?.at(-1);

@@ -82,6 +82,7 @@ Deno.test("the controller's roles grant exactly the verbs it uses", async () => 
     "core/nodes:patch",
     "core/nodes:watch",
     "core/pods/eviction:create",
+    "core/pods:delete",
     "core/pods:list",
     "core/pods:watch",
     "node.bootc.dev/bootcdisruptionbudgets/status:patch",
@@ -212,7 +213,9 @@ Deno.test("the daemon DaemonSet: managed nodes only, hostPID, privileged, node n
   assert.deepEqual(container.args, ["run"]);
   assert.equal(container.securityContext.privileged, true);
   const nodeName = container.env.find((e: Any) => e.name === "NODE_NAME");
-  assert.deepEqual(nodeName.valueFrom, { fieldRef: { fieldPath: "spec.nodeName" } });
+  assert.deepEqual(nodeName.valueFrom, {
+    fieldRef: { apiVersion: "v1", fieldPath: "spec.nodeName" },
+  });
 });
 
 Deno.test("the sample pool is a BootcNodePool", async () => {

@@ -1,0 +1,281 @@
+/**
+ * The approval gate's facts (`gates/approval.ts`), part of step 5: the current
+ * revision (numbered as `status.history` numbers it), the pool's approval
+ * record after this plan (`status.approval`: verdicts already recorded, the
+ * annotation, the webhook's new answers), what the webhook must still be
+ * asked, and the events of new verdicts and of an annotation that approves
+ * nothing. Pure.
+ *
+ * A verdict, once recorded for a revision, stays until the revision changes:
+ * a controller restart neither asks again nor loses an approval.
+ *
+ * @module
+ */
+import {
+  ANNOTATION_APPROVE_REVISION,
+  type ApprovalStatus,
+  type BootcNodePool,
+  MAX_APPROVAL_NODES,
+} from "../../lib/api/mod.ts";
+import {
+  APPROVAL_REFUSED,
+  type ApprovalView,
+  approveHint,
+  AWAITING_APPROVAL,
+  POOL_ASK,
+} from "../gates/mod.ts";
+import type { ApprovalAnswer, ApprovalAsks } from "../model/approval.ts";
+import type { Target } from "../model/types.ts";
+import { currentRevision } from "./history.ts";
+import { type PlannedEvent, poolEvent } from "./plan.ts";
+
+/** What {@linkcode approvalFacts} reads. */
+export interface ApprovalFactsInput {
+  pool: BootcNodePool;
+  target: Target;
+  /** The target is the pool's automatic rollback: no approval needed. */
+  rollback: boolean;
+  /** What the webhook poller knows (any revision; others are ignored). */
+  answers?: readonly ApprovalAnswer[];
+  /** The pool's members now (per-node verdicts of others are dropped). */
+  members: readonly string[];
+}
+
+/** The record with its longest message cut to what the status takes. */
+function clip(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+/**
+ * What the annotation says about `revision`: `approved`, or why it approves
+ * nothing (garbled, another revision), or nothing when it is absent.
+ */
+export function annotationVerdict(
+  raw: string | undefined,
+  revision: number,
+): { approved: true } | { approved: false; why?: string } {
+  if (raw === undefined) return { approved: false };
+  const value = raw.trim();
+  if (!/^\d+$/.test(value)) {
+    return {
+      approved: false,
+      why: `${ANNOTATION_APPROVE_REVISION}=${JSON.stringify(clip(raw, 64))} is not a ` +
+        "revision number: ignored",
+    };
+  }
+  if (Number(value) === revision) return { approved: true };
+  return {
+    approved: false,
+    why: `${ANNOTATION_APPROVE_REVISION}=${value} names revision ${value}, not the current ` +
+      `revision ${revision}: ignored`,
+  };
+}
+
+/** The gate's view, and what this plan learnt. */
+export interface ApprovalFacts extends ApprovalView {
+  /**
+   * The asks ("" the pool, else nodes) whose webhook verdict this plan records
+   * first: still wanted until the stored status shows them, so a failed status
+   * write does not make the controller ask again.
+   */
+  recordedNow: ReadonlySet<string>;
+}
+
+/**
+ * The gate's view and the pool's approval record after this plan, or
+ * undefined when the pool asks for no approval.
+ */
+export function approvalFacts(input: ApprovalFactsInput): ApprovalFacts | undefined {
+  const { pool, target } = input;
+  const spec = pool.spec.rollout?.approval;
+  if (!spec) return undefined;
+  const revision = currentRevision(pool.status?.history, target);
+  const prior = pool.status?.approval;
+  const same = prior?.revision === revision && prior.image === target.image;
+  const raw = pool.metadata.annotations?.[ANNOTATION_APPROVE_REVISION];
+  let record: ApprovalStatus = same ? { ...prior } : { revision, image: target.image };
+  record = raw === undefined ? withoutKey(record, "annotation") : {
+    ...record,
+    annotation: clip(raw, 256),
+  };
+  if (input.rollback) {
+    const message = "automatic rollback: no approval needed";
+    return {
+      revision,
+      rollback: true,
+      record: { ...record, verdict: "NotRequired", message },
+      recordedNow: new Set(),
+    };
+  }
+  const byAnnotation = annotationVerdict(raw, revision);
+  // A person's annotation approves in every mode, a webhook's refusal included.
+  if (record.verdict !== "Approved" && byAnnotation.approved) {
+    record = withoutKey({
+      ...record,
+      verdict: "Approved",
+      message: `approved by ${ANNOTATION_APPROVE_REVISION}=${revision}`,
+    }, "nodes");
+  }
+  const answers = (input.answers ?? []).filter((a) =>
+    a.revision === revision && a.image === target.image
+  );
+  const pending = new Map<string, string>();
+  for (const a of answers) {
+    if (!a.verdict && a.message) pending.set(a.node ?? POOL_ASK, a.message);
+  }
+  if (record.verdict === undefined) {
+    record = spec.mode === "Webhook"
+      ? withAnswers(record, answers, input.members, spec.scope ?? "Pool")
+      : withNote(record, byAnnotation);
+  }
+  return { revision, record, pending, recordedNow: recordedNow(prior, record) };
+}
+
+/** The asks whose webhook verdict `record` has and `prior` (the stored record) lacks. */
+function recordedNow(prior: ApprovalStatus | undefined, record: ApprovalStatus): Set<string> {
+  const same = prior?.revision === record.revision && prior.image === record.image;
+  const out = new Set<string>();
+  if (record.verdict !== undefined && (!same || prior?.verdict === undefined)) out.add(POOL_ASK);
+  const before = new Set(same ? (prior?.nodes ?? []).map((n) => n.node) : []);
+  for (const n of record.nodes ?? []) if (!before.has(n.node)) out.add(n.node);
+  return out;
+}
+
+/** The annotation mode's record: the reason a present annotation approves nothing. */
+function withNote(
+  record: ApprovalStatus,
+  byAnnotation: ReturnType<typeof annotationVerdict>,
+): ApprovalStatus {
+  const why = byAnnotation.approved ? undefined : byAnnotation.why;
+  return why ? { ...record, message: clip(why, 1024) } : withoutKey(record, "message");
+}
+
+/** The webhook's new verdicts folded into `record` (pool-wide or per node). */
+function withAnswers(
+  record: ApprovalStatus,
+  answers: readonly ApprovalAnswer[],
+  members: readonly string[],
+  scope: "Pool" | "Node",
+): ApprovalStatus {
+  if (scope === "Pool") {
+    const a = answers.find((x) => x.node === undefined && x.verdict !== undefined);
+    return a?.verdict
+      ? { ...record, verdict: a.verdict, message: clip(a.message ?? "", 1024) }
+      : record;
+  }
+  const isMember = new Set(members);
+  const nodes = (record.nodes ?? []).filter((n) => isMember.has(n.node));
+  const known = new Set(nodes.map((n) => n.node));
+  for (const a of answers) {
+    if (a.node === undefined || !a.verdict || known.has(a.node) || !isMember.has(a.node)) continue;
+    known.add(a.node);
+    nodes.push({
+      node: a.node,
+      verdict: a.verdict,
+      ...(a.message ? { message: clip(a.message, 256) } : {}),
+    });
+  }
+  // Bounded: the oldest verdicts go first (their nodes were asked long ago).
+  const kept = nodes.slice(-MAX_APPROVAL_NODES);
+  return kept.length > 0 ? { ...record, nodes: kept } : withoutKey(record, "nodes");
+}
+
+function withoutKey<K extends keyof ApprovalStatus>(r: ApprovalStatus, key: K): ApprovalStatus {
+  const out = { ...r };
+  delete out[key];
+  return out;
+}
+
+/**
+ * What the webhook must still be asked: the revision (scope Pool) while it has
+ * no verdict, or each node the gate held for want of one (scope Node; `held`:
+ * candidate → the reason that held it).
+ */
+export function approvalAsks(
+  pool: BootcNodePool,
+  facts: ApprovalFacts | undefined,
+  held: ReadonlyMap<string, string>,
+): ApprovalAsks | undefined {
+  const spec = pool.spec.rollout?.approval;
+  if (!facts || !spec?.webhook || spec.mode !== "Webhook") return undefined;
+  const r = facts.record;
+  const scope = spec.scope ?? "Pool";
+  const base = { webhook: spec.webhook, scope };
+  const ask = (node?: string) => ({
+    revision: r.revision,
+    image: r.image,
+    ...(node ? { node } : {}),
+  });
+  if (scope === "Pool" || r.verdict !== undefined) {
+    const wanted = r.verdict === undefined || facts.recordedNow.has(POOL_ASK);
+    return { ...base, asks: scope === "Pool" && wanted ? [ask()] : [] };
+  }
+  const decided = new Set((r.nodes ?? []).map((n) => n.node));
+  const waiting = [...held]
+    .filter(([node, why]) =>
+      (why === AWAITING_APPROVAL || why === APPROVAL_REFUSED) && !decided.has(node)
+    )
+    .map(([node]) => node);
+  const asks = [...new Set([...waiting, ...facts.recordedNow])].map((n) => ask(n));
+  return { ...base, asks };
+}
+
+/**
+ * The events of this plan's approval news: a verdict newly recorded (Warning
+ * when refused), and an annotation that approves nothing, once per value and
+ * revision.
+ */
+export function approvalEvents(
+  pool: BootcNodePool,
+  view: ApprovalView | undefined,
+): PlannedEvent[] {
+  if (!view) return [];
+  const name = pool.metadata.name ?? "";
+  const prior = pool.status?.approval;
+  const r = view.record;
+  const same = prior?.revision === r.revision && prior.image === r.image;
+  const out: PlannedEvent[] = [];
+  const url = pool.spec.rollout?.approval?.webhook?.url ?? "";
+  if (r.verdict && r.verdict !== "NotRequired" && (!same || prior?.verdict !== r.verdict)) {
+    out.push(
+      r.verdict === "Approved"
+        ? poolEvent(name, "Normal", "RevisionApproved", `revision ${r.revision}: ${r.message}`)
+        : poolEvent(
+          name,
+          "Warning",
+          APPROVAL_REFUSED,
+          `revision ${r.revision} refused by ${url}: ${r.message}`,
+        ),
+    );
+  }
+  const before = new Set(same ? (prior?.nodes ?? []).map((n) => n.node) : []);
+  for (const n of r.nodes ?? []) {
+    if (before.has(n.node)) continue;
+    out.push(
+      n.verdict === "Refused"
+        ? poolEvent(
+          name,
+          "Warning",
+          APPROVAL_REFUSED,
+          `node ${n.node}, revision ${r.revision}: refused by ${url}: ${n.message ?? ""}`,
+        )
+        : poolEvent(name, "Normal", "NodeApproved", `node ${n.node}, revision ${r.revision}`),
+    );
+  }
+  const news = r.annotation !== undefined &&
+    (!same || prior?.annotation !== r.annotation);
+  const why = annotationVerdict(r.annotation, r.revision);
+  if (news && !why.approved && why.why && r.verdict === undefined) {
+    // A garbled value is a mistake; one naming another revision is usually just old.
+    const garbled = !/^\d+$/.test(r.annotation!.trim());
+    out.push(
+      poolEvent(
+        name,
+        garbled ? "Warning" : "Normal",
+        "ApprovalAnnotationIgnored",
+        `${why.why} (${approveHint(name, r.revision)})`,
+      ),
+    );
+  }
+  return out;
+}

@@ -1,0 +1,196 @@
+/**
+ * The approval gate through the whole planner (step 5 and the status): no slot
+ * before the revision is approved, verdicts recorded in `status.approval` and
+ * never asked again, the webhook asks, and the events.
+ */
+import assert from "node:assert/strict";
+import type { ApprovalSpec, BootcNodePool } from "../../lib/api/mod.ts";
+import { findCondition } from "../../lib/api/mod.ts";
+import type { ApprovalAnswer } from "../model/approval.ts";
+import { annotationVerdict } from "./approval_step.ts";
+import { type Plan, planPool } from "./planner.ts";
+import { bootcNode, digest, image, input, node, pool } from "../testing/fixtures.ts";
+
+const URL = "https://approve.example/bootc";
+
+/** A pool on image("b") whose history has revision 2 (image a) done, with `approval`. */
+function approvalPool(
+  approval: ApprovalSpec,
+  o: { annotation?: string; status?: BootcNodePool["status"] } = {},
+): BootcNodePool {
+  const p = pool({ maxUnavailable: 2 });
+  p.spec.rollout.approval = approval;
+  if (o.annotation !== undefined) {
+    p.metadata.annotations = { "bootc.dev/approve-revision": o.annotation };
+  }
+  p.status = {
+    history: [
+      { revision: 1, image: image("c"), digest: digest("c"), outcome: "Succeeded" },
+      { revision: 2, image: image("a"), digest: digest("a"), outcome: "Succeeded" },
+    ],
+    ...o.status,
+  } as BootcNodePool["status"];
+  return p;
+}
+
+/** Two staged nodes waiting for a slot. */
+const STAGED = {
+  nodes: [node("n1"), node("n2")],
+  bootcNodes: [
+    bootcNode("n1", { phase: "staged", state: "Staged" }),
+    bootcNode("n2", { phase: "staged", state: "Staged" }),
+  ],
+};
+
+function plan(p: BootcNodePool, answers?: ApprovalAnswer[]): Plan {
+  return planPool({ ...input(p, STAGED), ...(answers ? { approvalAnswers: answers } : {}) });
+}
+
+function granted(plan: Plan): string[] {
+  return plan.actions.filter((a) => a.kind === "patchNode" && a.grant).map((a) =>
+    "node" in a ? a.node : ""
+  );
+}
+
+function upToDate(plan: Plan) {
+  return findCondition(plan.status?.conditions, "UpToDate");
+}
+
+Deno.test("annotation mode: no slot until bootc.dev/approve-revision names revision 3", () => {
+  const waiting = plan(approvalPool({ mode: "Annotation" }));
+  assert.deepEqual(granted(waiting), []);
+  assert.equal(waiting.status?.state, "AwaitingApproval");
+  assert.equal(upToDate(waiting)?.reason, "AwaitingApproval");
+  assert.match(
+    upToDate(waiting)?.message ?? "",
+    /revision 3: set bootc\.dev\/approve-revision=3 \(kubectl bootc approve workers\)/,
+  );
+  assert.deepEqual(waiting.status?.approval, { revision: 3, image: image("b") });
+  assert.equal(waiting.approvalAsks, undefined);
+
+  const approved = plan(approvalPool({ mode: "Annotation" }, { annotation: "3" }));
+  assert.deepEqual(granted(approved), ["n1", "n2"]);
+  assert.equal(approved.status?.approval?.verdict, "Approved");
+  assert.ok(approved.events.some((e) => e.reason === "RevisionApproved"));
+});
+
+Deno.test("annotation mode: a stale or garbled value is named, with an event once", () => {
+  for (
+    const [value, message, type] of [
+      ["2", /names revision 2, not the current revision 3/, "Normal"],
+      ["three", /"three" is not a revision number/, "Warning"],
+    ] as const
+  ) {
+    const p = approvalPool({ mode: "Annotation" }, { annotation: value });
+    const first = plan(p);
+    assert.deepEqual(granted(first), [], value);
+    assert.match(upToDate(first)?.message ?? "", message, value);
+    const event = first.events.find((e) => e.reason === "ApprovalAnnotationIgnored");
+    assert.equal(event?.type, type, value);
+    assert.match(event?.message ?? "", message, value);
+    // The next plan (the status written) says it again in the message, not in an event.
+    const again = plan({ ...p, status: first.status });
+    assert.match(upToDate(again)?.message ?? "", message, value);
+    assert.ok(!again.events.some((e) => e.reason === "ApprovalAnnotationIgnored"), value);
+  }
+  assert.deepEqual(annotationVerdict(" 3 ", 3), { approved: true });
+  assert.deepEqual(annotationVerdict(undefined, 3), { approved: false });
+});
+
+Deno.test("an approval stays recorded for its revision; a new revision asks again", () => {
+  const approved = plan(approvalPool({ mode: "Annotation" }, { annotation: "3" }));
+  // The annotation removed: the recorded verdict still stands (level-triggered).
+  const p = approvalPool({ mode: "Annotation" }, { status: approved.status });
+  assert.deepEqual(granted(plan(p)), ["n1", "n2"]);
+  // A new image is revision 4: the record for 3 does not apply.
+  const next = { ...p, spec: { ...p.spec, image: { ref: image("d") } } };
+  const planned = planPool(input(next, {
+    nodes: STAGED.nodes,
+    bootcNodes: STAGED.bootcNodes.map((bn) => ({
+      ...bn,
+      spec: { ...bn.spec, desiredImage: image("d") },
+    })),
+  }));
+  assert.equal(planned.status?.approval?.revision, 4);
+  assert.equal(planned.status?.approval?.verdict, undefined);
+  assert.deepEqual(granted(planned), []);
+});
+
+Deno.test("webhook, scope Pool: asked until answered; refusal shown; approval grants", () => {
+  const spec: ApprovalSpec = { mode: "Webhook", webhook: { url: URL } };
+  const asking = plan(approvalPool(spec));
+  assert.deepEqual(asking.approvalAsks?.asks, [{ revision: 3, image: image("b") }]);
+  assert.match(upToDate(asking)?.message ?? "", new RegExp(`webhook ${URL} pending`));
+
+  const failing = plan(approvalPool(spec), [{
+    revision: 3,
+    image: image("b"),
+    message: "attempt 2 failed: connection refused",
+  }]);
+  assert.match(upToDate(failing)?.message ?? "", /pending: attempt 2 failed: connection refused/);
+  assert.deepEqual(granted(failing), []);
+
+  const refused = plan(approvalPool(spec), [{
+    revision: 3,
+    image: image("b"),
+    verdict: "Refused",
+    message: "CHG-7 rejected",
+  }]);
+  assert.deepEqual(granted(refused), []);
+  assert.equal(refused.status?.state, "ApprovalRefused");
+  assert.match(upToDate(refused)?.message ?? "", /revision 3 refused by .*: CHG-7 rejected/);
+  const warning = refused.events.find((e) => e.reason === "ApprovalRefused");
+  assert.equal(warning?.type, "Warning");
+  // Still wanted until the status shows the verdict, then never asked again.
+  assert.equal(refused.approvalAsks?.asks.length, 1);
+  const after = plan(approvalPool(spec, { status: refused.status }));
+  assert.deepEqual(after.approvalAsks?.asks, []);
+  assert.equal(after.status?.state, "ApprovalRefused");
+  assert.ok(!after.events.some((e) => e.reason === "ApprovalRefused"));
+
+  const approved = plan(approvalPool(spec), [{
+    revision: 3,
+    image: image("b"),
+    verdict: "Approved",
+    message: "ok",
+  }]);
+  assert.deepEqual(granted(approved), ["n1", "n2"]);
+  // An answer about another revision counts for nothing.
+  const old = plan(approvalPool(spec), [{ revision: 2, image: image("a"), verdict: "Approved" }]);
+  assert.deepEqual(granted(old), []);
+});
+
+Deno.test("webhook, scope Node: each node asked before its slot, on its own verdict", () => {
+  const spec: ApprovalSpec = { mode: "Webhook", scope: "Node", webhook: { url: URL } };
+  const asking = plan(approvalPool(spec));
+  assert.deepEqual(asking.approvalAsks?.asks.map((a) => a.node), ["n1", "n2"]);
+  assert.deepEqual(granted(asking), []);
+  const one = plan(approvalPool(spec), [
+    { revision: 3, image: image("b"), node: "n1", verdict: "Approved" },
+    { revision: 3, image: image("b"), node: "n2", message: "attempt 1 failed: HTTP 503" },
+  ]);
+  assert.deepEqual(granted(one), ["n1"]);
+  assert.deepEqual(one.status?.approval?.nodes, [{ node: "n1", verdict: "Approved" }]);
+  assert.match(upToDate(one)?.message ?? "", /pending for n2 \(attempt 1 failed: HTTP 503\)/);
+  const after = plan(approvalPool(spec, { status: one.status }));
+  assert.deepEqual(after.approvalAsks?.asks.map((a) => a.node), ["n2"]);
+});
+
+Deno.test("a person's annotation overrules a refusing webhook", () => {
+  const spec: ApprovalSpec = { mode: "Webhook", webhook: { url: URL } };
+  const refused = plan(approvalPool(spec), [{
+    revision: 3,
+    image: image("b"),
+    verdict: "Refused",
+    message: "no",
+  }]);
+  const p = approvalPool(spec, { status: refused.status, annotation: "3" });
+  const overruled = plan(p);
+  assert.deepEqual(granted(overruled), ["n1", "n2"]);
+  assert.equal(overruled.status?.approval?.verdict, "Approved");
+  assert.match(
+    overruled.status?.approval?.message ?? "",
+    /approved by bootc.dev\/approve-revision=3/,
+  );
+  assert.deepEqual(overruled.approvalAsks?.asks, []);
+});

@@ -1,0 +1,160 @@
+/**
+ * The pool's drain policy (`spec.rollout.drain`) through the whole planner:
+ * podSelector, emptyDir refusals, the grace override on the evictions, and
+ * what `onTimeout` does at the drain timeout.
+ */
+import assert from "node:assert/strict";
+import { type BootcNodePool, type DrainPolicySpec, findCondition } from "../../lib/api/mod.ts";
+import { type Action, type Plan, planPool } from "./planner.ts";
+import { bootcNode, input, node, pdb, pod, pool } from "../testing/fixtures.ts";
+
+const EARLIER = "2026-01-01T00:59:00Z"; // a minute before the fixtures' now
+
+function withDrain(drain: DrainPolicySpec, timeout = 600): BootcNodePool {
+  const p = pool({ drainTimeoutSeconds: timeout });
+  p.spec.rollout.drain = drain;
+  return p;
+}
+function ofKind<K extends Action["kind"]>(plan: Plan, kind: K): Extract<Action, { kind: K }>[] {
+  return plan.actions.filter((a): a is Extract<Action, { kind: K }> => a.kind === kind);
+}
+function draining(p: BootcNodePool, pods: ReturnType<typeof pod>[], pdbs = [pdb("web", "web", 0)]) {
+  return planPool(input(p, {
+    nodes: [node("n1", { unschedulable: true })],
+    bootcNodes: [bootcNode("n1", { phase: "staged", slotAt: EARLIER, wasCordoned: false })],
+    pods,
+    pdbs,
+  }));
+}
+function recorded(plan: Plan): boolean {
+  return ofKind(plan, "patchNode").some((a) => a.why === "record drain");
+}
+
+Deno.test("drain policy: podSelector pods are left alone and the drain completes around them", () => {
+  const p = withDrain({ podSelector: { matchLabels: { app: "longhorn" } } });
+  const pods = [pod("im", "n1", { labels: { app: "longhorn" } }), pod("api", "n1", { labels: {} })];
+  const plan = draining(p, pods, []);
+  assert.deepEqual(ofKind(plan, "evict")[0]?.pods.map((x) => x.name), ["api"]);
+  // Once only the kept pod is left, the drain is recorded and the reboot asked for.
+  assert.ok(recorded(draining(p, [pods[0]], [])));
+  assert.ok(
+    !recorded(draining(withDrain({}), [pods[0]], [])),
+    "without the selector it is evicted",
+  );
+});
+
+Deno.test("drain policy: the grace override rides on each eviction, capped by the pod's own", () => {
+  const p = withDrain({ gracePeriodSeconds: 7 });
+  const plan = draining(p, [
+    pod("long", "n1", { labels: {}, terminationGracePeriodSeconds: 120 }),
+    pod("short", "n1", { labels: {}, terminationGracePeriodSeconds: 3 }),
+  ], []);
+  assert.deepEqual(
+    ofKind(plan, "evict")[0]?.pods.map((x) => [x.name, x.gracePeriodSeconds]),
+    [["long", 7], ["short", 3]],
+  );
+  const none = draining(withDrain({}), [pod("long", "n1", { labels: {} })], []);
+  assert.equal(ofKind(none, "evict")[0]?.pods[0].gracePeriodSeconds, undefined);
+});
+
+Deno.test("drain policy: an emptyDir pod is refused and named at once until deleteEmptyDirData", () => {
+  const cache = pod("cache", "n1", { labels: {}, emptyDir: true });
+  const plan = draining(withDrain({}), [cache], []);
+  assert.deepEqual(ofKind(plan, "evict"), []);
+  assert.ok(!recorded(plan));
+  const status = ofKind(plan, "patchBootcNodeStatus")[0];
+  const conditions = (status?.patch.status as { conditions: [] } | undefined)?.conditions;
+  const drained = findCondition(conditions, "Drained");
+  assert.equal(`${drained?.status}/${drained?.reason}`, "False/DrainBlocked");
+  assert.match(
+    drained?.message ?? "",
+    /pod default\/cache has emptyDir data \(set spec\.rollout\.drain\.deleteEmptyDirData: true/,
+  );
+  const upToDate = findCondition(plan.status?.conditions, "UpToDate");
+  assert.match(upToDate?.message ?? "", /drain of n1 blocked by pod default\/cache has emptyDir/);
+  const allowed = draining(withDrain({ deleteEmptyDirData: true }), [cache], []);
+  assert.deepEqual(ofKind(allowed, "evict")[0]?.pods.map((x) => x.name), ["cache"]);
+});
+
+Deno.test("drain policy: Degrade (the default) at the timeout: degraded naming the PDB, no deletion", () => {
+  const plan = draining(withDrain({}, 30), [pod("web-1", "n1")]);
+  assert.deepEqual(ofKind(plan, "deletePods"), []);
+  assert.equal(ofKind(plan, "evict").length, 1);
+  assert.match(
+    findCondition(plan.status?.conditions, "Degraded")?.message ?? "",
+    /did not finish within 30s: pod default\/web-1 \(PodDisruptionBudget default\/web allows 0/,
+  );
+});
+
+Deno.test("drain policy: Force at the timeout deletes what evictions could not remove, with a Warning per pod", () => {
+  const p = withDrain({ onTimeout: "Force", gracePeriodSeconds: 5 }, 30);
+  const blocked = pod("web-1", "n1", { uid: "u1", terminationGracePeriodSeconds: 60 });
+  const before = planPool(input(withDrain({ onTimeout: "Force" }, 600), {
+    nodes: [node("n1", { unschedulable: true })],
+    bootcNodes: [bootcNode("n1", { phase: "staged", slotAt: EARLIER, wasCordoned: false })],
+    pods: [blocked],
+    pdbs: [pdb("web", "web", 0)],
+  }));
+  assert.deepEqual(ofKind(before, "deletePods"), [], "never before the timeout");
+  const plan = draining(p, [blocked]);
+  assert.deepEqual(ofKind(plan, "evict"), []);
+  assert.deepEqual(ofKind(plan, "deletePods"), [{
+    kind: "deletePods",
+    node: "n1",
+    pods: [{ namespace: "default", name: "web-1", uid: "u1", gracePeriodSeconds: 5 }],
+  }]);
+  const forced = plan.events.filter((e) => e.reason === "DrainForced");
+  assert.equal(forced.length, 1);
+  assert.equal(forced[0].type, "Warning");
+  assert.match(
+    forced[0].message,
+    /pod default\/web-1 .*overriding PodDisruptionBudget default\/web/,
+  );
+  assert.ok(forced[0].onceKey?.includes("u1"));
+  assert.equal(findCondition(plan.status?.conditions, "Degraded")?.status ?? "False", "False");
+  // Once the pod is gone the drain is recorded as any other.
+  assert.ok(recorded(draining(p, [])));
+});
+
+Deno.test("drain policy: Force never deletes pods the policy refuses; they keep the node degraded", () => {
+  const p = withDrain({ onTimeout: "Force", podSelector: { matchLabels: { app: "keep" } } }, 30);
+  const plan = draining(p, [
+    pod("web-1", "n1"),
+    pod("cache", "n1", { labels: {}, emptyDir: true }),
+    pod("kept", "n1", { labels: { app: "keep" } }),
+  ]);
+  assert.deepEqual(ofKind(plan, "deletePods")[0]?.pods.map((x) => x.name), ["web-1"]);
+  assert.match(
+    findCondition(plan.status?.conditions, "Degraded")?.message ?? "",
+    /pod default\/cache has emptyDir data/,
+  );
+});
+
+Deno.test("drain policy: skipWaitForDeleteTimeoutSeconds stops waiting on a NotReady node", () => {
+  const stuck = pod("stuck", "n1", {
+    terminating: true,
+    deletionTimestamp: "2026-01-01T00:50:00Z",
+  });
+  const plan = (ready: boolean, drain: DrainPolicySpec) =>
+    planPool(input(withDrain(drain), {
+      nodes: [node("n1", { unschedulable: true, ready })],
+      bootcNodes: [bootcNode("n1", { phase: "staged", slotAt: EARLIER, wasCordoned: false })],
+      pods: [stuck],
+    }));
+  assert.ok(recorded(plan(false, { skipWaitForDeleteTimeoutSeconds: 60 })));
+  assert.ok(!recorded(plan(true, { skipWaitForDeleteTimeoutSeconds: 60 })));
+  assert.ok(!recorded(plan(false, {})));
+});
+
+Deno.test("drain policy: Force waits for deleted pods, and names one still there well past its grace", () => {
+  const p = withDrain({ onTimeout: "Force" }, 30);
+  const going = (at: string) => pod("web-1", "n1", { terminating: true, deletionTimestamp: at });
+  const fresh = draining(p, [going("2026-01-01T00:59:50Z")]);
+  assert.equal(findCondition(fresh.status?.conditions, "Degraded")?.status ?? "False", "False");
+  assert.deepEqual(ofKind(fresh, "deletePods"), [], "a terminating pod is not deleted again");
+  const stuck = draining(p, [going("2026-01-01T00:58:00Z")]);
+  assert.match(
+    findCondition(stuck.status?.conditions, "Degraded")?.message ?? "",
+    /did not finish within 30s: .*still terminating \(default\/web-1\)/,
+  );
+});
