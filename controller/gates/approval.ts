@@ -7,8 +7,8 @@
  *   on the pool (`kubectl bootc approve POOL`), N the current revision. Any
  *   other value approves nothing and the wait message says why.
  * - `mode: Webhook`: the controller POSTs to the endpoint beside the work
- *   queue (`pollers/approval_requests.ts`); a 2xx approves, a 4xx refuses with
- *   its message, anything else is retried. `scope: Pool` asks once per
+ *   queue (`pollers/approval_requests.ts`); a 2xx approves, a 4xx other than
+ *   408 and 429 refuses with its message, anything else is retried. `scope: Pool` asks once per
  *   revision, `scope: Node` once per node and revision, when the node reaches
  *   this gate (the gates before it admitted it).
  *

@@ -68,6 +68,7 @@
  * @module
  */
 import { isDisrupted } from "../../lib/api/annotations.ts";
+import { externallyOrchestrated } from "../../lib/api/node_state.ts";
 import {
   CLUSTER_MAX_UNAVAILABLE,
   type ClusterBudgetCap,
@@ -248,18 +249,55 @@ export interface BudgetUsage {
 }
 
 /**
+ * The members of External pools (`rollout.strategy: External`) whose Node is
+ * cordoned or not Ready: disruptions an outside orchestrator makes, without the
+ * operator's record. A budget that selects them counts them like the operator's
+ * own, so pools sharing it never add to what the orchestrator has down.
+ */
+export function externalDisruptions(
+  pools: readonly {
+    pool: { spec?: { rollout?: { strategy?: string } } };
+    members: readonly string[];
+  }[],
+  nodes: ReadonlyMap<string, NodeSummary>,
+): Set<string> {
+  const out = new Set<string>();
+  for (const { pool, members } of pools) {
+    if (!externallyOrchestrated(pool)) continue;
+    for (const name of members) {
+      const node = nodes.get(name);
+      if (node && (node.unschedulable || !node.ready)) out.add(name);
+    }
+  }
+  return out;
+}
+
+/** The nodes every budget counts as disrupted: the operator's record, or an orchestrator's. */
+function disruptedNodes(
+  nodes: ReadonlyMap<string, NodeSummary>,
+  external: ReadonlySet<string>,
+): Set<string> {
+  const out = new Set(external);
+  for (const [name, node] of nodes) {
+    if (isDisrupted({ metadata: { annotations: node.annotations } })) out.add(name);
+  }
+  return out;
+}
+
+/**
  * A budget's usage on `nodes`, from the facts this gate decides on: the same
- * selection, limit and disruption record (`isDisrupted` on the Node).
+ * selection, limit and disruption record (`isDisrupted` on the Node), plus the
+ * `external` disruptions ({@linkcode externalDisruptions}).
  */
 export function budgetUsage(
   budget: ClusterBudget,
   nodes: ReadonlyMap<string, NodeSummary>,
+  external: ReadonlySet<string> = new Set(),
 ): BudgetUsage {
   const p = prepare(budget, nodes);
   const disrupted: string[] = [];
-  for (const [name, node] of nodes) {
-    if (!p.match(node.labels ?? {})) continue;
-    if (isDisrupted({ metadata: { annotations: node.annotations } })) disrupted.push(name);
+  for (const name of disruptedNodes(nodes, external)) {
+    if (p.match(nodes.get(name)?.labels ?? {})) disrupted.push(name);
   }
   return {
     selected: p.selected,
@@ -324,11 +362,9 @@ function baseline(cluster: ClusterView, poolName: string): Baseline {
   const prepared = (cluster.budgets ?? []).map((b) => prepare(b, cluster.nodes));
   const broken = prepared.find((p) => p.selectorInvalid);
 
-  // What the Nodes say is disrupted: the base of the reservations.
-  const onNodes = new Set<string>();
-  for (const [name, node] of cluster.nodes) {
-    if (isDisrupted({ metadata: { annotations: node.annotations } })) onNodes.add(name);
-  }
+  // What the Nodes say is disrupted (by the operator, or an External pool's
+  // orchestrator): the base of the reservations.
+  const onNodes = disruptedNodes(cluster.nodes, externalDisruptions(cluster.pools, cluster.nodes));
   const base = prepared.map((p) => {
     const t = new Tally(p);
     for (const name of onNodes) t.add(name, cluster.nodes.get(name)?.labels ?? {});

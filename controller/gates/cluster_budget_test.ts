@@ -11,7 +11,13 @@ import {
 } from "../../lib/api/mod.ts";
 import { bootcNode, node as fixtureNode, pool as fixturePool } from "../testing/fixtures.ts";
 import type { NodeSummary } from "../model/types.ts";
-import { clusterBudgetError, clusterBudgetGate, clusterSlotCaps } from "./cluster_budget.ts";
+import {
+  budgetUsage,
+  clusterBudgetError,
+  clusterBudgetGate,
+  clusterSlotCaps,
+  externalDisruptions,
+} from "./cluster_budget.ts";
 import type {
   Candidate,
   ClusterBudget,
@@ -777,4 +783,54 @@ Deno.test("clusterSlotCaps: only budgets selecting every member cap the pool, le
     ],
   ]);
   assert.deepEqual(clusterSlotCaps(cluster, "workers", [], new Set()), []);
+});
+
+Deno.test("cluster budget: an External pool's orchestrator disruptions count (cordoned or NotReady)", () => {
+  const mco = fixturePool({ name: "mco" });
+  (mco.spec.rollout as { strategy?: string }).strategy = "External";
+  const nodes = [
+    n("a"),
+    n("b"),
+    { ...n("e1"), unschedulable: true }, // cordoned by the orchestrator
+    { ...n("e2"), ready: false }, // rebooting under the orchestrator
+    { ...n("e3") }, // an External member left alone: not disrupted
+  ];
+  const max3 = budget("max3", {
+    nodeSelector: { matchLabels: { role: "worker" } },
+    maxUnavailable: 3,
+  });
+  const input = gateInput({ nodes, budgets: [max3], candidates: ["a", "b"] });
+  const external = {
+    ...input,
+    cluster: { ...input.cluster, pools: [{ name: "mco", pool: mco, members: ["e1", "e2", "e3"] }] },
+  };
+  const d = clusterBudgetGate.decide(external);
+  assert.deepEqual(admitted(d), ["a"], "3 allowed, 2 down under the orchestrator");
+  assert.match(
+    d.wait?.message ?? "",
+    /3 of 3 allowed nodes disrupted/,
+    "a granted, e1 and e2 down",
+  );
+  // The same nodes in a pool the operator rolls: their cordon is not a disruption of ours.
+  const rolling = {
+    ...mco,
+    spec: { ...mco.spec, rollout: { ...mco.spec.rollout, strategy: "RollingUpdate" } },
+  };
+  const own = clusterBudgetGate.decide({
+    ...input,
+    cluster: {
+      ...input.cluster,
+      pools: [{ name: "mco", pool: rolling as BootcNodePool, members: ["e1", "e2", "e3"] }],
+    },
+  });
+  assert.deepEqual(admitted(own), ["a", "b"]);
+  // The budget's status counts them alike (one rule).
+  assert.deepEqual(
+    budgetUsage(
+      max3,
+      new Map(nodes.map((x) => [x.name, x])),
+      externalDisruptions(external.cluster.pools, external.cluster.nodes),
+    ).disrupted,
+    ["e1", "e2"],
+  );
 });

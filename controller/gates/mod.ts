@@ -29,6 +29,7 @@ export {
   clusterBudgetError,
   clusterBudgetGate,
   clusterSlotCaps,
+  externalDisruptions,
 } from "./cluster_budget.ts";
 export {
   BLOCKED_DEGRADED_REASONS,

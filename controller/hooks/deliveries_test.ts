@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { BootcNodePool, HookDeliveryStatus, HookPhase, HookSpec } from "../../lib/api/mod.ts";
-import { startHookReceiver } from "../../tests/harness/hook_receiver.ts";
+import { startHookReceiver, testServerTls } from "../../tests/harness/hook_receiver.ts";
 import { pool as poolFixture } from "../testing/fixtures.ts";
 import type { PostJsonOptions, WebhookEndpoint, WebhookReply } from "../webhook/client.ts";
 import type { CloudEvent } from "./cloud_event.ts";
@@ -196,7 +196,10 @@ Deno.test("more deliveries than a lane holds fail at once, named", async () => {
 });
 
 Deno.test("deliveries reach a real receiver with the CloudEvents content type and bearer token", async () => {
+  // Credentials go over TLS only.
+  const tls = await testServerTls();
   const receiver = startHookReceiver({
+    tls: { cert: tls.cert, key: tls.key },
     responder: (c) => c.attempt === 1 ? { status: 500 } : { status: 200 },
   });
   const settled: HookDeliveryStatus[] = [];
@@ -207,7 +210,12 @@ Deno.test("deliveries reach a real receiver with the CloudEvents content type an
   });
   try {
     deliveries.enqueue(
-      poolWith([{ name: "h", url: `${receiver.url}/hook`, secretRef: { name: "creds" } }]),
+      poolWith([{
+        name: "h",
+        url: `${receiver.url}/hook`,
+        caBundle: tls.ca,
+        secretRef: { name: "creds" },
+      }]),
       [occurrence("NodePreDrain", "n1")],
     );
     const calls = await receiver.waitFor(() => true, {

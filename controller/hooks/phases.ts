@@ -80,6 +80,32 @@ export function hookOccurrences(input: HookPhaseInput): HookOccurrence[] {
   return [...nodeOccurrences(input), ...poolOccurrences(input)];
 }
 
+/** A write the shell made (its store and object name), as `cache_guard.ts` records it. */
+export interface WrittenRef {
+  store: string;
+  name: string;
+}
+
+/**
+ * The occurrences whose writes went through: a node's phase needs a write of
+ * that node (its Node or BootcNode), a pool's its status write. The rest were
+ * not reached after all (a conflict, an API error, a status write not yet due);
+ * the next reconcile plans them again from the same facts, so none is lost and
+ * no receiver hears of a drain or a reboot that did not start.
+ */
+export function writtenOccurrences(
+  occurrences: readonly HookOccurrence[],
+  written: readonly WrittenRef[],
+): HookOccurrence[] {
+  const wrote = (store: string, name: string) =>
+    written.some((w) => w.store === store && w.name === name);
+  return occurrences.filter((o) =>
+    o.node !== undefined
+      ? wrote("nodes", o.node) || wrote("bootcNodes", o.node)
+      : wrote("pools", o.pool)
+  );
+}
+
 /** The hooks of `hooks` that want `phase` (unset phases: all). */
 export function hooksFor(hooks: readonly HookSpec[] | undefined, phase: HookPhase): HookSpec[] {
   return (hooks ?? []).filter((h) => !h.phases || h.phases.includes(phase));

@@ -15,7 +15,13 @@ import {
 } from "../testing/fixtures.ts";
 import { type PlanInput, planPool } from "../planner/planner.ts";
 import type { Action, PlannedEvent } from "../planner/plan.ts";
-import { hookOccurrences, type HookPhaseInput, hooksFor } from "./phases.ts";
+import {
+  type HookOccurrence,
+  hookOccurrences,
+  type HookPhaseInput,
+  hooksFor,
+  writtenOccurrences,
+} from "./phases.ts";
 
 const NOW = new Date("2026-03-01T10:00:00Z");
 const SLOT = "2026-03-01T09:00:00Z";
@@ -251,5 +257,36 @@ Deno.test("hookOccurrences on real plans: grant, reboot request, verified releas
       })],
     })),
     ["NodePostVerification n1"],
+  );
+});
+
+Deno.test("writtenOccurrences: a phase is sent only when its write went through", () => {
+  const occ = (phase: HookOccurrence["phase"], node?: string): HookOccurrence => ({
+    id: `hk/r1/${node ?? "-"}/${phase}`,
+    phase,
+    pool: "hk",
+    ...(node ? { node } : {}),
+    revision: 1,
+    target: { image: "registry.test/os@sha256:b", digest: "sha256:b" },
+    time: "2026-11-26T04:00:00Z",
+  });
+  const all = [
+    occ("RolloutStarted"),
+    occ("NodePreDrain", "n1"),
+    occ("NodePreReboot", "n2"),
+    occ("NodePostVerification", "n3"),
+  ];
+  // Nothing written (a conflict on the first write): nothing is sent; the next plan repeats it.
+  assert.deepEqual(writtenOccurrences(all, []), []);
+  const sent = writtenOccurrences(all, [
+    { store: "nodes", name: "n1" }, // n1's grant (record + cordon)
+    { store: "bootcNodes", name: "n2" }, // n2's Booted
+    { store: "nodes", name: "other" },
+  ]);
+  assert.deepEqual(sent.map((o) => o.id), ["hk/r1/n1/NodePreDrain", "hk/r1/n2/NodePreReboot"]);
+  // A pool phase needs the pool's status write.
+  assert.deepEqual(
+    writtenOccurrences(all, [{ store: "pools", name: "hk" }]).map((o) => o.phase),
+    ["RolloutStarted"],
   );
 });

@@ -200,25 +200,28 @@ export interface ForcedDeletion {
   pod: PodSummary;
   /** The grace period to send (the policy's override, capped by the pod's own). */
   gracePeriodSeconds?: number;
-  /** The PodDisruptionBudgets covering the pod (`namespace/name`), which the deletion overrides. */
+  /** The PodDisruptionBudgets (`namespace/name`) that refuse its eviction now, which the deletion overrides. */
   overrides: string[];
 }
 
 /**
- * What `onTimeout: Force` deletes: the pods evictions could not remove (still
- * to evict after the timeout). Pods the policy refuses or leaves alone are not
- * in `toEvict`, so never here.
+ * What `onTimeout: Force` deletes: the pods evictions cannot remove now, those
+ * still to evict whose covering PodDisruptionBudgets include one that allows no
+ * disruption. The others (no PDB, or a PDB with room) are evicted as before;
+ * pods the policy refuses or leaves alone are not in `toEvict`, so never here.
  */
 export function forcedDeletions(
   pass: DrainPass,
   pdbs: readonly PdbSummary[],
   policy: DrainPolicy,
 ): ForcedDeletion[] {
-  return pass.toEvict.map((pod) => ({
-    pod,
-    gracePeriodSeconds: evictionGrace(pod, policy),
-    overrides: pdbsCovering(pod, pdbs).map(podKey).sort(),
-  }));
+  return pass.toEvict.flatMap((pod) => {
+    const overrides = pdbsCovering(pod, pdbs).filter((p) => p.disruptionsAllowed <= 0)
+      .map(podKey).sort();
+    return overrides.length > 0
+      ? [{ pod, gracePeriodSeconds: evictionGrace(pod, policy), overrides }]
+      : [];
+  });
 }
 
 /** The Warning event's message for one forced deletion on `node` after `timeoutSeconds`. */
@@ -227,11 +230,10 @@ export function forcedDeletionMessage(
   d: ForcedDeletion,
   timeoutSeconds: number,
 ): string {
-  const what = d.overrides.length > 0
-    ? `overriding PodDisruptionBudget ${d.overrides.join(", ")}`
-    : "its eviction did not succeed (no PodDisruptionBudget covers it)";
+  const one = d.overrides.length === 1;
   return `deleting pod ${podKey(d.pod)} on node ${node}: the drain did not finish within ` +
-    `${timeoutSeconds}s and onTimeout is Force; ${what}`;
+    `${timeoutSeconds}s and onTimeout is Force; overriding PodDisruptionBudget ` +
+    `${d.overrides.join(", ")}, which ${one ? "allows" : "allow"} no disruption`;
 }
 
 /** How one pod's eviction went. */

@@ -39,6 +39,11 @@ export interface ApprovalFactsInput {
   answers?: readonly ApprovalAnswer[];
   /** The pool's members now (per-node verdicts of others are dropped). */
   members: readonly string[];
+  /**
+   * Members already on the target: their verdicts are the only ones dropped to
+   * keep the record within {@linkcode MAX_APPROVAL_NODES}.
+   */
+  done?: readonly string[];
 }
 
 /** The record with its longest message cut to what the status takes. */
@@ -79,6 +84,12 @@ export interface ApprovalFacts extends ApprovalView {
    * write does not make the controller ask again.
    */
   recordedNow: ReadonlySet<string>;
+  /**
+   * How many more nodes the webhook may be asked about (scope Node): the
+   * record's room once verdicts of nodes on the target may go, so that no
+   * verdict a node still needs is ever dropped.
+   */
+  room: number;
 }
 
 /**
@@ -105,6 +116,7 @@ export function approvalFacts(input: ApprovalFactsInput): ApprovalFacts | undefi
       rollback: true,
       record: { ...record, verdict: "NotRequired", message },
       recordedNow: new Set(),
+      room: 0,
     };
   }
   const byAnnotation = annotationVerdict(raw, revision);
@@ -123,12 +135,20 @@ export function approvalFacts(input: ApprovalFactsInput): ApprovalFacts | undefi
   for (const a of answers) {
     if (!a.verdict && a.message) pending.set(a.node ?? POOL_ASK, a.message);
   }
+  const done = new Set(input.done);
   if (record.verdict === undefined) {
     record = spec.mode === "Webhook"
-      ? withAnswers(record, answers, input.members, spec.scope ?? "Pool")
+      ? withAnswers(record, answers, { members: input.members, done }, spec.scope ?? "Pool")
       : withNote(record, byAnnotation);
   }
-  return { revision, record, pending, recordedNow: recordedNow(prior, record) };
+  const needed = (record.nodes ?? []).filter((n) => !done.has(n.node)).length;
+  return {
+    revision,
+    record,
+    pending,
+    recordedNow: recordedNow(prior, record),
+    room: Math.max(0, MAX_APPROVAL_NODES - needed),
+  };
 }
 
 /** The asks whose webhook verdict `record` has and `prior` (the stored record) lacks. */
@@ -150,11 +170,18 @@ function withNote(
   return why ? { ...record, message: clip(why, 1024) } : withoutKey(record, "message");
 }
 
-/** The webhook's new verdicts folded into `record` (pool-wide or per node). */
+/**
+ * The webhook's new verdicts folded into `record` (pool-wide or per node). Per
+ * node the record keeps members only and stays within
+ * {@linkcode MAX_APPROVAL_NODES}: when full, verdicts of nodes already on the
+ * target go first (oldest first); a new verdict that still finds no room is
+ * not recorded yet (its node stays undecided), and no verdict a node still
+ * needs is ever dropped (it would be asked again, and might flip).
+ */
 function withAnswers(
   record: ApprovalStatus,
   answers: readonly ApprovalAnswer[],
-  members: readonly string[],
+  nodesNow: { members: readonly string[]; done: ReadonlySet<string> },
   scope: "Pool" | "Node",
 ): ApprovalStatus {
   if (scope === "Pool") {
@@ -163,21 +190,28 @@ function withAnswers(
       ? { ...record, verdict: a.verdict, message: clip(a.message ?? "", 1024) }
       : record;
   }
-  const isMember = new Set(members);
+  const { done } = nodesNow;
+  const isMember = new Set(nodesNow.members);
   const nodes = (record.nodes ?? []).filter((n) => isMember.has(n.node));
   const known = new Set(nodes.map((n) => n.node));
+  const fresh: typeof nodes = [];
   for (const a of answers) {
     if (a.node === undefined || !a.verdict || known.has(a.node) || !isMember.has(a.node)) continue;
     known.add(a.node);
-    nodes.push({
+    fresh.push({
       node: a.node,
       verdict: a.verdict,
       ...(a.message ? { message: clip(a.message, 256) } : {}),
     });
   }
-  // Bounded: the oldest verdicts go first (their nodes were asked long ago).
-  const kept = nodes.slice(-MAX_APPROVAL_NODES);
-  return kept.length > 0 ? { ...record, nodes: kept } : withoutKey(record, "nodes");
+  let excess = nodes.length + fresh.length - MAX_APPROVAL_NODES;
+  const kept = nodes.filter((n) => {
+    if (excess <= 0 || !done.has(n.node)) return true;
+    excess--;
+    return false;
+  });
+  const all = [...kept, ...fresh].slice(0, MAX_APPROVAL_NODES);
+  return all.length > 0 ? { ...record, nodes: all } : withoutKey(record, "nodes");
 }
 
 function withoutKey<K extends keyof ApprovalStatus>(r: ApprovalStatus, key: K): ApprovalStatus {
@@ -188,8 +222,9 @@ function withoutKey<K extends keyof ApprovalStatus>(r: ApprovalStatus, key: K): 
 
 /**
  * What the webhook must still be asked: the revision (scope Pool) while it has
- * no verdict, or each node the gate held for want of one (scope Node; `held`:
- * candidate → the reason that held it).
+ * no verdict, or the nodes the gate held for want of one (scope Node; `held`:
+ * candidate → the reason that held it, in slot order), the first ones only, as
+ * many as the record has room for (`facts.room`), so every answer can be kept.
  */
 export function approvalAsks(
   pool: BootcNodePool,
@@ -215,7 +250,8 @@ export function approvalAsks(
     .filter(([node, why]) =>
       (why === AWAITING_APPROVAL || why === APPROVAL_REFUSED) && !decided.has(node)
     )
-    .map(([node]) => node);
+    .map(([node]) => node)
+    .slice(0, facts.room);
   const asks = [...new Set([...waiting, ...facts.recordedNow])].map((n) => ask(n));
   return { ...base, asks };
 }

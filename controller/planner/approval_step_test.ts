@@ -7,7 +7,10 @@ import assert from "node:assert/strict";
 import type { ApprovalSpec, BootcNodePool } from "../../lib/api/mod.ts";
 import { findCondition } from "../../lib/api/mod.ts";
 import type { ApprovalAnswer } from "../model/approval.ts";
-import { annotationVerdict } from "./approval_step.ts";
+import { annotationVerdict, approvalAsks, approvalEvents, approvalFacts } from "./approval_step.ts";
+import { AWAITING_APPROVAL } from "../gates/mod.ts";
+import { MAX_APPROVAL_NODES } from "../../lib/api/mod.ts";
+import type { Target } from "../model/types.ts";
 import { type Plan, planPool } from "./planner.ts";
 import { bootcNode, digest, image, input, node, pool } from "../testing/fixtures.ts";
 
@@ -193,4 +196,90 @@ Deno.test("a person's annotation overrules a refusing webhook", () => {
     /approved by bootc.dev\/approve-revision=3/,
   );
   assert.deepEqual(overruled.approvalAsks?.asks, []);
+});
+
+/** A pool of `count` members n0… on revision 3 with scope Node, and its target. */
+function bigPool(count: number) {
+  const p = approvalPool({ mode: "Webhook", scope: "Node", webhook: { url: URL } });
+  const target = { image: image("b"), platforms: [] } as unknown as Target;
+  const members = Array.from({ length: count }, (_, i) => `n${i}`);
+  return { p, target, members };
+}
+
+/** The webhook's verdicts for `nodes` (every fifth refused). */
+function verdicts(nodes: readonly string[]): ApprovalAnswer[] {
+  return nodes.map((n, i) => ({
+    revision: 3,
+    image: image("b"),
+    node: n,
+    verdict: i % 5 === 0 ? "Refused" as const : "Approved" as const,
+  }));
+}
+
+Deno.test("scope Node, more nodes than the record takes: no verdict a node needs is dropped", () => {
+  const { p, target, members } = bigPool(MAX_APPROVAL_NODES + 88);
+  // Answers for every member (say, asked before an upgrade): the record takes what fits.
+  const answers = verdicts(members);
+  let status = p.status;
+  let first: string[] | undefined;
+  for (let round = 0; round < 4; round++) {
+    const pool = { ...p, status };
+    const facts = approvalFacts({ pool, target, rollback: false, answers, members })!;
+    const nodes = (facts.record.nodes ?? []).map((n) => n.node);
+    assert.equal(nodes.length, MAX_APPROVAL_NODES);
+    first ??= nodes;
+    // The same verdicts every plan: no churn, no event after the first plan, no new ask.
+    assert.deepEqual(nodes, first, `round ${round}`);
+    assert.equal(approvalEvents(pool, facts).length, round === 0 ? MAX_APPROVAL_NODES : 0);
+    assert.equal(facts.room, 0);
+    status = { ...status, approval: facts.record } as BootcNodePool["status"];
+  }
+});
+
+Deno.test("scope Node, a full record: only verdicts of nodes on the target make room", () => {
+  const { p, target, members } = bigPool(MAX_APPROVAL_NODES + 88);
+  const full = verdicts(members.slice(0, MAX_APPROVAL_NODES)).map(({ node, verdict }) => ({
+    node: node!,
+    verdict: verdict!,
+  }));
+  p.status = {
+    ...p.status,
+    approval: { revision: 3, image: image("b"), nodes: full },
+  } as BootcNodePool["status"];
+  // The newest verdicts' nodes are done; the oldest (n0 refused among them) are not.
+  const done = members.slice(400, MAX_APPROVAL_NODES);
+  const fresh = verdicts(members.slice(MAX_APPROVAL_NODES));
+  const facts = approvalFacts({ pool: p, target, rollback: false, answers: fresh, members, done })!;
+  const kept = new Map((facts.record.nodes ?? []).map((n) => [n.node, n.verdict]));
+  assert.equal(kept.size, MAX_APPROVAL_NODES);
+  for (const n of members.slice(0, 400)) assert.ok(kept.has(n), n);
+  assert.equal(kept.get("n0"), "Refused");
+  for (const n of members.slice(MAX_APPROVAL_NODES)) assert.ok(kept.has(n), n);
+  // 88 done ones went (oldest first); 24 done ones stay, so 24 more nodes may be asked.
+  assert.ok(!kept.has("n400") && !kept.has("n487") && kept.has("n488"));
+  assert.equal(facts.room, 24);
+});
+
+Deno.test("scope Node: only as many nodes are asked as the record has room for, in slot order", () => {
+  const { p, target, members } = bigPool(MAX_APPROVAL_NODES + 88);
+  // Slot order is the held map's order: last member first.
+  const held = new Map([...members].reverse().map((n) => [n, AWAITING_APPROVAL]));
+  const facts = approvalFacts({ pool: p, target, rollback: false, members })!;
+  const asks = approvalAsks(p, facts, held)!.asks.map((a) => a.node);
+  assert.equal(asks.length, MAX_APPROVAL_NODES);
+  assert.deepEqual(asks.slice(0, 2), [`n${members.length - 1}`, `n${members.length - 2}`]);
+  assert.ok(!asks.includes("n0"));
+  // The record full of verdicts still needed: asks only what this plan records.
+  const answered = approvalFacts({
+    pool: p,
+    target,
+    rollback: false,
+    members,
+    answers: verdicts(asks as string[]),
+  })!;
+  const next = approvalAsks(p, answered, held)!.asks.map((a) => a.node);
+  assert.deepEqual(new Set(next), new Set(asks));
+  const stored = { ...p, status: { ...p.status, approval: answered.record } } as BootcNodePool;
+  const later = approvalFacts({ pool: stored, target, rollback: false, members })!;
+  assert.deepEqual(approvalAsks(stored, later, held)!.asks, []);
 });

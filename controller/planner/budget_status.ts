@@ -28,6 +28,8 @@ export interface BudgetStatusInput {
   budget: BootcDisruptionBudget;
   /** Every Node, by name. */
   nodes: ReadonlyMap<string, NodeSummary>;
+  /** Nodes an External pool's orchestrator has down (`externalDisruptions`). */
+  external?: ReadonlySet<string>;
   now: Date;
 }
 
@@ -38,7 +40,7 @@ export function budgetStatus(input: BudgetStatusInput): BootcDisruptionBudgetSta
     name: budget.metadata.name ?? "",
     spec: budget.spec as ClusterBudget["spec"],
   };
-  const usage = budgetUsage(cluster, input.nodes);
+  const usage = budgetUsage(cluster, input.nodes, input.external);
   const degraded = usage.error !== undefined
     ? {
       type: "Degraded",

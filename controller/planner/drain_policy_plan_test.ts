@@ -86,7 +86,7 @@ Deno.test("drain policy: Degrade (the default) at the timeout: degraded naming t
   );
 });
 
-Deno.test("drain policy: Force at the timeout deletes what evictions could not remove, with a Warning per pod", () => {
+Deno.test("drain policy: Force at the timeout deletes what a PDB keeps from eviction, with a Warning per pod", () => {
   const p = withDrain({ onTimeout: "Force", gracePeriodSeconds: 5 }, 30);
   const blocked = pod("web-1", "n1", { uid: "u1", terminationGracePeriodSeconds: 60 });
   const before = planPool(input(withDrain({ onTimeout: "Force" }, 600), {
@@ -108,7 +108,7 @@ Deno.test("drain policy: Force at the timeout deletes what evictions could not r
   assert.equal(forced[0].type, "Warning");
   assert.match(
     forced[0].message,
-    /pod default\/web-1 .*overriding PodDisruptionBudget default\/web/,
+    /pod default\/web-1 .*overriding PodDisruptionBudget default\/web, which allows no/,
   );
   assert.ok(forced[0].onceKey?.includes("u1"));
   assert.equal(findCondition(plan.status?.conditions, "Degraded")?.status ?? "False", "False");
@@ -157,4 +157,84 @@ Deno.test("drain policy: Force waits for deleted pods, and names one still there
     findCondition(stuck.status?.conditions, "Degraded")?.message ?? "",
     /did not finish within 30s: .*still terminating \(default\/web-1\)/,
   );
+});
+
+Deno.test("drain policy: Force keeps evicting what eviction can remove; it deletes only PDB-blocked pods", () => {
+  const p = withDrain({ onTimeout: "Force" }, 30);
+  const plan = draining(p, [
+    pod("web-1", "n1", { uid: "u1" }),
+    pod("api-1", "n1", { labels: { app: "api" } }),
+    pod("lone", "n1", { labels: { app: "lone" } }),
+  ], [pdb("web", "web", 0), pdb("api", "api", 1)]);
+  assert.deepEqual(
+    ofKind(plan, "evict").flatMap((a) => a.pods.map((x) => x.name)),
+    ["api-1", "lone"],
+    "a pod whose PDB has room, or with no PDB, is evicted past the timeout too",
+  );
+  assert.deepEqual(ofKind(plan, "deletePods").flatMap((a) => a.pods.map((x) => x.name)), [
+    "web-1",
+  ]);
+  const forced = plan.events.filter((e) => e.reason === "DrainForced").map((e) => e.message);
+  assert.equal(forced.length, 1);
+  assert.match(forced[0], /pod default\/web-1 .*overriding PodDisruptionBudget default\/web,/);
+  // Nothing to force: the pass is an eviction, and DrainForced never says it overrides a budget.
+  const roomy = draining(p, [pod("web-1", "n1")], [pdb("web", "web", 1)]);
+  assert.deepEqual(ofKind(roomy, "deletePods"), []);
+  assert.deepEqual(ofKind(roomy, "evict")[0]?.pods.map((x) => x.name), ["web-1"]);
+  assert.deepEqual(roomy.events.filter((e) => e.reason === "DrainForced"), []);
+});
+
+Deno.test("drain policy: Force whose pods are not removed past the timeout's slack degrades, named", () => {
+  const p = withDrain({ onTimeout: "Force" }, 30);
+  const plan = (slotAt: string) =>
+    planPool(input(p, {
+      nodes: [node("n1", { unschedulable: true })],
+      bootcNodes: [bootcNode("n1", { phase: "staged", slotAt, wasCordoned: false })],
+      pods: [pod("web-1", "n1")],
+      pdbs: [pdb("web", "web", 0)],
+    }));
+  // Just past the timeout: deleting, not degraded yet.
+  const first = plan(EARLIER);
+  assert.equal(ofKind(first, "deletePods").length, 1);
+  assert.equal(findCondition(first.status?.conditions, "Degraded")?.status ?? "False", "False");
+  // An hour later the pod is still there, not even terminating: its deletion keeps failing.
+  const late = plan("2025-12-31T23:00:00Z");
+  assert.equal(ofKind(late, "deletePods").length, 1, "still tried (the shell backs off)");
+  const degraded = findCondition(late.status?.conditions, "Degraded");
+  assert.equal(degraded?.status, "True");
+  assert.match(
+    degraded?.message ?? "",
+    /did not finish within 30s: pod default\/web-1 .*onTimeout is Force but evicting or deleting/,
+  );
+  assert.ok(
+    late.events.some((e) => e.reason === "DrainBlocked" && /onTimeout is Force/.test(e.message)),
+  );
+  // The same for a pod whose eviction keeps failing (no PDB refuses it).
+  const evicting = planPool(input(p, {
+    nodes: [node("n1", { unschedulable: true })],
+    bootcNodes: [
+      bootcNode("n1", { phase: "staged", slotAt: "2025-12-31T23:00:00Z", wasCordoned: false }),
+    ],
+    pods: [pod("lone", "n1", { labels: {} })],
+  }));
+  assert.equal(findCondition(evicting.status?.conditions, "Degraded")?.status, "True");
+});
+
+Deno.test("drain policy: a node whose emptyDir pod the policy refuses is not granted a slot, named", () => {
+  const plan = (drain: DrainPolicySpec) =>
+    planPool(input(withDrain(drain), {
+      nodes: [node("n1"), node("n2")],
+      bootcNodes: [bootcNode("n1", { phase: "staged" }), bootcNode("n2", { phase: "staged" })],
+      pods: [pod("cache", "n1", { labels: {}, emptyDir: true })],
+    }));
+  const held = plan({});
+  const granted = ofKind(held, "patchNode").filter((a) => a.grant).map((a) => a.node);
+  assert.deepEqual(granted, ["n2"], "n1 is neither cordoned nor given the slot");
+  assert.deepEqual(held.status?.queue?.find((q) => q.node === "n1")?.waitingFor, "DrainPolicy");
+  assert.match(
+    findCondition(held.status?.conditions, "UpToDate")?.message ?? "",
+    /drain policy refuses: n1 \(pod default\/cache has emptyDir data \(set spec\.rollout\.drain\.deleteEmptyDirData/,
+  );
+  const allowed = plan({ deleteEmptyDirData: true });
+  assert.ok(ofKind(allowed, "patchNode").some((a) => a.grant && a.node === "n1"));
 });

@@ -58,6 +58,8 @@ export interface GatedSlotsInput {
   haltFor?: string;
   /** Members done on the target. */
   updated: number;
+  /** Their names (approval verdicts of other members are never dropped). */
+  updatedNodes?: readonly string[];
   canary: CanaryStatus | undefined;
   /** The target is the pool's automatic rollback (it needs no approval). */
   rollbackTarget?: boolean;
@@ -111,6 +113,7 @@ export function planGatedSlots(step: GatedSlotsInput): GatedSlots {
       rollback: step.rollbackTarget ?? false,
       answers: input.approvalAnswers,
       members: members.map((m) => m.node.name),
+      done: step.updatedNodes,
     })
     : undefined;
   let decided: Decided;
@@ -142,7 +145,12 @@ export function planGatedSlots(step: GatedSlotsInput): GatedSlots {
     inUse: decided.inUse,
     out: mergeOutputs([decided.out, approvalOut]),
     approval: approval?.record,
-    approvalAsks: approvalAsks(input.pool, approval, decided.held),
+    // In slot order: with more waiting than the record takes, the next ones are asked.
+    approvalAsks: approvalAsks(
+      input.pool,
+      approval,
+      new Map(queue.map((q) => [q.node, q.waitingFor])),
+    ),
   };
 }
 

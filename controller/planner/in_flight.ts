@@ -668,9 +668,10 @@ function drainPhase(m: Member, f: NodeFacts, env: InFlightEnv, mode: InFlightMod
 /**
  * A drain still running: its evictions, its report (once the cordon is visible),
  * its PDB demand, and past the drain timeout what `onTimeout` says: Degrade (a
- * DrainBlocked event naming what blocks it, the node degraded) or Force (the
- * pods evictions could not remove are deleted instead, each with a Warning
- * event; degraded only while pods the policy refuses remain).
+ * DrainBlocked event naming what blocks it, the node degraded) or Force (still
+ * evicting, and deleting the pods a PodDisruptionBudget allowing no disruption
+ * keeps, each with a Warning event; degraded while pods the policy refuses remain,
+ * or pods are not removed within the termination slack after the timeout).
  */
 function evictPhase(f: NodeFacts, pods: readonly PodSummary[], env: InFlightEnv): PassOutcome {
   const { name, node, bn, record, slotAt } = f;
@@ -695,17 +696,16 @@ function evictPhase(f: NodeFacts, pods: readonly PodSummary[], env: InFlightEnv)
     };
   }
   if (env.drain.onTimeout === "Force" && node.unschedulable) {
-    const forced = forceOutput(f, pass, env);
-    // What Force cannot remove keeps the node degraded: pods the policy refuses, and
-    // pods still there well past their deletion (a finalizer, a kubelet that is gone).
-    const stuck = pass.refused.length > 0 || pass.terminating.some((p) => overdue(p, now));
+    const force = forceOutput(f, pass, evict.action, env);
+    const stuck = forceStuck(pass, deadline, now);
+    const note = stuck && pass.toEvict.length > 0 ? FORCE_FAILING : undefined;
     return {
-      ...(stuck ? timedOut(f, pass, env, common) : common),
+      ...(stuck ? timedOut(f, pass, env, common, note) : common),
       out: mergeOutputs([
         stepOutput(poll),
         reported,
-        forced,
-        stuck ? timeoutEvent(f, pass, env) : NO_OUTPUT,
+        force,
+        stuck ? timeoutEvent(f, pass, env, note) : NO_OUTPUT,
       ]),
     };
   }
@@ -725,11 +725,28 @@ function overdue(pod: PodSummary, now: Date): boolean {
   return at !== undefined && now.getTime() > at.getTime() + TERMINATION_SLACK_MS;
 }
 
-/** The drain timeout's message: what blocks the drain. */
-function timeoutMessage(name: string, pass: DrainPass, env: InFlightEnv): string {
+/**
+ * Past the timeout under `onTimeout: Force`, what Force cannot remove keeps the
+ * node stuck: pods the policy refuses, pods still there well past their deletion
+ * (a finalizer, a kubelet that is gone), and pods still to remove once the
+ * termination slack after the timeout has passed (their eviction or forced
+ * deletion keeps failing: RBAC, an admission webhook, a server error).
+ */
+function forceStuck(pass: DrainPass, deadline: number, now: Date): boolean {
+  return pass.refused.length > 0 || pass.terminating.some((p) => overdue(p, now)) ||
+    (pass.toEvict.length > 0 && now.getTime() > deadline + TERMINATION_SLACK_MS);
+}
+
+/** Why pods are still to remove past the timeout under Force (the API's answer is in the log). */
+const FORCE_FAILING = "onTimeout is Force but evicting or deleting the pods named keeps " +
+  "failing (the controller's log has the API's answer: RBAC, an admission webhook, a server " +
+  "error)";
+
+/** The drain timeout's message: what blocks the drain (and `note`, why it still does). */
+function timeoutMessage(name: string, pass: DrainPass, env: InFlightEnv, note?: string): string {
   return `drain of node ${name} did not finish within ${env.drainTimeoutMs / 1000}s: ${
     describeDrainBlockers(pass, env.input.pdbs) || "waiting for the cordon"
-  }`;
+  }${note ? `; ${note}` : ""}`;
 }
 
 /** A timed-out drain's outcome: stuck and degraded, naming what blocks it. */
@@ -738,31 +755,45 @@ function timedOut(
   pass: DrainPass,
   env: InFlightEnv,
   common: Omit<PassOutcome, "out">,
+  note?: string,
 ): PassOutcome {
-  return { ...common, drainTimedOut: true, degraded: [timeoutMessage(f.name, pass, env)] };
+  return { ...common, drainTimedOut: true, degraded: [timeoutMessage(f.name, pass, env, note)] };
 }
 
 /** The DrainBlocked event of a timed-out drain (recorded once per slot). */
-function timeoutEvent(f: NodeFacts, pass: DrainPass, env: InFlightEnv): StepOutput {
+function timeoutEvent(f: NodeFacts, pass: DrainPass, env: InFlightEnv, note?: string): StepOutput {
   const event = nodeObjectEvent(
     f.name,
     "Warning",
     "DrainBlocked",
-    timeoutMessage(f.name, pass, env),
+    timeoutMessage(f.name, pass, env, note),
     `drain-timeout/${f.name}/${formatTime(f.slotAt)}`,
   );
   return stepOutput({ events: [event] });
 }
 
 /**
- * `onTimeout: Force`: deletes the pods evictions could not remove, each with a
- * Warning event naming it and the PodDisruptionBudget it overrides (recorded
- * once per slot and pod). Only on a cordoned node, so nothing slips back in.
+ * `onTimeout: Force`: evicts what eviction can remove (as before the timeout)
+ * and deletes the pods a PodDisruptionBudget allowing no disruption keeps, each
+ * with a Warning event naming it and that budget (recorded once per slot and
+ * pod). Only on a cordoned node, so nothing slips back in.
  */
-function forceOutput(f: NodeFacts, pass: DrainPass, env: InFlightEnv): StepOutput {
+function forceOutput(
+  f: NodeFacts,
+  pass: DrainPass,
+  evict: Action | undefined,
+  env: InFlightEnv,
+): StepOutput {
   const deletions = forcedDeletions(pass, env.input.pdbs, env.drain);
-  if (deletions.length === 0) return NO_OUTPUT;
-  const action: Action = {
+  const deleted = new Set(deletions.map((d) => podKey(d.pod)));
+  const evictions = evict?.kind === "evict"
+    ? evict.pods.filter((p) => !deleted.has(podKey(p)))
+    : [];
+  const actions: Action[] = evictions.length > 0
+    ? [{ kind: "evict", node: f.name, pods: evictions }]
+    : [];
+  if (deletions.length === 0) return stepOutput({ actions });
+  actions.push({
     kind: "deletePods",
     node: f.name,
     pods: deletions.map((d) => ({
@@ -771,7 +802,7 @@ function forceOutput(f: NodeFacts, pass: DrainPass, env: InFlightEnv): StepOutpu
       uid: d.pod.uid,
       gracePeriodSeconds: d.gracePeriodSeconds,
     })),
-  };
+  });
   const events = deletions.map((d) =>
     nodeObjectEvent(
       f.name,
@@ -781,7 +812,7 @@ function forceOutput(f: NodeFacts, pass: DrainPass, env: InFlightEnv): StepOutpu
       `drain-force/${f.name}/${formatTime(f.slotAt)}/${d.pod.uid ?? podKey(d.pod)}`,
     )
   );
-  return stepOutput({ actions: [action], events });
+  return stepOutput({ actions, events });
 }
 
 /**

@@ -114,6 +114,11 @@ export function classifyMember(
   return { state: cls.effective, disrupted: cls.disrupted, cls };
 }
 
+/** The classification context every member of `input.pool` shares: External or not. */
+export function externalContext(input: PlanInput): MemberContext {
+  return externallyOrchestrated(input.pool) ? { external: true } : {};
+}
+
 export { owningPool } from "../../lib/api/mod.ts";
 
 /** The controller ownerReference a pool puts on its BootcNodes. */
@@ -480,7 +485,7 @@ function syncMembers(
   let room = staging?.room ?? 0;
   for (const { node, bn } of nodes) {
     if (!desired || !target) {
-      members.push({ node, bn, ...classifyMember(node, bn) });
+      members.push({ node, bn, ...classifyMember(node, bn, externalContext(input)) });
       continue;
     }
     if (!bn) {
@@ -570,8 +575,9 @@ function createMember(
     )
     : poolEvent(poolName, "Normal", "NodeAdded", `node ${name} joined the pool`);
   const desired = { image: target.image, platforms: target.platforms };
+  const context = { desired, ...externalContext(input) };
   return {
-    member: { node, ...classifyMember(node, undefined, { desired }), context: { desired } },
+    member: { node, ...classifyMember(node, undefined, context), context },
     out: stepOutput({ actions: label ? [create, label] : [create], events: [event] }),
   };
 }
@@ -623,7 +629,7 @@ function syncMember(
     desired: d,
     poolTarget: targets.poolTarget,
     heldBy,
-    ...(externallyOrchestrated(input.pool) ? { external: true } : {}),
+    ...externalContext(input),
   };
   const state = classifyMember(viewNode, { ...bn, spec: wanted }, context).state;
   const record = recordOf(viewNode);

@@ -39,6 +39,7 @@ import { lastGoodImage } from "./history.ts";
 import { type InFlightResult, progressInFlight } from "./in_flight.ts";
 import {
   classifyMember,
+  externalContext,
   type Member,
   ownedBootcNodes,
   planMembership,
@@ -319,9 +320,10 @@ function rolloutSteps(
 ) {
   const target = t.target;
   const onTarget = (m: Member) => target !== undefined && m.bn?.spec.desiredImage === target.image;
-  const updated =
-    members.filter((m) => onTarget(m) && !m.disrupted && m.state === EffectiveState.UpToDate)
-      .length;
+  const updatedNodes = members
+    .filter((m) => onTarget(m) && !m.disrupted && m.state === EffectiveState.UpToDate)
+    .map((m) => m.node.name);
+  const updated = updatedNodes.length;
   const health = respondToHealth({
     input,
     members,
@@ -356,6 +358,7 @@ function rolloutSteps(
     target,
     haltFor: health.haltFor,
     updated,
+    updatedNodes,
     canary,
     rollbackTarget: t.effective.rollback,
   });
@@ -398,7 +401,7 @@ function planInvalid(input: PlanInput, start: StepOutput, specErrors: string[]):
   for (const bn of ownedBootcNodes(input)) {
     const node = input.nodes.get(bn.metadata.name ?? "");
     if (!node || bn.metadata.deletionTimestamp) continue;
-    members.push({ node, bn, ...classifyMember(node, bn) });
+    members.push({ node, bn, ...classifyMember(node, bn, externalContext(input)) });
   }
   const inFlight = progressInFlight(members, input, "undoUndrained");
   const counts = countStates(members, [], [inFlight.stuck]);

@@ -1,8 +1,8 @@
 /**
  * Planning step 5, the grants: staged, Ready, undisrupted members get a
  * slot while the pool's budget has room, the rollout is neither paused nor
- * halted, and their drain cannot deadlock with one in flight on a shared
- * PodDisruptionBudget. A grant is one Node write (the disruption record and the
+ * halted, their drain cannot deadlock with one in flight on a shared
+ * PodDisruptionBudget, and the pool's drain policy refuses none of their pods. A grant is one Node write (the disruption record and the
  * cordon together), then the BootcNode's mirror of the prior cordon state, then
  * the first evictions. Pure: the grants are returned (marked `grant` on their
  * Node write), the members and step 3's drains are only read.
@@ -11,8 +11,8 @@
  */
 import { ANNOTATION_WAS_CORDONED } from "../../lib/api/mod.ts";
 import { grantPatch } from "../model/disruption.ts";
-import { type DrainPass, pdbDemand } from "../model/drain.ts";
-import type { DrainContext } from "../model/drain_policy.ts";
+import { type DrainPass, pdbDemand, planDrainPass } from "../model/drain.ts";
+import { describeRefused, type DrainContext } from "../model/drain_policy.ts";
 import { addDemand, allowedDisruptions, drainContext, evictPass, podsOf } from "./in_flight.ts";
 import type { Member } from "./membership.ts";
 import {
@@ -41,6 +41,8 @@ export type AdmitOne = (candidate: Member, granted: readonly string[]) => string
 export const QueueWait = {
   /** Its drain would wait on a PodDisruptionBudget a drain in flight needs. */
   PodDisruptionBudget: "PodDisruptionBudget",
+  /** Its drain could never finish: the drain policy refuses a pod on it (emptyDir data). */
+  DrainPolicy: "DrainPolicy",
   /** Its pods are not known yet: the shell lists them for the next plan. */
   PodList: "PodList",
   /** Two slot nodes are unhealthy, or its image's rollout is halted. */
@@ -84,6 +86,7 @@ export function grantSlots(
   podBudget: number,
 ): GrantOutcome {
   const waitingOnPdb: string[] = [];
+  const refusedByPolicy: string[] = [];
   const granted: string[] = [];
   const held = new Map<string, string>();
   const needPods: string[] = [];
@@ -105,6 +108,13 @@ export function grantSlots(
       continue;
     }
     const drain = drainContext(input, c.node);
+    // Cordoning a node whose drain the policy refuses would only hold a slot till the timeout.
+    const refusedPods = describeRefused(planDrainPass(pods, drain).refused);
+    if (refusedPods) {
+      refusedByPolicy.push(`${name} (${refusedPods})`);
+      held.set(name, QueueWait.DrainPolicy);
+      continue;
+    }
     const blockedBy = deadlockingPdbs(drains, pods, input.pdbs, drain);
     if (blockedBy.length > 0) {
       waitingOnPdb.push(`${name} (PodDisruptionBudget ${listNames(blockedBy, 3)})`);
@@ -115,9 +125,12 @@ export function grantSlots(
     drains = { nodes: drains.nodes + 1, demand: addDemand(drains.demand, pods, input.pdbs, drain) };
     grants.push(grantOutput(input, c, pods, base.inUse + granted.length));
   }
-  const notes = waitingOnPdb.length > 0
-    ? [`waiting on disruption budgets: ${listNames(waitingOnPdb, 3)}`]
-    : [];
+  const notes = [
+    waitingOnPdb.length > 0 ? `waiting on disruption budgets: ${listNames(waitingOnPdb, 3)}` : "",
+    refusedByPolicy.length > 0
+      ? `not draining, the drain policy refuses: ${listNames(refusedByPolicy, 3)}`
+      : "",
+  ].filter((n) => n !== "");
   return {
     granted,
     held,

@@ -8,9 +8,13 @@
  *   per pool, revision, image, node (scope Node) and endpoint. Keys no longer
  *   wanted are dropped and their request aborted.
  * - Each key POSTs once ({@linkcode approvalBody}): a 2xx approves, a 4xx
- *   refuses with the reply's message; both are final (the key never asks
- *   again). A network or TLS error, a timeout, a 3xx or 5xx is retried with
- *   exponential back-off and jitter.
+ *   other than 408 and 429 refuses with the reply's message; both are final
+ *   (the key never asks again). A network or TLS error, a timeout, a 3xx, 408,
+ *   429 or 5xx is retried with exponential back-off and jitter (the hooks'
+ *   rule, `hooks/delivery_policy.ts`).
+ * - At most {@linkcode ApprovalRequestsOptions.maxInFlightPerPool} asks of one
+ *   pool are in flight at once (a pool of a thousand nodes does not POST a
+ *   thousand times at once); the others wait their turn.
  * - Every outcome wakes the pool; the next reconcile reads the answers
  *   ({@linkcode ApprovalRequests.answers}) and the planner records verdicts in
  *   `status.approval`, after which it stops wanting the key. Only the leader
@@ -27,6 +31,7 @@ import {
   type WebhookReply,
 } from "../webhook/client.ts";
 import type { ApprovalAnswer, ApprovalAsk, ApprovalAsks } from "../model/approval.ts";
+import { attemptVerdict } from "../hooks/delivery_policy.ts";
 import { KeyedPoll, type KeyedPollTunables, type PollSchedule } from "./keyed_poll.ts";
 
 /** A final answer of the webhook. */
@@ -54,10 +59,14 @@ export interface ApprovalRequestsOptions extends Omit<KeyedPollTunables, "onResu
   secretData?: (name: string) => Promise<Record<string, string>>;
   /** Called with the pool after every answer or failed attempt. */
   onResult?: (pool: string) => void;
+  /** Most asks of one pool in flight at once (default 4). */
+  maxInFlightPerPool?: number;
 }
 
 /** Default `timeoutSeconds` of an endpoint. */
 const DEFAULT_TIMEOUT_S = 10;
+/** Default most asks of one pool in flight at once. */
+const DEFAULT_IN_FLIGHT_PER_POOL = 4;
 /** Longest refusal message kept from a reply. */
 const MAX_MESSAGE = 256;
 
@@ -89,13 +98,17 @@ export function replyMessage(body: string): string {
   return line.length > MAX_MESSAGE ? `${line.slice(0, MAX_MESSAGE - 1)}…` : line;
 }
 
-/** What a reply means: 2xx approves, 4xx refuses, anything else is an error to retry. */
+/**
+ * What a reply means, by the hooks' rule (`attemptVerdict`): 2xx approves, a
+ * 4xx other than 408 and 429 refuses, anything else is an error to retry.
+ */
 export function interpretReply(reply: WebhookReply): ApprovalVerdict {
   const message = replyMessage(reply.body);
-  if (reply.status >= 200 && reply.status < 300) {
+  const kind = attemptVerdict({ reply }).kind;
+  if (kind === "delivered") {
     return { ok: true, verdict: "Approved", message: message || `HTTP ${reply.status}` };
   }
-  if (reply.status >= 400 && reply.status < 500) {
+  if (kind === "refused") {
     return { ok: true, verdict: "Refused", message: message || `HTTP ${reply.status}` };
   }
   throw new Error(`HTTP ${reply.status}${message ? `: ${message}` : ""}`);
@@ -145,6 +158,11 @@ export class ApprovalRequests {
       // Each endpoint's own timeoutSeconds (at most 300) bounds an attempt first.
       timeoutMs: options.timeoutMs ?? 310_000,
       attempt: (key, { signal }) => this.#attempt(key, signal),
+      // A key belongs to one pool: bound each pool's asks in flight (and Secret reads).
+      concurrency: {
+        group: (key) => this.#asks.get(key)?.pool ?? key,
+        max: Math.max(1, options.maxInFlightPerPool ?? DEFAULT_IN_FLIGHT_PER_POOL),
+      },
       nextAt: nextAttemptAt,
       sameSchedule: () => true,
       timeoutMessage: (_host, _key, timeout) => `no reply within ${timeout}`,

@@ -27,6 +27,9 @@ Deno.test("interpretReply: 2xx approves, 4xx refuses with the body's message, el
     "freeze until Monday",
   );
   assert.throws(() => interpretReply({ status: 503, body: "down" }), /HTTP 503: down/);
+  // Timeout and rate limit: try again later, as the hooks do; never a refusal.
+  assert.throws(() => interpretReply({ status: 429, body: "slow down" }), /HTTP 429: slow down/);
+  assert.throws(() => interpretReply({ status: 408, body: "" }), /HTTP 408/);
   assert.throws(() => interpretReply({ status: 302, body: "" }), /HTTP 302/);
   assert.equal(replyMessage('{"reason":"nope"}'), "nope");
   assert.equal(replyMessage("x".repeat(300)).length, 256);
@@ -66,7 +69,8 @@ Deno.test("ApprovalRequests: retries errors, then keeps the verdict and asks no 
   ];
   const seen: { endpoint: WebhookEndpoint; body: unknown }[] = [];
   const woken: string[] = [];
-  const requests = new ApprovalRequests({
+  const said: (string | undefined)[] = [];
+  const requests: ApprovalRequests = new ApprovalRequests({
     initialBackoffMs: 5,
     maxBackoffMs: 10,
     jitter: 0,
@@ -75,7 +79,11 @@ Deno.test("ApprovalRequests: retries errors, then keeps the verdict and asks no 
       const next = replies.shift()!;
       return next instanceof Error ? Promise.reject(next) : Promise.resolve(next);
     },
-    onResult: (pool) => woken.push(pool),
+    onResult: (pool) => {
+      woken.push(pool);
+      // What each outcome showed (a retry may follow within milliseconds).
+      said.push(requests.answers(pool)[0]?.message);
+    },
   });
   const asks: ApprovalAsks = {
     webhook: { url: URL },
@@ -84,8 +92,11 @@ Deno.test("ApprovalRequests: retries errors, then keeps the verdict and asks no 
   };
   try {
     requests.wantOnly("p", asks);
-    await until(() => requests.answers("p")[0]?.message === "attempt 1 failed: connection refused");
     await until(() => requests.answers("p")[0]?.verdict === "Approved");
+    assert.deepEqual(said.slice(0, 2), [
+      "attempt 1 failed: connection refused",
+      "attempt 2 failed: HTTP 500: oops",
+    ]);
     assert.equal(seen.length, 3);
     assert.equal(seen[0].endpoint.timeoutSeconds, 10);
     assert.deepEqual((seen[2].body as { attempt: number }).attempt, 3);
@@ -138,6 +149,77 @@ Deno.test("ApprovalRequests: a Secret's token is sent; a missing Secret is a ret
     assert.equal(seen[0].timeoutSeconds, 3);
     assert.equal(requests.answers("p")[0].node, "n1");
   } finally {
+    await requests.close();
+  }
+});
+
+Deno.test("ApprovalRequests: a 429 is retried, not a refusal", async () => {
+  const replies: WebhookReply[] = [{ status: 429, body: "rate limited" }, {
+    status: 200,
+    body: "",
+  }];
+  const requests = new ApprovalRequests({
+    initialBackoffMs: 5,
+    maxBackoffMs: 10,
+    jitter: 0,
+    post: () => Promise.resolve(replies.shift()!),
+  });
+  try {
+    requests.wantOnly("p", {
+      webhook: { url: URL },
+      scope: "Pool",
+      asks: [{ revision: 1, image: "img" }],
+    });
+    await until(() => requests.answers("p")[0]?.verdict !== undefined);
+    assert.equal(requests.answers("p")[0].verdict, "Approved");
+    assert.equal(requests.attempts, 2);
+  } finally {
+    await requests.close();
+  }
+});
+
+Deno.test("ApprovalRequests: at most maxInFlightPerPool asks of a pool at once", async () => {
+  let inFlight = 0;
+  let most = 0;
+  let secrets = 0;
+  const release: (() => void)[] = [];
+  const requests = new ApprovalRequests({
+    maxInFlightPerPool: 3,
+    secretData: () => {
+      secrets++;
+      return Promise.resolve({ token: btoa("t") });
+    },
+    post: () => {
+      most = Math.max(most, ++inFlight);
+      return new Promise((resolve) =>
+        release.push(() => {
+          inFlight--;
+          resolve({ status: 200, body: "" });
+        })
+      );
+    },
+  });
+  const asks = (count: number): ApprovalAsks => ({
+    webhook: { url: URL, secretRef: { name: "hook" } },
+    scope: "Node",
+    asks: Array.from({ length: count }, (_, i) => ({ revision: 1, image: "img", node: `n${i}` })),
+  });
+  try {
+    requests.wantOnly("p", asks(20));
+    requests.wantOnly("q", asks(2));
+    await until(() => inFlight === 5);
+    await new Promise((r) => setTimeout(r, 20));
+    // Three of p (one Secret read each), both of q: the other 17 of p wait their turn.
+    assert.equal(inFlight, 5);
+    assert.equal(secrets, 5);
+    while (requests.answers("p").filter((a) => a.verdict).length < 20) {
+      release.shift()?.();
+      await new Promise((r) => setTimeout(r, 1));
+    }
+    assert.equal(most, 5);
+    assert.equal(requests.attempts, 22);
+  } finally {
+    for (const r of release) r();
     await requests.close();
   }
 });

@@ -17,6 +17,9 @@
  *   it bounds the next attempt.
  * - Every recorded outcome calls {@linkcode KeyedPollOptions.onResult} with the
  *   key's subscribers, so the shell can wake exactly them.
+ * - Optionally ({@linkcode KeyedPollOptions.concurrency}) at most so many keys
+ *   of one group attempt at once; the others wait their turn, in order, before
+ *   their timeout starts.
  * - A key no subscriber wants any more is dropped and its attempt aborted;
  *   {@linkcode KeyedPoll.close} leaves no timer or request behind.
  *
@@ -98,6 +101,14 @@ export interface KeyedPollOptions<Sub, Ok extends { ok: true }> extends KeyedPol
   /** Log wording: the field naming the target, and the two messages. */
   log: { component: string; field: string; recovered: string; failed: string };
   timeoutMs: number;
+  /** At most `max` attempts of the keys of one `group` in flight at once (default: no bound). */
+  concurrency?: { group(key: string): string; max: number };
+}
+
+/** The keys of one concurrency group: attempts in flight, and the turns waiting in order. */
+interface Group {
+  running: number;
+  waiting: (() => void)[];
 }
 
 interface KeyState<Sub, Ok extends { ok: true }> extends PollSchedule<Sub, Ok> {
@@ -165,6 +176,8 @@ export class KeyedPoll<Sub, Ok extends { ok: true }> {
   #subscribers = new Map<string, string>();
   /** Every key loop still running, including those of dropped keys still settling. */
   #loops = new Set<Promise<void>>();
+  /** Concurrency group → its state (while any of its keys attempts or waits). */
+  #groups = new Map<string, Group>();
   #attempts = 0;
   #closed = false;
 
@@ -305,8 +318,57 @@ export class KeyedPoll<Sub, Ok extends { ok: true }> {
         }
         continue;
       }
-      await this.#attempt(state);
+      const group = this.#options.concurrency?.group(state.key);
+      if (group === undefined) {
+        await this.#attempt(state);
+        continue;
+      }
+      if (!(await this.#turn(group, stop))) continue;
+      try {
+        // The schedule may have moved while it waited its turn.
+        if (this.#options.nextAt(state) <= this.#clock.now().getTime()) await this.#attempt(state);
+      } finally {
+        this.#release(group);
+      }
     }
+  }
+
+  /** Waits for a free place in `group`: true once taken, false when `stop` aborts first. */
+  #turn(name: string, stop: AbortSignal): Promise<boolean> {
+    if (stop.aborted) return Promise.resolve(false);
+    let group = this.#groups.get(name);
+    if (!group) this.#groups.set(name, group = { running: 0, waiting: [] });
+    if (group.running < this.#options.concurrency!.max) {
+      group.running++;
+      return Promise.resolve(true);
+    }
+    const g = group;
+    return new Promise((resolve) => {
+      const dropped = () => {
+        const at = g.waiting.indexOf(go);
+        if (at >= 0) g.waiting.splice(at, 1);
+        resolve(false);
+      };
+      const go = () => {
+        stop.removeEventListener("abort", dropped);
+        resolve(true);
+      };
+      g.waiting.push(go);
+      stop.addEventListener("abort", dropped, { once: true });
+    });
+  }
+
+  /** Hands a place in `group` to the next key waiting, else frees it. */
+  #release(name: string): void {
+    const group = this.#groups.get(name);
+    if (!group) return;
+    const next = group.waiting.shift();
+    if (next) {
+      next(); // the place passes on: `running` stays
+      return;
+    }
+    group.running--;
+    if (group.running === 0) this.#groups.delete(name);
   }
 
   async #attempt(state: KeyState<Sub, Ok>): Promise<void> {

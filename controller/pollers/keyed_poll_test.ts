@@ -126,3 +126,32 @@ Deno.test("KeyedPoll: a key nobody wants is dropped and its attempt aborted; clo
   assert.equal(poll.want("b", want()), undefined, "closed: nothing starts");
   assert.deepEqual(poll.keys, []);
 });
+
+Deno.test("KeyedPoll: at most `max` keys of a group attempt at once; the rest wait in turn", async () => {
+  const { poll, targets, advance, set } = setup({
+    concurrency: { group: (key) => key.split("#")[0], max: 2 },
+  });
+  set({ hang: true });
+  try {
+    for (const k of ["g#1", "g#2", "g#3", "g#4", "h#1"]) poll.want(k, want(k));
+    await settle();
+    // Two of g and the one of h: g#3 and g#4 wait.
+    assert.equal(targets.length, 3);
+    assert.equal(poll.inFlight, 3);
+    // A waiting key dropped never attempts; one in flight dropped hands its place on.
+    await advance(3_000);
+    poll.forget("g#4");
+    poll.forget("g#1");
+    await settle();
+    assert.equal(targets.length, 4);
+    assert.equal(poll.inFlight, 3);
+    // Waiting did not eat into the timeout: g#3 started late and times out late.
+    await advance(2_000);
+    assert.equal(poll.latest("g#2")?.result.ok, false);
+    assert.equal(poll.latest("g#3"), undefined);
+    await advance(3_000);
+    assert.equal(poll.latest("g#3")?.result.ok, false);
+  } finally {
+    await poll.close();
+  }
+});

@@ -64,7 +64,8 @@ export class ActionWriter {
 
   /**
    * Applies one action of `pool`'s plan, appending what it wrote to `written`;
-   * returns how many evictions were refused.
+   * returns how many evictions were refused and forced deletions failed (the
+   * drain backs off while there are any).
    */
   async apply(
     pool: BootcNodePool,
@@ -197,9 +198,11 @@ export class ActionWriter {
   }
 
   /**
-   * `onTimeout: Force`: deletes the pods evictions could not remove (the planner
-   * recorded a Warning event per pod). A failure is logged and tried again by the
-   * next pass; it never throws.
+   * `onTimeout: Force`: deletes the pods evictions cannot remove (the planner
+   * recorded a Warning event per pod). Never throws: a failure is logged with the
+   * API's answer and counted like a refused eviction, so the next passes back off;
+   * the planner degrades the node if the pods are still there after the timeout's
+   * slack. Returns how many failed.
    */
   async #deletePods(action: ActionOf<"deletePods">, ctx: WriteContext): Promise<number> {
     const outcomes = await deletePods(({ namespace, name, uid, gracePeriodSeconds }) => {
@@ -209,8 +212,10 @@ export class ActionWriter {
         preconditions: uid ? { uid } : undefined,
       });
     }, action.pods);
+    let failed = 0;
     for (const o of outcomes) {
       if (o.result === "failed") {
+        failed++;
         ctx.log.warn("forced pod deletion failed", {
           node: action.node,
           pod: o.pod,
@@ -224,7 +229,7 @@ export class ActionWriter {
         });
       }
     }
-    return 0;
+    return failed;
   }
 
   async #finalizer(

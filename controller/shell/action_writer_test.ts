@@ -121,3 +121,18 @@ Deno.test("ActionWriter: evictions carry the grace period; forced deletions the 
   });
   assert.deepEqual(w.counts, ["evict", "evict", "deletePod", "deletePod"]);
 });
+
+Deno.test("ActionWriter: a forced deletion the API refuses is counted, so the drain backs off", async () => {
+  const w = world((method, path) =>
+    method === "DELETE" && path.endsWith("/denied")
+      ? statusResponse(403, "Forbidden")
+      : jsonResponse({})
+  );
+  const failed = await w.apply({
+    kind: "deletePods",
+    node: "n1",
+    pods: [{ namespace: "a", name: "denied", uid: "u1" }, { namespace: "a", name: "web" }],
+  });
+  assert.equal(failed, 1, "one refused deletion, never thrown");
+  assert.deepEqual(w.counts, ["deletePod", "deletePod"]);
+});

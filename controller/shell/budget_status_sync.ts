@@ -45,6 +45,11 @@ export interface BudgetStatusSyncOptions {
   windowMs?: number;
   /** Called after each status write (write counts, metrics). */
   onWrite?: () => void;
+  /**
+   * The nodes an External pool's orchestrator has down (`externalDisruptions`), counted
+   * like the operator's; absent: none.
+   */
+  externalDisruptions?: (nodes: ReadonlyMap<string, NodeSummary>) => ReadonlySet<string>;
   clock?: Clock;
   logger?: Logger;
 }
@@ -63,6 +68,7 @@ export class BudgetStatusSync {
   readonly #settleMs: number;
   readonly #windowMs: number;
   readonly #onWrite?: () => void;
+  readonly #external?: BudgetStatusSyncOptions["externalDisruptions"];
   readonly #clock: Clock;
   readonly #log: Logger;
   #memo = new Map<string, Memo>();
@@ -77,6 +83,7 @@ export class BudgetStatusSync {
     this.#settleMs = options.settleMs ?? 250;
     this.#windowMs = options.windowMs ?? 1_000;
     this.#onWrite = options.onWrite;
+    this.#external = options.externalDisruptions;
     this.#clock = options.clock ?? systemClock;
     this.#log = (options.logger ?? silentLogger).with({ component: "budget-status" });
     const notify = () => this.notify();
@@ -106,8 +113,9 @@ export class BudgetStatusSync {
     const nodes = new Map<string, NodeSummary>();
     for (const n of this.#nodes.store.list()) nodes.set(n.metadata?.name ?? "", summarizeNode(n));
     const now = this.#clock.now();
+    const external = this.#external?.(nodes);
     for (const budget of budgets) {
-      const next = budgetStatus({ budget, nodes, now });
+      const next = budgetStatus({ budget, nodes, now, ...(external ? { external } : {}) });
       if (!budgetStatusChanged(budget.status, next) || this.#behind(budget, next)) continue;
       await this.#write(budget, next);
     }

@@ -22,8 +22,10 @@ import {
   type BootcDisruptionBudget,
   type BootcNode,
   type BootcNodePool,
+  owningPool,
 } from "../../lib/api/mod.ts";
 import { type Clock, systemClock } from "../../lib/clock.ts";
+import { externalDisruptions } from "../gates/cluster_budget.ts";
 import {
   type Informer,
   type KubeClient,
@@ -61,12 +63,8 @@ import type { CoalesceOptions } from "./status_coalesce.ts";
 import { StatusWriter } from "./status_writer.ts";
 import type { PodSummary } from "../model/types.ts";
 import { poolsForNode } from "./watch_mapping.ts";
-import { HookDeliveries } from "../hooks/deliveries.ts";
 import type { RetryOptions } from "../hooks/delivery_policy.ts";
-import { withHookStatus } from "../hooks/hook_status.ts";
-import { type HookOccurrence, hookOccurrences } from "../hooks/phases.ts";
-import { isNotFound } from "../../lib/kube/mod.ts";
-import { webhookSecretProblem } from "../webhook/client.ts";
+import { HookWiring } from "./hook_wiring.ts";
 
 export type { Node, Pdb, Secret } from "./object_views.ts";
 export type { EventSink } from "./planned_events.ts";
@@ -144,9 +142,8 @@ export class PoolReconciler {
   #daemonAccess: DaemonAccessSync;
   #budgetStatus: BudgetStatusSync;
   #queue?: WorkQueue<string>;
-  /** Hook deliveries while leading (controller/hooks/deliveries.ts). */
-  #hooks?: HookDeliveries;
-  #hookOptions: { namespace: string; retry?: RetryOptions; events?: EventSink };
+  /** Hook deliveries while leading (controller/hooks/). */
+  #hooks: HookWiring;
   /** Per pool: drain passes in a row whose evictions were refused. */
   #drainRefusals = new Map<string, number>();
 
@@ -161,7 +158,16 @@ export class PoolReconciler {
     this.#applyConcurrency = options.applyConcurrency ?? 16;
     this.#maxDrainBackoffMs = options.maxDrainBackoffMs ?? 60_000;
     const namespace = options.namespace ?? "bootc-operator";
-    this.#hookOptions = { namespace, retry: options.hookRetry, events: options.events };
+    this.#hooks = new HookWiring({
+      client: options.client,
+      namespace,
+      retry: options.hookRetry,
+      events: options.events,
+      clock: this.#clock,
+      logger: this.#log,
+      pool: (name) => this.pools.store.get(name),
+      wake: (name) => this.#queue?.addAfter(name, 1_000),
+    });
     const common = { clock: this.#clock, logger: this.#log };
     const caches = this.#caches = new ControllerCaches({ client: c, namespace, ...common });
     ({ pools: this.pools, nodes: this.nodes, bootcNodes: this.bootcNodes } = caches);
@@ -202,6 +208,7 @@ export class PoolReconciler {
       budgets: this.budgets,
       nodes: this.nodes,
       onWrite: () => count("budgetStatus"),
+      externalDisruptions: (nodes) => externalDisruptions(this.#poolMembers(), nodes),
       ...common,
     });
     caches.wire({
@@ -210,7 +217,7 @@ export class PoolReconciler {
         this.#sources.forget(name);
         this.#metrics?.forgetPool(name);
         this.#status.forget(name);
-        this.#hooks?.forget(name);
+        this.#hooks.forget(name);
       },
     });
   }
@@ -279,7 +286,7 @@ export class PoolReconciler {
     // So does every BootcDisruptionBudget's status.
     const budgetStatus = this.#budgetStatus.run(accessStop.signal);
     // Only the leader calls hooks; deliveries still waiting when it stops are dropped.
-    this.#hooks = this.#newHookDeliveries();
+    this.#hooks.start();
     try {
       for (const p of this.pools.store.list()) queue.add(p.metadata.name ?? "");
       // Records left by pools that are gone (deleted while this controller was down).
@@ -292,9 +299,7 @@ export class PoolReconciler {
       signal.removeEventListener("abort", stop);
       this.#queue = undefined;
       accessStop.abort();
-      const hooks = this.#hooks;
-      this.#hooks = undefined;
-      await Promise.all([access, budgetStatus, hooks?.close()]);
+      await Promise.all([access, budgetStatus, this.#hooks.stop()]);
       this.#metrics?.setLeading(false);
       // A replica that does not lead polls no registry.
       await this.#sources.stop();
@@ -344,7 +349,7 @@ export class PoolReconciler {
       return;
     }
     const plan = await this.#plan(pool);
-    const hookPhases = this.#hookPhases(pool, plan);
+    const hookPhases = this.#hooks.phases(pool, plan, () => this.#view());
     // The approval webhook is asked beside the work queue; its answers wake the pool.
     this.#sources.wantApprovals(pool, plan.approvalAsks);
     const written: Written[] = [];
@@ -359,67 +364,16 @@ export class PoolReconciler {
         this.#applyConcurrency,
       );
       refused = refusals.reduce((sum, n) => sum + n, 0);
-      if (plan.status) await this.#status.write(pool, this.#withHooks(pool, plan.status), written);
+      if (plan.status) {
+        await this.#status.write(pool, this.#hooks.withStatus(pool, plan.status), written);
+      }
     } finally {
       await this.#events.record(pool, plan.events);
-      // Like the events: a write planned again later has the same ids, delivered once.
-      this.#hooks?.enqueue(pool, hookPhases);
+      this.#hooks.send(pool, hookPhases, written);
       this.#observe(name, plan);
       await this.#guard.settle(written, log);
     }
     this.#requeue(name, plan, refused);
-  }
-
-  /** The hook phases `plan` reaches (none unless leading and the pool has hooks). */
-  #hookPhases(pool: BootcNodePool, plan: Plan): HookOccurrence[] {
-    if (!this.#hooks || !pool.spec.hooks?.length) return [];
-    // The view before the plan's writes: a released node still shows its slot's time.
-    const { nodes, bootcNodes } = this.#view();
-    return hookOccurrences({ pool, plan, nodes, bootcNodes, now: this.#clock.now() });
-  }
-
-  /** `status` with `status.hooks`: the deliveries finished here, else those stored. */
-  #withHooks(pool: BootcNodePool, status: Plan["status"] & object) {
-    return withHookStatus(status, {
-      hooks: pool.spec.hooks,
-      stored: pool.status?.hooks,
-      fresh: this.#hooks?.results(pool.metadata.name ?? ""),
-    });
-  }
-
-  #newHookDeliveries(): HookDeliveries {
-    const { namespace, retry, events } = this.#hookOptions;
-    const secrets = this.#client.resource<Secret>(Resources.secrets, namespace);
-    return new HookDeliveries({
-      secretData: async (name) => {
-        const secret = await secrets.get(name).catch((e) => {
-          if (isNotFound(e)) return undefined;
-          throw e;
-        });
-        const problem = secret && webhookSecretProblem(secret);
-        if (problem) throw new Error(problem);
-        return secret && (secret.data ?? {});
-      },
-      retry,
-      clock: this.#clock,
-      logger: this.#log,
-      onSettled: (name, status) => {
-        const pool = this.pools.store.get(name);
-        if (!pool) return;
-        if (status.result === "Failed") {
-          const what = status.node ? `${status.phase} of node ${status.node}` : status.phase;
-          void events?.record(
-            { apiVersion: pool.apiVersion, kind: "BootcNodePool", metadata: pool.metadata },
-            "Warning",
-            "HookDeliveryFailed",
-            `hook ${status.name}: ${what} (revision ${status.revision}) not delivered after ` +
-              `${status.attempts} attempt(s): ${status.message ?? ""}`.slice(0, 1024),
-          ).catch(() => {});
-        }
-        // The result rides along with the pool's next status write (coalesced).
-        this.#queue?.addAfter(name, 1_000);
-      },
-    });
   }
 
   /** Gathers the planner's inputs from the caches and the pollers, and plans the pool. */
@@ -448,6 +402,21 @@ export class PoolReconciler {
     if (plan.needPods.length === 0) return plan;
     const podsByNode = await this.#listPods(plan.needPods);
     return planPool({ ...baseInput, podsByNode, podsListed: new Set(podsByNode.keys()) });
+  }
+
+  /** Every pool with its members (BootcNode ownership), as the cluster budgets read them. */
+  #poolMembers(): { pool: BootcNodePool; members: string[] }[] {
+    const members = new Map<string, string[]>();
+    for (const bn of this.bootcNodes.store.list()) {
+      const owner = owningPool(bn);
+      if (owner !== undefined) {
+        members.set(owner, [...members.get(owner) ?? [], bn.metadata.name ?? ""]);
+      }
+    }
+    return this.pools.store.list().map((pool) => ({
+      pool,
+      members: members.get(pool.metadata.name ?? "") ?? [],
+    }));
   }
 
   #view() {

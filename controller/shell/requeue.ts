@@ -12,7 +12,7 @@ export interface RequeueInput {
   planned?: number;
   /** True while a drain waits on pods (`Plan.draining`). */
   draining: boolean;
-  /** Evictions refused in this reconcile. */
+  /** Evictions refused (and forced deletions failed) in this reconcile. */
   refused: number;
   /** Drain passes in a row with refused evictions before this one. */
   streak: number;

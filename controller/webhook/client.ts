@@ -52,7 +52,7 @@ export async function postJson(
   body: unknown,
   options: PostJsonOptions = {},
 ): Promise<WebhookReply> {
-  const url = checkedUrl(endpoint.url);
+  const url = checkedUrl(endpoint.url, endpoint);
   const timeout = AbortSignal.timeout(Math.max(1, endpoint.timeoutSeconds) * 1000);
   const signal = options.signal ? AbortSignal.any([timeout, options.signal]) : timeout;
   const client = httpClient(endpoint);
@@ -125,10 +125,14 @@ export function webhookSecretProblem(secret: WebhookSecretLike): string | undefi
   return undefined;
 }
 
-function checkedUrl(raw: string): URL {
+function checkedUrl(raw: string, endpoint: WebhookEndpoint): URL {
   const url = new URL(raw);
   if (url.protocol !== "http:" && url.protocol !== "https:") {
     throw new TypeError(`webhook URL must be http:// or https://, got ${url.protocol}`);
+  }
+  // Admission refuses this too; defence in depth: credentials never go out in the clear.
+  if (url.protocol === "http:" && (endpoint.bearerToken || endpoint.clientCert)) {
+    throw new TypeError("webhook credentials (a bearer token or client certificate) need https://");
   }
   return url;
 }

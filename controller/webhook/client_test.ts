@@ -35,7 +35,8 @@ function serve(
     onListen: () => {},
     ...(tls ?? {}),
   }, async (req) => {
-    seen.push({ method: req.method, headers: req.headers, body: await req.text() });
+    // A copy: a request's headers are gone once it closes (HTTP/2 over TLS).
+    seen.push({ method: req.method, headers: new Headers(req.headers), body: await req.text() });
     return respond(req);
   });
   const scheme = tls ? "https" : "http";
@@ -76,10 +77,14 @@ async function testPki() {
 }
 
 Deno.test("postJson sends JSON with the bearer token and extra headers, returns status and body", async () => {
-  const server = serve(() => new Response("accepted", { status: 202 }));
+  const pki = await testPki();
+  const server = serve(() => new Response("accepted", { status: 202 }), {
+    cert: pki.serverCert,
+    key: pki.serverKey,
+  });
   try {
     const reply = await postJson(
-      { url: server.url, timeoutSeconds: 5, bearerToken: "s3cret" },
+      { url: server.url, timeoutSeconds: 5, bearerToken: "s3cret", caBundle: pki.caCert },
       { hello: "world" },
       { headers: { "content-type": "application/cloudevents+json", "x-extra": "1" } },
     );
@@ -91,6 +96,21 @@ Deno.test("postJson sends JSON with the bearer token and extra headers, returns 
     assert.deepEqual(call.headers.get("content-type"), "application/cloudevents+json");
     assert.deepEqual(call.headers.get("x-extra"), "1");
     assert.deepEqual(call.headers.get("authorization"), "Bearer s3cret");
+  } finally {
+    await server.close();
+  }
+});
+
+Deno.test("postJson never sends credentials over plain http", async () => {
+  const server = serve(() => new Response("ok"));
+  try {
+    for (const creds of [{ bearerToken: "s3cret" }, { clientCert: { cert: "c", key: "k" } }]) {
+      const err = await rejection(() =>
+        postJson({ url: server.url, timeoutSeconds: 5, ...creds }, {})
+      );
+      assert.match(String(err), /need https/);
+    }
+    assert.equal(server.seen.length, 0, "nothing reached the server");
   } finally {
     await server.close();
   }
@@ -109,10 +129,15 @@ Deno.test("postJson resolves with error statuses and without a token sends no Au
 });
 
 Deno.test("postJson does not follow redirects (the token stays with the endpoint)", async () => {
-  const target = serve(() => new Response("moved here"));
-  const server = serve(() => Response.redirect(target.url, 307));
+  const pki = await testPki();
+  const tls = { cert: pki.serverCert, key: pki.serverKey };
+  const target = serve(() => new Response("moved here"), tls);
+  const server = serve(() => Response.redirect(target.url, 307), tls);
   try {
-    const reply = await postJson({ url: server.url, timeoutSeconds: 5, bearerToken: "t" }, {});
+    const reply = await postJson(
+      { url: server.url, timeoutSeconds: 5, bearerToken: "t", caBundle: pki.caCert },
+      {},
+    );
     assert.deepEqual(reply.status, 307);
     assert.deepEqual(target.seen.length, 0);
   } finally {

@@ -167,13 +167,21 @@ export const WebhookEndpointSpec = Type.Object({
   secretRef: Type.Optional(Type.Object({
     name: SecretReference.properties.name,
   }, {
-    description: "A Secret in the operator's namespace: `token` (sent as a bearer token), " +
-      "`tls.crt` and `tls.key` (a client certificate), `ca.crt` (added to caBundle).",
+    description: "A Secret in the operator's namespace, labelled bootc.dev/webhook-credentials: " +
+      '"true": `token` (sent as a bearer token), `tls.crt` and `tls.key` (a client ' +
+      "certificate), `ca.crt` (added to caBundle). Needs an https:// url.",
   })),
 });
 
 /** {@linkcode WebhookEndpointSpec}'s fields, to spread into an object that adds its own. */
 export const webhookEndpointFields = WebhookEndpointSpec.properties;
+
+/** The rule every object spreading {@linkcode webhookEndpointFields} carries: no credentials in the clear. */
+const WEBHOOK_CREDENTIALS_NEED_TLS = {
+  rule: "!has(self.secretRef) || self.url.startsWith('https://')",
+  message: "a secretRef (bearer token, client certificate) needs an https:// url: credentials " +
+    "are never sent in the clear",
+};
 
 /** Most hooks a pool may have. */
 export const MAX_HOOKS = 8;
@@ -206,6 +214,7 @@ export const HookSpec = Type.Object({
   })),
 }, {
   description: "An HTTP(S) endpoint the controller POSTs a CloudEvent to on the chosen phases.",
+  ...validations(WEBHOOK_CREDENTIALS_NEED_TLS),
 });
 
 /** Most `matchLabels` entries a selector may have (bounds the CEL validation cost). */
@@ -522,11 +531,11 @@ export const DrainPolicySpec = Type.Object({
   onTimeout: Type.Optional(StringEnum(DrainOnTimeoutValues, {
     default: "Degrade",
     description: "At drainTimeoutSeconds. Degrade: the node stays cordoned and degraded, " +
-      "naming what blocks its drain. Force: the pods evictions could not remove (a " +
-      "PodDisruptionBudget refused, or the eviction failed) are DELETED, overriding " +
-      "their PodDisruptionBudgets, with a Warning event per pod naming it and the " +
-      "budget; then the drain completes. Pods refused by this policy (emptyDir, " +
-      "podSelector) are never force-deleted.",
+      "naming what blocks its drain. Force: pods are still evicted, and those a " +
+      "PodDisruptionBudget allowing no disruption keeps are DELETED, overriding it, " +
+      "with a Warning event per pod naming it and the budget; then the drain completes. " +
+      "Pods refused by this policy (emptyDir, podSelector) are never force-deleted; " +
+      "they, or pods still not removed a minute after the timeout, degrade the node.",
   })),
 }, {
   description: "How nodes are drained before a reboot: pods left alone, grace period, " +
@@ -706,7 +715,10 @@ export const BootcNodePoolSpec = Type.Object({
       })),
       webhook: Type.Optional(Type.Object(
         { ...webhookEndpointFields },
-        { description: "The endpoint asked (mode: Webhook)." },
+        {
+          description: "The endpoint asked (mode: Webhook).",
+          ...validations(WEBHOOK_CREDENTIALS_NEED_TLS),
+        },
       )),
     }, {
       description: "No node takes a reboot slot for a revision until it is approved (staging " +
@@ -849,7 +861,8 @@ export const QueueEntry = Type.Object({
     description: "What holds it back: a gate's reason (BudgetExhausted, Paused, " +
       "OutsideMaintenanceWindow, Blackout, WaitingForPool, ClusterBudgetExhausted, a canary " +
       "reason), RolloutHalted, PodDisruptionBudget (its drain would wait on one a drain in " +
-      "flight needs), or PodList (the controller is reading its pods).",
+      "flight needs), DrainPolicy (the drain policy refuses a pod on it: emptyDir data), " +
+      "or PodList (the controller is reading its pods).",
   }),
 });
 

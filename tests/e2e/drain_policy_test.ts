@@ -10,8 +10,9 @@
  * - b: a PDB-blocked pod is never deleted with `onTimeout: Degrade` (the node
  *   stays degraded naming the PDB), and is deleted with `Force`, named with its
  *   PDB in a Warning event, after which the rollout completes;
- * - c: a pod with an emptyDir volume is refused and named (with the field to set)
- *   until `deleteEmptyDirData: true`;
+ * - c: a node with a pod with an emptyDir volume gets no slot (it waits in the
+ *   queue, `DrainPolicy`, the pod and the field to set named in the pool's
+ *   message) until `deleteEmptyDirData: true`;
  * - d: the grace override reaches the eviction: the API server's
  *   `deletionGracePeriodSeconds` of the evicted pods (held by a finalizer so it
  *   can be read) is the override, or the pod's own when that is shorter.
@@ -286,43 +287,39 @@ Deno.test("drain policy (issue 26): podSelector, Force vs Degrade, emptyDir, gra
 
     await step(
       t,
-      "c: an emptyDir pod is refused and named until deleteEmptyDirData: true",
+      "c: an emptyDir pod holds its node out of the slots, named, until deleteEmptyDirData: true",
       async () => {
         const pool = "dempty";
         const nodes = await setUp(stack, pool, 2, {});
         for (const n of nodes) await makePod(stack, pool, `cache-${n}`, n, { emptyDir: true });
         await rollOut(stack, pool);
-        const holder = await waitPool(
-          stack,
-          pool,
-          () => slotHolder(stack, nodes),
-          "a node takes its slot",
-          LONG_MS,
-        );
-        const named = (text: string | undefined) =>
-          (text ?? "").includes(`${pool}/cache-${holder}`) &&
-          (text ?? "").includes("spec.rollout.drain.deleteEmptyDirData");
+        // Its drain could never finish: the node is held in the queue, named, never cordoned.
+        const named = (text: string, n: string) =>
+          text.includes(`${pool}/cache-${n}`) &&
+          text.includes("spec.rollout.drain.deleteEmptyDirData");
         await waitPool(
           stack,
           pool,
           async () => {
-            const [bn, p] = await Promise.all([bootcNode(stack, holder), getPool(stack, pool)]);
-            const drained = findCondition(bn.status?.conditions, "Drained");
-            // The pool's message (its conditions), as a PDB-blocked drain is named.
+            const p = await getPool(stack, pool);
+            const queue = p.status?.queue ?? [];
             const poolText = (p.status?.conditions ?? []).map((c) => c.message ?? "").join("\n");
-            return drained?.status === "False" && drained.reason === "DrainBlocked" &&
-              named(drained.message) && named(poolText);
+            return nodes.every((n) =>
+              queue.some((q) => q.node === n && q.waitingFor === "DrainPolicy") &&
+              named(poolText, n)
+            );
           },
-          `the emptyDir pod is named in ${holder}'s Drained condition and the pool's`,
-          30_000,
+          `the emptyDir pods are named in pool ${pool}'s message and its nodes wait (DrainPolicy)`,
+          LONG_MS,
         );
-        const cache = await findPod(stack, pool, `cache-${holder}`);
-        assert.equal(
-          cache?.metadata.deletionTimestamp,
-          undefined,
-          "the emptyDir pod is not evicted",
-        );
-        assert.equal(cache?.status?.phase, "Running");
+        assert.equal(await slotHolder(stack, nodes), undefined, "no node took a slot");
+        const objs = await nodesByName(stack);
+        for (const n of nodes) {
+          assert.ok(!objs.get(n)?.spec?.unschedulable, `${n} is not cordoned`);
+          const cache = await findPod(stack, pool, `cache-${n}`);
+          assert.equal(cache?.metadata.deletionTimestamp, undefined, "the emptyDir pod stays");
+          assert.equal(cache?.status?.phase, "Running");
+        }
 
         await patchPoolSpec(stack, pool, { rollout: { drain: { deleteEmptyDirData: true } } });
         await waitConverged(stack, pool, v2.digest, 2, LONG_MS);

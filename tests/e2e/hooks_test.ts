@@ -25,8 +25,7 @@ import {
 } from "../../lib/api/mod.ts";
 import { isInvalid, Resources } from "../../lib/kube/mod.ts";
 import { BAD_BOOT_LABEL } from "../bootc_sim/bad_boot.ts";
-import { type ReceivedCall, startHookReceiver } from "../harness/hook_receiver.ts";
-import { issueCa, issueLeaf } from "../harness/pki.ts";
+import { type ReceivedCall, startHookReceiver, testServerTls } from "../harness/hook_receiver.ts";
 import { OPERATOR_NAMESPACE, startStack } from "../harness/stack.ts";
 import {
   addNodes,
@@ -60,30 +59,8 @@ interface Event {
 
 const ev = (c: ReceivedCall) => c.json as Event;
 
-/** A CA and a serving certificate for 127.0.0.1, as PEM text. */
-async function testTls() {
-  const dir = await Deno.makeTempDir();
-  try {
-    const ca = await issueCa({ dir, name: "ca", days: 1, profile: { commonName: "hooks-e2e-ca" } });
-    const leaf = await issueLeaf({
-      dir,
-      name: "hooks",
-      days: 1,
-      ca,
-      profile: { commonName: "hooks", extendedKeyUsage: ["serverAuth"], ips: ["127.0.0.1"] },
-    });
-    return {
-      ca: await Deno.readTextFile(ca.cert),
-      cert: await Deno.readTextFile(leaf.cert),
-      key: await Deno.readTextFile(leaf.key),
-    };
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-}
-
 Deno.test("hooks: phases in order, retries, timeouts, failures recorded, token and TLS", async (t) => {
-  const tls = await testTls();
+  const tls = await testServerTls();
   const respond = (c: ReceivedCall) => {
     const hook = c.path.split("/")[1];
     if (hook === "flaky") return c.attempt <= 2 ? { status: 503, body: "busy" } : {};
@@ -146,6 +123,10 @@ Deno.test("hooks: phases in order, retries, timeouts, failures recorded, token a
       await bad({ name: "a", url: "https://x", timeoutSeconds: 0 }, /timeoutSeconds/);
       await bad({ name: "Bad_Name", url: "https://x" }, /must be at most 63 lowercase letters/);
       await bad({ name: "a", url: "https://x", secretRef: { name: "UPPER" } }, /valid Secret name/);
+      await bad(
+        { name: "a", url: "http://x", secretRef: { name: "s" } },
+        /needs an https:\/\/ url/,
+      );
     });
 
     await step(
@@ -173,7 +154,13 @@ Deno.test("hooks: phases in order, retries, timeouts, failures recorded, token a
         }
         const nodes = await addNodes(stack, "hk", 2);
         const pool = [
-          { name: "all", url: `${http.url}/all`, secretRef: { name: "hook-token" } },
+          // Credentials go over TLS only (admission refuses a secretRef with http://).
+          {
+            name: "all",
+            url: `${https.url}/all`,
+            caBundle: tls.ca,
+            secretRef: { name: "hook-token" },
+          },
           { name: "flaky", url: `${http.url}/flaky` },
           { name: "slow", url: `${http.url}/slow`, timeoutSeconds: 1 },
           {
@@ -192,7 +179,8 @@ Deno.test("hooks: phases in order, retries, timeouts, failures recorded, token a
           },
           {
             name: "nolabel",
-            url: `${http.url}/nolabel`,
+            url: `${https.url}/nolabel`,
+            caBundle: tls.ca,
             maxAttempts: 1,
             phases: ["RolloutStarted"],
             secretRef: { name: "not-for-hooks" },
@@ -235,11 +223,11 @@ Deno.test("hooks: phases in order, retries, timeouts, failures recorded, token a
         assert.match(rec("down").message ?? "", /HTTP 500: down for maintenance/);
         assert.match(rec("untrusted").message ?? "", /certificate|UnknownIssuer|invalid peer/i);
         assert.match(rec("nolabel").message ?? "", /not-for-hooks lacks the label/);
-        assert.equal(http.received((c) => c.path === "/nolabel").length, 0);
+        assert.equal(https.received((c) => c.path === "/nolabel").length, 0);
         assert.equal(rec("all").revision, 1);
 
         // Order: the rollout's start, each node's three phases in order, the completion.
-        const calls = http.received((c) => c.path === "/all");
+        const calls = https.received((c) => c.path === "/all");
         const ids = calls.map((c) => ev(c).id);
         assert.equal(new Set(ids).size, ids.length, `no event twice: ${ids.join(", ")}`);
         const phases = calls.map((c) => ev(c).data.phase);

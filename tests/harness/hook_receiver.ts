@@ -8,6 +8,8 @@
  * @module
  */
 
+import { issueCa, issueLeaf } from "./pki.ts";
+
 /** One recorded request. */
 export interface ReceivedCall {
   /** 1-based order of arrival across all calls. */
@@ -187,4 +189,31 @@ export function startHookReceiver(options: HookReceiverOptions = {}): HookReceiv
       await server.shutdown();
     },
   };
+}
+
+/** A CA and a server certificate for 127.0.0.1 (PEM), for a receiver on TLS. */
+export async function testServerTls(): Promise<{ ca: string; cert: string; key: string }> {
+  const dir = await Deno.makeTempDir();
+  try {
+    const ca = await issueCa({
+      dir,
+      name: "ca",
+      days: 1,
+      profile: { commonName: "hooks-test-ca" },
+    });
+    const leaf = await issueLeaf({
+      dir,
+      name: "hooks",
+      days: 1,
+      ca,
+      profile: { commonName: "hooks", extendedKeyUsage: ["serverAuth"], ips: ["127.0.0.1"] },
+    });
+    return {
+      ca: await Deno.readTextFile(ca.cert),
+      cert: await Deno.readTextFile(leaf.cert),
+      key: await Deno.readTextFile(leaf.key),
+    };
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 }
