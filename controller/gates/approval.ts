@@ -73,6 +73,12 @@ export function approvalSpecErrors(spec: ApprovalSpec | undefined): string[] {
         "no credentials, e.g. https://hooks.example.com/bootc",
     );
   }
+  if (url !== undefined && spec.webhook?.secretRef && !url.startsWith("https://")) {
+    errors.push(
+      `${f}.webhook: a secretRef (bearer token, client certificate) needs an https:// url: ` +
+        "credentials are never sent in the clear",
+    );
+  }
   return errors;
 }
 

@@ -311,9 +311,23 @@ export const APPROVAL_CASES: readonly ApprovalCase[] = [
     approval: {
       mode: "Webhook",
       scope: "Node",
-      webhook: { url: "http://10.0.0.7:8080/approve", timeoutSeconds: 5, secretRef: { name: "a" } },
+      webhook: {
+        url: "https://10.0.0.7:8443/approve",
+        timeoutSeconds: 5,
+        caBundle: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+        secretRef: { name: "a" },
+      },
     },
     note: "every field",
+  },
+  { approval: { mode: "Webhook", webhook: { url: "http://10.0.0.7:8080/approve" } } },
+  {
+    approval: {
+      mode: "Webhook",
+      webhook: { url: "http://10.0.0.7:8080/approve", secretRef: { name: "a" } },
+    },
+    refused: { field: `${APPROVAL}.webhook`, message: /secretRef .* needs an https:\/\/ url/ },
+    note: "credentials never go in the clear",
   },
   {
     approval: { mode: "Webhook" },
