@@ -21,13 +21,13 @@ import type { CoreEvent } from "../lib/kube/events.ts";
 import { Resources } from "../lib/kube/resources.ts";
 import type { KubeObject, ResourceClient } from "../lib/kube/types.ts";
 import { SimulatedHost } from "../tests/bootc_sim/mod.ts";
-import { type ControlPlane, startControlPlane } from "../tests/harness/control_plane.ts";
+import type { ControlPlane } from "../tests/harness/control_plane.ts";
+import { startCrdApiServer } from "../tests/harness/crd_api_server.ts";
 import { startRegistry, type TestRegistry } from "../tests/harness/registry.ts";
 import { waitFor } from "../tests/harness/wait.ts";
 
 /** The daemon entry point; DAEMON_ENTRY runs a build (e.g. dist/daemon.js) instead. */
 const MAIN = Deno.env.get("DAEMON_ENTRY") ?? new URL("./main.ts", import.meta.url).pathname;
-const CRDS = new URL("../crds/", import.meta.url).pathname;
 const NAMESPACE = "bootc-operator";
 const POOL_NAME = "workers";
 
@@ -125,11 +125,10 @@ Deno.test({
   const nodes: Node[] = [];
   try {
     [cp, registry, authRegistry] = await Promise.all([
-      startControlPlane({ kwok: false, controllerManager: false, scheduler: false, quiet: true }),
+      startCrdApiServer(),
       startRegistry(),
       startRegistry({ auth: "htpasswd", users: { alice: "a-secret", bob: "b-secret" } }),
     ]);
-    for await (const entry of Deno.readDir(CRDS)) await cp.applyYaml(`${CRDS}${entry.name}`);
     await cp.createNamespace(NAMESPACE);
     const api = cp;
     const bootcNodes: ResourceClient<BootcNode> = cp.client.resource<BootcNode>(
@@ -143,10 +142,6 @@ Deno.test({
     const events = cp.client.resource<CoreEvent>(Resources.events, "default");
     // The pool that owns the BootcNodes (no controller runs: the test plays its part).
     const pools = cp.client.resource<BootcNodePool>(Resources.bootcNodePools);
-    await waitFor(() => pools.list().then(() => true, () => false), {
-      timeoutMs: 30_000,
-      message: "the CRDs are served",
-    });
     const pool = await pools.create({
       apiVersion: "node.bootc.dev/v1alpha1",
       kind: "BootcNodePool",

@@ -262,6 +262,8 @@ export const REASON_TEXT: Readonly<Record<string, string>> = {
   [PoolDegradedReason.PullSecretInvalid]: "the pool's pull Secret cannot be read",
   [PoolDegradedReason.HealthCheckFailed]: "a node failed its health checks after rebooting",
   [PoolDegradedReason.RolledBack]: "the pool rolled back to its last good image",
+  [PoolDegradedReason.ApprovalWebhookFailing]:
+    "the approval webhook keeps failing: approve by hand or fix the endpoint",
   CircuitOpen: "too many failed rollouts in a row: no automatic change until it is reset",
 };
 

@@ -25,11 +25,13 @@ import { type Clock, systemClock } from "../../lib/clock.ts";
 import { type Logger, silentLogger } from "../../lib/log.ts";
 import { formatTime } from "../model/slots.ts";
 import {
-  credentialsFromSecret,
+  DEFAULT_WEBHOOK_TIMEOUT_SECONDS,
   postJson,
   type PostJsonOptions,
+  resolveEndpoint,
   type WebhookEndpoint,
   type WebhookReply,
+  type WebhookSecretReader,
 } from "../webhook/client.ts";
 import { cloudEvent, CLOUDEVENTS_CONTENT_TYPE } from "./cloud_event.ts";
 import {
@@ -43,7 +45,7 @@ import { type HookOccurrence, hooksFor } from "./phases.ts";
 /** Default attempts per delivery (`spec.hooks[].maxAttempts`). */
 export const DEFAULT_MAX_ATTEMPTS = 5;
 /** Default per-attempt timeout (`spec.hooks[].timeoutSeconds`). */
-export const DEFAULT_TIMEOUT_SECONDS = 10;
+export const DEFAULT_TIMEOUT_SECONDS = DEFAULT_WEBHOOK_TIMEOUT_SECONDS;
 /** Event ids remembered as handed over (the oldest are forgotten first). */
 const MAX_SEEN = 10_000;
 /** Longest `status.hooks[].message`. */
@@ -52,7 +54,7 @@ const MAX_MESSAGE = 1024;
 /** Options of {@linkcode HookDeliveries}. */
 export interface HookDeliveriesOptions {
   /** The `data` (base64 values) of Secret `name` in the operator's namespace; undefined: none. */
-  secretData: (name: string) => Promise<Record<string, string> | undefined>;
+  secretData: WebhookSecretReader;
   /** Sends one attempt (default: the shared webhook client's `postJson`). */
   send?: (
     endpoint: WebhookEndpoint,
@@ -201,18 +203,8 @@ export class HookDeliveries {
     }
   }
 
-  async #endpoint(hook: HookSpec): Promise<WebhookEndpoint> {
-    const endpoint: WebhookEndpoint = {
-      url: hook.url,
-      timeoutSeconds: hook.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS,
-      ...(hook.caBundle ? { caBundle: hook.caBundle } : {}),
-    };
-    if (!hook.secretRef) return endpoint;
-    const data = await this.#o.secretData(hook.secretRef.name);
-    if (!data) throw new Error(`Secret ${hook.secretRef.name} not found`);
-    const creds = credentialsFromSecret(data);
-    const caBundle = [hook.caBundle, creds.caBundle].filter(Boolean).join("\n");
-    return { ...endpoint, ...creds, ...(caBundle ? { caBundle } : {}) };
+  #endpoint(hook: HookSpec): Promise<WebhookEndpoint> {
+    return resolveEndpoint(hook, this.#o.secretData);
   }
 
   #settle(d: Delivery, result: "Delivered" | "Failed", attempts: number, message: string): void {

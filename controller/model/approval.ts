@@ -29,4 +29,10 @@ export interface ApprovalAnswer extends ApprovalAsk {
   verdict?: "Approved" | "Refused";
   /** The refuser's message, or what the last failed attempt said ("attempt 2 failed: …"). */
   message?: string;
+  /**
+   * While pending: when the first of its failed attempts ended (RFC 3339). The
+   * planner reports the webhook as failing once this is older than the pool's
+   * `progressTimeoutSeconds`.
+   */
+  failingSince?: string;
 }

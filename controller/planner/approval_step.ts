@@ -16,6 +16,7 @@ import {
   type ApprovalStatus,
   type BootcNodePool,
   MAX_APPROVAL_NODES,
+  PoolDegradedReason,
 } from "../../lib/api/mod.ts";
 import {
   APPROVAL_REFUSED,
@@ -26,8 +27,9 @@ import {
 } from "../gates/mod.ts";
 import type { ApprovalAnswer, ApprovalAsks } from "../model/approval.ts";
 import type { Target } from "../model/types.ts";
+import { stallDeadlines } from "./deadlines.ts";
 import { currentRevision } from "./history.ts";
-import { type PlannedEvent, poolEvent } from "./plan.ts";
+import { NO_OUTPUT, type PlannedEvent, poolEvent, type StepOutput, stepOutput } from "./plan.ts";
 
 /** What {@linkcode approvalFacts} reads. */
 export interface ApprovalFactsInput {
@@ -90,6 +92,8 @@ export interface ApprovalFacts extends ApprovalView {
    * verdict a node still needs is ever dropped.
    */
   room: number;
+  /** The pending ask failing the longest: since when, what it last said, for which node. */
+  failing?: { since: string; message: string; node?: string };
 }
 
 /**
@@ -132,8 +136,13 @@ export function approvalFacts(input: ApprovalFactsInput): ApprovalFacts | undefi
     a.revision === revision && a.image === target.image
   );
   const pending = new Map<string, string>();
+  let failing: ApprovalFacts["failing"];
   for (const a of answers) {
-    if (!a.verdict && a.message) pending.set(a.node ?? POOL_ASK, a.message);
+    if (a.verdict || !a.message) continue;
+    pending.set(a.node ?? POOL_ASK, a.message);
+    if (a.failingSince && (!failing || a.failingSince < failing.since)) {
+      failing = { since: a.failingSince, message: a.message, node: a.node };
+    }
   }
   const done = new Set(input.done);
   if (record.verdict === undefined) {
@@ -148,7 +157,48 @@ export function approvalFacts(input: ApprovalFactsInput): ApprovalFacts | undefi
     pending,
     recordedNow: recordedNow(prior, record),
     room: Math.max(0, MAX_APPROVAL_NODES - needed),
+    ...(failing && record.verdict === undefined ? { failing } : {}),
   };
+}
+
+/**
+ * The webhook's failure past its bound: once an ask has failed every attempt
+ * for longer than the pool's `progressTimeoutSeconds`, the pool is Degraded
+ * with `ApprovalWebhookFailing` naming the endpoint, the last error and how to
+ * approve by hand (with a Warning event once per failure streak); before
+ * that, a wake-up at the bound. Nothing waits on an unreachable webhook
+ * silently.
+ */
+export function approvalFailing(
+  pool: BootcNodePool,
+  facts: ApprovalFacts | undefined,
+  now: Date,
+): StepOutput {
+  const failing = facts?.failing;
+  if (!failing) return NO_OUTPUT;
+  const bound = stallDeadlines(pool.spec.rollout).progressMs;
+  const since = Date.parse(failing.since);
+  const left = since + bound - now.getTime();
+  if (Number.isNaN(since)) return NO_OUTPUT;
+  if (left > 0) return stepOutput({ wake: left });
+  const name = pool.metadata.name ?? "";
+  const url = pool.spec.rollout?.approval?.webhook?.url ?? "";
+  const r = facts!.record;
+  const message = `approval webhook ${url} has failed since ${failing.since}` +
+    `${failing.node ? ` (asking for ${failing.node})` : ""}: ${failing.message}; ` +
+    `revision ${r.revision} waits; fix the endpoint or ${approveHint(name, r.revision)}`;
+  return stepOutput({
+    issues: [{ reason: PoolDegradedReason.ApprovalWebhookFailing, message }],
+    events: [
+      poolEvent(
+        name,
+        "Warning",
+        PoolDegradedReason.ApprovalWebhookFailing,
+        message,
+        `approval-failing/${name}/${r.revision}/${failing.since}`,
+      ),
+    ],
+  });
 }
 
 /** The asks whose webhook verdict `record` has and `prior` (the stored record) lacks. */

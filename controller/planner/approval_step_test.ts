@@ -283,3 +283,53 @@ Deno.test("scope Node: only as many nodes are asked as the record has room for, 
   const later = approvalFacts({ pool: stored, target, rollback: false, members })!;
   assert.deepEqual(approvalAsks(stored, later, held)!.asks, []);
 });
+
+Deno.test("webhook failing past progressTimeoutSeconds: Degraded ApprovalWebhookFailing, once", () => {
+  const spec: ApprovalSpec = { mode: "Webhook", webhook: { url: URL } };
+  const p = approvalPool(spec);
+  p.spec.rollout.progressTimeoutSeconds = 120;
+  // input()'s clock reads 2026-01-01T01:00:00Z.
+  const failing = (since: string, node?: string): ApprovalAnswer[] => [{
+    revision: 3,
+    image: image("b"),
+    ...(node ? { node } : {}),
+    message: "attempt 9 failed: connection refused",
+    failingSince: since,
+  }];
+  const early = plan(p, failing("2026-01-01T00:59:00Z"));
+  assert.equal(early.status?.state, AWAITING_APPROVAL);
+  assert.notEqual(findCondition(early.status?.conditions, "Degraded")?.status, "True");
+  // Woken when the bound passes (60 s left), not left to the next attempt.
+  assert.ok(early.requeueAfterMs !== undefined && early.requeueAfterMs <= 60_000);
+
+  const late = plan(p, failing("2026-01-01T00:57:59Z"));
+  const degraded = findCondition(late.status?.conditions, "Degraded");
+  assert.equal(degraded?.status, "True");
+  assert.equal(degraded?.reason, "ApprovalWebhookFailing");
+  assert.match(
+    degraded?.message ?? "",
+    new RegExp(
+      `approval webhook ${URL} has failed since 2026-01-01T00:57:59Z: attempt 9 failed: ` +
+        "connection refused; revision 3 waits; fix the endpoint or set bootc.dev/approve-revision=3",
+    ),
+  );
+  assert.equal(late.status?.state, "ApprovalWebhookFailing");
+  assert.deepEqual(granted(late), []);
+  const warning = late.events.find((e) => e.reason === "ApprovalWebhookFailing");
+  assert.equal(warning?.type, "Warning");
+  assert.ok(warning?.onceKey);
+
+  // Scope Node names the node asked for.
+  const perNode = approvalPool({ ...spec, scope: "Node" });
+  perNode.spec.rollout.progressTimeoutSeconds = 120;
+  const node = plan(perNode, failing("2026-01-01T00:50:00Z", "n1"));
+  assert.match(
+    findCondition(node.status?.conditions, "Degraded")?.message ?? "",
+    /\(asking for n1\)/,
+  );
+
+  // A person's approval ends it: the failing ask is no longer pending.
+  const byHand = plan(approvalPool(spec, { annotation: "3" }), failing("2026-01-01T00:00:00Z"));
+  assert.notEqual(findCondition(byHand.status?.conditions, "Degraded")?.status, "True");
+  assert.deepEqual(granted(byHand), ["n1", "n2"]);
+});

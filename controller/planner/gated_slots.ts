@@ -37,7 +37,7 @@ import {
   waitingCandidates,
 } from "../gates/mod.ts";
 import type { ApprovalAsks } from "../model/approval.ts";
-import { approvalAsks, approvalEvents, approvalFacts } from "./approval_step.ts";
+import { approvalAsks, approvalEvents, approvalFacts, approvalFailing } from "./approval_step.ts";
 import type { InFlightResult } from "./in_flight.ts";
 import type { Member } from "./membership.ts";
 import { mergeOutputs, type PlanInput, type StepOutput, stepOutput, StepWriter } from "./plan.ts";
@@ -135,7 +135,10 @@ export function planGatedSlots(step: GatedSlotsInput): GatedSlots {
     decided = throughGates(step, all, { cluster, disrupted, target, inUse, approval });
   }
   const queue = queueOf(all, decided.held);
-  const approvalOut = stepOutput({ events: approvalEvents(input.pool, approval) });
+  const approvalOut = mergeOutputs([
+    stepOutput({ events: approvalEvents(input.pool, approval) }),
+    approvalFailing(input.pool, approval, input.now),
+  ]);
   return {
     waitReason: decided.wait?.reason,
     wait: decided.wait,

@@ -24,14 +24,16 @@
  */
 import type { WebhookEndpointSpec } from "../../lib/api/mod.ts";
 import {
-  credentialsFromSecret,
   postJson,
   type PostJsonOptions,
+  resolveEndpoint,
   type WebhookEndpoint,
   type WebhookReply,
+  type WebhookSecretReader,
 } from "../webhook/client.ts";
 import type { ApprovalAnswer, ApprovalAsk, ApprovalAsks } from "../model/approval.ts";
 import { attemptVerdict } from "../hooks/delivery_policy.ts";
+import { type Clock, systemClock } from "../../lib/clock.ts";
 import { KeyedPoll, type KeyedPollTunables, type PollSchedule } from "./keyed_poll.ts";
 
 /** A final answer of the webhook. */
@@ -49,6 +51,8 @@ interface AskState {
   webhook: WebhookEndpointSpec;
   /** Attempts made so far. */
   attempts: number;
+  /** When the first failed attempt ended (a pending ask fails until it is answered). */
+  failingSince?: Date;
 }
 
 /** Options of {@linkcode ApprovalRequests}. */
@@ -56,15 +60,13 @@ export interface ApprovalRequestsOptions extends Omit<KeyedPollTunables, "onResu
   /** One POST (default `postJson` of `webhook/client.ts`). */
   post?: (endpoint: WebhookEndpoint, body: unknown, o: PostJsonOptions) => Promise<WebhookReply>;
   /** A Secret's data (base64 values) in the operator's namespace, for `secretRef`. */
-  secretData?: (name: string) => Promise<Record<string, string>>;
+  secretData?: WebhookSecretReader;
   /** Called with the pool after every answer or failed attempt. */
   onResult?: (pool: string) => void;
   /** Most asks of one pool in flight at once (default 4). */
   maxInFlightPerPool?: number;
 }
 
-/** Default `timeoutSeconds` of an endpoint. */
-const DEFAULT_TIMEOUT_S = 10;
 /** Default most asks of one pool in flight at once. */
 const DEFAULT_IN_FLIGHT_PER_POOL = 4;
 /** Longest refusal message kept from a reply. */
@@ -143,6 +145,7 @@ export function askKey(pool: string, ask: ApprovalAsk, webhook: WebhookEndpointS
 export class ApprovalRequests {
   #poll: KeyedPoll<true, ApprovalVerdict>;
   #o: ApprovalRequestsOptions;
+  #clock: Clock;
   /** Key → what it asks. */
   #asks = new Map<string, AskState>();
   /** Pool → its keys. */
@@ -151,6 +154,7 @@ export class ApprovalRequests {
   /** Creates an idle poller; keys start when a pool wants them. */
   constructor(options: ApprovalRequestsOptions = {}) {
     this.#o = options;
+    this.#clock = options.clock ?? systemClock;
     this.#poll = new KeyedPoll<true, ApprovalVerdict>({
       ...options,
       initialBackoffMs: options.initialBackoffMs ?? 2_000,
@@ -231,6 +235,7 @@ export class ApprovalRequests {
               ? r.message.slice(state.webhook.url.length + 2)
               : r.message
           }`,
+          failingSince: (state.failingSince ?? latest.at).toISOString(),
         },
       );
     }
@@ -268,28 +273,14 @@ export class ApprovalRequests {
       const body = approvalBody(state.pool, state.ask, state.scope, state.attempts);
       return interpretReply(await post(endpoint, body, { signal }));
     } catch (e) {
+      state.failingSince ??= this.#clock.now();
       // The engine names the endpoint by its URL (the key's start): keep only the cause.
       throw new Error(`${state.webhook.url}: ${failureText(e)}`);
     }
   }
 
-  async #endpoint(spec: WebhookEndpointSpec): Promise<WebhookEndpoint> {
-    const base: WebhookEndpoint = {
-      url: spec.url,
-      timeoutSeconds: spec.timeoutSeconds ?? DEFAULT_TIMEOUT_S,
-      ...(spec.caBundle ? { caBundle: spec.caBundle } : {}),
-    };
-    if (!spec.secretRef) return base;
-    if (!this.#o.secretData) throw new Error(`cannot read Secret ${spec.secretRef.name}`);
-    let data: Record<string, string>;
-    try {
-      data = await this.#o.secretData(spec.secretRef.name);
-    } catch (e) {
-      throw new Error(`Secret ${spec.secretRef.name}: ${failureText(e)}`);
-    }
-    const creds = credentialsFromSecret(data);
-    const caBundle = [spec.caBundle, creds.caBundle].filter((x) => x).join("\n");
-    return { ...base, ...creds, ...(caBundle ? { caBundle } : {}) };
+  #endpoint(spec: WebhookEndpointSpec): Promise<WebhookEndpoint> {
+    return resolveEndpoint(spec, this.#o.secretData ?? (() => Promise.resolve(undefined)));
   }
 }
 

@@ -70,6 +70,7 @@ Deno.test("ApprovalRequests: retries errors, then keeps the verdict and asks no 
   const seen: { endpoint: WebhookEndpoint; body: unknown }[] = [];
   const woken: string[] = [];
   const said: (string | undefined)[] = [];
+  const since: string[] = [];
   const requests: ApprovalRequests = new ApprovalRequests({
     initialBackoffMs: 5,
     maxBackoffMs: 10,
@@ -83,6 +84,8 @@ Deno.test("ApprovalRequests: retries errors, then keeps the verdict and asks no 
       woken.push(pool);
       // What each outcome showed (a retry may follow within milliseconds).
       said.push(requests.answers(pool)[0]?.message);
+      const failingSince = requests.answers(pool)[0]?.failingSince;
+      if (failingSince) since.push(failingSince);
     },
   });
   const asks: ApprovalAsks = {
@@ -97,6 +100,9 @@ Deno.test("ApprovalRequests: retries errors, then keeps the verdict and asks no 
       "attempt 1 failed: connection refused",
       "attempt 2 failed: HTTP 500: oops",
     ]);
+    // A pending ask says since when it fails (the first failure), for the planner's bound.
+    assert.equal(new Set(since).size, 1);
+    assert.ok(since[0] && Date.parse(since[0]) <= Date.now());
     assert.equal(seen.length, 3);
     assert.equal(seen[0].endpoint.timeoutSeconds, 10);
     assert.deepEqual((seen[2].body as { attempt: number }).attempt, 3);

@@ -9,7 +9,7 @@
  */
 import type { BootcNode, BootcNodePool, BootcNodePoolStatus } from "../../lib/api/mod.ts";
 import type { Clock } from "../../lib/clock.ts";
-import { isNotFound, type KubeClient, Resources } from "../../lib/kube/mod.ts";
+import type { KubeClient } from "../../lib/kube/mod.ts";
 import type { Logger } from "../../lib/log.ts";
 import { HookDeliveries } from "../hooks/deliveries.ts";
 import type { RetryOptions } from "../hooks/delivery_policy.ts";
@@ -17,10 +17,9 @@ import { withHookStatus } from "../hooks/hook_status.ts";
 import { type HookOccurrence, hookOccurrences, writtenOccurrences } from "../hooks/phases.ts";
 import type { NodeSummary } from "../model/types.ts";
 import type { Plan } from "../planner/planner.ts";
-import { webhookSecretProblem } from "../webhook/client.ts";
 import type { Written } from "./cache_guard.ts";
-import type { Secret } from "./object_views.ts";
 import type { EventSink } from "./planned_events.ts";
+import { webhookSecretReader } from "./webhook_secrets.ts";
 
 /** Options of {@linkcode HookWiring}. */
 export interface HookWiringOptions {
@@ -97,17 +96,8 @@ export class HookWiring {
 
   #newDeliveries(): HookDeliveries {
     const { namespace, retry, events, clock, logger } = this.#o;
-    const secrets = this.#o.client.resource<Secret>(Resources.secrets, namespace);
     return new HookDeliveries({
-      secretData: async (name) => {
-        const secret = await secrets.get(name).catch((e) => {
-          if (isNotFound(e)) return undefined;
-          throw e;
-        });
-        const problem = secret && webhookSecretProblem(secret);
-        if (problem) throw new Error(problem);
-        return secret && (secret.data ?? {});
-      },
+      secretData: webhookSecretReader(this.#o.client, namespace),
       retry,
       clock,
       logger,

@@ -26,6 +26,7 @@ import {
   type PrometheusCheck,
 } from "../pollers/health_queries.ts";
 import type { Node, Secret } from "./object_views.ts";
+import { webhookSecretReader } from "./webhook_secrets.ts";
 import {
   type ChannelPlan,
   channelWant,
@@ -39,7 +40,6 @@ import type { PoolIssue } from "../planner/pool_status.ts";
 import type { ApprovalAnswer, ApprovalAsks } from "../model/approval.ts";
 import { ApprovalRequests, type ApprovalRequestsOptions } from "../pollers/approval_requests.ts";
 import { needsLookup, pullSecretVerdict, type SecretLookup } from "../model/pull_secret.ts";
-import { webhookSecretProblem } from "../webhook/client.ts";
 import { type ImageResolver, secretDataHash } from "../pollers/resolver.ts";
 import {
   type TagOutcome,
@@ -133,7 +133,7 @@ export class PoolSources {
     this.#approvals = new ApprovalRequests({
       ...options.approvalRequests,
       ...common,
-      secretData: (name) => this.#secretData(name),
+      secretData: webhookSecretReader(options.client, options.namespace),
       // An answer or a failed attempt wakes the pool (its message names the attempt).
       onResult: (pool) => options.wake(pool),
     });
@@ -221,14 +221,6 @@ export class PoolSources {
    * Secret opted in by label, never a service-account token (the hooks' rule: a pool writer
    * must not make the controller send any Secret of this namespace to a URL of theirs).
    */
-  async #secretData(name: string): Promise<Record<string, string>> {
-    const secret = await this.#o.client.resource<Secret>(Resources.secrets, this.#o.namespace)
-      .get(name);
-    const problem = webhookSecretProblem(secret);
-    if (problem) throw new Error(problem);
-    return (secret.data ?? {}) as Record<string, string>;
-  }
-
   /** Finds a Secret in the operator namespace: in the cache, else with a GET. */
   async #lookupSecret(name: string): Promise<SecretLookup> {
     const namespace = this.#o.namespace;

@@ -101,6 +101,43 @@ export function credentialsFromSecret(
   };
 }
 
+/** Default `timeoutSeconds` of an endpoint spec (hooks and the approval webhook). */
+export const DEFAULT_WEBHOOK_TIMEOUT_SECONDS = 10;
+
+/** Where an endpoint spec is called: its URL, timeout, CA bundle and Secret (by name). */
+export interface WebhookEndpointSource {
+  url: string;
+  timeoutSeconds?: number;
+  caBundle?: string;
+  secretRef?: { name: string };
+}
+
+/** A Secret's `data` by name, in the operator's namespace; undefined when there is none. */
+export type WebhookSecretReader = (name: string) => Promise<Record<string, string> | undefined>;
+
+/**
+ * The endpoint of a spec (hooks and the approval webhook alike): its credentials read from
+ * its `secretRef` (a missing Secret is an error naming it) and its CA bundle joined with the
+ * Secret's `ca.crt`.
+ */
+export async function resolveEndpoint(
+  spec: WebhookEndpointSource,
+  readSecret: WebhookSecretReader,
+): Promise<WebhookEndpoint> {
+  const endpoint: WebhookEndpoint = {
+    url: spec.url,
+    timeoutSeconds: spec.timeoutSeconds ?? DEFAULT_WEBHOOK_TIMEOUT_SECONDS,
+    ...(spec.caBundle ? { caBundle: spec.caBundle } : {}),
+  };
+  if (!spec.secretRef) return endpoint;
+  const name = spec.secretRef.name;
+  const data = await readSecret(name);
+  if (!data) throw new Error(`Secret ${name} not found`);
+  const creds = credentialsFromSecret(data);
+  const caBundle = [spec.caBundle, creds.caBundle].filter(Boolean).join("\n");
+  return { ...endpoint, ...creds, ...(caBundle ? { caBundle } : {}) };
+}
+
 /** What {@linkcode webhookSecretProblem} reads of a Secret. */
 export interface WebhookSecretLike {
   type?: string;

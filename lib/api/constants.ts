@@ -368,6 +368,11 @@ export const PoolDegradedReason = {
   HealthCheckFailed: "HealthCheckFailed",
   /** The pool rolled back to its last good image automatically (`onFailure: RollbackPool`). */
   RolledBack: "RolledBack",
+  /**
+   * The approval webhook has failed every attempt for longer than the pool's
+   * `progressTimeoutSeconds` (message names the endpoint and the last error).
+   */
+  ApprovalWebhookFailing: "ApprovalWebhookFailing",
   /** No issues. */
   Healthy: "Healthy",
 } as const;

@@ -4,33 +4,19 @@
  * show progress.
  */
 import assert from "node:assert/strict";
-import { startControlPlane } from "../../tests/harness/control_plane.ts";
+import { startCrdApiServer } from "../../tests/harness/crd_api_server.ts";
 import { waitFor } from "../../tests/harness/wait.ts";
 import { isInvalid, Resources } from "../kube/mod.ts";
 import type { BootcNode, BootcNodePool } from "./mod.ts";
 import { selectorError } from "../../controller/model/selector.ts";
 
-const CRDS = new URL("../../crds/", import.meta.url).pathname;
 const digest = "sha256:" + "b".repeat(64);
 
 Deno.test("CRDs validate, default and print on the real API server", async (t) => {
-  const cp = await startControlPlane({
-    kwok: false,
-    controllerManager: false,
-    scheduler: false,
-    quiet: true,
-  });
+  const cp = await startCrdApiServer();
   try {
-    for await (const entry of Deno.readDir(CRDS)) await cp.applyYaml(`${CRDS}${entry.name}`);
     const pools = cp.client.resource<BootcNodePool>(Resources.bootcNodePools);
     const nodes = cp.client.resource<BootcNode>(Resources.bootcNodes);
-    await waitFor(async () => {
-      try {
-        return (await pools.list()).items ?? [];
-      } catch {
-        return undefined;
-      }
-    }, { timeoutMs: 20_000, message: "CRDs were not served" });
 
     const pool = (name: string, spec: Record<string, unknown>) =>
       ({

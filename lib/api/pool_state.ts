@@ -97,6 +97,10 @@ export const PROBLEM_PRECEDENCE: readonly ProblemRow[] = [
   { state: PoolDegradedReason.NodeConflict, fact: PoolDegradedReason.NodeConflict },
   { state: PoolDegradedReason.NodeStalled, fact: PoolDegradedReason.NodeStalled },
   { state: PoolDegradedReason.NodeDegraded, fact: PoolDegradedReason.NodeDegraded },
+  {
+    state: PoolDegradedReason.ApprovalWebhookFailing,
+    fact: PoolDegradedReason.ApprovalWebhookFailing,
+  },
 ];
 
 /** The Degraded reasons, most severe first: the table's order of the Degraded issues. */

@@ -188,6 +188,7 @@ Deno.test("the Degraded condition ranks its issues by the same table", () => {
     "NodeConflict",
     "NodeStalled",
     "NodeDegraded",
+    "ApprovalWebhookFailing",
   ]);
 });
 

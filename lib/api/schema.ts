@@ -615,7 +615,9 @@ export const BootcNodePoolSpec = Type.Object({
         "its Node's record and Ready) for its daemon, the controller or its Node, where no " +
         "other deadline applies (staging, drain, reboot, health checks), before it is " +
         "reported Stalled with reason NoProgress naming what it waits for. Waits on a " +
-        "rollout gate (budget, window, pause, staging limit) or on a person are not stalls.",
+        "rollout gate (budget, window, pause, staging limit) or on a person are not stalls. " +
+        "An approval webhook failing every attempt for this long makes the pool Degraded " +
+        "(ApprovalWebhookFailing).",
     })),
     budgets: Type.Optional(Type.Array(
       Type.Object({
@@ -908,7 +910,8 @@ export const BootcNodePoolStatus = Type.Object({
     maxLength: 64,
     description: "One headline, the most important first: a problem (InvalidSpec, " +
       "PullSecretInvalid, ImageResolutionFailed, Halted, RolledBack, CircuitOpen, " +
-      "ImageFailedBefore, HealthCheckFailed, NodeConflict, NodeStalled, NodeDegraded), else the " +
+      "ImageFailedBefore, HealthCheckFailed, NodeConflict, NodeStalled, NodeDegraded, " +
+      "ApprovalWebhookFailing), else the " +
       "gate that holds reboots back (Paused, Blackout, OutsideMaintenanceWindow, " +
       "BudgetExhausted, WaitingForPool, AwaitingApproval, ApprovalRefused, " +
       "ClusterBudgetExhausted, a canary reason, StagingLimit), " +

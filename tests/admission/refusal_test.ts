@@ -12,8 +12,7 @@
 import assert from "node:assert/strict";
 import type { BootcNodePool } from "../../lib/api/mod.ts";
 import { isInvalid, Resources } from "../../lib/kube/mod.ts";
-import { startControlPlane } from "../harness/control_plane.ts";
-import { waitFor } from "../harness/wait.ts";
+import { startCrdApiServer } from "../harness/crd_api_server.ts";
 import {
   APPROVAL_CASES,
   DRAIN_CASES,
@@ -25,8 +24,6 @@ import {
   TIME_CASES,
   type TimeCase,
 } from "./cases.ts";
-
-const CRDS = new URL("../../crds/", import.meta.url).pathname;
 
 function pool(name: string, spec: Record<string, unknown>): BootcNodePool {
   return {
@@ -71,22 +68,9 @@ function drainVerdictProblem(c: DrainCase, error: unknown): string | undefined {
 }
 
 Deno.test("admission: bad time values are refused at apply time, naming the field", async (t) => {
-  const cp = await startControlPlane({
-    kwok: false,
-    controllerManager: false,
-    scheduler: false,
-    quiet: true,
-  });
+  const cp = await startCrdApiServer();
   try {
-    for await (const entry of Deno.readDir(CRDS)) await cp.applyYaml(`${CRDS}${entry.name}`);
     const pools = cp.client.resource<BootcNodePool>(Resources.bootcNodePools);
-    await waitFor(async () => {
-      try {
-        return (await pools.list()).items ?? [];
-      } catch {
-        return undefined;
-      }
-    }, { timeoutMs: 30_000, message: "CRDs were not served" });
 
     await t.step(`the table: ${TIME_CASES.length} values in every place they appear`, async () => {
       const problems: string[] = [];

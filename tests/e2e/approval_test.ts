@@ -13,6 +13,9 @@
  *   not even by a restarted controller; a person's `approve` overrules it.
  * - `mode: Webhook` failing (5xx) then approving: the wait names the failed
  *   attempt; the retry approves and the rollout completes.
+ * - `mode: Webhook` down (every attempt fails): past `progressTimeoutSeconds`
+ *   the pool is Degraded (ApprovalWebhookFailing) naming the endpoint, the error
+ *   and how to approve by hand, with a Warning event; a person approves.
  * - `scope: Node`: each node is asked for by name, once; a refused node never
  *   takes a slot while the approved one is updated.
  *
@@ -25,6 +28,7 @@ import { type BootcNodePool, findCondition, isDisrupted } from "../../lib/api/mo
 import { Resources } from "../../lib/kube/mod.ts";
 import { ensureBuild } from "../../tools/build.ts";
 import { type ReceivedCall, startHookReceiver } from "../harness/hook_receiver.ts";
+import { ProblemWatch } from "../harness/problem_watch.ts";
 import { type Stack, startStack } from "../harness/stack.ts";
 import {
   addNodes,
@@ -47,53 +51,23 @@ const LONG_MS = 240_000;
 const decoder = new TextDecoder();
 
 /** Watches a waiting pool: nothing of it may be cordoned, drained, rebooted or Stalled. */
-class NothingMoves {
-  readonly problems: string[] = [];
-  #stop = false;
-  #loop: Promise<void>;
-
-  constructor(private stack: Stack, private pool: string, private v1: string) {
-    this.#loop = this.#run();
-  }
-
-  async stop(): Promise<string[]> {
-    this.#stop = true;
-    await this.#loop;
-    return this.problems;
-  }
-
-  #note(problem: string): void {
-    if (!this.problems.includes(problem)) this.problems.push(problem);
-  }
-
-  async #run(): Promise<void> {
-    while (!this.#stop) {
-      try {
-        await this.#check();
-      } catch {
-        // A read failed (a loaded API server): the next round reads again.
+function nothingMoves(stack: Stack, pool: string, v1: string): ProblemWatch {
+  return new ProblemWatch({
+    check: async (note) => {
+      const [nodes, bns] = await Promise.all([nodesByName(stack), poolNodes(stack, pool)]);
+      for (const bn of bns) {
+        const name = bn.metadata.name ?? "";
+        const node = nodes.get(name);
+        if (node && isDisrupted(node)) note(`${name} carries the disruption record`);
+        if (node?.spec?.unschedulable) note(`${name} was cordoned`);
+        if (bn.spec.desiredImageState === "Booted") note(`${name} was asked for Booted`);
+        const booted = bn.status?.booted?.imageDigest;
+        if (booted && booted !== v1) note(`${name} rebooted into ${booted}`);
+        const stalled = findCondition(bn.status?.conditions, "Stalled");
+        if (stalled?.status === "True") note(`${name} Stalled: ${stalled.message}`);
       }
-      await new Promise((r) => setTimeout(r, 250));
-    }
-  }
-
-  async #check(): Promise<void> {
-    const [nodes, bns] = await Promise.all([
-      nodesByName(this.stack),
-      poolNodes(this.stack, this.pool),
-    ]);
-    for (const bn of bns) {
-      const name = bn.metadata.name ?? "";
-      const node = nodes.get(name);
-      if (node && isDisrupted(node)) this.#note(`${name} carries the disruption record`);
-      if (node?.spec?.unschedulable) this.#note(`${name} was cordoned`);
-      if (bn.spec.desiredImageState === "Booted") this.#note(`${name} was asked for Booted`);
-      const booted = bn.status?.booted?.imageDigest;
-      if (booted && booted !== this.v1) this.#note(`${name} rebooted into ${booted}`);
-      const stalled = findCondition(bn.status?.conditions, "Stalled");
-      if (stalled?.status === "True") this.#note(`${name} Stalled: ${stalled.message}`);
-    }
-  }
+    },
+  }).start();
 }
 
 /** The pool's events with `reason`, by message. */
@@ -143,7 +117,7 @@ async function waitStaged(stack: Stack, pool: string): Promise<void> {
 }
 
 Deno.test("approval gate: annotation, webhook refusal, retries, per-node scope", async (t) => {
-  const pools = ["ap-ann", "ap-ref", "ap-retry", "ap-node"];
+  const pools = ["ap-ann", "ap-ref", "ap-retry", "ap-down", "ap-node"];
   const [executables, stack] = await Promise.all([
     ensureBuild(),
     startStack({ limits: Object.fromEntries(pools.map((p) => [p, { maxUnavailable: 1 }])) }),
@@ -214,7 +188,7 @@ Deno.test("approval gate: annotation, webhook refusal, retries, per-node scope",
         "ap-ann",
         poolSpec("ap-ann", target, rollout({ mode: "Annotation" })),
       );
-      const watch = new NothingMoves(stack, "ap-ann", v1.digest);
+      const watch = nothingMoves(stack, "ap-ann", v1.digest);
       await waitStaged(stack, "ap-ann");
       const waiting = await waitWait(
         stack,
@@ -258,7 +232,7 @@ Deno.test("approval gate: annotation, webhook refusal, retries, per-node scope",
         "ap-ref",
         poolSpec("ap-ref", target, rollout({ mode: "Webhook", webhook: webhook("/refuse") })),
       );
-      const watch = new NothingMoves(stack, "ap-ref", v1.digest);
+      const watch = nothingMoves(stack, "ap-ref", v1.digest);
       await waitWait(
         stack,
         "ap-ref",
@@ -309,7 +283,7 @@ Deno.test("approval gate: annotation, webhook refusal, retries, per-node scope",
           "ap-retry",
           poolSpec("ap-retry", target, rollout({ mode: "Webhook", webhook: webhook("/flaky") })),
         );
-        const watch = new NothingMoves(stack, "ap-retry", v1.digest);
+        const watch = nothingMoves(stack, "ap-retry", v1.digest);
         await waitWait(
           stack,
           "ap-retry",
@@ -333,6 +307,46 @@ Deno.test("approval gate: annotation, webhook refusal, retries, per-node scope",
 
     await step(
       t,
+      "Webhook down: Degraded past progressTimeoutSeconds, named; a person approves",
+      async () => {
+        const nodes = await addNodes(stack, "ap-down", 2);
+        await stack.createPool(
+          "ap-down",
+          poolSpec("ap-down", target, rollout({ mode: "Webhook", webhook: webhook("/down") })),
+        );
+        const watch = nothingMoves(stack, "ap-down", v1.digest);
+        // Every attempt fails (HTTP 500): past the pool's 10 s bound the wait is a problem.
+        await waitPool(
+          stack,
+          "ap-down",
+          async () => {
+            const d = findCondition(
+              (await getPool(stack, "ap-down")).status?.conditions,
+              "Degraded",
+            );
+            return d?.status === "True" && d.reason === "ApprovalWebhookFailing" &&
+              d.message.includes(`approval webhook ${receiver.url}/down has failed since`) &&
+              /HTTP 500.*set bootc\.dev\/approve-revision=1/.test(d.message);
+          },
+          "no Degraded ApprovalWebhookFailing naming the endpoint",
+          LONG_MS,
+        );
+        assert.equal((await getPool(stack, "ap-down")).status?.state, "ApprovalWebhookFailing");
+        await waitPool(stack, "ap-down", async () => {
+          const e = await poolEvents(stack, "ap-down", "ApprovalWebhookFailing");
+          return e.some((x) => x.type === "Warning");
+        }, "no ApprovalWebhookFailing Warning event");
+        assert.deepEqual(await watch.stop(), []);
+        const ok = await kubectlBootc(["approve", "ap-down", "--revision", "1"]);
+        assert.equal(ok.code, 0, ok.stderr);
+        const p = await waitConverged(stack, "ap-down", v2.digest, 2, LONG_MS);
+        assert.notEqual(findCondition(p.status?.conditions, "Degraded")?.status, "True");
+        await assertInvariants(stack, nodes);
+      },
+    );
+
+    await step(
+      t,
       "scope Node: each node asked once; the refused one never gets a slot",
       async () => {
         const nodes = await addNodes(stack, "ap-node", 2);
@@ -344,7 +358,7 @@ Deno.test("approval gate: annotation, webhook refusal, retries, per-node scope",
             rollout({ mode: "Webhook", scope: "Node", webhook: webhook("/per-node") }),
           ),
         );
-        const watch = new NothingMoves(stack, "ap-node", v1.digest);
+        const watch = nothingMoves(stack, "ap-node", v1.digest);
         await waitWait(
           stack,
           "ap-node",

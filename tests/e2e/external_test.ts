@@ -21,6 +21,7 @@ import {
   isDisrupted,
 } from "../../lib/api/mod.ts";
 import { Resources } from "../../lib/kube/mod.ts";
+import { ProblemWatch } from "../harness/problem_watch.ts";
 import { type Stack, startStack } from "../harness/stack.ts";
 import { waitFor } from "../harness/wait.ts";
 import {
@@ -51,41 +52,23 @@ const PROGRESS_TIMEOUT_SECONDS = 15;
  * (both values while its own cordon or uncordon is under way).
  */
 class OutOfTheWay {
-  readonly problems: string[] = [];
   readonly cordon = new Map<string, Set<boolean>>();
-  #stop = false;
-  #loop?: Promise<void>;
+  #watch: ProblemWatch;
 
   constructor(private stack: Stack, private nodes: string[]) {
     for (const n of nodes) this.cordon.set(n, new Set([false]));
+    this.#watch = new ProblemWatch({ check: (note) => this.#check(note) });
   }
 
   start(): void {
-    this.#loop = this.#run();
+    this.#watch.start();
   }
 
-  async stop(): Promise<string[]> {
-    this.#stop = true;
-    await this.#loop;
-    return this.problems;
+  stop(): Promise<string[]> {
+    return this.#watch.stop();
   }
 
-  #note(problem: string): void {
-    if (!this.problems.includes(problem)) this.problems.push(problem);
-  }
-
-  async #run(): Promise<void> {
-    while (!this.#stop) {
-      try {
-        await this.#check();
-      } catch {
-        // A read failed (a loaded API server): the next round reads again.
-      }
-      await new Promise((r) => setTimeout(r, 250));
-    }
-  }
-
-  async #check(): Promise<void> {
+  async #check(note: (problem: string) => void): Promise<void> {
     const [nodes, bns, pool] = await Promise.all([
       nodesByName(this.stack),
       poolNodes(this.stack, POOL),
@@ -95,27 +78,27 @@ class OutOfTheWay {
       const node = nodes.get(name);
       if (!node) continue;
       if (isDisrupted(node)) {
-        this.#note(
+        note(
           `${name} carries the operator's disruption record: ` +
             JSON.stringify(node.metadata?.annotations),
         );
       }
       const cordoned = node.spec?.unschedulable === true;
       if (!this.cordon.get(name)!.has(cordoned)) {
-        this.#note(`${name} unschedulable=${cordoned}, which the orchestrator did not set`);
+        note(`${name} unschedulable=${cordoned}, which the orchestrator did not set`);
       }
     }
     for (const bn of bns) {
       const name = bn.metadata.name;
-      if (bn.spec.desiredImageState === "Booted") this.#note(`${name} was asked for Booted`);
+      if (bn.spec.desiredImageState === "Booted") note(`${name} was asked for Booted`);
       for (const type of ["Stalled", "Degraded"]) {
         const c = findCondition(bn.status?.conditions, type);
-        if (c?.status === "True") this.#note(`${name} ${type}=True/${c.reason}: ${c.message}`);
+        if (c?.status === "True") note(`${name} ${type}=True/${c.reason}: ${c.message}`);
       }
     }
     const degraded = findCondition(pool.status?.conditions, "Degraded");
     if (degraded?.status === "True") {
-      this.#note(`pool Degraded=True/${degraded.reason}: ${degraded.message}`);
+      note(`pool Degraded=True/${degraded.reason}: ${degraded.message}`);
     }
   }
 }

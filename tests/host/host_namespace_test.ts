@@ -27,12 +27,12 @@ import type { CoreEvent } from "../../lib/kube/events.ts";
 import { Resources } from "../../lib/kube/resources.ts";
 import type { KubeObject, ResourceClient } from "../../lib/kube/types.ts";
 import { SimulatedHost } from "../bootc_sim/mod.ts";
-import { type ControlPlane, startControlPlane } from "../harness/control_plane.ts";
+import type { ControlPlane } from "../harness/control_plane.ts";
+import { startCrdApiServer } from "../harness/crd_api_server.ts";
 import { startRegistry, type TestRegistry } from "../harness/registry.ts";
 import { waitFor } from "../harness/wait.ts";
 
 const MAIN = new URL("../../daemon/main.ts", import.meta.url).pathname;
-const CRDS = new URL("../../crds/", import.meta.url).pathname;
 const NAMESPACE = "bootc-operator";
 const POOL = "workers";
 const NODE = "ns-node";
@@ -131,20 +131,15 @@ Deno.test({
   let daemon: Child | undefined;
   try {
     [cp, registry] = await Promise.all([
-      startControlPlane({ kwok: false, controllerManager: false, scheduler: false, quiet: true }),
+      startCrdApiServer(),
       startRegistry({ auth: "htpasswd", users: { alice: "a-secret" } }),
     ]);
-    for await (const entry of Deno.readDir(CRDS)) await cp.applyYaml(`${CRDS}${entry.name}`);
     await cp.createNamespace(NAMESPACE);
     const api = cp;
     const bootcNodes: ResourceClient<BootcNode> = cp.client.resource(Resources.bootcNodes);
     const pools: ResourceClient<BootcNodePool> = cp.client.resource(Resources.bootcNodePools);
     const secrets: ResourceClient<ISecret> = cp.client.resource(Resources.secrets, NAMESPACE);
     const events: ResourceClient<CoreEvent> = cp.client.resource(Resources.events, "default");
-    await waitFor(() => pools.list().then(() => true, () => false), {
-      timeoutMs: 30_000,
-      message: "the CRDs are served",
-    });
     const pool = await pools.create({
       apiVersion: "node.bootc.dev/v1alpha1",
       kind: "BootcNodePool",

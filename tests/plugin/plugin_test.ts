@@ -24,6 +24,7 @@ import { Resources } from "../../lib/kube/mod.ts";
 import { ensureBuild } from "../../tools/build.ts";
 import { freePort } from "../harness/process.ts";
 import { startStack } from "../harness/stack.ts";
+import { Tmux } from "../harness/tmux.ts";
 import { waitFor } from "../harness/wait.ts";
 import {
   addNodes,
@@ -55,7 +56,8 @@ Deno.test("kubectl bootc: live status in a terminal, why, pause/resume, a failur
     startStack({ limits: { web: { maxUnavailable: 1 } } }),
   ]);
   const work = await Deno.makeTempDir({ prefix: "bootc-plugin-test-" });
-  const socket = `bootc-plugin-${Deno.pid}-${crypto.randomUUID().slice(0, 8)}`;
+  // The terminal (its environment is set once the stack is known).
+  const tmux = new Tmux({ name: "bootc-plugin" });
   let piped: Deno.ChildProcess | undefined;
   const lines: string[] = [];
   let pumping: Promise<void> | undefined;
@@ -103,37 +105,13 @@ Deno.test("kubectl bootc: live status in a terminal, why, pause/resume, a failur
         stderr: decoder.decode(out.stderr),
       };
     };
-    const tmux = async (...args: string[]) => {
-      const out = await new Deno.Command("tmux", {
-        // -u: UTF-8 (the bar's glyphs) whatever the locale.
-        args: ["-u", "-L", socket, "-f", "/dev/null", ...args],
-        env,
-        clearEnv: true,
-        stdin: "null",
-        stdout: "piped",
-        stderr: "piped",
-      }).output();
-      if (!out.success) {
-        throw new Error(`tmux ${args[0]} failed: ${decoder.decode(out.stderr).trim()}`);
-      }
-      return decoder.decode(out.stdout);
-    };
-    let lastScreen = "";
+    tmux.env = env;
     /** Polls the terminal (`pane`, default the 160-column one) until every pattern is on screen. */
-    const waitScreen = async (
-      patterns: RegExp[],
-      what: string,
-      pane = "watch",
-    ): Promise<string> => {
-      try {
-        return await waitFor(async () => {
-          lastScreen = await tmux("capture-pane", "-p", "-t", pane);
-          return patterns.every((p) => p.test(lastScreen)) ? lastScreen : undefined;
-        }, { timeoutMs: SCREEN_TIMEOUT_MS, intervalMs: 250, message: what });
-      } catch (e) {
-        throw new Error(`${(e as Error).message}\nthe screen showed:\n${lastScreen}`);
-      }
-    };
+    const waitScreen = (patterns: RegExp[], what: string, pane = "watch"): Promise<string> =>
+      tmux.waitScreen(pane, (screen) => patterns.every((p) => p.test(screen)), {
+        what,
+        timeoutMs: SCREEN_TIMEOUT_MS,
+      });
     /** Lines of the piped watcher already matched: each wait looks only at later ones. */
     let consumed = 0;
     /** Waits until a new plain line of the piped watcher matches. */
@@ -206,7 +184,7 @@ Deno.test("kubectl bootc: live status in a terminal, why, pause/resume, a failur
     });
 
     // The live views: one in a terminal, one piped.
-    await tmux(
+    await tmux.run(
       "new-session",
       "-d",
       "-x",
@@ -247,14 +225,14 @@ Deno.test("kubectl bootc: live status in a terminal, why, pause/resume, a failur
         ],
         "the converged pool on screen",
       );
-      const colored = await tmux("capture-pane", "-p", "-e", "-t", "watch");
+      const colored = await tmux.capture("watch", true);
       // deno-lint-ignore no-control-regex
       assert.match(colored, /\x1b\[[0-9;]*32m✔ AllUpdated/, "a healthy headline is green");
       // deno-lint-ignore no-control-regex
       assert.match(colored, /└─ \x1b\[[0-9;]*32m✔/, "an updated node's icon is green");
       await waitLine(/^\d\d:\d\d:\d\d web AllUpdated 4\/4 updated, .*; done$/, "a plain line");
       // NO_COLOR on the same terminal: the same screen without a colour code.
-      await tmux(
+      await tmux.run(
         "new-window",
         "-d",
         "-t",
@@ -264,7 +242,7 @@ Deno.test("kubectl bootc: live status in a terminal, why, pause/resume, a failur
         `NO_COLOR=1 kubectl bootc status --context bootc-test web; sleep 86400`,
       );
       const plain = await waitFor(async () => {
-        const text = await tmux("capture-pane", "-p", "-e", "-t", "watch:nocolor");
+        const text = await tmux.capture("watch:nocolor", true);
         return /web {2}✔ AllUpdated {2}4\/4 updated/.test(text) ? text : undefined;
       }, { timeoutMs: SCREEN_TIMEOUT_MS, message: "the NO_COLOR window" });
       // deno-lint-ignore no-control-regex
@@ -519,7 +497,7 @@ Deno.test("kubectl bootc: live status in a terminal, why, pause/resume, a failur
         labels: { [BAD_BOOT_LABEL]: `unit-fails:${BAD_UNIT}` },
       });
       // An 80-column terminal: the width the screen is made for.
-      await tmux(
+      await tmux.run(
         "new-session",
         "-d",
         "-x",
@@ -547,7 +525,7 @@ Deno.test("kubectl bootc: live status in a terminal, why, pause/resume, a failur
       const problem = screen.slice(screen.indexOf("  problem"), screen.indexOf("  images"));
       assert.ok(problem.includes(BAD_UNIT), `the problem names ${BAD_UNIT}:\n${problem}`);
       for (const line of screen.split("\n")) assert.ok([...line].length <= 80, line);
-      const colored = await tmux("capture-pane", "-p", "-e", "-t", "narrow");
+      const colored = await tmux.capture("narrow", true);
       // deno-lint-ignore no-control-regex
       assert.match(colored, /\x1b\[[0-9;]*31m✖ \S+/, "the headline is red");
       // deno-lint-ignore no-control-regex
@@ -659,8 +637,7 @@ Deno.test("kubectl bootc: live status in a terminal, why, pause/resume, a failur
       await piped.status;
     }
     await pumping?.catch(() => {});
-    await new Deno.Command("tmux", { args: ["-L", socket, "kill-server"], stderr: "null" })
-      .output();
+    await tmux.close();
     await stopStack(stack);
     await Deno.remove(work, { recursive: true });
   }
