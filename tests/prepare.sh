@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes a fresh machine ready for `deno task test` and `deno task demo`:
-# the Kubernetes control plane binaries (built once, cached) and the Debian
+# the Kubernetes control plane binaries and, with --with-helm, helm (built once, cached) and the Debian
 # packages the tests use (the CNCF distribution registry, htpasswd, openssl).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -32,3 +32,7 @@ if command -v systemctl >/dev/null && systemctl is-enabled --quiet prometheus 2>
 fi
 
 bash "$here/kube/build.sh" >/dev/null
+# helm is test tooling only (tests/helm): `deno task test` asks for it, the demo does not.
+if [[ "${1:-}" == "--with-helm" ]]; then
+  bash "$here/helm/build.sh" >/dev/null
+fi

@@ -1,0 +1,126 @@
+/**
+ * The Helm chart's values: their schema (values.schema.json, which helm checks on lint, template
+ * and install, so a typo or a wrong type is a clear error) and values.yaml with the defaults
+ * tools/chart.ts found in manifests/install.yaml, commented.
+ *
+ * @module
+ */
+import { type Static, Type as T } from "@sinclair/typebox";
+import { Document, isMap, isScalar, type Pair, type Scalar } from "yaml";
+
+const Image = T.Object({
+  repository: T.String({ minLength: 1 }),
+  tag: T.String(),
+  digest: T.String({ pattern: "^(sha256:[a-f0-9]{64})?$" }),
+}, { additionalProperties: false });
+
+const Quantities = T.Record(T.String(), T.Union([T.String(), T.Number()]));
+const Resources = T.Object({
+  requests: T.Optional(Quantities),
+  limits: T.Optional(Quantities),
+}, { additionalProperties: false });
+
+const Toleration = T.Object({
+  key: T.Optional(T.String()),
+  operator: T.Optional(T.Union([T.Literal("Exists"), T.Literal("Equal")])),
+  value: T.Optional(T.String()),
+  effect: T.Optional(T.String()),
+  tolerationSeconds: T.Optional(T.Integer()),
+}, { additionalProperties: false });
+
+const Labels = T.Record(T.String(), T.String());
+const Args = T.Array(T.String());
+const Toggle = T.Object({ enabled: T.Boolean() }, { additionalProperties: false });
+const LabelledToggle = T.Object({ enabled: T.Boolean(), labels: Labels }, {
+  additionalProperties: false,
+});
+
+/** The schema of the chart's values. */
+export const ChartValuesSchema = T.Object({
+  namespace: T.Object({
+    name: T.String({ pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", maxLength: 63 }),
+    create: T.Boolean(),
+  }, { additionalProperties: false }),
+  crds: T.Object({ keep: T.Boolean() }, { additionalProperties: false }),
+  controller: T.Object({
+    image: Image,
+    replicas: T.Integer({ minimum: 1 }),
+    resources: Resources,
+    extraArgs: Args,
+  }, { additionalProperties: false }),
+  daemon: T.Object({
+    image: Image,
+    resources: Resources,
+    nodeSelector: Labels,
+    tolerations: T.Array(Toleration),
+    extraArgs: Args,
+  }, { additionalProperties: false }),
+  monitoring: T.Object({
+    service: Toggle,
+    serviceMonitor: LabelledToggle,
+    podMonitor: LabelledToggle,
+    prometheusRule: LabelledToggle,
+    dashboard: LabelledToggle,
+  }, { additionalProperties: false }),
+}, { additionalProperties: false });
+
+/** The chart's values. */
+export type ChartValues = Static<typeof ChartValuesSchema>;
+
+/** values.schema.json. */
+export function renderValuesSchema(): string {
+  const schema = { $schema: "http://json-schema.org/draft-07/schema#", ...ChartValuesSchema };
+  return JSON.stringify(schema, null, 2) + "\n";
+}
+
+/** Comments above keys, by dotted path. */
+const COMMENTS: Record<string, string> = {
+  "namespace":
+    " Where the operator's namespaced objects go (the release itself may live elsewhere).",
+  "namespace.create":
+    ' Create it, labelled for the Pod Security "privileged" level the daemon needs. false: use a\n' +
+    " namespace you made and labelled yourself (e.g. helm's --create-namespace, then label it).",
+  "crds.keep": " `helm uninstall` leaves the CRDs, and so every pool and BootcNode, in place\n" +
+    " (helm.sh/resource-policy: keep); delete them yourself once no node is mid-update.",
+  "controller.image":
+    " digest (sha256:…) pins the image and wins over tag: repository@digest, else repository:tag.",
+  "controller.replicas": " Replicas elect one leader through a Lease; the others stand by.",
+  "controller.extraArgs": ' Appended to the controller\'s arguments, e.g. ["--registry-poll-interval=10m"].',
+  "daemon.nodeSelector":
+    ' Keep bootc.dev/managed: "": the controller labels the nodes its pools manage with it.',
+  "daemon.tolerations":
+    " The daemon must run on cordoned, draining and not-ready nodes: it brings them back.",
+  "daemon.extraArgs": " Appended to the daemon's arguments (after `run`).",
+  "monitoring":
+    " Optional monitoring objects (off in install.yaml; manifests/monitoring is the kustomize\n" +
+    " component). ServiceMonitor, PodMonitor and PrometheusRule need the Prometheus Operator's\n" +
+    " CRDs; `labels` are added to each (kube-prometheus-stack selects on release: <name>).",
+  "monitoring.service": " A Service for the controllers' /metrics (port http, 8080).",
+  "monitoring.serviceMonitor":
+    " Scrapes that Service (rendering it too) as job bootc-operator-controller. Enable this or\n" +
+    " podMonitor, not both.",
+  "monitoring.podMonitor": " Scrapes the controller pods directly, as the kustomize component.",
+  "monitoring.prometheusRule": " The alerts of manifests/monitoring/rules.yaml.",
+  "monitoring.dashboard": ' The Grafana dashboard, a ConfigMap labelled grafana_dashboard: "1".',
+};
+
+/** values.yaml: the defaults, commented. */
+export function renderValuesYaml(values: ChartValues): string {
+  const doc = new Document(values);
+  doc.commentBefore = " Values of the bootc-operator chart. Generated by tools/chart.ts from\n" +
+    " manifests/install.yaml (`deno task gen`): the defaults render exactly its objects.\n" +
+    " values.schema.json describes every key.";
+  for (const [path, comment] of Object.entries(COMMENTS)) {
+    const keys = path.split(".");
+    const parent = keys.length === 1 ? doc.contents : doc.getIn(keys.slice(0, -1), true);
+    if (!isMap(parent)) throw new Error(`values.yaml: no map at ${path}`);
+    const pair = (parent.items as Pair[]).find((p) =>
+      isScalar(p.key) && (p.key as Scalar).value === keys.at(-1)
+    );
+    if (!pair) throw new Error(`values.yaml: no key ${path}`);
+    (pair.key as Scalar).commentBefore = comment;
+    // A blank line before each top-level section but the first (the header comment is there).
+    if (keys.length === 1 && parent.items[0] !== pair) (pair.key as Scalar).spaceBefore = true;
+  }
+  return doc.toString({ lineWidth: 0 });
+}
