@@ -56,7 +56,6 @@ import {
   DEFAULT_STATUS_BUSY_GRACE_MS,
   type HostObservation,
   nextHostHealth,
-  PhaseReason,
   retryDelay,
   type RetryPolicy,
   statusEqual,
@@ -97,8 +96,6 @@ export const DaemonEventReason = {
   ApplyFailed: "ApplyFailed",
   /** Warning: pulling/staging the desired image failed. */
   StagingFailed: "StagingFailed",
-  /** Normal: the desired image is staged, locked (once per transition into Staged). */
-  Staged: "Staged",
   /** Normal: the pull Secret's credentials were written to the host's /run/ostree/auth.json. */
   AuthFileWritten: "AuthFileWritten",
   /** Normal: the auth file the daemon wrote was removed (no pull Secret referenced any more). */
@@ -565,23 +562,8 @@ export class Agent {
         `${allowed.reason}: ${allowed.message}`,
       );
     }
-    const isStaged = (c: typeof idle) => c?.status === "False" && c.reason === IdleReason.Staged;
-    // The rollback route stages nothing: no Staged event (RollingBack says what happens).
-    const rollbackRoute = findCondition(after.conditions, NodeConditionType.ImageStaged)?.reason ===
-      PhaseReason.RollbackDeployment;
-    if (
-      isStaged(idle) && !rollbackRoute &&
-      (!isStaged(old) || after.staged?.image !== before?.staged?.image)
-    ) {
-      this.#record(
-        "Normal",
-        DaemonEventReason.Staged,
-        `Staged ${
-          shortReference(after.staged?.image ?? this.#current?.spec.desiredImage)
-        } locked: it boots ` +
-          "only when the node is drained and holds a reboot slot",
-      );
-    }
+    // A staged image is no Event: the Idle and ImageStaged conditions carry the phase (events
+    // mark what people act on: the reboot below, failures).
     this.#reportHealth(before, after);
   }
 

@@ -220,10 +220,9 @@ Deno.test("agent: Idle → Staging (persisted before the pull) → Staged, writi
     assert.equal(h.nodes.count("get"), 0);
     assert.equal(h.coreNodes.calls.length, 0, "the Node is read only when an apply is due");
     assert.equal(h.rebootAllowed(), undefined, "never asked to reboot: no RebootAllowed");
-    // One event for the transition into Staged; kicks and polls record nothing more.
-    assert.deepEqual(h.events.events.map((e) => `${e.type}/${e.reason}`), ["Normal/Staged"]);
-    assert.match(h.events.events[0].message, /^Staged .*@sha256:b{12} locked: it boots only when/);
-    assert.equal(h.events.events[0].involved, `BootcNode/${NODE}`);
+    // Staging and Staged are conditions, no events (events mark the reboot and failures);
+    // kicks and polls record nothing either.
+    assert.deepEqual(h.events.events.map((e) => `${e.type}/${e.reason}`), []);
     assert.deepEqual(
       h.nodes.calls.filter((c) => c.verb === "watch").map((c) => c.fieldSelector),
       [`metadata.name=${NODE}`],
@@ -548,7 +547,8 @@ Deno.test("agent: pull Secret written atomically with mode 0600, rotated, remove
       () => listing() === "auth.json auth.json.bootc-operator",
       "only the file and its marker",
     );
-    assert.equal(h.events.of("AuthFileWritten").length, 2, "rotation writes again");
+    // The event follows the write (recorded after it): wait for it rather than race it.
+    await waitFor(() => h.events.of("AuthFileWritten").length === 2, "rotation writes again");
     // The reference goes away: the file goes too.
     h.nodes.put(bootcNode({ desiredImage: A }));
     await eventually(async () => (await read()) === undefined, "removed file");

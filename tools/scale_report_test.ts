@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import {
+  eventsByReason,
   formatBreakdown,
   histogramBuckets,
   histogramQuantile,
@@ -111,4 +112,38 @@ Deno.test("summarizeAudit counts completed requests in the window by user and ve
       "kwok-admin": { total: 1, byVerb: { update: 1 } },
     },
   });
+});
+
+Deno.test("eventsByReason: the operator's events since the tag moved, by kind and reason", () => {
+  const ev = (
+    kind: string,
+    reason: string,
+    at: string,
+    count = 1,
+    component = "bootc-operator-controller",
+  ) => ({
+    reason,
+    count,
+    lastTimestamp: at,
+    involvedObject: { kind },
+    source: { component },
+  });
+  const since = Date.parse("2026-01-01T00:00:10.700Z");
+  const line = eventsByReason(
+    [
+      ev("Node", "SlotAssigned", "2026-01-01T00:00:10Z"), // same second as the tag move: counted
+      ev("Node", "SlotAssigned", "2026-01-01T00:00:20Z"),
+      ev("Node", "DrainBlocked", "2026-01-01T00:00:30Z", 3), // aggregated: 3 occurrences
+      ev("BootcNodePool", "RolloutComplete", "2026-01-01T00:01:00Z"),
+      ev("BootcNodePool", "RolloutComplete", "2026-01-01T00:00:05Z"), // before: not counted
+      ev("Pod", "Created", "2026-01-01T00:00:30Z", 1, "kwok_controller"), // not ours
+    ],
+    since,
+    2,
+  );
+  assert.equal(
+    line,
+    "Node DrainBlocked 3, Node SlotAssigned 2, BootcNodePool RolloutComplete 1; " +
+      "2.5 per node about nodes, 1 about pools",
+  );
 });

@@ -30,7 +30,7 @@ import {
   findCondition,
   POOL,
 } from "../lib/api/mod.ts";
-import { Resources } from "../lib/kube/mod.ts";
+import { type KubeObject, Resources } from "../lib/kube/mod.ts";
 import { ensureBuild } from "./build.ts";
 import { type Node, resolveBinDir, startControlPlane } from "../tests/harness/control_plane.ts";
 import { NOT_READY_ANNOTATION } from "../tests/harness/kwok.ts";
@@ -44,6 +44,8 @@ import type { PulledImage } from "../tests/bootc_sim/model.ts";
 import { StandInFleet } from "./scale_standin.ts";
 import { shippedControllerV8Flags } from "./shipped_flags.ts";
 import {
+  type EventLike,
+  eventsByReason,
   formatBreakdown,
   histogramBuckets,
   histogramQuantile,
@@ -470,6 +472,10 @@ export async function runScale(o: ScaleOptions): Promise<void> {
       } ms (${handoffs.length} hand-offs)`,
     );
     out(`  API writes:              ${formatBreakdown(breakdown, o.nodes)}`);
+    // Cluster-scoped objects' events (Nodes, BootcNodes, pools) are stored in "default".
+    const events = await cp.client.resource<EventLike & KubeObject>(Resources.events, "default")
+      .list();
+    out(`  events by reason:        ${eventsByReason(events.items, t0, o.nodes)}`);
     out(
       `  controller:              peak RSS ${peakRss.toFixed(1)} MiB (now ${
         usage?.rssMiB.toFixed(1) ?? "-"

@@ -11,7 +11,7 @@
  * the action decide asks for (mask the auto-update timer, stage locked after a
  * simulated pull, lock, read the Node, apply) and decides again; an apply
  * re-reads the BootcNode and the Node from the API server right before, persists
- * Rebooting, and records the same Events (Staged, Rebooting, RebootRefused, …).
+ * Rebooting, and records the same Events (Rebooting, RebootRefused, …).
  * What it leaves out: the pull Secret, host health beyond "running", status
  * read failures and backoff timing of failing commands (nothing fails here).
  * One shared BootcNode watch feeds every stand-in (the real daemons have one
@@ -31,7 +31,6 @@ import { type NodeForReboot, ownedByPool, rebootAuthorization } from "../lib/api
 import { findCondition } from "../lib/api/conditions.ts";
 import {
   DAEMON_FIELD_MANAGER,
-  IdleReason,
   NodeConditionType,
   RebootAllowedReason,
 } from "../lib/api/constants.ts";
@@ -317,10 +316,8 @@ export class StandInFleet {
     this.#track(m.events.record(m.current, type, reason, text), "event");
   }
 
-  /** The agent's transition events: a newly refused reboot, a newly staged image. */
+  /** The agent's transition events: a newly refused reboot. */
   #logTransition(m: Member, before: BootcNodeStatus | undefined, after: BootcNodeStatus): void {
-    const idle = findCondition(after.conditions, NodeConditionType.Idle);
-    const old = findCondition(before?.conditions, NodeConditionType.Idle);
     const allowed = findCondition(after.conditions, NodeConditionType.RebootAllowed);
     const was = findCondition(before?.conditions, NodeConditionType.RebootAllowed);
     const refused = allowed?.status === "False" &&
@@ -330,21 +327,7 @@ export class StandInFleet {
     if (refused && changed) {
       this.#record(m, "Warning", "RebootRefused", `${allowed.reason}: ${allowed.message}`);
     }
-    const isStaged = (c: typeof idle) => c?.status === "False" && c.reason === IdleReason.Staged;
-    const rollbackRoute = findCondition(after.conditions, NodeConditionType.ImageStaged)?.reason ===
-      "RollbackDeployment";
-    if (
-      isStaged(idle) && !rollbackRoute &&
-      (!isStaged(old) || after.staged?.image !== before?.staged?.image)
-    ) {
-      this.#record(
-        m,
-        "Normal",
-        "Staged",
-        `Staged ${after.staged?.image ?? m.current?.spec.desiredImage} locked: it boots ` +
-          "only when the node is drained and holds a reboot slot",
-      );
-    }
+    // As the daemon: a staged image is no Event (the conditions carry it).
   }
 
   async #readNode(m: Member): Promise<CoreNode | undefined> {

@@ -175,6 +175,15 @@ export function releasePatch(
   return Object.keys(patch).length > 0 ? patch : undefined;
 }
 
+/** How a release leaves the Node's cordon, for the NodeUpdated event ("" when it was not cordoned). */
+export function releaseCordonNote(node: NodeSummary, bn: BootcNode | undefined): string {
+  if (!node.unschedulable) return "";
+  const prior = priorCordon(node, bn);
+  if (prior === "false") return ", uncordoned";
+  if (prior === "true") return ", left cordoned (it was cordoned before its update)";
+  return ", left cordoned (its prior cordon state was lost)";
+}
+
 /** The BootcNode patch that drops the mirror (and any reboot request) before a release. */
 export function releaseBootcNodePatch(bn: BootcNode | undefined): MergePatch | undefined {
   if (!bn) return undefined;

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { ANNOTATION_IN_REBOOT_SLOT } from "../../lib/api/mod.ts";
-import { repairPatch } from "./disruption.ts";
+import { ANNOTATION_IN_REBOOT_SLOT, ANNOTATION_WAS_CORDONED } from "../../lib/api/mod.ts";
+import { releaseCordonNote, repairPatch } from "./disruption.ts";
 import { type Plan, planPool } from "../planner/planner.ts";
 import { parseTime } from "./slots.ts";
 import { bootcNode, input, node, pod, pool } from "../testing/fixtures.ts";
@@ -59,4 +59,16 @@ Deno.test("garbled slot annotation: repaired with an event, then the drain timeo
   assert.ok(plan.events.some((e) => e.reason === "DisruptionRecordRepaired"));
   const later = at(annotations[ANNOTATION_IN_REBOOT_SLOT], "2026-01-01T01:01:01Z");
   assert.ok(later.events.some((e) => e.reason === "DrainBlocked" && /within 60s/.test(e.message)));
+});
+
+Deno.test("releaseCordonNote says how the release leaves the cordon (the NodeUpdated event)", () => {
+  const cordoned = (was?: string) =>
+    node("n1", {
+      unschedulable: true,
+      annotations: was === undefined ? {} : { [ANNOTATION_WAS_CORDONED]: was },
+    });
+  assert.equal(releaseCordonNote(node("n1"), undefined), "");
+  assert.equal(releaseCordonNote(cordoned("false"), undefined), ", uncordoned");
+  assert.match(releaseCordonNote(cordoned("true"), undefined), /^, left cordoned \(it was/);
+  assert.match(releaseCordonNote(cordoned(), undefined), /prior cordon state was lost/);
 });

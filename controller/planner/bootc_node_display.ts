@@ -15,8 +15,9 @@
  * the values are those the node has **after** the plan's writes (a granted node
  * is Draining in its grant's mirror write, a released one Updated in its
  * release), so they ride along with the BootcNode writes the plan makes anyway;
- * only changes the daemon makes (staging, staged, booted) cost a write of their
- * own. The shell folds them in ({@linkcode foldBootcNodeDisplay}).
+ * only changes the daemon makes (staged, booted) cost a write of their own, and
+ * not its passing Staging (`RIDE_ALONG_STATES`). The shell folds them in
+ * ({@linkcode foldBootcNodeDisplay}).
  *
  * @module
  */
@@ -27,7 +28,12 @@ import {
   type BootcNode,
 } from "../../lib/api/mod.ts";
 import { imageSummary } from "../../lib/api/display.ts";
-import { type AnnotatedMember, classifiedAfter, touchedNodes } from "./node_annotations.ts";
+import {
+  type AnnotatedMember,
+  classifiedAfter,
+  ridesAlongOnly,
+  touchedNodes,
+} from "./node_annotations.ts";
 import type { Action, MergePatch } from "./plan.ts";
 import { formatTime } from "../model/slots.ts";
 import type { Target } from "../model/types.ts";
@@ -68,6 +74,10 @@ export function desiredShort(image: string, target?: Target, label?: TargetLabel
  */
 export function bootcNodeDisplay(input: BootcNodeDisplayInput): Map<string, DisplayChanges> {
   const touched = touchedNodes(input.actions);
+  const written = new Set(
+    input.actions.filter((a) => a.kind === "patchBootcNode" || a.kind === "createBootcNode")
+      .map((a) => a.node),
+  );
   const out = new Map<string, DisplayChanges>();
   for (const m of input.members) {
     const t = touched.get(m.node.name);
@@ -82,7 +92,12 @@ export function bootcNodeDisplay(input: BootcNodeDisplayInput): Map<string, Disp
     }
     const short = desiredShort(bn.spec.desiredImage, input.target, input.label);
     if (have[ANNOTATION_TARGET_SHORT] !== short) changes[ANNOTATION_TARGET_SHORT] = short;
-    if (Object.keys(changes).length > 0) out.set(m.node.name, changes);
+    if (Object.keys(changes).length === 0) continue;
+    // A passing state with no BootcNode write to ride along with waits for the next one.
+    if (!written.has(m.node.name) && ridesAlongOnly(changes, have[ANNOTATION_NODE_STATE])) {
+      continue;
+    }
+    out.set(m.node.name, changes);
   }
   return out;
 }

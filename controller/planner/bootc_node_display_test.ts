@@ -65,23 +65,38 @@ Deno.test("display: a new member's BootcNode is created saying Pending, no write
   assert.deepEqual(bnPatches(applied(plan), "a"), []);
 });
 
-Deno.test("display: the daemon's progress costs a write of its own, once per change", () => {
-  const plan = planPool(input(pool(), {
+Deno.test("display: the daemon's Staged costs a write of its own, once per change", () => {
+  const plan = planPool(input(pool({ paused: true }), {
     nodes: [node("a")],
-    bootcNodes: [shown(bootcNode("a", { phase: "staging" }), "Pending")],
+    bootcNodes: [shown(bootcNode("a", { phase: "staged" }), "Pending")],
   }));
   assert.deepEqual(plan.bootcNodeDisplay?.get("a"), {
-    [ANNOTATION_NODE_STATE]: "Staging",
+    [ANNOTATION_NODE_STATE]: "Staged",
     [ANNOTATION_STATE_SINCE]: NOW,
   });
   const writes = bnPatches(applied(plan), "a");
   assert.deepEqual(writes.map((w) => [w.why, w.info]), [[BOOTC_NODE_DISPLAY_WHY, true]]);
-  const again = planPool(input(pool(), {
+  const again = planPool(input(pool({ paused: true }), {
     nodes: [node("a")],
-    bootcNodes: [shown(bootcNode("a", { phase: "staging" }), "Staging")],
+    bootcNodes: [shown(bootcNode("a", { phase: "staged" }), "Staged")],
   }));
   assert.equal(again.bootcNodeDisplay, undefined);
   assert.deepEqual(bnPatches(applied(again), "a"), []);
+});
+
+Deno.test("display: the daemon's passing Staging costs no write of its own", () => {
+  const plan = planPool(input(pool(), {
+    nodes: [node("a")],
+    bootcNodes: [shown(bootcNode("a", { phase: "staging" }), "Pending")],
+  }));
+  assert.equal(plan.bootcNodeDisplay, undefined);
+  assert.deepEqual(bnPatches(applied(plan), "a"), []);
+  const recovered = planPool(input(pool(), {
+    nodes: [node("a")],
+    bootcNodes: [shown(bootcNode("a", { phase: "staging" }), "Degraded")],
+  }));
+  assert.equal(recovered.bootcNodeDisplay?.get("a")?.[ANNOTATION_NODE_STATE], "Staging");
+  assert.equal(bnPatches(applied(recovered), "a").length, 1);
 });
 
 Deno.test("display: a grant says Draining in the grant's own BootcNode write", () => {

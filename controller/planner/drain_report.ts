@@ -6,7 +6,9 @@
  * node's conditions would still say it waits for a slot — and a note in the
  * pool's message when a PodDisruptionBudget, or the pool's drain policy (a pod
  * with emptyDir data, named with the field to set), blocks it. Written on the first
- * drain pass after the cordon is visible, not only at the drain timeout.
+ * drain pass after the cordon is visible once the drain has run a poll interval
+ * (`drainPollMs`), or at once when it is blocked, not only at the drain timeout: a
+ * drain that ends sooner costs no report (the daemon's Rebooting status tells it).
  *
  * @module
  */

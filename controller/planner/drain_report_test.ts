@@ -83,3 +83,24 @@ Deno.test("a PDB-blocked drain is named in the node's conditions and the pool's 
   }));
   assert.deepEqual(again.events.filter((e) => e.reason === "DrainBlocked"), []);
 });
+
+Deno.test("a drain is reported once it runs a poll interval, not on the grant's first pass", () => {
+  const statusWrites = (slotAt: string) => {
+    const plan = planPool(input(pool(), {
+      nodes: [node("n1", { unschedulable: true })],
+      bootcNodes: [bootcNode("n1", { phase: "staged", slotAt, wasCordoned: false })],
+      pods: [pod("web-1", "n1")],
+    }));
+    assert.ok(plan.actions.some((a) => a.kind === "evict" && a.node === "n1"), "evicting");
+    return plan.actions.filter((a): a is Extract<Action, { kind: "patchBootcNodeStatus" }> =>
+      a.kind === "patchBootcNodeStatus" && a.node === "n1"
+    );
+  };
+  // Granted a second ago (default drainPollMs 5 s): a quick drain needs no report.
+  assert.deepEqual(statusWrites("2026-01-01T00:59:59Z"), []);
+  // Still draining a minute on: Cordoned True, Drained False Draining.
+  const [write] = statusWrites(SLOT);
+  const conditions = (write?.patch.status as { conditions: Condition[] } | undefined)?.conditions;
+  assert.equal(findCondition(conditions, "Cordoned")?.status, "True");
+  assert.equal(findCondition(conditions, "Drained")?.reason, "Draining");
+});

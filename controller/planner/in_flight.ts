@@ -27,6 +27,7 @@ import {
   drainedPatch,
   mirrorOf,
   releaseBootcNodePatch,
+  releaseCordonNote,
   releasePatch,
   repairPatch,
   undrainPatch,
@@ -492,7 +493,8 @@ function passedPhase(f: NodeFacts, env: InFlightEnv): NodeOutcome & { done?: boo
             name,
             "Normal",
             "NodeUpdated",
-            `node ${name} runs ${shortReference(bn.spec.desiredImage)}; slot released`,
+            `node ${name} runs ${shortReference(bn.spec.desiredImage)}, verified; slot released` +
+              releaseCordonNote(f.node, bn),
           )],
         }),
       ]),
@@ -648,13 +650,13 @@ function drainPhase(m: Member, f: NodeFacts, env: InFlightEnv, mode: InFlightMod
       why: "request reboot",
     },
   ];
+  // One event for the finished drain and the reboot request: the same plan writes both.
   const events = [
-    nodeObjectEvent(name, "Normal", "DrainCompleted", `node ${name} drained`),
     nodeObjectEvent(
       name,
       "Normal",
-      "RebootRequested",
-      `node ${name} asked to boot ${shortReference(bn.spec.desiredImage)}`,
+      "DrainCompleted",
+      `node ${name} drained; asked to boot ${shortReference(bn.spec.desiredImage)}`,
     ),
   ];
   return {
@@ -666,7 +668,8 @@ function drainPhase(m: Member, f: NodeFacts, env: InFlightEnv, mode: InFlightMod
 }
 
 /**
- * A drain still running: its evictions, its report (once the cordon is visible),
+ * A drain still running: its evictions, its report (once the cordon is visible,
+ * and the drain blocked or running a poll interval),
  * its PDB demand, and past the drain timeout what `onTimeout` says: Degrade (a
  * DrainBlocked event naming what blocks it, the node degraded) or Force (still
  * evicting, and deleting the pods a PodDisruptionBudget allowing no disruption
@@ -678,14 +681,14 @@ function evictPhase(f: NodeFacts, pods: readonly PodSummary[], env: InFlightEnv)
   const { input, now } = env;
   const evict = evictPass(name, pods, drainContext(input, node));
   const { pass } = evict;
-  const reported = node.unschedulable
-    ? reportDrain(bn, {
-      image: bn.spec.desiredImage,
-      slotAt: record.slotAt,
-      blockedBy: drainBlockedBy(pass, input.pdbs),
-    }, now)
+  const pollMs = input.options?.drainPollMs ?? 5_000;
+  const blockedBy = drainBlockedBy(pass, input.pdbs);
+  // A drain that ends within its first poll needs no report (the reboot's status tells it).
+  const due = blockedBy !== undefined || now.getTime() - slotAt.getTime() >= pollMs;
+  const reported = node.unschedulable && due
+    ? reportDrain(bn, { image: bn.spec.desiredImage, slotAt: record.slotAt, blockedBy }, now)
     : NO_OUTPUT;
-  const poll = { draining: true, wake: input.options?.drainPollMs ?? 5_000 };
+  const poll = { draining: true, wake: pollMs };
   const deadline = slotAt.getTime() + env.drainTimeoutMs;
   const common = { draining: true, demand: pods, drainTimedOut: false, rebootTimedOut: false };
   if (now.getTime() < deadline) {

@@ -52,7 +52,6 @@ import {
   stepOutput,
 } from "./plan.ts";
 import { matchesSelector, selectorError } from "../model/selector.ts";
-import { shortReference } from "../../lib/api/display.ts";
 import { externallyOrchestrated } from "../../lib/api/node_state.ts";
 import { formatTime, parseTime } from "../model/slots.ts";
 import { stallDeadlines } from "./deadlines.ts";
@@ -651,19 +650,9 @@ function syncMember(
   const view: BootcNode = { ...bn, metadata: { ...bn.metadata, annotations }, spec: wanted };
   const patch = syncPatch(input.pool, bn, wanted, newImage?.annotations ?? {});
   const actions: Action[] = newImage?.undrain ? [newImage.undrain] : [];
-  if (patch) {
-    actions.push({ kind: "patchBootcNode", node: name, patch, why: "sync spec" });
-    if (imageChanged) {
-      events.push(
-        nodeEvent(
-          name,
-          "Normal",
-          "DesiredImageChanged",
-          `node ${name} should now run ${shortReference(t.image)}`,
-        ),
-      );
-    }
-  }
+  // No event per node for a new desired image: the pool's TargetChanged says it once, and
+  // the BootcNode's spec and conditions carry each node's phase (events mark what people act on).
+  if (patch) actions.push({ kind: "patchBootcNode", node: name, patch, why: "sync spec" });
   const label = labelManaged(node);
   if (label) actions.push(label);
   return {

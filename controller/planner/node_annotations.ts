@@ -15,8 +15,9 @@
  * the plan grants a slot is already Draining in the grant's own write, one it
  * releases is Updated in the release's. So the writes that carry the disruption
  * record carry the annotations too, and only changes the daemon makes (a new
- * desired image acknowledged, staging, staged, booted) cost a Node write of
- * their own. A value is written only when it differs from the Node's.
+ * desired image acknowledged, staged, booted) cost a Node write of their own;
+ * its passing Staging waits for a write made anyway ({@linkcode RIDE_ALONG_STATES}).
+ * A value is written only when it differs from the Node's.
  *
  * @module
  */
@@ -25,6 +26,7 @@ import {
   ANNOTATION_CURRENT_VERSION,
   ANNOTATION_DESIRED_IMAGE,
   ANNOTATION_NODE_STATE,
+  ANNOTATION_STATE_SINCE,
   type BootcNode,
   NODE_INFO_ANNOTATIONS,
 } from "../../lib/api/mod.ts";
@@ -33,6 +35,7 @@ import {
   classifyNode,
   type DesiredImage,
   type NodeClassification,
+  NodeState,
 } from "../../lib/api/node_state.ts";
 import type { Action, MergePatch } from "./plan.ts";
 import type { NodeSummary } from "../model/types.ts";
@@ -220,9 +223,14 @@ export function nodeAnnotations(input: NodeAnnotationsInput): Map<string, Annota
     members.add(name);
     const node = input.nodes.get(name);
     if (!node) continue;
-    const { cls, bn } = classifiedAfter(m, touched.get(name));
+    const t = touched.get(name);
+    const { cls, bn } = classifiedAfter(m, t);
     const changes = infoChanges(node.annotations, nodeInfo(bn, cls.state));
-    if (changes) out.set(name, changes);
+    if (!changes) continue;
+    // A passing state with no Node write to ride along with waits for the next one.
+    const shown = node.annotations?.[ANNOTATION_NODE_STATE];
+    if (!t?.nodePatches.length && ridesAlongOnly(changes, shown)) continue;
+    out.set(name, changes);
   }
   for (const name of touched.keys()) {
     if (members.has(name)) continue;
@@ -230,6 +238,34 @@ export function nodeAnnotations(input: NodeAnnotationsInput): Map<string, Annota
     if (changes) out.set(name, changes);
   }
   return out;
+}
+
+/**
+ * States the daemon passes through on its own, briefly, that are worth no
+ * display write of their own when shown after the state named (a Node or
+ * BootcNode write made anyway carries them): Staging, between Pending and
+ * Staged. The daemon's own report shows it meanwhile (the Idle condition, the
+ * BootcNode's Phase column). From any other state (Degraded, Failed, …) it is
+ * written: a stale view must not keep saying something worse.
+ */
+export const RIDE_ALONG_STATES: ReadonlyMap<string, string> = new Map([
+  [NodeState.Staging, NodeState.Pending],
+]);
+
+/**
+ * True when display `changes` to annotations showing state `shown` only move
+ * it into a {@linkcode RIDE_ALONG_STATES} one (with its `state-since`, on a
+ * BootcNode).
+ */
+export function ridesAlongOnly(
+  changes: Readonly<Record<string, string | null>>,
+  shown: string | undefined,
+): boolean {
+  const state = changes[ANNOTATION_NODE_STATE];
+  if (typeof state !== "string" || RIDE_ALONG_STATES.get(state) !== shown) return false;
+  return Object.keys(changes).every((k) =>
+    k === ANNOTATION_NODE_STATE || k === ANNOTATION_STATE_SINCE
+  );
 }
 
 /** Why the shell sends an annotation-only Node write. */

@@ -152,22 +152,48 @@ Deno.test("annotations: a new member says Pending for the target, in the label w
   assert.equal(writes[0].why, "label managed");
 });
 
-Deno.test("annotations: the daemon's progress costs a write of its own, once per change", () => {
-  const staging = input(pool(), {
+Deno.test("annotations: the daemon's Staged costs a write of its own, once per change", () => {
+  const staged = input(pool({ paused: true }), {
     nodes: [node("a", { annotations: info("Pending") })],
-    bootcNodes: [bootcNode("a", { phase: "staging" })],
+    bootcNodes: [bootcNode("a", { phase: "staged" })],
   });
-  const plan = planPool(staging);
-  assert.deepEqual(plan.nodeAnnotations?.get("a"), { [ANNOTATION_NODE_STATE]: "Staging" });
+  const plan = planPool(staged);
+  assert.deepEqual(plan.nodeAnnotations?.get("a"), { [ANNOTATION_NODE_STATE]: "Staged" });
   const writes = nodePatches(applied(plan), "a");
   assert.deepEqual(writes.map((w) => [w.why, w.info]), [[NODE_ANNOTATIONS_WHY, true]]);
   // Once the Node says so, nothing more is written.
-  const again = planPool(input(pool(), {
-    nodes: [node("a", { annotations: info("Staging") })],
-    bootcNodes: [bootcNode("a", { phase: "staging" })],
+  const again = planPool(input(pool({ paused: true }), {
+    nodes: [node("a", { annotations: info("Staged") })],
+    bootcNodes: [bootcNode("a", { phase: "staged" })],
   }));
   assert.equal(again.nodeAnnotations, undefined);
   assert.deepEqual(nodePatches(applied(again), "a"), []);
+});
+
+Deno.test("annotations: the daemon's passing Staging costs no write of its own", () => {
+  const plan = planPool(input(pool(), {
+    nodes: [node("a", { annotations: info("Pending") })],
+    bootcNodes: [bootcNode("a", { phase: "staging" })],
+  }));
+  assert.equal(plan.nodeAnnotations, undefined);
+  assert.deepEqual(nodePatches(applied(plan), "a"), []);
+  // A write made anyway carries it (here: the managed label, restored).
+  const carried = planPool(input(pool(), {
+    nodes: [node("a", { annotations: info("Pending"), labels: { role: "worker" } })],
+    bootcNodes: [bootcNode("a", { phase: "staging" })],
+  }));
+  const writes = nodePatches(applied(carried), "a");
+  assert.equal(writes.length, 1);
+  const annotations = (writes[0].patch.metadata as { annotations: Record<string, string> })
+    .annotations;
+  assert.equal(annotations[ANNOTATION_NODE_STATE], "Staging");
+  // From a worse state than Pending it is written at once: no stale Degraded.
+  const recovered = planPool(input(pool(), {
+    nodes: [node("a", { annotations: info("Degraded") })],
+    bootcNodes: [bootcNode("a", { phase: "staging" })],
+  }));
+  assert.deepEqual(recovered.nodeAnnotations?.get("a"), { [ANNOTATION_NODE_STATE]: "Staging" });
+  assert.equal(nodePatches(applied(recovered), "a").length, 1);
 });
 
 Deno.test("annotations: a grant says Draining in the grant's own write", () => {

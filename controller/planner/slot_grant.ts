@@ -190,21 +190,17 @@ function grantOutput(
     },
   ];
   if (evict.action) actions.push(evict.action);
+  // One event for the grant, the cordon and the drain's start: they happen in one plan.
   const events = [
     nodeObjectEvent(
       name,
       "Normal",
       "SlotAssigned",
-      `node ${name} got a reboot slot (${inUse} of the pool's nodes disrupted) and was ` +
+      `node ${name} got a reboot slot (${inUse} of the pool's nodes disrupted), was ` +
         (c.node.unschedulable
           ? "already cordoned (it stays cordoned after its update)"
-          : "cordoned for its update"),
-    ),
-    nodeObjectEvent(
-      name,
-      "Normal",
-      "DrainStarted",
-      `draining node ${name}: ${evict.toEvict} pod(s) to evict, ${evict.terminating} ` +
+          : "cordoned for its update") +
+        `; draining: ${evict.toEvict} pod(s) to evict, ${evict.terminating} ` +
         `terminating${drainPolicyNote(evict.pass)}`,
     ),
   ];
@@ -216,7 +212,7 @@ function grantOutput(
   });
 }
 
-/** What the drain policy leaves alone or refuses, for the DrainStarted event ("" when nothing). */
+/** What the drain policy leaves alone or refuses, for the SlotAssigned event ("" when nothing). */
 function drainPolicyNote(pass: DrainPass): string {
   const parts = [
     pass.kept.length > 0 ? `${pass.kept.length} left alone (podSelector)` : "",

@@ -197,3 +197,23 @@ Deno.test("with minPatchIntervalMs, repeats in between are counted and patched t
   await rec.flush(); // nothing left: no request
   assert.equal(api.transport.requests.length, 4);
 });
+
+Deno.test("an aggregated Event reads as kubectl shows it: `(x3 over 2m)`", async () => {
+  const api = eventsApi();
+  const clock = new FakeClock("2026-03-01T10:00:00Z");
+  const rec = new EventRecorder({ client: api.client, component: "c", clock });
+  const node = { apiVersion: "v1", kind: "Node", metadata: { name: "w1", uid: "nu" } };
+  for (let i = 0; i < 3; i++) {
+    await rec.record(node, "Warning", "DrainBlocked", "pdb x blocks pod a");
+    clock.advance(60_000);
+  }
+  assert.equal(api.events.size, 1);
+  const ev = [...api.events.values()][0] as CoreEvent & { eventTime?: unknown; series?: unknown };
+  // core/v1 aggregation: kubectl uses count, firstTimestamp and lastTimestamp when there is
+  // no series (describe: "(x<count> over <lastTimestamp - firstTimestamp>)").
+  assert.equal(ev.series, undefined);
+  assert.equal(ev.eventTime, undefined);
+  const overMinutes = (Date.parse(ev.lastTimestamp) - Date.parse(ev.firstTimestamp)) / 60_000;
+  assert.equal(`(x${ev.count} over ${overMinutes}m)`, "(x3 over 2m)");
+  assert.equal(ev.firstTimestamp, "2026-03-01T10:00:00Z");
+});

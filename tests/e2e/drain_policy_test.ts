@@ -217,7 +217,7 @@ Deno.test("drain policy (issue 26): podSelector, Force vs Degrade, emptyDir, gra
         for (const n of nodes) {
           assert.equal(await findPod(stack, pool, `web-${n}`), undefined, `web-${n} evicted`);
         }
-        const events = await nodeEvents(stack, nodes[0], "DrainStarted");
+        const events = await nodeEvents(stack, nodes[0], "SlotAssigned");
         assert.ok(events.some((m) => m.includes("1 left alone (podSelector)")), events.join("\n"));
         await assertInvariants(stack, nodes);
         await retire(stack, pool, nodes);
