@@ -67,24 +67,38 @@ async function hostExecutor(
 }
 
 async function run(cmd: RunCommand, log: Logger): Promise<number> {
+  const controller = new AbortController();
+  // First of all: the runtime's start-up pages go back to the kernel now, and again as
+  // start-up faults more in (the first watch, TLS, bootc), then once the daemon has settled.
+  const { startMemoryTrimmer } = await import("../lib/memory_trim.ts");
+  startMemoryTrimmer({ logger: log }, controller.signal);
+  try {
+    return await runAgent(cmd, log, controller);
+  } finally {
+    controller.abort(); // stops the trimmer also when start-up failed
+  }
+}
+
+async function runAgent(
+  cmd: RunCommand,
+  log: Logger,
+  controller: AbortController,
+): Promise<number> {
   const [
     { KubeClient },
     { Resources },
     { EventRecorder },
     { Agent },
     { watchHost },
-    { startMemoryTrimmer },
   ] = await Promise.all([
     import("../lib/kube/client.ts"),
     import("../lib/kube/resources.ts"),
     import("../lib/kube/events.ts"),
     import("./agent.ts"),
     import("./host_watch.ts"),
-    import("../lib/memory_trim.ts"),
   ]);
   const access = await hostAccess(cmd, log);
   const client = await KubeClient.fromEnvironment({ path: cmd.kubeconfig, context: cmd.context });
-  const controller = new AbortController();
   const stop = (signal: string) => {
     if (controller.signal.aborted) return;
     log.info("stopping", { signal });
@@ -94,8 +108,6 @@ async function run(cmd: RunCommand, log: Logger): Promise<number> {
   const onInt = () => stop("SIGINT");
   Deno.addSignalListener("SIGTERM", onTerm);
   Deno.addSignalListener("SIGINT", onInt);
-  // The runtime's start-up pages go back to the kernel once the daemon has settled.
-  startMemoryTrimmer({ logger: log }, controller.signal);
   try {
     const agent = new Agent({
       nodeName: cmd.nodeName,

@@ -15,7 +15,9 @@
  * resident memory: once start-up has settled, and again only after the process grew well
  * beyond the working set it settled at after the previous trim (a rollout touched code the
  * idle loop does not). A timer alone would reclaim, and read back from disk, the pages the
- * idle loop itself needs over and over.
+ * idle loop itself needs over and over. During start-up ({@linkcode startupTrimStep}) it
+ * trims at once and then whenever the resident set reaches a ceiling, so that the start-up
+ * pages do not pile up into the process's peak.
  *
  * @module
  */
@@ -96,9 +98,8 @@ export function pageOutFileMappings(): number {
     let advised = 0n;
     let failed = 0;
     for (const m of reclaimableMappings(Deno.readTextFileSync("/proc/self/maps"))) {
-      const ok =
-        libc.symbols.madvise(Deno.UnsafePointer.create(m.start), m.end - m.start, MADV_PAGEOUT) ===
-          0;
+      const pointer = Deno.UnsafePointer.create(m.start);
+      const ok = libc.symbols.madvise(pointer, m.end - m.start, MADV_PAGEOUT) === 0;
       if (ok) advised += m.end - m.start;
       else failed++;
     }
@@ -150,11 +151,62 @@ export function trimStep(
   return { state: next, trim: false };
 }
 
+/**
+ * Start-up trimming: the runtime's start-up (module loading, the first TLS handshake, the
+ * first LIST and WATCH, the first bootc and systemctl runs) faults in tens of MiB of the
+ * executable within a second or two, most pages touched once. Left alone they all count in
+ * the peak; trimmed when the process nears a ceiling, the peak stays near it. Below the
+ * ceiling nothing is trimmed: pages the start-up is still running would just fault back.
+ */
+export interface StartupTrimPolicy {
+  /** How long start-up lasts (from {@linkcode startMemoryTrimmer}). */
+  durationMs: number;
+  /** How often to sample during start-up. */
+  intervalMs: number;
+  /** Trim when the resident set reaches this... */
+  ceilingBytes: number;
+  /** ...and file-backed memory grew by this much since the last trim (a trim would help). */
+  growthBytes: number;
+  /** At most this many trims (a start-up whose working set stays above the ceiling). */
+  maxTrims: number;
+}
+
+/**
+ * The default: for 20 s, every 50 ms, trim at 32 MiB after 3 MiB of growth, at most 24 times
+ * (a daemon's start-up takes 9–15; each costs a few ms).
+ */
+export const DEFAULT_STARTUP_TRIM_POLICY: StartupTrimPolicy = {
+  durationMs: 20_000,
+  intervalMs: 50,
+  ceilingBytes: 32 * MiB,
+  growthBytes: 3 * MiB,
+  maxTrims: 24,
+};
+
+/**
+ * Whether to trim during start-up: when the resident set reached the policy's ceiling and
+ * its file-backed part grew by the policy's margin over `lastTrimmed`, the level the
+ * previous trim left (none yet: any level).
+ */
+export function startupTrimStep(
+  lastTrimmed: number | undefined,
+  sample: ResidentMemory,
+  policy: StartupTrimPolicy = DEFAULT_STARTUP_TRIM_POLICY,
+): boolean {
+  if (sample.rss < policy.ceilingBytes) return false;
+  return lastTrimmed === undefined || sample.file >= lastTrimmed + policy.growthBytes;
+}
+
 /** Options of {@linkcode startMemoryTrimmer}. */
 export interface MemoryTrimmerOptions {
   /** How often to sample (default 30 s). */
   intervalMs?: number;
   policy?: TrimPolicy;
+  /**
+   * Start-up trimming ({@linkcode StartupTrimPolicy}; default
+   * {@linkcode DEFAULT_STARTUP_TRIM_POLICY}); `false`: none, only the settled trims.
+   */
+  startup?: StartupTrimPolicy | false;
   logger?: Logger;
   /** Reads the resident memory (default: this process's). */
   read?: () => ResidentMemory;
@@ -172,6 +224,10 @@ export function startMemoryTrimmer(options: MemoryTrimmerOptions, signal: AbortS
   const log = options.logger ?? silentLogger;
   const read = options.read ?? readResidentMemory;
   const pageOut = options.pageOut ?? pageOutFileMappings;
+  const startup = options.startup ?? DEFAULT_STARTUP_TRIM_POLICY;
+  if (startup) {
+    if (!trimDuringStartup({ policy: startup, read, pageOut, log }, signal)) return;
+  }
   let state: TrimState = { trims: 0 };
   const timer = setInterval(() => {
     try {
@@ -201,4 +257,52 @@ export function startMemoryTrimmer(options: MemoryTrimmerOptions, signal: AbortS
   }, options.intervalMs ?? 30_000);
   Deno.unrefTimer(timer);
   signal.addEventListener("abort", () => clearInterval(timer), { once: true });
+}
+
+/**
+ * Trims at once (when over the ceiling), then every `policy.intervalMs` for
+ * `policy.durationMs` whenever {@linkcode startupTrimStep} says so; logs the count and the
+ * highest sample once at the end. Returns false when the first trim failed (logged once as a
+ * warning), so the caller tries no more.
+ */
+function trimDuringStartup(
+  o: {
+    policy: StartupTrimPolicy;
+    read: () => ResidentMemory;
+    pageOut: () => number;
+    log: Logger;
+  },
+  signal: AbortSignal,
+): boolean {
+  let lastTrimmed: number | undefined;
+  let trims = 0;
+  let peak = 0;
+  const step = (): boolean => {
+    try {
+      const before = o.read();
+      peak = Math.max(peak, before.rss);
+      if (!startupTrimStep(lastTrimmed, before, o.policy)) return true;
+      o.pageOut();
+      lastTrimmed = o.read().file;
+      trims++;
+      return true;
+    } catch (error) {
+      o.log.warn("resident memory trimming disabled", { error });
+      return false;
+    }
+  };
+  if (!step()) return false;
+  const started = Date.now();
+  const timer = setInterval(() => {
+    if (Date.now() - started < o.policy.durationMs && trims < o.policy.maxTrims) {
+      if (!step()) clearInterval(timer);
+      return;
+    }
+    clearInterval(timer);
+    const mib = (n: number) => Math.round(n / MiB * 10) / 10;
+    o.log.info("start-up memory trims done", { trims, maxSampledRssMiB: mib(peak) });
+  }, o.policy.intervalMs);
+  Deno.unrefTimer(timer);
+  signal.addEventListener("abort", () => clearInterval(timer), { once: true });
+  return true;
 }

@@ -7,6 +7,7 @@ import {
   reclaimableMappings,
   type ResidentMemory,
   startMemoryTrimmer,
+  startupTrimStep,
   type TrimState,
   trimStep,
 } from "./memory_trim.ts";
@@ -96,6 +97,7 @@ Deno.test("startMemoryTrimmer trims when settled, logs the figures, stops on abo
   const controller = new AbortController();
   startMemoryTrimmer({
     intervalMs: 5,
+    startup: false,
     logger,
     read: () => samples[Math.min(reads++, samples.length - 1)],
     pageOut: () => {
@@ -121,6 +123,7 @@ Deno.test("startMemoryTrimmer disables itself after a failure, with one warning"
   const controller = new AbortController();
   startMemoryTrimmer({
     intervalMs: 2,
+    startup: false,
     logger,
     read: () => ({ rss: 40 * MiB, anon: 10 * MiB, file: 30 * MiB }),
     pageOut: () => {
@@ -134,6 +137,101 @@ Deno.test("startMemoryTrimmer disables itself after a failure, with one warning"
   controller.abort();
   assert.deepEqual(lines, ["resident memory trimming disabled"]);
   assert.equal(pageOuts, 1);
+});
+
+Deno.test("startupTrimStep: at the ceiling, after each growth of the margin since the last trim", () => {
+  const policy = {
+    durationMs: 1000,
+    intervalMs: 10,
+    ceilingBytes: 32 * MiB,
+    growthBytes: 3 * MiB,
+    maxTrims: 10,
+  };
+  const at = (rss: number, file: number) => ({
+    rss: rss * MiB,
+    anon: (rss - file) * MiB,
+    file: file * MiB,
+  });
+  assert.equal(startupTrimStep(undefined, at(31, 20), policy), false, "below the ceiling");
+  assert.equal(startupTrimStep(undefined, at(40, 25), policy), true);
+  assert.equal(startupTrimStep(10 * MiB, at(34, 12), policy), false, "too little to gain");
+  assert.equal(startupTrimStep(10 * MiB, at(34, 13), policy), true);
+});
+
+Deno.test("startMemoryTrimmer trims at start-up at once and at the ceiling, then stops", async () => {
+  let file = 30 * MiB;
+  let pageOuts = 0;
+  const lines: Record<string, unknown>[] = [];
+  const logger = createLogger({ level: "info", write: (l) => lines.push(JSON.parse(l)) });
+  const controller = new AbortController();
+  startMemoryTrimmer({
+    intervalMs: 60_000,
+    startup: {
+      durationMs: 200,
+      intervalMs: 5,
+      ceilingBytes: 32 * MiB,
+      growthBytes: 3 * MiB,
+      maxTrims: 10,
+    },
+    logger,
+    read: () => ({ rss: file + 10 * MiB, anon: 10 * MiB, file }),
+    pageOut: () => {
+      pageOuts++;
+      file = 8 * MiB;
+      return 1;
+    },
+  }, controller.signal);
+  // The first trim is synchronous: before the caller's next line (its first watch).
+  assert.equal(pageOuts, 1);
+  await new Promise((r) => setTimeout(r, 30));
+  assert.equal(pageOuts, 1, "below the ceiling, no trim");
+  file = 25 * MiB;
+  const deadline = Date.now() + 10_000;
+  while (pageOuts < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+  assert.equal(pageOuts, 2);
+  // After start-up it stops sampling (the settled trimmer's interval is a minute here).
+  while (lines.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+  file = 30 * MiB;
+  await new Promise((r) => setTimeout(r, 30));
+  controller.abort();
+  assert.equal(pageOuts, 2);
+  assert.equal(lines[0].msg, "start-up memory trims done");
+  assert.equal(lines[0].trims, 2);
+  assert.equal(lines[0].maxSampledRssMiB, 40);
+});
+
+Deno.test("startMemoryTrimmer stops trimming at start-up after maxTrims", async () => {
+  let pageOuts = 0;
+  let justTrimmed = false;
+  const lines: Record<string, unknown>[] = [];
+  const logger = createLogger({ level: "info", write: (l) => lines.push(JSON.parse(l)) });
+  const controller = new AbortController();
+  startMemoryTrimmer({
+    intervalMs: 60_000,
+    startup: {
+      durationMs: 10_000,
+      intervalMs: 2,
+      ceilingBytes: 32 * MiB,
+      growthBytes: 3 * MiB,
+      maxTrims: 3,
+    },
+    logger,
+    // A working set that stays above the ceiling: every trim is undone at once.
+    read: () => {
+      const file = (justTrimmed ? 8 : 40) * MiB;
+      justTrimmed = false;
+      return { rss: file + 10 * MiB, anon: 10 * MiB, file };
+    },
+    pageOut: () => {
+      justTrimmed = true;
+      return ++pageOuts;
+    },
+  }, controller.signal);
+  const deadline = Date.now() + 10_000;
+  while (lines.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+  controller.abort();
+  assert.equal(pageOuts, 3);
+  assert.equal(lines[0].msg, "start-up memory trims done");
 });
 
 Deno.test("pageOutFileMappings advises this process's executable and libraries", () => {

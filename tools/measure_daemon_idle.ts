@@ -15,6 +15,9 @@
  *
  * - the bundle: size, the modules in it, and whether anything heavy is loaded
  *   at start-up (a static `node:` import, TypeBox, the YAML parser);
+ * - the PEAK from start to Idle: the daemon's `VmHWM` (the kernel's high-water mark of its
+ *   resident set since its exec) read once it reports Idle, and a start-up timeline of VmRSS
+ *   sampled every 5 ms from spawn to Idle (when and of what the peak was made);
  * - a table: Deno's own floor (an empty program run the same way, before and
  *   after the same trim) against the daemon idle before and after its trim:
  *   VmRSS, RssAnon, RssFile, and the V8 heap;
@@ -29,7 +32,9 @@
  * process on the machine (this script included) shares its pages, which would
  * both inflate the figures (the kernel maps cached neighbours on each fault)
  * and keep the trim from reclaiming them (the kernel leaves shared pages).
- * Set DENO_V8_FLAGS to try V8 options (the launcher passes the environment on).
+ * Set DENO_V8_FLAGS to try V8 options (the launcher passes the environment on);
+ * MEASURE_DAEMON_BUNDLE=FILE runs that bundle instead of the one built (an instrumented copy),
+ * MEASURE_DAEMON_LOG=FILE keeps the daemon's log.
  *
  * @module
  */
@@ -104,6 +109,53 @@ interface Sample {
 const readSample = (pid: number): Sample =>
   parseProcStatus(Deno.readTextFileSync(`/proc/${pid}/status`));
 
+/** `VmHWM` (the peak resident set since the process's last exec) in bytes (`/proc/PID/status`). */
+export function parsePeak(status: string): number {
+  const match = /^VmHWM:\s+(\d+) kB/m.exec(status);
+  if (!match) throw new Error("no VmHWM in /proc status");
+  return Number(match[1]) * 1024;
+}
+
+const readPeak = (pid: number): number => parsePeak(Deno.readTextFileSync(`/proc/${pid}/status`));
+
+/** A resident-memory sample taken `ms` after the daemon was spawned. */
+interface TimedSample {
+  ms: number;
+  rss: number;
+  anon: number;
+  file: number;
+}
+
+/**
+ * Samples `pid`'s resident memory every `everyMs` until stopped (the start-up timeline; the
+ * VmHWM read at the end gives the exact peak, these show when it happened and of what).
+ */
+function startSampler(pid: number, started: number, everyMs = 5) {
+  const samples: TimedSample[] = [];
+  const timer = setInterval(() => {
+    try {
+      samples.push({ ms: performance.now() - started, ...readSample(pid) });
+    } catch {
+      // between exec()s, or gone
+    }
+  }, everyMs);
+  return { samples, stop: () => clearInterval(timer) };
+}
+
+/** The samples at which VmRSS moved by `stepBytes` or more since the last one kept, and the max. */
+export function timeline<T extends { rss: number }>(samples: T[], stepBytes: number): T[] {
+  const kept: T[] = [];
+  const max = samples.reduce(
+    (m, s) => (s.rss > (m?.rss ?? -1) ? s : m),
+    undefined as T | undefined,
+  );
+  for (const s of samples) {
+    const last = kept.at(-1);
+    if (!last || Math.abs(s.rss - last.rss) >= stepBytes || s === max) kept.push(s);
+  }
+  return kept;
+}
+
 /**
  * An empty program, for Deno's own floor: idles; on SIGUSR1 writes its V8 heap
  * figures to the file named by its argument, on SIGUSR2 first trims itself as
@@ -144,6 +196,9 @@ if (import.meta.main) {
   ]);
   const target = TARGETS.find((t) => t.name === "daemon")!;
   const daemonExecutable = built.targets[0].executable;
+  // Experiments: run another bundle (e.g. one instrumented by hand) the shipped way.
+  const override = Deno.env.get("MEASURE_DAEMON_BUNDLE");
+  if (override && built.mode === "bundle") await Deno.copyFile(override, built.targets[0].bundle);
   // One copy each for the daemon and the floor: the kernel does not reclaim shared pages.
   const privateDeno = `${logDir}/deno`;
   if (built.mode === "bundle") await Deno.copyFile(Deno.execPath(), privateDeno);
@@ -255,6 +310,7 @@ if (import.meta.main) {
       JSON.stringify(parse(await Deno.readTextFile(cp.kubeconfigPath))),
     );
     const daemonLog = `${logDir}/daemon.log`;
+    const started = performance.now();
     const daemon = startProcess({
       name: "daemon",
       command: daemonExecutable,
@@ -275,7 +331,7 @@ if (import.meta.main) {
       ],
       logPath: daemonLog,
     });
-    const started = performance.now();
+    const sampler = startSampler(daemon.pid, started);
     await waitFor(async () => {
       const bn = await nodes.get("idle-node");
       // True/Idle, not True/NotOwned: the owned path.
@@ -284,6 +340,10 @@ if (import.meta.main) {
       );
     }, { timeoutMs: 30_000, message: "daemon reports Idle (reason Idle)" });
     const idleAfterS = (performance.now() - started) / 1000;
+    // VmHWM: the exact peak from the daemon's exec (after the launcher's) to Idle.
+    const peakToIdle = readPeak(daemon.pid);
+    sampler.stop();
+    const startup = timeline(sampler.samples, 2 * MiB);
     // Let start-up work settle, then the untrimmed figures (the first trim comes later).
     await new Promise((r) => setTimeout(r, 5000));
     const trimLines = async () =>
@@ -293,6 +353,7 @@ if (import.meta.main) {
     if ((await trimLines()).length > 0) throw new Error("the daemon trimmed before the sample");
     const daemonBefore = readSample(daemon.pid);
     const floorBefore = await floorSample("heap");
+    const floorPeak = readPeak(floor.pid);
     const trims = await waitFor(async () => {
       const lines = await trimLines();
       return lines.length > 0 ? lines : undefined;
@@ -314,6 +375,15 @@ if (import.meta.main) {
     const after = await metrics();
     const smaps = residentByMapping(await Deno.readTextFile(`/proc/${daemon.pid}/smaps`));
     const allTrims = await trimLines();
+    const startupTrims = (await Deno.readTextFile(daemonLog)).split("\n").filter((l) =>
+      l.includes('"start-up memory trims done"')
+    ).map((l) =>
+      JSON.parse(l)
+    )[0];
+    const peakOverall = readPeak(daemon.pid);
+    const keepLog = Deno.env.get("MEASURE_DAEMON_LOG");
+    if (keepLog) await Deno.copyFile(daemonLog, keepLog);
+    const endS = (performance.now() - started) / 1000;
     await daemon.stop();
 
     const delta = (verb: string) =>
@@ -365,7 +435,18 @@ if (import.meta.main) {
     );
     out.push(
       `  Idle after ${idleAfterS.toFixed(1)}s, first trim after ${trimmedAfterS.toFixed(0)}s, ` +
-        `${allTrims.length} trim(s) in all`,
+        `${allTrims.length} trim(s) in all` +
+        (startupTrims ? `, ${startupTrims.trims} at start-up (the first 20 s)` : ""),
+    );
+    out.push(
+      `  PEAK from start to Idle (VmHWM): ${mib(peakToIdle).trim()} MiB; over the whole run ` +
+        `${mib(peakOverall).trim()} MiB; Deno floor's own peak ${mib(floorPeak).trim()} MiB`,
+    );
+    out.push(
+      "  start-up timeline (VmRSS/anon/file MiB at ms since spawn, each 2 MiB move): " +
+        startup.map((s) =>
+          `${s.ms.toFixed(0)}ms ${mib(s.rss).trim()}/${mib(s.anon).trim()}/${mib(s.file).trim()}`
+        ).join(", "),
     );
     out.push("");
     out.push(
@@ -381,12 +462,17 @@ if (import.meta.main) {
     row("Deno floor (empty program)", floorBefore);
     row("Deno floor, trimmed", floorAfter);
     row("daemon idle, before its trim", daemonBefore);
-    row(`daemon idle, trimmed (+${seconds}s)`, { ...last, heap: daemonHeap });
+    row(`daemon idle, trimmed (+${endS.toFixed(0)}s from start)`, { ...last, heap: daemonHeap });
     out.push(
       `daemon minus floor, trimmed: ${mib(last.rss - floorAfter.rss)} MiB ` +
         `(anon ${mib(last.anon - floorAfter.anon).trim()}, file ${
           mib(last.file - floorAfter.file).trim()
         }); max VmRSS in the window ${mib(maxRss).trim()}`,
+    );
+    out.push(
+      `daemon VmRSS every 5 s after its first trim (MiB): ${
+        samples.map((s) => mib(s.rss).trim()).join(" ")
+      }`,
     );
     out.push("");
     out.push("daemon resident memory by mapping, at the end (MiB):");
@@ -401,7 +487,9 @@ if (import.meta.main) {
     }
     out.push("");
     out.push(
-      `daemon idle for ${seconds}s: RSS ${mib(last.rss).trim()} MiB (max ${mib(maxRss).trim()}); ` +
+      `daemon idle for ${seconds}s after its first trim: RSS ${mib(last.rss).trim()} MiB ` +
+        `(max ${mib(maxRss).trim()}) at +${endS.toFixed(0)}s from start; peak start to Idle ` +
+        `${mib(peakToIdle).trim()} MiB; ` +
         `API traffic (${DAEMON_RESOURCES.join(", ")}): ${openWatches} open BootcNode watch, ` +
         `${delta("WATCH")} new watches, ${delta("GET") + delta("LIST")} reads, ${writes} writes ` +
         `[${built.mode}]` +
