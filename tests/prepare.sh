@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Makes a fresh machine ready for `deno task test` and `deno task demo`:
-# the Kubernetes control plane binaries and, with --with-helm, helm (built once, cached) and the Debian
-# packages the tests use (the CNCF distribution registry, htpasswd, openssl).
+# the Kubernetes control plane binaries (built once, cached), the Debian packages the tests use (the
+# CNCF distribution registry, htpasswd, openssl, ...) and, with --test-tools, helm (built once,
+# cached) and qemu-user-static.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
@@ -12,6 +13,13 @@ command -v openssl >/dev/null || need+=(openssl)
 command -v nsenter >/dev/null || need+=(util-linux)
 command -v promtool >/dev/null || need+=(prometheus)
 command -v tmux >/dev/null || need+=(tmux) # the kubectl plugin's terminal test
+# Test tools only (`deno task test` passes --test-tools; the demo needs neither): the arm64
+# images' entrypoints run under qemu-user (tests/images), called explicitly, so no binfmt-support.
+test_tools=false
+[[ "${1:-}" == "--test-tools" ]] && test_tools=true
+if $test_tools; then
+  [[ -x /usr/bin/qemu-aarch64-static ]] || need+=(qemu-user-static)
+fi
 if ((${#need[@]})); then
   echo "[prepare] installing Debian packages: ${need[*]}" >&2
   sudo=""
@@ -32,7 +40,7 @@ if command -v systemctl >/dev/null && systemctl is-enabled --quiet prometheus 2>
 fi
 
 bash "$here/kube/build.sh" >/dev/null
-# helm is test tooling only (tests/helm): `deno task test` asks for it, the demo does not.
-if [[ "${1:-}" == "--with-helm" ]]; then
+# helm is test tooling only (tests/helm).
+if $test_tools; then
   bash "$here/helm/build.sh" >/dev/null
 fi

@@ -508,13 +508,8 @@ if (import.meta.main) {
   }
   // The images package the bundles (not the executables), so they do not depend on the mode.
   if (!noImages && only.length === 0) {
-    const { buildImages, formatMiB } = await import("./image/images.ts");
+    const { buildImages, describeImages } = await import("./image/images.ts");
     const images = await buildImages({ distDir: `${defaultRoot()}/dist`, targets: TARGETS });
-    for (const image of images.images) {
-      console.log(
-        `${image.reference}@${image.digest}: ${formatMiB(image.compressedBytes)} compressed, ` +
-          `${formatMiB(image.unpackedBytes)} unpacked (OCI layout ${image.layout})`,
-      );
-    }
+    for (const line of describeImages(images)) console.log(line);
   }
 }

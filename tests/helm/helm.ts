@@ -48,7 +48,7 @@ export async function resolveHelm(): Promise<string> {
   if (!out.success || !path) {
     throw new Error(
       `helm is missing: ${BUILD_SCRIPT} failed (exit ${out.code}; see above). It builds helm ` +
-        "from the Go module proxy (needs Go); `bash tests/prepare.sh --with-helm` (run by `deno task test`) builds it, or set BOOTC_HELM_BIN.",
+        "from the Go module proxy (needs Go); `bash tests/prepare.sh --test-tools` (run by `deno task test`) builds it, or set BOOTC_HELM_BIN.",
     );
   }
   return path;

@@ -1,9 +1,14 @@
 /**
- * The images `deno task build` produces, end to end: built twice from the same inputs they have
- * the same digests; pushed to a real registry (token auth) with tools/image/push.ts, pulled back
- * by digest and unpacked, each holds nothing beyond its runtime and libraries; and each
- * entrypoint, run from the unpacked filesystem the way a runtime runs the pod (own mount
- * namespace, chroot, the image's user and environment), does its job:
+ * The images `deno task build` produces, end to end: each is an OCI index of a linux/amd64 and a
+ * linux/arm64 manifest; built twice from the same inputs they have the same digests (index and
+ * both manifests); pushed to a real registry (token auth) with tools/image/push.ts, the registry
+ * serves the index and each platform's manifest by digest, the operator's own resolver reports
+ * both platforms and its digest rule picks the manifest of a node's architecture; pulled back by
+ * digest and unpacked, each holds nothing beyond its runtime and libraries; the arm64
+ * entrypoints answer `--help` under qemu-user (`qemu-aarch64-static`, from Debian's
+ * qemu-user-static, which tests/prepare.sh --test-tools installs) in a chroot of the unpacked arm64 image;
+ * and each amd64 entrypoint, run from the unpacked filesystem the way a runtime runs the pod (own
+ * mount namespace, chroot, the image's user and environment), does its job:
  *
  * - the controller, as 65532 with a read-only root and a service-account token mounted like
  *   the Deployment's, talks TLS to a real API server and reports ready (caches synced, leader
@@ -22,6 +27,9 @@ import { buildImages, type ImagesResult } from "../../tools/image/images.ts";
 import { pushLayout } from "../../tools/image/push.ts";
 import { IMAGE_NAMES, NONROOT_UID } from "../../tools/image/spec.ts";
 import { RegistryClient } from "../../lib/registry/client.ts";
+import { OCI_INDEX } from "../../lib/registry/media_types.ts";
+import { entryRuns } from "../../lib/bootc/image_ref.ts";
+import { RegistryImageResolver } from "../../controller/pollers/resolver.ts";
 import { startControlPlane } from "../harness/control_plane.ts";
 import { startRegistry } from "../harness/registry.ts";
 import { freePort, startProcess, tailFile } from "../harness/process.ts";
@@ -69,9 +77,37 @@ Deno.test({
             await Deno.readTextFile(`${work}/images-1/${name}/index.json`),
           );
         }
-        // The runtime and base layers are shared, so a node pulls them once.
         const [controller, daemon] = first.images;
-        assert.deepEqual(controller.layers.slice(0, 2), daemon.layers.slice(0, 2));
+        for (const image of first.images) {
+          assert.deepEqual(
+            image.platforms.map((p) => `${p.platform.os}/${p.platform.architecture}`),
+            ["linux/amd64", "linux/arm64"],
+          );
+          // The layout names one index; the index lists both manifests with their platforms.
+          const layoutIndex = JSON.parse(await Deno.readTextFile(`${image.layout}/index.json`));
+          assert.deepEqual(layoutIndex.manifests.map((m: { digest: string }) => m.digest), [
+            image.digest,
+          ]);
+          assert.deepEqual(layoutIndex.manifests[0].mediaType, OCI_INDEX);
+          const index = JSON.parse(
+            await Deno.readTextFile(`${image.layout}/blobs/sha256/${image.digest.slice(7)}`),
+          );
+          assert.deepEqual(index.mediaType, OCI_INDEX);
+          assert.deepEqual(
+            index.manifests.map((m: { digest: string; platform: unknown }) => [
+              m.digest,
+              m.platform,
+            ]),
+            image.platforms.map((p) => [p.digest, p.platform]),
+          );
+        }
+        // Per platform, the runtime and base layers are shared, so a node pulls them once.
+        for (const i of [0, 1]) {
+          assert.deepEqual(
+            controller.platforms[i].layers.slice(0, 2),
+            daemon.platforms[i].layers.slice(0, 2),
+          );
+        }
         assert.deepEqual(controller.reference, `${IMAGE_NAMES.controller}:latest`);
         assert.deepEqual(daemon.reference, `${IMAGE_NAMES.daemon}:latest`);
       });
@@ -82,11 +118,19 @@ Deno.test({
       const client = new RegistryClient({ ...registry.clientOptions(), dockerConfigJson });
       cleanups.push(() => Promise.resolve(client.close()));
       const roots: Record<string, string> = {};
+      const armRoots: Record<string, string> = {};
       const configs: Record<string, Awaited<ReturnType<typeof pullAndUnpack>>["config"]> = {};
+      const armConfigs: Record<string, Awaited<ReturnType<typeof pullAndUnpack>>["config"]> = {};
 
-      await t.step("push, pull by digest, unpack", async () => {
+      await t.step("push the index, resolve per platform, pull by digest, unpack", async () => {
+        const resolver = new RegistryImageResolver({ insecureRegistries: [registry.host] });
         for (const image of first.images) {
           const repository = `${registry.host}/bootc-operator/${image.name}`;
+          // Distinct blobs: the bundle layer (JavaScript) is the same on both platforms.
+          const blobCount = new Set(
+            image.platforms.flatMap((p) => [p.configDigest, ...p.layers.map((l) => l.digest)]),
+          ).size;
+          assert.deepEqual(image.platforms[0].layers.at(-1), image.platforms[1].layers.at(-1));
           const pushed = await pushLayout({
             layout: image.layout,
             reference: `${repository}:test`,
@@ -94,7 +138,8 @@ Deno.test({
             dockerConfigJson,
           });
           assert.deepEqual(pushed.digest, image.digest);
-          assert.deepEqual(pushed.uploaded, image.layers.length + 1);
+          assert.deepEqual(pushed.manifests, image.platforms.map((p) => p.digest));
+          assert.deepEqual(pushed.uploaded, blobCount);
           // Pushing again uploads nothing: every blob is there.
           const again = await pushLayout({
             layout: image.layout,
@@ -102,16 +147,47 @@ Deno.test({
             insecureRegistries: [registry.host],
             dockerConfigJson,
           });
-          assert.deepEqual([again.uploaded, again.existing], [0, image.layers.length + 1]);
-          assert.deepEqual((await client.resolve(`${repository}:test`)).digest, image.digest);
+          assert.deepEqual([again.uploaded, again.existing], [0, blobCount]);
+          // The registry serves the index and each platform's manifest by digest.
+          const index = await client.fetchManifest(`${repository}@${image.digest}`);
+          assert.deepEqual([index.digest, index.mediaType], [image.digest, OCI_INDEX]);
+          // The controller's resolver sees both platforms; the one digest rule (daemon,
+          // controller, plugin) takes a node's manifest only for the node's architecture.
+          const resolved = await resolver.resolve(`${repository}:test`, { dockerConfigJson });
+          assert.deepEqual(resolved.digest, image.digest);
+          const platforms = image.platforms.map((p) => ({
+            os: p.platform.os,
+            architecture: p.platform.architecture,
+            digest: p.digest,
+          }));
+          assert.deepEqual(resolved.platforms, platforms);
+          const desired = { image: `${repository}@${image.digest}`, platforms: resolved.platforms };
+          const [amd64, arm64] = image.platforms;
+          const runs = (digest: string, architecture: string) =>
+            entryRuns({ imageDigest: digest, architecture }, desired);
+          assert.deepEqual(
+            [runs(amd64.digest, "amd64"), runs(arm64.digest, "arm64")],
+            [true, true],
+          );
+          assert.deepEqual(
+            [runs(arm64.digest, "amd64"), runs(amd64.digest, "arm64")],
+            [false, false],
+          );
 
           roots[image.name] = `${work}/rootfs-${image.name}`;
-          const pulled = await pullAndUnpack(client, repository, image.digest, roots[image.name]);
+          const pulled = await pullAndUnpack(client, repository, amd64.digest, roots[image.name]);
           configs[image.name] = pulled.config;
-          assert.deepEqual(pulled.layerSizes, image.layers.map((l) => l.size));
+          assert.deepEqual(pulled.layerSizes, amd64.layers.map((l) => l.size));
           assert.deepEqual(pulled.config.config.User, `${NONROOT_UID}:${NONROOT_UID}`);
           assert.deepEqual(pulled.config.config.Entrypoint?.[0], "/usr/bin/deno");
           assert.deepEqual(pulled.config.architecture, "amd64");
+
+          armRoots[image.name] = `${work}/rootfs-${image.name}-arm64`;
+          const arm = await pullAndUnpack(client, repository, arm64.digest, armRoots[image.name]);
+          armConfigs[image.name] = arm.config;
+          assert.deepEqual(arm.layerSizes, arm64.layers.map((l) => l.size));
+          assert.deepEqual(arm.config.architecture, "arm64");
+          assert.deepEqual(arm.config.config.Entrypoint, pulled.config.config.Entrypoint);
         }
         assert.deepEqual(configs.daemon.config.Cmd, ["run"]);
       });
@@ -119,7 +195,8 @@ Deno.test({
       await t.step(
         "the filesystems hold the runtime, libraries and certificates only",
         async () => {
-          for (const [name, root] of Object.entries(roots)) {
+          const all = [...Object.entries(roots), ...Object.entries(armRoots)];
+          for (const [name, root] of all) {
             const entries = await walk(root);
             const executables = entries
               .filter((e) => e.kind === "file" && (e.mode & 0o111) && !/\.so(\.|$)/.test(e.path))
@@ -139,6 +216,42 @@ Deno.test({
             assert.deepEqual((await Deno.stat(`${root}/home/nonroot`)).uid, NONROOT_UID);
             assert.deepEqual((await Deno.stat(`${root}/tmp`)).mode! & 0o7777, 0o1777);
           }
+        },
+      );
+
+      await t.step(
+        "the arm64 entrypoints answer --help under qemu-user in a chroot of the arm64 image",
+        async () => {
+          const qemu = await qemuAarch64();
+          await Promise.all(
+            Object.entries(armRoots).map(async ([name, root]) => {
+              // The runtime really is an AArch64 executable (ELF e_machine 183).
+              const elf = await Deno.readFile(`${root}/usr/bin/deno`);
+              assert.deepEqual(new DataView(elf.buffer).getUint16(18, true), 183);
+              // qemu-aarch64-static is static, so it runs inside the chroot without binfmt_misc.
+              await Deno.copyFile(qemu, `${root}/qemu-aarch64-static`);
+              await Deno.chmod(`${root}/qemu-aarch64-static`, 0o755);
+              const config = armConfigs[name].config;
+              const argv = await podArgv({
+                root,
+                user: config.User!,
+                command: ["/qemu-aarch64-static", ...config.Entrypoint!, "--help"],
+              });
+              const out = await new Deno.Command(argv[0], {
+                args: argv.slice(1),
+                env: envObject(config.Env ?? []),
+                clearEnv: true,
+                stdin: "null",
+                stdout: "piped",
+                stderr: "piped",
+                signal: AbortSignal.timeout(240_000),
+              }).output();
+              const text = new TextDecoder().decode(out.stdout) +
+                new TextDecoder().decode(out.stderr);
+              assert.deepEqual(out.code, 0, `${name} --help under qemu:\n${text}`);
+              assert.match(text, new RegExp(`Usage: ${name}`), text);
+            }),
+          );
         },
       );
 
@@ -335,6 +448,23 @@ Deno.test({
   },
 });
 
-function digests(result: ImagesResult): Record<string, string> {
-  return Object.fromEntries(result.images.map((i) => [i.name, i.digest]));
+/** Each image's index digest and its platforms' manifest digests. */
+function digests(result: ImagesResult): Record<string, string[]> {
+  return Object.fromEntries(
+    result.images.map((i) => [i.name, [i.digest, ...i.platforms.map((p) => p.digest)]]),
+  );
+}
+
+/** Debian's `qemu-aarch64-static` (qemu-user-static); its absence fails the test. */
+async function qemuAarch64(): Promise<string> {
+  const path = "/usr/bin/qemu-aarch64-static";
+  try {
+    await Deno.stat(path);
+    return path;
+  } catch {
+    throw new Error(
+      `${path} is missing: the arm64 images are checked under qemu-user. Run tests/prepare.sh --test-tools ` +
+        "(it installs Debian's qemu-user-static) or `apt-get install qemu-user-static`.",
+    );
+  }
 }

@@ -1,8 +1,11 @@
 /**
  * Builds the controller and daemon images without a container engine: each an OCI image
- * layout under `dist/images/<name>/`, assembled from the pinned Debian packages and Deno
- * runtime (`packages.lock.json`, checked by sha256) and the bundle `deno task build` wrote.
- * See spec.ts for what goes in, and manifests/README.md for pushing.
+ * layout under `dist/images/<name>/` whose `index.json` names one OCI image index
+ * (`application/vnd.oci.image.index.v1+json`) with a manifest per platform (linux/amd64,
+ * linux/arm64; spec.ts's `PLATFORMS`), assembled from that architecture's pinned Debian
+ * packages and Deno runtime (`packages.lock.json`, checked by sha256) and the bundle
+ * `deno task build` wrote (JavaScript: the same bundle on every platform). See spec.ts for what
+ * goes in, and manifests/README.md for pushing.
  *
  * Reproducible: layer tars are written by tar.ts (sorted, fixed mtime and owners, normalized
  * modes), gzipped by the pinned Deno, and every JSON document has a fixed key order and the
@@ -13,12 +16,14 @@
  *
  * @module
  */
-import { OCI_CONFIG, OCI_MANIFEST } from "../../lib/registry/media_types.ts";
+import { OCI_CONFIG, OCI_INDEX, OCI_MANIFEST } from "../../lib/registry/media_types.ts";
 import {
   ensureDeb,
   ensureDeno,
   type ImageLock,
   listTree,
+  lockedDeno,
+  lockedPackage,
   readLock,
   unpackDeb,
   type UnpackedPackage,
@@ -28,6 +33,7 @@ import {
   blobOf,
   type BuiltLayer,
   imageConfig,
+  imageIndex,
   imageManifest,
   layerOf,
   REF_NAME,
@@ -36,21 +42,23 @@ import {
 import {
   ALL_PACKAGES,
   APP_DIR,
-  BASE_PACKAGES,
+  basePackages,
   caBundle,
   DENO_PATH,
   entrypoint,
   GROUP,
   IMAGE_ENV,
   IMAGE_TAG,
+  type ImagePlatform,
   type ImageSpec,
   imageSpecs,
   type ImageTarget,
   NONROOT_UID,
-  NSENTER_PACKAGES,
+  nsenterPackages,
   NSSWITCH,
   type PackageSelection,
   PASSWD,
+  PLATFORMS,
   selected,
   statusRecord,
 } from "./spec.ts";
@@ -82,30 +90,46 @@ export interface LayerSummary {
   createdBy: string;
 }
 
-/** One built image. */
-export interface BuiltImage {
-  name: ImageSpec["name"];
-  /** `repository:tag`, the layout's ref name. */
-  reference: string;
+/** One platform's image manifest of a built image. */
+export interface PlatformImage {
+  platform: { architecture: string; os: string };
   /** The manifest digest. */
   digest: string;
-  /** The OCI layout folder. */
-  layout: string;
   configDigest: string;
   layers: LayerSummary[];
-  /** Manifest + config + compressed layers: what a registry stores and a node pulls. */
+  /** Manifest + config + compressed layers: what a node of this platform pulls. */
   compressedBytes: number;
   /** The uncompressed layer tars: about what the image takes on a node's disk. */
   unpackedBytes: number;
 }
 
+/** One built image: an OCI index of one manifest per platform. */
+export interface BuiltImage {
+  name: ImageSpec["name"];
+  /** `repository:tag`, the layout's ref name. */
+  reference: string;
+  /** The index digest (what the manifests pin). */
+  digest: string;
+  /** The OCI layout folder. */
+  layout: string;
+  /** In {@linkcode PLATFORMS} order: amd64, then arm64. */
+  platforms: PlatformImage[];
+}
+
 /** What {@linkcode buildImages} wrote; also `<outDir>/images.json`. */
 export interface ImagesResult {
   images: BuiltImage[];
-  inputs: { packages: string[]; deno: string };
+  inputs: { packages: string[]; deno: string[] };
 }
 
-/** Builds both images; see the module doc. */
+/** One platform's manifest of one image, with the blobs it needs. */
+interface PlatformBuild {
+  summary: PlatformImage;
+  manifest: Blob;
+  blobs: Blob[];
+}
+
+/** Builds both images for every platform; see the module doc. */
 export async function buildImages(options: BuildImagesOptions): Promise<ImagesResult> {
   const log = options.log ?? ((line: string) => console.error(line));
   const outDir = options.outDir ?? `${options.distDir}/images`;
@@ -113,102 +137,45 @@ export async function buildImages(options: BuildImagesOptions): Promise<ImagesRe
   const specs = imageSpecs(options.targets);
   const work = await Deno.makeTempDir({ prefix: "bootc-image-" });
   try {
-    const packages = new Map<string, UnpackedPackage>();
-    for (const name of ALL_PACKAGES) {
-      const pinned = lock.packages.find((p) => p.name === name);
-      if (!pinned) throw new Error(`packages.lock.json does not pin ${name}`);
-      const deb = await ensureDeb(pinned, { cache: options.cache, log });
-      packages.set(name, await unpackDeb(deb, name, `${work}/${name}`));
+    const perPlatform: Map<ImageSpec["name"], PlatformBuild>[] = [];
+    for (const platform of PLATFORMS) {
+      perPlatform.push(
+        await buildPlatform({ ...options, log, lock, specs, platform, work }),
+      );
     }
-    const denoPath = await ensureDeno(lock.deno, { cache: options.cache, log });
-    const mtime = lock.epoch;
-    const created = new Date(mtime * 1000).toISOString().replace(/\.000Z$/, "Z");
-
-    const base = await layerOf(
-      (await baseLayer(packages, mtime)).toTar(),
-      `bootc-operator base: ${BASE_PACKAGES.map((p) => pin(lock, p.name)).join(" ")}`,
-    );
-    const denoLayer = new Layer({ mtime });
-    denoLayer.addFile(DENO_PATH, await Deno.readFile(denoPath), { mode: 0o755 });
-    const deno = await layerOf(
-      denoLayer.toTar(),
-      `deno ${lock.deno.version} (npm ${lock.deno.npmPackage}, sha256 ${lock.deno.binarySha256})`,
-    );
-    let nsenter: BuiltLayer | undefined;
-
     const images: BuiltImage[] = [];
     for (const spec of specs) {
-      const layers = [base, deno];
-      if (spec.nsenter) {
-        nsenter ??= await layerOf(
-          (await packagesLayer(packages, NSENTER_PACKAGES, mtime)).toTar(),
-          `nsenter: ${NSENTER_PACKAGES.map((p) => pin(lock, p.name)).join(" ")}`,
-        );
-        layers.push(nsenter);
-      }
-      const app = new Layer({ mtime });
-      app.addFile(
-        `${APP_DIR}/${spec.bundle}`,
-        await Deno.readFile(`${options.distDir}/${spec.bundle}`),
-      );
-      layers.push(await layerOf(app.toTar(), `bundle ${spec.bundle} (deno task build)`));
-
-      const used = [...BASE_PACKAGES, ...(spec.nsenter ? NSENTER_PACKAGES : [])];
-      const config = await blobOf(
-        OCI_CONFIG,
-        imageConfig({
-          created,
-          architecture: "amd64",
-          user: `${NONROOT_UID}:${NONROOT_UID}`,
-          env: IMAGE_ENV,
-          entrypoint: entrypoint(spec),
-          cmd: spec.cmd,
-          workingDir: "/",
-          labels: {
-            "org.opencontainers.image.title": `bootc-operator-${spec.name}`,
-            "org.opencontainers.image.description": spec.description,
-            "org.opencontainers.image.created": created,
-            "dev.bootc-operator.deno.version": lock.deno.version,
-            "dev.bootc-operator.debian.packages": used.map((p) => pin(lock, p.name)).join(" "),
-          },
-          layers,
-        }),
+      const builds = perPlatform.map((m) => m.get(spec.name)!);
+      const index = await blobOf(
+        OCI_INDEX,
+        imageIndex(builds.map((b) => ({
+          ...b.manifest.descriptor,
+          platform: b.summary.platform,
+        }))),
       );
       const reference = `${spec.repository}:${IMAGE_TAG}`;
-      const manifest = await blobOf(
-        OCI_MANIFEST,
-        imageManifest(config.descriptor, layers.map((l) => l.blob.descriptor)),
-      );
-      const blobs: Blob[] = [config, manifest, ...layers.map((l) => l.blob)];
       const layout = `${outDir}/${spec.name}`;
-      await writeLayout(layout, blobs, [{
-        ...manifest.descriptor,
-        platform: { architecture: "amd64", os: "linux" },
+      const blobs = new Map<string, Blob>();
+      for (const b of [index, ...builds.flatMap((x) => [x.manifest, ...x.blobs])]) {
+        blobs.set(b.descriptor.digest, b);
+      }
+      await writeLayout(layout, [...blobs.values()], [{
+        ...index.descriptor,
         annotations: { [REF_NAME]: reference },
       }]);
-      const image: BuiltImage = {
+      images.push({
         name: spec.name,
         reference,
-        digest: manifest.descriptor.digest,
+        digest: index.descriptor.digest,
         layout,
-        configDigest: config.descriptor.digest,
-        layers: layers.map((l) => ({
-          digest: l.blob.descriptor.digest,
-          size: l.blob.descriptor.size,
-          tarBytes: l.tarBytes,
-          createdBy: l.createdBy,
-        })),
-        compressedBytes: manifest.descriptor.size + config.descriptor.size +
-          layers.reduce((sum, l) => sum + l.blob.descriptor.size, 0),
-        unpackedBytes: layers.reduce((sum, l) => sum + l.tarBytes, 0),
-      };
-      images.push(image);
+        platforms: builds.map((b) => b.summary),
+      });
     }
     const result: ImagesResult = {
       images,
       inputs: {
-        packages: ALL_PACKAGES.map((name) => pin(lock, name)),
-        deno: `${lock.deno.version} ${lock.deno.binarySha256}`,
+        packages: lock.packages.map((p) => `${p.name}:${p.architecture}=${p.version}`),
+        deno: lock.deno.map((d) => `${d.version} ${d.architecture} ${d.binarySha256}`),
       },
     };
     await Deno.writeTextFile(`${outDir}/images.json`, JSON.stringify(result, null, 2) + "\n");
@@ -218,9 +185,134 @@ export async function buildImages(options: BuildImagesOptions): Promise<ImagesRe
   }
 }
 
+/** Builds one platform's manifest of every image (its base and runtime layers shared). */
+async function buildPlatform(o: {
+  platform: ImagePlatform;
+  specs: ImageSpec[];
+  lock: ImageLock;
+  work: string;
+  distDir: string;
+  cache?: string;
+  log: (line: string) => void;
+}): Promise<Map<ImageSpec["name"], PlatformBuild>> {
+  const { platform, lock } = o;
+  const arch = platform.architecture;
+  const packages = new Map<string, UnpackedPackage>();
+  for (const name of ALL_PACKAGES) {
+    const deb = await ensureDeb(lockedPackage(lock, name, arch), { cache: o.cache, log: o.log });
+    packages.set(name, await unpackDeb(deb, name, `${o.work}/${arch}/${name}`));
+  }
+  const pinnedDeno = lockedDeno(lock, arch);
+  const denoPath = await ensureDeno(pinnedDeno, { cache: o.cache, log: o.log });
+  const mtime = lock.epoch;
+  const created = new Date(mtime * 1000).toISOString().replace(/\.000Z$/, "Z");
+  const pins = (list: readonly PackageSelection[]) =>
+    list.map((p) => pin(lock, p.name, arch)).join(" ");
+
+  const baseList = basePackages(platform);
+  const nsenterList = nsenterPackages(platform);
+  const base = await layerOf(
+    (await baseLayer(packages, baseList, mtime)).toTar(),
+    `bootc-operator base: ${pins(baseList)}`,
+  );
+  const denoLayer = new Layer({ mtime });
+  denoLayer.addFile(DENO_PATH, await Deno.readFile(denoPath), { mode: 0o755 });
+  const deno = await layerOf(
+    denoLayer.toTar(),
+    `deno ${pinnedDeno.version} (npm ${pinnedDeno.npmPackage}, sha256 ${pinnedDeno.binarySha256})`,
+  );
+  let nsenter: BuiltLayer | undefined;
+
+  const out = new Map<ImageSpec["name"], PlatformBuild>();
+  for (const spec of o.specs) {
+    const layers = [base, deno];
+    if (spec.nsenter) {
+      nsenter ??= await layerOf(
+        (await packagesLayer(packages, nsenterList, mtime)).toTar(),
+        `nsenter: ${pins(nsenterList)}`,
+      );
+      layers.push(nsenter);
+    }
+    const app = new Layer({ mtime });
+    app.addFile(`${APP_DIR}/${spec.bundle}`, await Deno.readFile(`${o.distDir}/${spec.bundle}`));
+    layers.push(await layerOf(app.toTar(), `bundle ${spec.bundle} (deno task build)`));
+    const used = [...baseList, ...(spec.nsenter ? nsenterList : [])];
+    out.set(
+      spec.name,
+      await platformManifest({
+        spec,
+        architecture: arch,
+        created,
+        layers,
+        labels: {
+          "dev.bootc-operator.deno.version": pinnedDeno.version,
+          "dev.bootc-operator.debian.packages": pins(used),
+        },
+      }),
+    );
+  }
+  return out;
+}
+
+/** The config and manifest of one image on one platform, from its layers. */
+async function platformManifest(o: {
+  spec: ImageSpec;
+  architecture: string;
+  created: string;
+  layers: BuiltLayer[];
+  labels: Record<string, string>;
+}): Promise<PlatformBuild> {
+  const { spec, layers, created } = o;
+  const config = await blobOf(
+    OCI_CONFIG,
+    imageConfig({
+      created,
+      architecture: o.architecture,
+      user: `${NONROOT_UID}:${NONROOT_UID}`,
+      env: IMAGE_ENV,
+      entrypoint: entrypoint(spec),
+      cmd: spec.cmd,
+      workingDir: "/",
+      labels: {
+        "org.opencontainers.image.title": `bootc-operator-${spec.name}`,
+        "org.opencontainers.image.description": spec.description,
+        "org.opencontainers.image.created": created,
+        ...o.labels,
+      },
+      layers,
+    }),
+  );
+  const manifest = await blobOf(
+    OCI_MANIFEST,
+    imageManifest(config.descriptor, layers.map((l) => l.blob.descriptor)),
+  );
+  return {
+    manifest,
+    blobs: [config, ...layers.map((l) => l.blob)],
+    summary: {
+      platform: { architecture: o.architecture, os: "linux" },
+      digest: manifest.descriptor.digest,
+      configDigest: config.descriptor.digest,
+      layers: layers.map((l) => ({
+        digest: l.blob.descriptor.digest,
+        size: l.blob.descriptor.size,
+        tarBytes: l.tarBytes,
+        createdBy: l.createdBy,
+      })),
+      compressedBytes: manifest.descriptor.size + config.descriptor.size +
+        layers.reduce((sum, l) => sum + l.blob.descriptor.size, 0),
+      unpackedBytes: layers.reduce((sum, l) => sum + l.tarBytes, 0),
+    },
+  };
+}
+
 /** glibc, libgcc_s, the CA bundle, os-release, users, home and temp folders, package records. */
-async function baseLayer(packages: Map<string, UnpackedPackage>, mtime: number): Promise<Layer> {
-  const layer = await packagesLayer(packages, BASE_PACKAGES, mtime);
+async function baseLayer(
+  packages: Map<string, UnpackedPackage>,
+  selections: readonly PackageSelection[],
+  mtime: number,
+): Promise<Layer> {
+  const layer = await packagesLayer(packages, selections, mtime);
   const ca = packages.get("ca-certificates")!;
   const certs = [];
   for (const path of await listTree(ca.dir)) {
@@ -277,10 +369,20 @@ async function packagesLayer(
   return layer;
 }
 
-function pin(lock: ImageLock, name: string): string {
-  const p = lock.packages.find((x) => x.name === name);
-  if (!p) throw new Error(`packages.lock.json does not pin ${name}`);
+function pin(lock: ImageLock, name: string, architecture: string): string {
+  const p = lockedPackage(lock, name, architecture);
   return `${p.name}=${p.version}`;
+}
+
+/** One line per image and platform: reference, digests and sizes (for the build's output). */
+export function describeImages(result: ImagesResult): string[] {
+  return result.images.flatMap((image) => [
+    `${image.reference}@${image.digest} (OCI index, layout ${image.layout})`,
+    ...image.platforms.map((p) =>
+      `  ${p.platform.os}/${p.platform.architecture} ${p.digest}: ` +
+      `${formatMiB(p.compressedBytes)} compressed, ${formatMiB(p.unpackedBytes)} unpacked`
+    ),
+  ]);
 }
 
 /** Bytes as MiB with one decimal. */
@@ -293,10 +395,5 @@ if (import.meta.main) {
   const dist = Deno.args.find((a) => a.startsWith("--dist="))?.slice("--dist=".length) ??
     new URL("../../dist", import.meta.url).pathname;
   const result = await buildImages({ distDir: dist, targets: TARGETS });
-  for (const image of result.images) {
-    console.log(
-      `${image.reference}@${image.digest}: ${formatMiB(image.compressedBytes)} compressed, ` +
-        `${formatMiB(image.unpackedBytes)} unpacked (OCI layout ${image.layout})`,
-    );
-  }
+  for (const line of describeImages(result)) console.log(line);
 }

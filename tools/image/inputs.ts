@@ -1,13 +1,16 @@
 /**
  * The pinned inputs of the images (imperative shell): Debian packages fetched with
- * `apt-get download <name>=<version>` and the Deno runtime from the npm package
- * `@deno/linux-x64-glibc`, each checked against the sha256 recorded in `packages.lock.json`
- * before anything is taken from it, and kept in a cache folder so later builds are offline.
+ * `apt-get download <name>:<arch>=<version>` and the Deno runtime from the npm packages
+ * `@deno/linux-x64-glibc` and `@deno/linux-arm64-glibc`, each checked against the sha256
+ * recorded in `packages.lock.json` before anything is taken from it, and kept in a cache folder
+ * so later builds are offline. apt is asked for both architectures with `APT::Architectures`
+ * options (no `dpkg --add-architecture`: the machine's own package set is left alone).
  *
  * The cache is `$BOOTC_IMAGE_CACHE`, else `~/.cache/bootc-operator/image-inputs`.
  *
  * @module
  */
+import { PLATFORMS } from "./spec.ts";
 
 /** One pinned Debian package. */
 export interface LockedPackage {
@@ -21,8 +24,10 @@ export interface LockedPackage {
   sha256: string;
 }
 
-/** The pinned Deno runtime. */
+/** The pinned Deno runtime of one architecture. */
 export interface LockedDeno {
+  /** OCI/Debian architecture name (`amd64`, `arm64`). */
+  architecture: string;
   version: string;
   /** The npm package that ships the Linux binary. */
   npmPackage: string;
@@ -36,11 +41,35 @@ export interface LockedDeno {
 /** `packages.lock.json`. */
 export interface ImageLock {
   comment: string;
-  debian: { suite: string; architecture: string };
+  debian: { suite: string; architectures: string[] };
   /** mtime of every file in every layer and the images' `created` (seconds since 1970). */
   epoch: number;
+  /** One entry per package and architecture (`all` packages once). */
   packages: LockedPackage[];
-  deno: LockedDeno;
+  /** One runtime per architecture, all of the same version. */
+  deno: LockedDeno[];
+}
+
+/** The apt options that make both architectures' package lists known. */
+export const APT_ARCHITECTURES = PLATFORMS.flatMap((p) => [
+  "-o",
+  `APT::Architectures::=${p.architecture}`,
+]);
+
+/** The lock's entry for package `name` on `architecture` (an `all` package fits every one). */
+export function lockedPackage(lock: ImageLock, name: string, architecture: string): LockedPackage {
+  const p = lock.packages.find((x) =>
+    x.name === name && (x.architecture === architecture || x.architecture === "all")
+  );
+  if (!p) throw new Error(`packages.lock.json does not pin ${name} for ${architecture}`);
+  return p;
+}
+
+/** The lock's Deno runtime for `architecture`. */
+export function lockedDeno(lock: ImageLock, architecture: string): LockedDeno {
+  const d = lock.deno.find((x) => x.architecture === architecture);
+  if (!d) throw new Error(`packages.lock.json does not pin deno for ${architecture}`);
+  return d;
 }
 
 /** The lock file beside this module. */
@@ -54,8 +83,13 @@ export async function readLock(path = LOCK_PATH): Promise<ImageLock> {
       throw new Error(`${path}: package entry ${JSON.stringify(p)} lacks name, version or sha256`);
     }
   }
-  if (!lock.deno || !/^[0-9a-f]{64}$/.test(lock.deno.binarySha256 ?? "")) {
-    throw new Error(`${path}: the deno entry lacks binarySha256`);
+  if (!Array.isArray(lock.deno) || lock.deno.length === 0) {
+    throw new Error(`${path}: no deno entries (one per architecture)`);
+  }
+  for (const d of lock.deno) {
+    if (!d.architecture || !/^[0-9a-f]{64}$/.test(d.binarySha256 ?? "")) {
+      throw new Error(`${path}: a deno entry lacks architecture or binarySha256`);
+    }
   }
   return lock;
 }
@@ -106,23 +140,24 @@ export async function ensureDeb(
   await Deno.mkdir(dir, { recursive: true });
   const work = await Deno.makeTempDir({ dir, prefix: ".download-" });
   try {
-    options.log?.(`[image] apt-get download ${p.name}=${p.version}`);
-    let result = await aptDownload(`${p.name}=${p.version}`, work);
+    const spec = `${p.name}${p.architecture === "all" ? "" : `:${p.architecture}`}=${p.version}`;
+    options.log?.(`[image] apt-get download ${spec}`);
+    let result = await aptDownload(spec, work);
     if (!result.ok && !aptUpdated && Deno.uid() === 0) {
       // A machine whose package lists are missing or stale: refresh them once and retry.
       aptUpdated = true;
       options.log?.("[image] apt-get update");
       await new Deno.Command("apt-get", {
-        args: ["update", "-qq"],
+        args: [...APT_ARCHITECTURES, "update", "-qq"],
         stdin: "null",
         stdout: "null",
         stderr: "piped",
       }).output();
-      result = await aptDownload(`${p.name}=${p.version}`, work);
+      result = await aptDownload(spec, work);
     }
     if (!result.ok) {
       throw new Error(
-        `cannot download the pinned ${p.name}=${p.version} (${result.error.trim()}). ` +
+        `cannot download the pinned ${spec} (${result.error.trim()}). ` +
           "If Debian no longer serves that version, re-pin every package with " +
           "`deno run -A tools/image/lock.ts` and commit tools/image/packages.lock.json.",
       );
@@ -147,7 +182,7 @@ async function aptDownload(
 ): Promise<{ ok: true } | { ok: false; error: string }> {
   const out = await new Deno.Command("apt-get", {
     // As root, apt drops to _apt to download, which cannot write the temp folder.
-    args: ["-q", "-o", "APT::Sandbox::User=root", "download", spec],
+    args: ["-q", "-o", "APT::Sandbox::User=root", ...APT_ARCHITECTURES, "download", spec],
     cwd,
     stdin: "null",
     stdout: "piped",
@@ -168,7 +203,7 @@ export async function ensureDeno(
 ): Promise<string> {
   const running = Deno.execPath();
   if ((await fileSha256(running)) === d.binarySha256) return running;
-  const dir = `${options.cache ?? cacheDir()}/deno/${d.version}`;
+  const dir = `${options.cache ?? cacheDir()}/deno/${d.version}/${d.architecture}`;
   const path = `${dir}/deno`;
   if ((await fileSha256(path)) === d.binarySha256) return path;
   await Deno.mkdir(dir, { recursive: true });

@@ -123,7 +123,15 @@ export function imageManifest(
   }));
 }
 
-/** A layout's `index.json` listing `manifests`. */
+/**
+ * An image index (`application/vnd.oci.image.index.v1+json`) of per-platform `manifests`: the
+ * multi-arch image a registry serves under one digest.
+ */
+export function imageIndex(manifests: readonly Descriptor[]): Uint8Array<ArrayBuffer> {
+  return layoutIndex(manifests);
+}
+
+/** A layout's `index.json` listing `manifests` (the same document as an image index). */
 export function layoutIndex(manifests: readonly Descriptor[]): Uint8Array<ArrayBuffer> {
   return encoder.encode(JSON.stringify({
     schemaVersion: 2,
@@ -170,16 +178,19 @@ export async function writeLayout(
   }
 }
 
-/** One image read back from a layout. */
+/** One image read back from a layout: a manifest, or an index and its manifests. */
 export interface LayoutImage {
-  /** The manifest's descriptor in `index.json`. */
+  /** The manifest's (or index's) descriptor in `index.json` or in its index. */
   descriptor: Descriptor;
   manifestBytes: Uint8Array<ArrayBuffer>;
+  /** An image manifest's config and layers (empty lists for an index). */
   manifest: {
-    config: Descriptor;
+    config?: Descriptor;
     layers: Descriptor[];
     annotations?: Record<string, string>;
   };
+  /** For an index: its manifests, in its order. */
+  children?: LayoutImage[];
 }
 
 /** Reads the images `index.json` lists (checking every blob it reads against its digest). */
@@ -187,12 +198,20 @@ export async function readLayout(dir: string): Promise<LayoutImage[]> {
   const index = JSON.parse(await Deno.readTextFile(`${dir}/index.json`)) as {
     manifests: Descriptor[];
   };
-  const images: LayoutImage[] = [];
-  for (const descriptor of index.manifests) {
-    const manifestBytes = await readBlob(dir, descriptor.digest);
-    images.push({ descriptor, manifestBytes, manifest: JSON.parse(decode(manifestBytes)) });
+  return await Promise.all(index.manifests.map((d) => readImage(dir, d, 0)));
+}
+
+async function readImage(dir: string, descriptor: Descriptor, depth: number): Promise<LayoutImage> {
+  const manifestBytes = await readBlob(dir, descriptor.digest);
+  const parsed = JSON.parse(decode(manifestBytes));
+  if (descriptor.mediaType !== OCI_INDEX) {
+    return { descriptor, manifestBytes, manifest: parsed };
   }
-  return images;
+  if (depth > 0) throw new Error(`layout: index ${descriptor.digest} nests another index`);
+  const children = await Promise.all(
+    (parsed.manifests as Descriptor[]).map((d) => readImage(dir, d, depth + 1)),
+  );
+  return { descriptor, manifestBytes, manifest: { layers: [] }, children };
 }
 
 /** A blob of a layout, checked against its digest. */

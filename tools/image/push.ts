@@ -2,7 +2,9 @@
  * Pushes an image from an OCI layout to a registry with the OCI distribution API, without a
  * container engine: each blob the registry lacks (`HEAD` first) is uploaded in one request
  * (`POST …/blobs/uploads/`, then `PUT <location>?digest=…`), then the manifest is `PUT` under the
- * tag (or its digest), and the registry's `Docker-Content-Digest` must equal the layout's.
+ * tag (or its digest), and the registry's `Docker-Content-Digest` must equal the layout's. A
+ * multi-arch image (an OCI index, as `deno task build` writes) goes the same way: every
+ * platform's blobs, then each platform's manifest by its digest, then the index under the tag.
  *
  * Auth: anonymous first; on a 401 challenge, Basic with the credentials the docker config names
  * for the registry, or a Bearer token for `repository:<name>:pull,push` from the challenge's
@@ -22,7 +24,7 @@ import {
   type RegistryCredentials,
 } from "../../lib/registry/docker_config.ts";
 import { parseImageReference } from "../../lib/registry/reference.ts";
-import { readBlob, readLayout, REF_NAME } from "./oci.ts";
+import { type Descriptor, type LayoutImage, readBlob, readLayout, REF_NAME } from "./oci.ts";
 
 /** Options of {@linkcode pushLayout}. */
 export interface PushOptions {
@@ -44,11 +46,13 @@ export interface PushOptions {
 
 /** What {@linkcode pushLayout} did. */
 export interface PushResult {
-  /** The manifest digest (equal to the layout's). */
+  /** The manifest (or index) digest (equal to the layout's). */
   digest: string;
+  /** For an index: the digests of the platform manifests pushed with it. */
+  manifests: string[];
   /** `host/repository@digest`. */
   pinned: string;
-  /** Blobs uploaded, and blobs the registry already had. */
+  /** Distinct blobs uploaded, and distinct blobs the registry already had. */
   uploaded: number;
   existing: number;
 }
@@ -82,40 +86,82 @@ export async function pushLayout(options: PushOptions): Promise<PushResult> {
   try {
     let uploaded = 0;
     let existing = 0;
-    for (const descriptor of [image.manifest.config, ...image.manifest.layers]) {
-      const path = `/v2/${ref.repository}/blobs/${descriptor.digest}`;
-      const head = await http.send("HEAD", path);
-      if (head.status === 200) {
-        existing++;
-        continue;
-      }
-      const bytes = await readBlob(options.layout, descriptor.digest);
-      const start = await http.send("POST", `/v2/${ref.repository}/blobs/uploads/`);
-      expect(start, [202], `starting the upload of ${descriptor.digest}`);
-      const location = new URL(start.headers.get("location") ?? "", http.base);
-      location.searchParams.set("digest", descriptor.digest);
-      const put = await http.send("PUT", location.pathname + location.search, {
-        body: bytes,
-        headers: { "content-type": "application/octet-stream" },
-      }, location.origin);
-      expect(put, [201], `uploading ${descriptor.digest}`);
-      uploaded++;
-      options.log?.(`[push] ${descriptor.digest} (${bytes.length} bytes)`);
+    const children = image.children ?? [];
+    // Platforms share blobs (the bundle layer): each goes once.
+    const seen = new Set<string>();
+    for (const manifest of [...children, ...(children.length ? [] : [image])]) {
+      const { config, layers } = manifest.manifest;
+      if (!config) throw new Error(`push: ${manifest.descriptor.digest} is not an image manifest`);
+      const blobs = [config, ...layers].filter((d) => !seen.has(d.digest));
+      for (const d of blobs) seen.add(d.digest);
+      const sent = await pushBlobs(http, ref.repository, options, blobs);
+      uploaded += sent.uploaded;
+      existing += sent.existing;
+      // Platform manifests go by digest; the index (or a lone manifest) then takes the tag.
+      if (children.length) await putManifest(http, ref.repository, manifest);
     }
-    const digest = image.descriptor.digest;
-    const put = await http.send("PUT", `/v2/${ref.repository}/manifests/${tag ?? digest}`, {
-      body: image.manifestBytes,
-      headers: { "content-type": image.descriptor.mediaType },
-    });
-    expect(put, [201], `putting the manifest ${digest}`);
-    const served = put.headers.get("docker-content-digest");
-    if (served !== null && served !== digest) {
-      throw new Error(`push: the registry stored the manifest as ${served}, not ${digest}`);
-    }
-    return { digest, pinned: `${ref.registry}/${ref.repository}@${digest}`, uploaded, existing };
+    const digest = await putManifest(http, ref.repository, image, tag);
+    return {
+      digest,
+      manifests: children.map((c) => c.descriptor.digest),
+      pinned: `${ref.registry}/${ref.repository}@${digest}`,
+      uploaded,
+      existing,
+    };
   } finally {
     http.close();
   }
+}
+
+/** Uploads the blobs the registry lacks. */
+async function pushBlobs(
+  http: RegistryHttp,
+  repository: string,
+  options: PushOptions,
+  descriptors: readonly Descriptor[],
+): Promise<{ uploaded: number; existing: number }> {
+  let uploaded = 0;
+  let existing = 0;
+  for (const descriptor of descriptors) {
+    const head = await http.send("HEAD", `/v2/${repository}/blobs/${descriptor.digest}`);
+    if (head.status === 200) {
+      existing++;
+      continue;
+    }
+    const bytes = await readBlob(options.layout, descriptor.digest);
+    const start = await http.send("POST", `/v2/${repository}/blobs/uploads/`);
+    expect(start, [202], `starting the upload of ${descriptor.digest}`);
+    const location = new URL(start.headers.get("location") ?? "", http.base);
+    location.searchParams.set("digest", descriptor.digest);
+    const put = await http.send("PUT", location.pathname + location.search, {
+      body: bytes,
+      headers: { "content-type": "application/octet-stream" },
+    }, location.origin);
+    expect(put, [201], `uploading ${descriptor.digest}`);
+    uploaded++;
+    options.log?.(`[push] ${descriptor.digest} (${bytes.length} bytes)`);
+  }
+  return { uploaded, existing };
+}
+
+/** PUTs a manifest or index under `tag` (default: its digest); returns the digest. */
+async function putManifest(
+  http: RegistryHttp,
+  repository: string,
+  image: LayoutImage,
+  tag?: string,
+): Promise<string> {
+  const digest = image.descriptor.digest;
+  const put = await http.send("PUT", `/v2/${repository}/manifests/${tag ?? digest}`, {
+    body: image.manifestBytes,
+    headers: { "content-type": image.descriptor.mediaType },
+  });
+  expect(put, [201], `putting the manifest ${digest}`);
+  const served = put.headers.get("docker-content-digest");
+  if (served !== null && served !== digest) {
+    throw new Error(`push: the registry stored the manifest as ${served}, not ${digest}`);
+  }
+  return digest;
 }
 
 interface Answer {

@@ -5,11 +5,13 @@
  * certificate bundle, `/etc/passwd` and `/etc/group` naming root and the `nonroot` user
  * (65532), `/etc/os-release`, the Deno runtime and the bundle the build produced; the daemon's
  * image adds `nsenter` and the two libraries it links. No shell, no package manager, no
- * coreutils. Every file comes from a Debian package or the Deno npm package pinned in
+ * coreutils. Every file comes from a Debian package or a Deno npm package pinned in
  * `packages.lock.json`, or is written here.
  *
  * Layers, in order: `base` (glibc, certificates, users), `deno` (the runtime), `nsenter` (daemon
- * only) and `app` (the bundle). The first two are byte-identical in both images, so a registry
+ * only) and `app` (the bundle). Each image is built for every platform of {@linkcode PLATFORMS}
+ * from that architecture's packages and runtime. Per platform the first two layers are
+ * byte-identical in both images, and the `app` layer is the same on every platform, so a registry
  * stores them once and a node pulls them once.
  *
  * @module
@@ -49,35 +51,70 @@ export interface PackageSelection {
   copyright?: boolean;
 }
 
-/** The packages of the `base` layer. */
-export const BASE_PACKAGES: readonly PackageSelection[] = [
-  // glibc: the loader and the shared libraries, nothing from /usr (no ldd, iconv, locales).
-  { name: "libc6", include: ["lib/x86_64-linux-gnu/", "lib64/"] },
-  { name: "libgcc-s1", include: ["lib/x86_64-linux-gnu/libgcc_s.so.1"], copyright: false },
-  // libgcc-s1's copyright lives in gcc-12-base (its doc folder is a link there).
-  { name: "gcc-12-base", include: [] },
-  // The certificates only; the bundle is assembled below as update-ca-certificates would.
-  { name: "ca-certificates", include: [] },
-  { name: "base-files", include: ["etc/os-release", "usr/lib/os-release", "etc/debian_version"] },
-];
+/** A platform the images are built for: its Debian architecture and where its libraries live. */
+export interface ImagePlatform {
+  /** OCI and Debian architecture name. */
+  architecture: "amd64" | "arm64";
+  /** The multiarch triplet of its library folders. */
+  triplet: string;
+  /** Where its dynamic loader is found (what the executables name as their interpreter). */
+  loader: string[];
+  /** The npm package shipping the Deno runtime for it. */
+  denoNpmPackage: string;
+}
 
-/** The packages of the daemon's `nsenter` layer. */
-export const NSENTER_PACKAGES: readonly PackageSelection[] = [
-  { name: "util-linux", include: ["usr/bin/nsenter"] },
-  { name: "libselinux1", include: ["lib/x86_64-linux-gnu/libselinux.so.1"] },
+/** The platforms of every image, in the order the index lists them. */
+export const PLATFORMS: readonly ImagePlatform[] = [
   {
-    name: "libpcre2-8-0",
-    include: [
-      "usr/lib/x86_64-linux-gnu/libpcre2-8.so.0",
-      "usr/lib/x86_64-linux-gnu/libpcre2-8.so.0.11.2",
-    ],
+    architecture: "amd64",
+    triplet: "x86_64-linux-gnu",
+    loader: ["lib64/"],
+    denoNpmPackage: "@deno/linux-x64-glibc",
+  },
+  {
+    architecture: "arm64",
+    triplet: "aarch64-linux-gnu",
+    loader: ["lib/ld-linux-aarch64.so.1"],
+    denoNpmPackage: "@deno/linux-arm64-glibc",
   },
 ];
 
-/** Every package the images use (the lock pins exactly these). */
-export const ALL_PACKAGES: readonly string[] = [...BASE_PACKAGES, ...NSENTER_PACKAGES].map((p) =>
-  p.name
-);
+/** The packages of the `base` layer for `platform`. */
+export function basePackages(platform: ImagePlatform): PackageSelection[] {
+  const t = platform.triplet;
+  return [
+    // glibc: the loader and the shared libraries, nothing from /usr (no ldd, iconv, locales).
+    { name: "libc6", include: [`lib/${t}/`, ...platform.loader] },
+    { name: "libgcc-s1", include: [`lib/${t}/libgcc_s.so.1`], copyright: false },
+    // libgcc-s1's copyright lives in gcc-12-base (its doc folder is a link there).
+    { name: "gcc-12-base", include: [] },
+    // The certificates only; the bundle is assembled below as update-ca-certificates would.
+    { name: "ca-certificates", include: [] },
+    {
+      name: "base-files",
+      include: ["etc/os-release", "usr/lib/os-release", "etc/debian_version"],
+    },
+  ];
+}
+
+/** The packages of the daemon's `nsenter` layer for `platform`. */
+export function nsenterPackages(platform: ImagePlatform): PackageSelection[] {
+  const t = platform.triplet;
+  return [
+    { name: "util-linux", include: ["usr/bin/nsenter"] },
+    { name: "libselinux1", include: [`lib/${t}/libselinux.so.1`] },
+    {
+      name: "libpcre2-8-0",
+      include: [`usr/lib/${t}/libpcre2-8.so.0`, `usr/lib/${t}/libpcre2-8.so.0.11.2`],
+    },
+  ];
+}
+
+/** Every package the images use (the lock pins exactly these, per architecture). */
+export const ALL_PACKAGES: readonly string[] = [
+  ...basePackages(PLATFORMS[0]),
+  ...nsenterPackages(PLATFORMS[0]),
+].map((p) => p.name);
 
 /** One image to build. */
 export interface ImageSpec {

@@ -1,13 +1,16 @@
 import assert from "node:assert/strict";
 import { launcherScript, TARGETS } from "../build.ts";
-import { readLock } from "./inputs.ts";
+import { lockedDeno, lockedPackage, readLock } from "./inputs.ts";
 import {
   ALL_PACKAGES,
+  basePackages,
   caBundle,
   entrypoint,
   IMAGE_NAMES,
   IMAGE_TAG,
   imageSpecs,
+  nsenterPackages,
+  PLATFORMS,
   RUN_FLAGS,
   selected,
   statusRecord,
@@ -70,13 +73,40 @@ Deno.test("statusRecord: the identifying fields of a control file", () => {
 
 Deno.test("the lock pins exactly the packages the images use, each with a sha256", async () => {
   const lock = await readLock();
-  assert.deepEqual(lock.packages.map((p) => p.name), [...ALL_PACKAGES]);
+  for (const platform of PLATFORMS) {
+    const arch = platform.architecture;
+    const pinned = ALL_PACKAGES.map((name) => lockedPackage(lock, name, arch));
+    // One package set: every architecture has the amd64 versions.
+    assert.deepEqual(
+      pinned.map((p) => `${p.name}=${p.version}`),
+      ALL_PACKAGES.map((name) => `${name}=${lockedPackage(lock, name, "amd64").version}`),
+    );
+    for (const p of pinned) assert.ok(p.architecture === arch || p.architecture === "all");
+    // The runtime in the images is the Deno the project runs with, on every platform.
+    const deno = lockedDeno(lock, arch);
+    assert.equal(deno.version, Deno.version.deno);
+    assert.equal(deno.npmPackage, platform.denoNpmPackage);
+  }
+  assert.equal(lock.packages.length, new Set(lock.packages.map((p) => p.sha256)).size);
   for (const p of lock.packages) {
     assert.match(p.sha256, /^[0-9a-f]{64}$/);
     assert.ok(p.version.length > 0 && p.size > 0, p.name);
   }
-  // The runtime in the images is the Deno the project runs with.
-  assert.equal(lock.deno.version, Deno.version.deno);
+  assert.deepEqual(lock.deno.map((d) => d.architecture), PLATFORMS.map((p) => p.architecture));
+});
+
+Deno.test("platform package selections: each architecture's library folder and loader", () => {
+  const [amd64, arm64] = PLATFORMS;
+  assert.deepEqual(basePackages(amd64)[0].include, ["lib/x86_64-linux-gnu/", "lib64/"]);
+  assert.deepEqual(basePackages(arm64)[0].include, [
+    "lib/aarch64-linux-gnu/",
+    "lib/ld-linux-aarch64.so.1",
+  ]);
+  assert.deepEqual(nsenterPackages(arm64)[1].include, ["lib/aarch64-linux-gnu/libselinux.so.1"]);
+  assert.deepEqual(
+    basePackages(arm64).map((p) => p.name),
+    basePackages(amd64).map((p) => p.name),
+  );
 });
 
 Deno.test("manifests reference the images by the names the build gives them", async () => {
