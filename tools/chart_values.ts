@@ -85,7 +85,8 @@ const COMMENTS: Record<string, string> = {
   "controller.image":
     " digest (sha256:…) pins the image and wins over tag: repository@digest, else repository:tag.",
   "controller.replicas": " Replicas elect one leader through a Lease; the others stand by.",
-  "controller.extraArgs": ' Appended to the controller\'s arguments, e.g. ["--registry-poll-interval=10m"].',
+  "controller.extraArgs":
+    ' Appended to the controller\'s arguments, e.g. ["--registry-poll-interval=10m"].',
   "daemon.nodeSelector":
     ' Keep bootc.dev/managed: "": the controller labels the nodes its pools manage with it.',
   "daemon.tolerations":
