@@ -292,9 +292,10 @@ function trimDuringStartup(
     }
   };
   if (!step()) return false;
-  const started = Date.now();
+  // Monotonic: a clock stepped back at boot (NTP) must not stretch the start-up phase.
+  const started = performance.now();
   const timer = setInterval(() => {
-    if (Date.now() - started < o.policy.durationMs && trims < o.policy.maxTrims) {
+    if (performance.now() - started < o.policy.durationMs && trims < o.policy.maxTrims) {
       if (!step()) clearInterval(timer);
       return;
     }

@@ -150,36 +150,64 @@ export function approvalFacts(input: ApprovalFactsInput): ApprovalFacts | undefi
       ? withAnswers(record, answers, { members: input.members, done }, spec.scope ?? "Pool")
       : withNote(record, byAnnotation);
   }
+  record = withFailure(record, {
+    webhook: spec.mode === "Webhook",
+    failing,
+    answered: answers.length,
+  });
   const needed = (record.nodes ?? []).filter((n) => !done.has(n.node)).length;
+  const since = record.webhookFailingSince;
   return {
     revision,
     record,
     pending,
     recordedNow: recordedNow(prior, record),
     room: Math.max(0, MAX_APPROVAL_NODES - needed),
-    ...(failing && record.verdict === undefined ? { failing } : {}),
+    ...(since
+      ? { failing: { since, message: record.webhookError ?? "", node: failing?.node } }
+      : {}),
   };
 }
 
 /**
- * The webhook's failure past its bound: once an ask has failed every attempt
- * for longer than the pool's `progressTimeoutSeconds`, the pool is Degraded
- * with `ApprovalWebhookFailing` naming the endpoint, the last error and how to
- * approve by hand (with a Warning event once per failure streak); before
- * that, a wake-up at the bound. Nothing waits on an unreachable webhook
- * silently.
+ * The webhook's failure streak in the record, so that a restarted controller (whose poller
+ * knows nothing yet) neither forgets it nor starts its bound again: the earlier of the stored
+ * and the live start, the live error; kept while the poller has no answer (`answered` 0);
+ * cleared by a verdict, once no pending ask fails, or when the mode is not Webhook.
+ */
+function withFailure(
+  record: ApprovalStatus,
+  o: { webhook: boolean; failing?: { since: string; message: string }; answered: number },
+): ApprovalStatus {
+  const clear = () => withoutKey(withoutKey(record, "webhookFailingSince"), "webhookError");
+  const { failing } = o;
+  if (!o.webhook || record.verdict !== undefined) return clear();
+  if (!failing) return o.answered === 0 && record.webhookFailingSince ? record : clear();
+  const stored = record.webhookFailingSince;
+  const since = stored && Date.parse(stored) < Date.parse(failing.since) ? stored : failing.since;
+  return { ...record, webhookFailingSince: since, webhookError: clip(failing.message, 256) };
+}
+
+/**
+ * The webhook's failure past its bound: while the pool waits on its approval
+ * (`awaiting`) and the webhook has failed every attempt for longer than the
+ * pool's `progressTimeoutSeconds` (counted from `status.approval`, so a
+ * restart does not start it again), the pool is Degraded with
+ * `ApprovalWebhookFailing` naming the endpoint, the last error and how to
+ * approve by hand (the Degraded transition records the Warning event); before
+ * that, a wake-up at the bound. Nothing waits on an unreachable webhook silently.
  */
 export function approvalFailing(
   pool: BootcNodePool,
   facts: ApprovalFacts | undefined,
-  now: Date,
+  options: { now: Date; awaiting: boolean },
 ): StepOutput {
   const failing = facts?.failing;
-  if (!failing) return NO_OUTPUT;
+  if (!failing || !options.awaiting) return NO_OUTPUT;
   const bound = stallDeadlines(pool.spec.rollout).progressMs;
   const since = Date.parse(failing.since);
-  const left = since + bound - now.getTime();
   if (Number.isNaN(since)) return NO_OUTPUT;
+  const left = since + bound - options.now.getTime();
   if (left > 0) return stepOutput({ wake: left });
   const name = pool.metadata.name ?? "";
   const url = pool.spec.rollout?.approval?.webhook?.url ?? "";
@@ -187,18 +215,7 @@ export function approvalFailing(
   const message = `approval webhook ${url} has failed since ${failing.since}` +
     `${failing.node ? ` (asking for ${failing.node})` : ""}: ${failing.message}; ` +
     `revision ${r.revision} waits; fix the endpoint or ${approveHint(name, r.revision)}`;
-  return stepOutput({
-    issues: [{ reason: PoolDegradedReason.ApprovalWebhookFailing, message }],
-    events: [
-      poolEvent(
-        name,
-        "Warning",
-        PoolDegradedReason.ApprovalWebhookFailing,
-        message,
-        `approval-failing/${name}/${r.revision}/${failing.since}`,
-      ),
-    ],
-  });
+  return stepOutput({ issues: [{ reason: PoolDegradedReason.ApprovalWebhookFailing, message }] });
 }
 
 /** The asks whose webhook verdict `record` has and `prior` (the stored record) lacks. */

@@ -315,9 +315,36 @@ Deno.test("webhook failing past progressTimeoutSeconds: Degraded ApprovalWebhook
   );
   assert.equal(late.status?.state, "ApprovalWebhookFailing");
   assert.deepEqual(granted(late), []);
-  const warning = late.events.find((e) => e.reason === "ApprovalWebhookFailing");
-  assert.equal(warning?.type, "Warning");
-  assert.ok(warning?.onceKey);
+  // One Warning, from the Degraded transition (no second one from the step).
+  const warnings = late.events.filter((e) => e.reason === "ApprovalWebhookFailing");
+  assert.deepEqual(warnings.map((e) => e.type), ["Warning"]);
+  // The streak is in the status: a restarted controller (its poller knows nothing yet) keeps
+  // the condition and its bound, and a later live failure does not move the start.
+  assert.equal(late.status?.approval?.webhookFailingSince, "2026-01-01T00:57:59Z");
+  const restarted = plan(approvalPool(spec, { status: late.status }));
+  p.status = late.status;
+  const again = plan(p);
+  assert.equal(
+    findCondition(again.status?.conditions, "Degraded")?.reason,
+    "ApprovalWebhookFailing",
+  );
+  assert.ok(!again.events.some((e) => e.reason === "ApprovalWebhookFailing"), "no new event");
+  assert.equal(restarted.status?.approval?.webhookFailingSince, "2026-01-01T00:57:59Z");
+  const relive = plan(p, failing("2026-01-01T00:59:30Z"));
+  assert.equal(relive.status?.approval?.webhookFailingSince, "2026-01-01T00:57:59Z");
+  assert.equal(findCondition(relive.status?.conditions, "Degraded")?.status, "True");
+  // No longer a webhook: gone too.
+  const byAnnotation = approvalPool({ mode: "Annotation" }, { status: late.status });
+  assert.equal(plan(byAnnotation).status?.approval?.webhookFailingSince, undefined);
+  // Answered: the streak is gone.
+  const answered = plan(p, [{
+    revision: 3,
+    image: image("b"),
+    verdict: "Approved",
+    message: "ok",
+  }]);
+  assert.equal(answered.status?.approval?.webhookFailingSince, undefined);
+  assert.notEqual(findCondition(answered.status?.conditions, "Degraded")?.status, "True");
 
   // Scope Node names the node asked for.
   const perNode = approvalPool({ ...spec, scope: "Node" });

@@ -25,6 +25,7 @@ import type { CanaryStatus } from "./canary.ts";
 import { gatePhase } from "./canary.ts";
 import {
   type ApprovalView,
+  AWAITING_APPROVAL,
   budgetStates,
   type Candidate,
   clusterSlotCaps,
@@ -137,7 +138,10 @@ export function planGatedSlots(step: GatedSlotsInput): GatedSlots {
   const queue = queueOf(all, decided.held);
   const approvalOut = mergeOutputs([
     stepOutput({ events: approvalEvents(input.pool, approval) }),
-    approvalFailing(input.pool, approval, input.now),
+    approvalFailing(input.pool, approval, {
+      now: input.now,
+      awaiting: decided.wait?.reason === AWAITING_APPROVAL,
+    }),
   ]);
   return {
     waitReason: decided.wait?.reason,

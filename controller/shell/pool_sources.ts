@@ -216,11 +216,6 @@ export class PoolSources {
     this.#approvals.wantOnly(name, pool.metadata.deletionTimestamp ? undefined : asks);
   }
 
-  /**
-   * The data of a Secret of the operator namespace (a webhook's credentials), by GET: only a
-   * Secret opted in by label, never a service-account token (the hooks' rule: a pool writer
-   * must not make the controller send any Secret of this namespace to a URL of theirs).
-   */
   /** Finds a Secret in the operator namespace: in the cache, else with a GET. */
   async #lookupSecret(name: string): Promise<SecretLookup> {
     const namespace = this.#o.namespace;

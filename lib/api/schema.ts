@@ -1005,6 +1005,16 @@ export const BootcNodePoolStatus = Type.Object({
       maxLength: 256,
       description: "The bootc.dev/approve-revision value last read (mode: Annotation).",
     })),
+    webhookFailingSince: Type.Optional(Type.String({
+      format: "date-time",
+      description: "Since when every attempt to ask the webhook about this revision has " +
+        "failed (kept across controller restarts; cleared by a verdict). Past the pool's " +
+        "progressTimeoutSeconds the pool is Degraded (ApprovalWebhookFailing).",
+    })),
+    webhookError: Type.Optional(Type.String({
+      maxLength: 256,
+      description: "What the webhook's last failed attempt said.",
+    })),
     nodes: Type.Optional(Type.Array(
       Type.Object({
         node: Type.String({ maxLength: 253 }),
