@@ -15,7 +15,8 @@
  *   attempt; the retry approves and the rollout completes.
  * - `mode: Webhook` down (every attempt fails): past `progressTimeoutSeconds`
  *   the pool is Degraded (ApprovalWebhookFailing) naming the endpoint, the error
- *   and how to approve by hand, with a Warning event; a person approves.
+ *   and how to approve by hand, with a Warning event; a restarted controller
+ *   keeps it without a flap (the streak is in the status); a person approves.
  * - `scope: Node`: each node is asked for by name, once; a refused node never
  *   takes a slot while the approved one is updated.
  *
@@ -336,6 +337,25 @@ Deno.test("approval gate: annotation, webhook refusal, retries, per-node scope",
           const e = await poolEvents(stack, "ap-down", "ApprovalWebhookFailing");
           return e.some((x) => x.type === "Warning");
         }, "no ApprovalWebhookFailing Warning event");
+        // A restarted controller knows the streak from the status: the condition never flaps.
+        const steady = new ProblemWatch({
+          check: async (note) => {
+            const d = findCondition(
+              (await getPool(stack, "ap-down")).status?.conditions,
+              "Degraded",
+            );
+            if (d?.reason !== "ApprovalWebhookFailing") note(`Degraded=${d?.status}/${d?.reason}`);
+          },
+        }).start();
+        await stack.killController();
+        await stack.startController();
+        const asked = receiver.received((c) => c.path === "/down").length;
+        // The new leader asks again (its poller starts afresh) and still reports the failure.
+        await receiver.waitFor((c) => c.path === "/down", {
+          until: (cs) => cs.length > asked,
+          timeoutMs: LONG_MS,
+        });
+        assert.deepEqual(await steady.stop(), []);
         assert.deepEqual(await watch.stop(), []);
         const ok = await kubectlBootc(["approve", "ap-down", "--revision", "1"]);
         assert.equal(ok.code, 0, ok.stderr);
