@@ -89,6 +89,8 @@ export interface StartControlPlaneOptions {
   startTimeoutMs?: number;
   /** Do not print the startup line on stderr. */
   quiet?: boolean;
+  /** Parent of the control plane's folder (default: the system's temp folder). */
+  tmpDir?: string;
 }
 
 /** Result of {@linkcode ControlPlane.kubectl}. */
@@ -773,7 +775,7 @@ export async function startControlPlane(
 ): Promise<ControlPlane> {
   const started = performance.now();
   const binDir = options.binDir ?? await resolveBinDir();
-  const dir = await Deno.makeTempDir({ prefix: "bootc-control-plane-" });
+  const dir = await Deno.makeTempDir({ dir: options.tmpDir, prefix: "bootc-control-plane-" });
   let plane: KubeControlPlane | undefined;
   try {
     const [etcdClientPort, etcdPeerPort, apiServerPort] = distinctFreePorts(3);
