@@ -80,34 +80,107 @@ export function reclaimableMappings(maps: string): Mapping[] {
   return out;
 }
 
+/** The libc functions the trim calls. */
+const LIBC_SYMBOLS = {
+  // The address as an integer: Deno.UnsafePointer.create would need unscoped --allow-ffi.
+  madvise: { parameters: ["usize", "usize", "i32"], result: "i32" },
+  malloc_trim: { parameters: ["usize"], result: "i32" },
+  open: { parameters: ["buffer", "i32"], result: "i32" },
+  read: { parameters: ["i32", "buffer", "usize"], result: "isize" },
+  close: { parameters: ["i32"], result: "i32" },
+} as const;
+type Libc = Deno.DynamicLibrary<typeof LIBC_SYMBOLS>["symbols"];
+
+/** `O_RDONLY | O_CLOEXEC` (the same on x86_64 and aarch64). */
+const O_RDONLY_CLOEXEC = 0o2000000;
+
+/**
+ * Where glibc's libc lives in the images (Debian's libc6 installs it under `/lib/<triplet>`),
+ * by Deno's architecture name ("x86_64", "aarch64"). A least-privilege process may load only
+ * this exact path (`--allow-ffi=PATH` matches the path as given, not a bare "libc.so.6").
+ */
+export function libcPath(arch: string = Deno.build.arch): string {
+  return `/lib/${arch}-linux-gnu/libc.so.6`;
+}
+
+/** How the trim reads this process's memory figures and gives pages back. */
+export interface MemoryAccess {
+  /** This process's resident memory. */
+  read: () => ResidentMemory;
+  /** Reclaims (see {@linkcode pageOutFileMappings}); returns the bytes advised. */
+  pageOut: () => number;
+}
+
+/**
+ * Memory access through libc alone, for a process without `--allow-all` (Deno lets only that
+ * read `/proc/self/*`): `/proc/self/status` and `/proc/self/maps` are read with libc's
+ * `open`/`read`, so `--allow-ffi=<libc path>` is the one permission needed. The library stays
+ * loaded for the process's life. Throws when it cannot be loaded (FFI denied, no such file).
+ */
+export function libcMemoryAccess(path: string = libcPath()): MemoryAccess {
+  const libc = Deno.dlopen(path, LIBC_SYMBOLS).symbols;
+  const readFile = (file: string) => readThroughLibc(libc, file);
+  return {
+    read: () => parseProcStatus(readFile("/proc/self/status")),
+    pageOut: () => pageOutWith(libc, readFile("/proc/self/maps")),
+  };
+}
+
+/** Reads a whole (procfs) file with libc's open/read/close. */
+function readThroughLibc(libc: Libc, file: string): string {
+  const fd = libc.open(new TextEncoder().encode(`${file}\0`), O_RDONLY_CLOEXEC);
+  if (fd < 0) throw new Error(`open ${file} failed`);
+  try {
+    const chunks: Uint8Array[] = [];
+    const buffer = new Uint8Array(64 * 1024);
+    for (;;) {
+      const n = Number(libc.read(fd, buffer, BigInt(buffer.length)));
+      if (n < 0) throw new Error(`read ${file} failed`);
+      if (n === 0) break;
+      chunks.push(buffer.slice(0, n));
+    }
+    const text = new Uint8Array(chunks.reduce((sum, c) => sum + c.length, 0));
+    let at = 0;
+    for (const chunk of chunks) {
+      text.set(chunk, at);
+      at += chunk.length;
+    }
+    return new TextDecoder().decode(text);
+  } finally {
+    libc.close(fd);
+  }
+}
+
 /**
  * Asks the kernel to reclaim this process's clean file-backed pages (see the module doc), and
  * malloc to give back the free memory in its arenas (`malloc_trim`: a thread that once
  * allocated a burst at start-up keeps an arena of several MiB otherwise).
- * Returns how many bytes of mappings were advised. Needs FFI (`--allow-ffi`) and glibc; throws
- * when no mapping could be advised (FFI denied, a kernel without `MADV_PAGEOUT`).
+ * Returns how many bytes of mappings were advised. Needs FFI (`--allow-ffi`), glibc and
+ * reading `/proc/self/maps` (`--allow-all`; see {@linkcode libcMemoryAccess} for a process
+ * without); throws when no mapping could be advised (FFI denied, a kernel without
+ * `MADV_PAGEOUT`).
  */
 export function pageOutFileMappings(): number {
-  const libc = Deno.dlopen("libc.so.6", {
-    madvise: { parameters: ["pointer", "usize", "i32"], result: "i32" },
-    malloc_trim: { parameters: ["usize"], result: "i32" },
-  });
+  const libc = Deno.dlopen("libc.so.6", LIBC_SYMBOLS);
   try {
-    // Free memory inside malloc's arenas (one per thread that allocated) goes back too.
-    libc.symbols.malloc_trim(0n);
-    let advised = 0n;
-    let failed = 0;
-    for (const m of reclaimableMappings(Deno.readTextFileSync("/proc/self/maps"))) {
-      const pointer = Deno.UnsafePointer.create(m.start);
-      const ok = libc.symbols.madvise(pointer, m.end - m.start, MADV_PAGEOUT) === 0;
-      if (ok) advised += m.end - m.start;
-      else failed++;
-    }
-    if (advised === 0n) throw new Error(`madvise(MADV_PAGEOUT) failed on all ${failed} mappings`);
-    return Number(advised);
+    return pageOutWith(libc.symbols, Deno.readTextFileSync("/proc/self/maps"));
   } finally {
     libc.close();
   }
+}
+
+function pageOutWith(libc: Libc, maps: string): number {
+  // Free memory inside malloc's arenas (one per thread that allocated) goes back too.
+  libc.malloc_trim(0n);
+  let advised = 0n;
+  let failed = 0;
+  for (const m of reclaimableMappings(maps)) {
+    const ok = libc.madvise(m.start, m.end - m.start, MADV_PAGEOUT) === 0;
+    if (ok) advised += m.end - m.start;
+    else failed++;
+  }
+  if (advised === 0n) throw new Error(`madvise(MADV_PAGEOUT) failed on all ${failed} mappings`);
+  return Number(advised);
 }
 
 /** When {@linkcode trimStep} trims. */
@@ -116,6 +189,14 @@ export interface TrimPolicy {
   settleBytes: number;
   /** Trim again when the settled file-backed memory exceeds the working set by this much. */
   growthBytes: number;
+  /**
+   * Tells new work from refaults. After a trim, a settled level `growthBytes` above the
+   * working set the trim before found, or (none found yet) one settling later than this many
+   * samples and `growthBytes` above what the trim left, came with new work (a burst of nodes,
+   * not the idle loop's refaults) and is trimmed; any other settled level is the working set.
+   * Default: unset, the first settled level is the working set (the daemon's policy).
+   */
+  workingSetSamples?: number;
 }
 
 /** The default policy: settled within 1 MiB, trim again after 4 MiB of growth. */
@@ -129,6 +210,12 @@ export interface TrimState {
   workingSet?: number;
   /** Trims so far. */
   trims: number;
+  /** The level the last trim left. */
+  trimmedTo?: number;
+  /** Samples since the last trim. */
+  sinceTrim?: number;
+  /** The working set found after the trim before (kept across trims). */
+  lastWorkingSet?: number;
 }
 
 /**
@@ -143,12 +230,38 @@ export function trimStep(
 ): { state: TrimState; trim: boolean } {
   const settled = state.previous !== undefined &&
     Math.abs(file - state.previous) < policy.settleBytes;
-  const next = { ...state, previous: file };
+  const next = { ...state, previous: file, sinceTrim: (state.sinceTrim ?? 0) + 1 };
   if (!settled) return { state: next, trim: false };
   if (state.trims === 0) return { state: next, trim: true };
-  if (state.workingSet === undefined) return { state: { ...next, workingSet: file }, trim: false };
+  if (state.workingSet === undefined) {
+    if (policy.workingSetSamples !== undefined) {
+      // New work rather than the idle loop's refaults: a level well above the working set
+      // the previous trim found (nodes arriving at once), or, with none found yet, above
+      // what the trim left when it settled late.
+      const late = next.sinceTrim > policy.workingSetSamples;
+      const baseline = state.lastWorkingSet ?? (late ? state.trimmedTo : undefined);
+      if (baseline !== undefined && file > baseline + policy.growthBytes) {
+        // That level stands for the working set next time, so a loop whose working set did
+        // grow is trimmed once more, not again and again.
+        return { state: { ...next, lastWorkingSet: file }, trim: true };
+      }
+    }
+    return { state: { ...next, workingSet: file, lastWorkingSet: file }, trim: false };
+  }
   if (file > state.workingSet + policy.growthBytes) return { state: next, trim: true };
   return { state: next, trim: false };
+}
+
+/** The state {@linkcode trimStep} continues from after a trim that left `file` bytes. */
+export function afterTrim(state: TrimState, file: number): TrimState {
+  return {
+    ...state,
+    previous: file,
+    workingSet: undefined,
+    trims: state.trims + 1,
+    trimmedTo: file,
+    sinceTrim: 0,
+  };
 }
 
 /**
@@ -237,7 +350,7 @@ export function startMemoryTrimmer(options: MemoryTrimmerOptions, signal: AbortS
       if (!step.trim) return;
       pageOut();
       const after = read();
-      state = { ...state, previous: after.file, workingSet: undefined, trims: state.trims + 1 };
+      state = afterTrim(state, after.file);
       const heap = Deno.memoryUsage();
       const mib = (n: number) => Math.round(n / MiB * 10) / 10;
       log.info("resident memory trimmed", {

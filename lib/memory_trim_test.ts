@@ -1,6 +1,9 @@
 import assert from "node:assert/strict";
 import {
+  afterTrim,
   DEFAULT_TRIM_POLICY,
+  libcMemoryAccess,
+  libcPath,
   pageOutFileMappings,
   parseProcStatus,
   readResidentMemory,
@@ -8,6 +11,7 @@ import {
   type ResidentMemory,
   startMemoryTrimmer,
   startupTrimStep,
+  type TrimPolicy,
   type TrimState,
   trimStep,
 } from "./memory_trim.ts";
@@ -52,16 +56,16 @@ Deno.test("reclaimableMappings keeps private read-only or executable file mappin
 });
 
 /** Feeds samples (MiB) through trimStep; returns the indexes of the samples that trim. */
-function trimsAt(samples: number[]): number[] {
+function trimsAt(samples: number[], policy: TrimPolicy = DEFAULT_TRIM_POLICY): number[] {
   let state: TrimState = { trims: 0 };
   const out: number[] = [];
   for (const [i, mib] of samples.entries()) {
-    const step = trimStep(state, mib * MiB, DEFAULT_TRIM_POLICY);
+    const step = trimStep(state, mib * MiB, policy);
     state = step.state;
     if (step.trim) {
       out.push(i);
-      // As the trimmer does: the level the trim left, a working set to find again.
-      state = { ...state, previous: 8 * MiB, workingSet: undefined, trims: state.trims + 1 };
+      // As the trimmer does: the level the trim left (8 MiB), a working set to find again.
+      state = afterTrim(state, 8 * MiB);
     }
   }
   return out;
@@ -82,6 +86,32 @@ Deno.test("trimStep: trims again once settled well above the working set (after 
   assert.deepEqual(trimsAt([37, 37.5, 16, 17, 17.2, 25, 30, 30.2]), [1, 7]);
   // Growth within the margin does not.
   assert.deepEqual(trimsAt([37, 37.5, 16, 17, 17.2, 20, 20.5, 20.4]), [1]);
+});
+
+Deno.test("trimStep: a level settling late after a trim is new work, trimmed (workingSetSamples)", () => {
+  const policy = { ...DEFAULT_TRIM_POLICY, workingSetSamples: 3 };
+  // Trim at 37.5 (leaves 8); nodes arrive before the idle loop settled: 13, 19, 24, 24.5.
+  assert.deepEqual(trimsAt([37, 37.5, 13, 19, 24, 24.5], policy), [1, 5]);
+  // Without the limit that level becomes the working set (the daemon's policy).
+  assert.deepEqual(trimsAt([37, 37.5, 13, 19, 24, 24.5]), [1]);
+  // Settled within 3 samples: the working set, as before; growth within the margin stays.
+  assert.deepEqual(trimsAt([37, 37.5, 13, 13.5, 15, 16, 16.2], policy), [1]);
+  // Settling late only a little above the trimmed level: taken as the working set.
+  assert.deepEqual(trimsAt([37, 37.5, 9, 10, 11, 11.5, 11.6], policy), [1]);
+});
+
+Deno.test("trimStep: a burst right after a trim is trimmed; a grown working set soon is not", () => {
+  const policy = { ...DEFAULT_TRIM_POLICY, workingSetSamples: 3 };
+  // Working set 15 (trim at 1); it grows to 20 (trim at 5, leaves 8); nodes arrive at once
+  // and settle at 27, 12 above: trimmed (index 8); refaults settle at 14: the working set.
+  const burst = [37, 37.5, 15, 15.2, 20, 20.2, 27, 27.2, 14, 14.2, 14.3, 14.1];
+  assert.deepEqual(trimsAt(burst, policy), [1, 5, 7]);
+  // The idle loop's working set really grew from 15 to 21: trimmed twice, then it stays.
+  const grown = [37, 37.5, 15, 15.2, 21, 21.2, 21, 21.1, 21.3, 21.2, 21, 21.1];
+  assert.deepEqual(trimsAt(grown, policy), [1, 5, 7]);
+  // Refaults that settle late at the known working set are not new work.
+  const slow = [37, 37.5, 15, 15.2, 20, 20.2, 10, 12, 13.5, 15, 15.3, 15.2];
+  assert.deepEqual(trimsAt(slow, policy), [1, 5]);
 });
 
 Deno.test("startMemoryTrimmer trims when settled, logs the figures, stops on abort", async () => {
@@ -235,7 +265,6 @@ Deno.test("startMemoryTrimmer stops trimming at start-up after maxTrims", async 
 });
 
 Deno.test("pageOutFileMappings advises this process's executable and libraries", () => {
-  const before = readResidentMemory();
   const advised = pageOutFileMappings();
   // At least the Deno executable's code was advised (how much the kernel reclaims depends on
   // which pages other processes on this machine share).
@@ -245,5 +274,60 @@ Deno.test("pageOutFileMappings advises this process's executable and libraries",
     .reduce((n, m) => n + Number(m.end - m.start), 0);
   assert.ok(exeBytes > 0, "the executable is mapped");
   assert.ok(advised >= exeBytes, `advised ${advised} bytes, executable maps ${exeBytes}`);
-  assert.ok(readResidentMemory().file <= before.file + 4 * MiB);
+  // What stays resident is not asserted: test files run in parallel in this one process, and
+  // the others fault pages in meanwhile (tools/measure_*.ts measure the effect in processes of
+  // their own).
+});
+
+Deno.test("libcPath: Debian's libc6 path per architecture", () => {
+  assert.equal(libcPath("x86_64"), "/lib/x86_64-linux-gnu/libc.so.6");
+  assert.equal(libcPath("aarch64"), "/lib/aarch64-linux-gnu/libc.so.6");
+});
+
+Deno.test("libcMemoryAccess reads the same figures as /proc/self/status does", () => {
+  const access = libcMemoryAccess();
+  // Test files run in parallel in this one process: its resident set may move between two
+  // reads, so the figures must agree in one of a few tries, not necessarily the first.
+  const tries: string[] = [];
+  for (let i = 0; i < 10; i++) {
+    const viaLibc = access.read();
+    const viaDeno = readResidentMemory();
+    assert.ok(viaLibc.file > 0 && viaLibc.anon > 0);
+    if (Math.abs(viaLibc.rss - viaDeno.rss) < 8 * MiB) return;
+    tries.push(`${viaLibc.rss} vs ${viaDeno.rss}`);
+  }
+  assert.fail(`never within 8 MiB: ${tries.join(", ")}`);
+});
+
+Deno.test("libcMemoryAccess reads and trims with nothing but --allow-ffi=<libc path>", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const script = `${dir}/probe.ts`;
+    await Deno.writeTextFile(
+      script,
+      `import { libcMemoryAccess } from ${JSON.stringify(import.meta.resolve("./memory_trim.ts"))};
+const access = libcMemoryAccess();
+const before = access.read();
+console.log(JSON.stringify({ before, advised: access.pageOut(), after: access.read() }));
+`,
+    );
+    const run = (flags: string[]) =>
+      new Deno.Command(Deno.execPath(), {
+        args: ["run", "--no-config", "--no-lock", "--no-prompt", ...flags, script],
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+    const ok = await run([`--allow-ffi=${libcPath()}`]);
+    const stderr = new TextDecoder().decode(ok.stderr);
+    assert.ok(ok.success, stderr);
+    const out = JSON.parse(new TextDecoder().decode(ok.stdout));
+    assert.ok(out.before.rss > 10 * MiB && out.before.file > 0, JSON.stringify(out));
+    assert.ok(out.advised > 0);
+    // Without the permission it throws (the controller then runs on untrimmed).
+    const denied = await run([]);
+    assert.equal(denied.success, false);
+    assert.match(new TextDecoder().decode(denied.stderr), /NotCapable|--allow-ffi/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });

@@ -3,7 +3,8 @@
  * the `kubectl bootc` plugin.
  *
  * Each entry point (`controller/main.ts`, `daemon/main.ts`, `plugin/main.ts`) is first bundled
- * into one JavaScript file (`dist/controller.js`, `dist/daemon.js`, `dist/plugin.js`). Then:
+ * into one JavaScript file (`dist/controller.js`, `dist/daemon.js`, `dist/plugin.js`; the
+ * daemon's YAML parser apart, in `dist/yaml_parser.js`: see `Target.yamlBeside`). Then:
  * - **compile** mode: `deno compile` turns each bundle into a single-file binary
  *   (`dist/bootc-operator-controller`, `dist/bootc-operator-daemon`, `dist/kubectl-bootc`).
  *   This needs a `denort`
@@ -24,6 +25,9 @@
  *
  * @module
  */
+
+import { YAML_PARSER_BUNDLE } from "../lib/kube/config.ts";
+import { libcPath } from "../lib/memory_trim.ts";
 
 /** How the executables are produced. */
 export type BuildMode = "compile" | "bundle";
@@ -53,6 +57,14 @@ export interface Target {
    * waits, and idle it is ~2 MiB smaller (tools/measure_daemon_idle.ts).
    */
   v8Flags: readonly string[];
+  /**
+   * Bundle the YAML parser apart: `yaml` is left out of this bundle and bundled on its own
+   * beside it (lib/kube/yaml_parser.ts as `yaml_parser.js`), loaded only when a YAML kubeconfig
+   * is parsed (lib/kube/config.ts). For the daemon: Deno reads and keeps every module of the
+   * graph at start-up, in resident memory proportional to its size, and in a pod the daemon
+   * never parses YAML (~5 MiB less at start).
+   */
+  yamlBeside?: boolean;
 }
 
 /**
@@ -69,7 +81,14 @@ export const TARGETS: readonly Target[] = [
     entry: "controller/main.ts",
     executable: "bootc-operator-controller",
     bundle: "controller.js",
-    permissions: ["--allow-net", "--allow-env", "--allow-read", "--allow-sys"],
+    permissions: [
+      "--allow-net",
+      "--allow-env",
+      "--allow-read",
+      "--allow-sys",
+      // libc alone, for the memory trim (lib/memory_trim.ts; controller/README.md "Memory").
+      `--allow-ffi=${["x86_64", "aarch64"].map(libcPath).join(",")}`,
+    ],
     platform: "deno",
     v8Flags: [],
   },
@@ -81,6 +100,7 @@ export const TARGETS: readonly Target[] = [
     permissions: ["--allow-all"],
     platform: "browser",
     v8Flags: ["--lite-mode"],
+    yamlBeside: true,
   },
   {
     name: "plugin",
@@ -113,6 +133,11 @@ export interface BuildOptions {
   deno?: string;
   /** Progress lines go here. Defaults to stderr. */
   log?: (line: string) => void;
+  /**
+   * The base binary `deno compile` uses (`DENORT_BIN`). Defaults to the environment's; an
+   * option, so a test can set it without touching the environment other test files share.
+   */
+  denortBin?: string;
 }
 
 /** One built executable. */
@@ -123,6 +148,8 @@ export interface BuiltTarget {
   /** Absolute path of the bundle. */
   bundle: string;
   bundleBytes: number;
+  /** Absolute paths of what the bundle loads from beside it (the daemon's YAML parser). */
+  beside: string[];
   executableBytes: number;
 }
 
@@ -216,6 +243,7 @@ export async function build(options: BuildOptions = {}): Promise<BuildResult> {
   const log = options.log ?? ((line: string) => console.error(line));
   const targets = TARGETS.filter((t) => !options.only || options.only.includes(t.name));
   const fingerprint = await sourceFingerprint(root);
+  const denortBin = options.denortBin ?? Deno.env.get("DENORT_BIN") ?? "";
 
   await Deno.mkdir(outDir, { recursive: true });
   // Build into a private folder and rename into place: concurrent builds (parallel test
@@ -224,7 +252,7 @@ export async function build(options: BuildOptions = {}): Promise<BuildResult> {
   try {
     const requested = options.mode ?? envMode() ?? "auto";
     const { mode, reason } = requested === "auto"
-      ? await probeCompile({ deno, work, log })
+      ? await probeCompile({ deno, work, log, denortBin })
       : { mode: requested, reason: "requested" };
     log(modeNote(mode, reason));
 
@@ -232,14 +260,7 @@ export async function build(options: BuildOptions = {}): Promise<BuildResult> {
     for (const target of targets) {
       const bundle = `${work}/${target.bundle}`;
       const executable = `${work}/${target.executable}`;
-      await run(deno, [
-        "bundle",
-        "--quiet",
-        `--platform=${target.platform}`,
-        "-o",
-        bundle,
-        `${root}/${target.entry}`,
-      ], { cwd: root, what: `bundling ${target.entry}` });
+      const beside = await bundleTarget({ deno, root, work, target });
       if (mode === "compile") {
         await run(deno, [
           "compile",
@@ -248,6 +269,7 @@ export async function build(options: BuildOptions = {}): Promise<BuildResult> {
           "--no-lock",
           ...v8FlagArgs(target),
           ...target.permissions,
+          ...beside.flatMap((file) => ["--include", file]),
           "-o",
           executable,
           bundle,
@@ -256,6 +278,8 @@ export async function build(options: BuildOptions = {}): Promise<BuildResult> {
         await Deno.writeTextFile(executable, launcherScript(target), { mode: 0o755 });
       }
       await Deno.chmod(executable, 0o755);
+      // What the bundle loads from beside it first: it never appears without them.
+      for (const file of beside) await Deno.rename(`${work}/${file}`, `${outDir}/${file}`);
       await Deno.rename(bundle, `${outDir}/${target.bundle}`);
       await Deno.rename(executable, `${outDir}/${target.executable}`);
       built.push({
@@ -263,6 +287,7 @@ export async function build(options: BuildOptions = {}): Promise<BuildResult> {
         executable: `${outDir}/${target.executable}`,
         bundle: `${outDir}/${target.bundle}`,
         bundleBytes: (await Deno.stat(`${outDir}/${target.bundle}`)).size,
+        beside: beside.map((file) => `${outDir}/${file}`),
         executableBytes: (await Deno.stat(`${outDir}/${target.executable}`)).size,
       });
       log(`[build] ${target.executable} <- ${target.entry}`);
@@ -270,7 +295,7 @@ export async function build(options: BuildOptions = {}): Promise<BuildResult> {
     const result: BuildResult = {
       mode,
       modeReason: reason,
-      denortBin: Deno.env.get("DENORT_BIN") ?? "",
+      denortBin,
       fingerprint,
       targets: built,
     };
@@ -283,6 +308,37 @@ export async function build(options: BuildOptions = {}): Promise<BuildResult> {
   } finally {
     await Deno.remove(work, { recursive: true });
   }
+}
+
+/**
+ * Bundles `target` into `work`, and what it loads from beside it (its YAML parser, when
+ * `yamlBeside`). Returns the names of those files beside the bundle.
+ */
+async function bundleTarget(
+  o: { deno: string; root: string; work: string; target: Target },
+): Promise<string[]> {
+  const { target } = o;
+  const bundle = (entry: string, out: string, extra: string[] = []) =>
+    run(o.deno, [
+      "bundle",
+      "--quiet",
+      `--platform=${target.platform}`,
+      ...extra,
+      "-o",
+      `${o.work}/${out}`,
+      entry,
+    ], {
+      cwd: o.root,
+      what: `bundling ${entry}`,
+    });
+  await bundle(
+    `${o.root}/${target.entry}`,
+    target.bundle,
+    target.yamlBeside ? ["--external", "yaml"] : [],
+  );
+  if (!target.yamlBeside) return [];
+  await bundle(`${o.root}/lib/kube/yaml_parser.ts`, YAML_PARSER_BUNDLE);
+  return [YAML_PARSER_BUNDLE];
 }
 
 /** Argv prefixes that run each executable. */
@@ -312,6 +368,22 @@ export function ensureBuild(options: BuildOptions = {}): Promise<Executables> {
 async function ensureBuildOnce(options: BuildOptions): Promise<Executables> {
   const root = options.root ?? defaultRoot();
   const outDir = options.outDir ?? `${root}/dist`;
+  await Deno.mkdir(outDir, { recursive: true });
+  // Test files run in parallel (one process, several workers, or several processes): one of
+  // them builds while the others wait and then find the outputs fresh.
+  const lock = await Deno.open(`${outDir}/.build.lock`, { create: true, write: true });
+  try {
+    await lock.lock(true);
+    return await ensureBuildLocked({ ...options, root, outDir });
+  } finally {
+    lock.close();
+  }
+}
+
+async function ensureBuildLocked(
+  options: BuildOptions & { root: string; outDir: string },
+): Promise<Executables> {
+  const { root, outDir } = options;
   const current = await readStamp(outDir);
   const fingerprint = await sourceFingerprint(root);
   const wanted = options.mode ?? envMode();
@@ -341,17 +413,18 @@ async function ensureBuildOnce(options: BuildOptions): Promise<Executables> {
  * is used only when the produced binary prints the probe text.
  */
 async function probeCompile(
-  options: { deno: string; work: string; log: (line: string) => void },
+  options: { deno: string; work: string; log: (line: string) => void; denortBin: string },
 ): Promise<{ mode: BuildMode; reason: string }> {
   const source = `${options.work}/probe.js`;
   const binary = `${options.work}/probe`;
   await Deno.writeTextFile(source, `console.log(${JSON.stringify(PROBE_TEXT)});\n`);
-  const via = Deno.env.get("DENORT_BIN") ? `DENORT_BIN=${Deno.env.get("DENORT_BIN")}` : "download";
+  const via = options.denortBin ? `DENORT_BIN=${options.denortBin}` : "download";
   options.log(`[build] probing deno compile (denort via ${via})`);
   try {
     const compiled = await new Deno.Command(options.deno, {
       args: ["compile", "--quiet", "--no-config", "--no-lock", "-o", binary, source],
       cwd: options.work,
+      ...(options.denortBin ? { env: { DENORT_BIN: options.denortBin } } : {}),
       stdin: "null",
       stdout: "piped",
       stderr: "piped",

@@ -9,21 +9,32 @@ import {
   TARGETS,
 } from "./build.ts";
 
-/** A throwaway repository: three entry points sharing a lib module and an npm import. */
+/**
+ * A throwaway repository: three entry points sharing a lib module and an npm import, which
+ * falls back to the file beside the bundle as lib/kube/config.ts does (the daemon's bundle
+ * leaves `yaml` out and carries lib/kube/yaml_parser.ts beside it).
+ */
 async function fakeRepo(): Promise<string> {
   const root = await Deno.makeTempDir({ prefix: "bootc-build-test-" });
   await Deno.mkdir(`${root}/controller`);
   await Deno.mkdir(`${root}/daemon`);
   await Deno.mkdir(`${root}/plugin`);
-  await Deno.mkdir(`${root}/lib`);
+  await Deno.mkdir(`${root}/lib/kube`, { recursive: true });
   await Deno.writeTextFile(
     `${root}/deno.json`,
     JSON.stringify({ nodeModulesDir: "none", imports: { yaml: "npm:yaml@2.9.1" } }),
   );
   await Deno.writeTextFile(
     `${root}/lib/greet.ts`,
-    `import { stringify } from "yaml";\n` +
-      `export const greet = (who: string, args: string[]) => stringify({ who, args }).trim();\n`,
+    `const yaml = await import("yaml").catch(() =>\n` +
+      `  import(new URL("./yaml_parser.js", import.meta.url).href)\n` +
+      `);\n` +
+      `export const greet = (who: string, args: string[]) =>\n` +
+      `  yaml.stringify({ who, args }).trim();\n`,
+  );
+  await Deno.writeTextFile(
+    `${root}/lib/kube/yaml_parser.ts`,
+    `export { stringify } from "yaml";\n`,
   );
   for (const name of ["controller", "daemon", "plugin"]) {
     await Deno.writeTextFile(
@@ -57,10 +68,10 @@ Deno.test("launcher execs deno run --cached-only on its bundle with the target's
   assert.ok(script.startsWith("#!/bin/sh\n"));
   assert.match(
     script,
-    /exec "\$\{DENO:-deno\}" run --cached-only --no-config --no-lock --no-prompt --allow-net --allow-env --allow-read --allow-sys "\$here\/controller\.js" "\$@"/,
+    /exec "\$\{DENO:-deno\}" run --cached-only --no-config --no-lock --no-prompt --allow-net --allow-env --allow-read --allow-sys --allow-ffi=\/lib\/x86_64-linux-gnu\/libc\.so\.6,\/lib\/aarch64-linux-gnu\/libc\.so\.6 "\$here\/controller\.js" "\$@"/,
   );
-  // The controller needs neither subprocesses nor writes.
-  assert.doesNotMatch(script, /--allow-all|--allow-run|--allow-write/);
+  // The controller needs neither subprocesses nor writes, and loads no library but libc.
+  assert.doesNotMatch(script, /--allow-all|--allow-run|--allow-write|--allow-ffi[ =](?!\/lib\/)/);
   // The kubectl plugin writes nothing; it may run the kubeconfig's exec credential plugins.
   const plugin = launcherScript(TARGETS.find((t) => t.name === "plugin")!);
   assert.match(plugin, /--allow-net --allow-env --allow-read --allow-run "\$here\/plugin\.js"/);
@@ -98,7 +109,10 @@ Deno.test("bundle mode: self-contained bundles run behind the launchers", async 
     assert.equal(result.mode, "bundle");
     assert.deepEqual(result.targets.map((t) => t.name), ["controller", "daemon", "plugin"]);
     for (const target of result.targets) {
-      assert.ok(target.bundleBytes > 10_000, "the npm dependency is inlined in the bundle");
+      const inlined = target.name === "daemon"
+        ? (await Deno.stat(target.beside[0])).size
+        : target.bundleBytes;
+      assert.ok(inlined > 10_000, "the npm dependency is inlined in the bundle (or beside it)");
       // An empty DENO_DIR proves the bundle needs nothing from the module cache.
       const denoDir = await Deno.makeTempDir();
       try {
@@ -125,6 +139,7 @@ Deno.test("bundle mode: self-contained bundles run behind the launchers", async 
       "daemon.js",
       "kubectl-bootc",
       "plugin.js",
+      "yaml_parser.js",
     ]);
   } finally {
     await Deno.remove(root, { recursive: true });
@@ -161,19 +176,21 @@ Deno.test("ensureBuild reuses fresh outputs and rebuilds after a source changes"
 
 Deno.test("auto mode falls back to bundles when denort is not a real denort", async () => {
   const root = await fakeRepo();
-  const previous = Deno.env.get("DENORT_BIN");
   // A plain deno as the base binary compiles "successfully" but runs Deno's own CLI.
-  Deno.env.set("DENORT_BIN", Deno.execPath());
   try {
-    const result = await build({ root, mode: "auto", only: ["daemon"], log: quiet });
+    const result = await build({
+      root,
+      mode: "auto",
+      only: ["daemon"],
+      log: quiet,
+      denortBin: Deno.execPath(),
+    });
     assert.equal(result.mode, "bundle");
     assert.match(result.modeReason, /did not run the program/);
     assert.equal(result.targets.length, 1);
     const head = await Deno.readTextFile(result.targets[0].executable);
     assert.ok(head.startsWith("#!/bin/sh"), "a launcher, not a binary");
   } finally {
-    if (previous === undefined) Deno.env.delete("DENORT_BIN");
-    else Deno.env.set("DENORT_BIN", previous);
     await Deno.remove(root, { recursive: true });
   }
 });

@@ -73,15 +73,25 @@ async function controllerCommand(
   return { argv: [built.targets[0].executable], env: { DENO: `${dir}/deno` } };
 }
 
-async function settleRss(pid: number, ms = 5000): Promise<{ last: number; max: number }> {
-  let max = 0;
-  let last = 0;
+/**
+ * Samples RSS every 500 ms for `ms`: the last sample, the highest, and the median of the second
+ * half (a trimmed process's level between trims and refaults, not one lucky moment).
+ */
+async function settleRss(
+  pid: number,
+  ms = 5000,
+): Promise<{ last: number; max: number; median: number }> {
+  const samples: number[] = [];
   for (let waited = 0; waited < ms; waited += 500) {
-    last = await rssMiB(pid);
-    max = Math.max(max, last);
+    samples.push(await rssMiB(pid));
     await new Promise((r) => setTimeout(r, 500));
   }
-  return { last, max };
+  const late = samples.slice(Math.floor(samples.length / 2)).sort((a, b) => a - b);
+  return {
+    last: samples.at(-1) ?? 0,
+    max: Math.max(...samples),
+    median: late[Math.floor(late.length / 2)] ?? 0,
+  };
 }
 
 async function inBatches<T>(items: T[], size: number, fn: (item: T) => Promise<unknown>) {
@@ -232,11 +242,11 @@ try {
   const status = await child.status;
   child = undefined;
   console.log(
-    `controller RSS: ${idleBreakdown} idle (no nodes, max ${idle.max.toFixed(0)}); ` +
+    `controller RSS: ${idleBreakdown} idle (no nodes, max ${idle.max.toFixed(0)}, ` +
+      `late median ${idle.median.toFixed(0)}); ` +
       `${loadedBreakdown} with ${n} Nodes + ${n} BootcNodes cached ` +
-      `(max ${
-        loaded.max.toFixed(0)
-      } MiB); ${p50} reconciles; exit code after SIGTERM ${status.code}`,
+      `(max ${loaded.max.toFixed(0)} MiB, late median ${loaded.median.toFixed(0)}); ` +
+      `${p50} reconciles; exit code after SIGTERM ${status.code}`,
   );
 } finally {
   if (child) {

@@ -32,6 +32,8 @@
  * process on the machine (this script included) shares its pages, which would
  * both inflate the figures (the kernel maps cached neighbours on each fault)
  * and keep the trim from reclaiming them (the kernel leaves shared pages).
+ * The daemon's DENO_DIR holds only the dependency-analysis cache the daemon's image carries
+ * (tools/image/dep_cache.ts; MEASURE_DAEMON_DEP_CACHE=0 leaves it empty, a cold start).
  * Set DENO_V8_FLAGS to try V8 options (the launcher passes the environment on);
  * MEASURE_DAEMON_BUNDLE=FILE runs that bundle instead of the one built (an instrumented copy),
  * MEASURE_DAEMON_LOG=FILE keeps the daemon's log.
@@ -49,6 +51,7 @@ import { startProcess } from "../tests/harness/process.ts";
 import { startRegistry } from "../tests/harness/registry.ts";
 import { waitFor } from "../tests/harness/wait.ts";
 import { build, type BuildMode, launcherScript, TARGETS } from "./build.ts";
+import { DEP_CACHE_FILE, depAnalysisCache } from "./image/dep_cache.ts";
 
 const MiB = 1 << 20;
 /** The resources the daemon reads or writes. */
@@ -199,10 +202,25 @@ if (import.meta.main) {
   // Experiments: run another bundle (e.g. one instrumented by hand) the shipped way.
   const override = Deno.env.get("MEASURE_DAEMON_BUNDLE");
   if (override && built.mode === "bundle") await Deno.copyFile(override, built.targets[0].bundle);
+  // As in the image (tools/image/spec.ts, depCacheDir): Deno's dependency-analysis cache
+  // already answers for the bundle, so the daemon starts without parsing it.
+  // MEASURE_DAEMON_DEP_CACHE=0: without (a cold DENO_DIR).
+  const denoDir = `${logDir}/deno-dir`;
+  await Deno.mkdir(denoDir);
+  const depCache = built.mode === "bundle" && Deno.env.get("MEASURE_DAEMON_DEP_CACHE") !== "0";
+  if (depCache) {
+    const bundle = built.targets[0].bundle;
+    await Deno.writeFile(
+      `${denoDir}/${DEP_CACHE_FILE}`,
+      await depAnalysisCache({ bundle, url: `file://${bundle}` }),
+    );
+  }
   // One copy each for the daemon and the floor: the kernel does not reclaim shared pages.
   const privateDeno = `${logDir}/deno`;
   if (built.mode === "bundle") await Deno.copyFile(Deno.execPath(), privateDeno);
   let host: SimulatedHost | undefined;
+  // Stopped on the way out also after a failure: the daemon writes into its DENO_DIR, in logDir.
+  const children: { stop(): Promise<unknown> }[] = [];
   try {
     // Deno's floor: an empty program run exactly like the daemon.
     const floorDir = `${logDir}/floor`;
@@ -242,6 +260,7 @@ if (import.meta.main) {
       args: floorArgv.slice(1),
       logPath: `${logDir}/floor.log`,
     });
+    children.push(floor);
     const floorSample = async (request: "heap" | "trim"): Promise<Sample> => {
       await Deno.remove(`${floorDir}/heap.json`).catch(() => {});
       // Signals rather than polling: a floor that wakes up touches code an idle one does not.
@@ -314,7 +333,7 @@ if (import.meta.main) {
     const daemon = startProcess({
       name: "daemon",
       command: daemonExecutable,
-      env: built.mode === "bundle" ? { DENO: privateDeno } : {},
+      env: built.mode === "bundle" ? { DENO: privateDeno, DENO_DIR: denoDir } : {},
       args: [
         "run",
         "--kubeconfig",
@@ -331,6 +350,7 @@ if (import.meta.main) {
       ],
       logPath: daemonLog,
     });
+    children.push(daemon);
     const sampler = startSampler(daemon.pid, started);
     await waitFor(async () => {
       const bn = await nodes.get("idle-node");
@@ -430,7 +450,13 @@ if (import.meta.main) {
       `  static node: imports at start-up: ${staticNode.join(", ") || "none"}; TypeBox: ${
         npm.has("@sinclair/typebox") ? "bundled" : "not bundled"
       }; YAML parser: ${
-        npm.has("yaml") ? "bundled, evaluated only when a YAML kubeconfig is parsed" : "absent"
+        npm.has("yaml")
+          ? "bundled, evaluated only when a YAML kubeconfig is parsed"
+          : built.targets[0].beside.length
+          ? `beside the bundle (${
+            built.targets[0].beside.map((p) => p.split("/").pop()).join(", ")
+          }), loaded only when a YAML kubeconfig is parsed`
+          : "absent"
       }`,
     );
     out.push(
@@ -492,11 +518,12 @@ if (import.meta.main) {
         `${mib(peakToIdle).trim()} MiB; ` +
         `API traffic (${DAEMON_RESOURCES.join(", ")}): ${openWatches} open BootcNode watch, ` +
         `${delta("WATCH")} new watches, ${delta("GET") + delta("LIST")} reads, ${writes} writes ` +
-        `[${built.mode}]` +
+        `[${built.mode}${depCache ? ", dependency cache pre-filled as in the image" : ""}]` +
         (Deno.env.get("DENO_V8_FLAGS") ? ` (DENO_V8_FLAGS=${Deno.env.get("DENO_V8_FLAGS")})` : ""),
     );
     console.log(out.join("\n"));
   } finally {
+    await Promise.allSettled(children.map((c) => c.stop()));
     await host?.destroy();
     await Promise.allSettled([cp.stop(), registry.stop()]);
     await Deno.remove(logDir, { recursive: true });

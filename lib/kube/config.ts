@@ -15,8 +15,8 @@
  * is therefore rejected with a {@linkcode KubeConfigError} unless the caller
  * passes `allowInsecure: true` to say the process runs with that flag.
  *
- * The `yaml` package is imported lazily, only when a kubeconfig is parsed, so the
- * in-cluster path stays light.
+ * The YAML parser is loaded lazily, only when a YAML kubeconfig is parsed, so the
+ * in-cluster path stays light (see {@linkcode YAML_PARSER_BUNDLE}).
  *
  * @module
  */
@@ -402,10 +402,39 @@ async function readPem(
 }
 
 /**
- * Parses kubeconfig text. JSON (also valid YAML) is parsed natively; only YAML
- * loads the `yaml` package, lazily: it is CommonJS and pulls in Deno's Node
- * compatibility layer, about 12 MiB of RSS a daemon on every node should not
- * pay.
+ * File name of the YAML parser's own bundle (lib/kube/yaml_parser.ts), beside a bundle built
+ * without `yaml`: the daemon's (tools/build.ts).
+ */
+export const YAML_PARSER_BUNDLE = "yaml_parser.js";
+
+/**
+ * The `yaml` package: from the import map, or bundled in; else (a bundle built without it)
+ * from {@linkcode YAML_PARSER_BUNDLE} beside the bundle. That specifier is computed, so that
+ * neither the bundler nor Deno's module loader reads the parser ahead of its first use: the
+ * daemon in a pod never parses YAML, and merely loading a module costs resident memory in
+ * proportion to its size (~5 MiB for this one).
+ */
+async function loadYamlParser(): Promise<{ parse(text: string): unknown }> {
+  try {
+    return await import("yaml");
+  } catch (error) {
+    const beside = new URL(`./${YAML_PARSER_BUNDLE}`, import.meta.url).href;
+    try {
+      return await import(beside);
+    } catch (besideError) {
+      throw new KubeConfigError(
+        `cannot load a YAML parser for the kubeconfig (yaml: ${error}; ${beside}: ` +
+          `${besideError}); a JSON kubeconfig needs none`,
+        { cause: besideError },
+      );
+    }
+  }
+}
+
+/**
+ * Parses kubeconfig text. JSON (also valid YAML) is parsed natively; only YAML loads the
+ * YAML parser, lazily ({@linkcode loadYamlParser}): a daemon on every node should not pay
+ * for it.
  */
 async function parseYamlOrJson(text: string): Promise<unknown> {
   const trimmed = text.trimStart();
@@ -416,7 +445,7 @@ async function parseYamlOrJson(text: string): Promise<unknown> {
       // Not JSON after all (YAML flow mapping): fall through.
     }
   }
-  const { parse } = await import("yaml");
+  const { parse } = await loadYamlParser();
   return parse(text);
 }
 

@@ -62,6 +62,7 @@ import {
   selected,
   statusRecord,
 } from "./spec.ts";
+import { DEP_CACHE_FILE, depAnalysisCache } from "./dep_cache.ts";
 import { Layer } from "./tar.ts";
 
 /** Options of {@linkcode buildImages}. */
@@ -137,10 +138,11 @@ export async function buildImages(options: BuildImagesOptions): Promise<ImagesRe
   const specs = imageSpecs(options.targets);
   const work = await Deno.makeTempDir({ prefix: "bootc-image-" });
   try {
+    const depCaches = await depCachesOf({ specs, lock, distDir: options.distDir, log });
     const perPlatform: Map<ImageSpec["name"], PlatformBuild>[] = [];
     for (const platform of PLATFORMS) {
       perPlatform.push(
-        await buildPlatform({ ...options, log, lock, specs, platform, work }),
+        await buildPlatform({ ...options, log, lock, specs, platform, work, depCaches }),
       );
     }
     const images: BuiltImage[] = [];
@@ -185,6 +187,36 @@ export async function buildImages(options: BuildImagesOptions): Promise<ImagesRe
   }
 }
 
+/**
+ * The pre-filled dependency-analysis caches of the images that carry one, by image. Written
+ * by this Deno, so only when it is the version the images run (the cache would not answer
+ * another); the same for every platform (it holds a hash of the bundle, no code).
+ */
+async function depCachesOf(o: {
+  specs: ImageSpec[];
+  lock: ImageLock;
+  distDir: string;
+  log: (line: string) => void;
+}): Promise<Map<ImageSpec["name"], Uint8Array>> {
+  const out = new Map<ImageSpec["name"], Uint8Array>();
+  const pinned = o.lock.deno.map((d) => d.version);
+  for (const spec of o.specs) {
+    if (!spec.depCacheDir) continue;
+    if (pinned.some((v) => v !== Deno.version.deno)) {
+      o.log(`[image] no dependency cache in ${spec.name}: built with deno ${Deno.version.deno}`);
+      continue;
+    }
+    out.set(
+      spec.name,
+      await depAnalysisCache({
+        bundle: `${o.distDir}/${spec.bundle}`,
+        url: `file://${APP_DIR}/${spec.bundle}`,
+      }),
+    );
+  }
+  return out;
+}
+
 /** Builds one platform's manifest of every image (its base and runtime layers shared). */
 async function buildPlatform(o: {
   platform: ImagePlatform;
@@ -194,6 +226,7 @@ async function buildPlatform(o: {
   distDir: string;
   cache?: string;
   log: (line: string) => void;
+  depCaches: Map<ImageSpec["name"], Uint8Array>;
 }): Promise<Map<ImageSpec["name"], PlatformBuild>> {
   const { platform, lock } = o;
   const arch = platform.architecture;
@@ -235,7 +268,19 @@ async function buildPlatform(o: {
     }
     const app = new Layer({ mtime });
     app.addFile(`${APP_DIR}/${spec.bundle}`, await Deno.readFile(`${o.distDir}/${spec.bundle}`));
-    layers.push(await layerOf(app.toTar(), `bundle ${spec.bundle} (deno task build)`));
+    const depCache = o.depCaches.get(spec.name);
+    if (depCache && spec.depCacheDir) {
+      // The home folder keeps the base layer's mode (this layer's entry replaces it).
+      if (spec.depCacheDir.startsWith("/root/")) app.addDir("root", { mode: 0o700 });
+      app.addFile(`${spec.depCacheDir}/${DEP_CACHE_FILE}`, depCache);
+    }
+    layers.push(
+      await layerOf(
+        app.toTar(),
+        `bundle ${spec.bundle} (deno task build)` +
+          (depCache ? `, its dependency-analysis cache` : ""),
+      ),
+    );
     const used = [...baseList, ...(spec.nsenter ? nsenterList : [])];
     out.set(
       spec.name,
