@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Makes a fresh machine ready for `deno task test` and `deno task demo`:
 # the Kubernetes control plane binaries (built once, cached), the Debian packages the tests use (the
-# CNCF distribution registry, htpasswd, openssl, ...) and, with --test-tools, helm (built once,
-# cached) and qemu-user-static.
+# CNCF distribution registry, htpasswd, openssl, ...) and, with --test-tools, helm and the real
+# node's kubelet and containerd (built once, cached), qemu-user-static, runc and busybox-static.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
@@ -19,6 +19,9 @@ test_tools=false
 [[ "${1:-}" == "--test-tools" ]] && test_tools=true
 if $test_tools; then
   [[ -x /usr/bin/qemu-aarch64-static ]] || need+=(qemu-user-static)
+  # The real node (tests/node): Debian's runc, and busybox-static for its test image.
+  command -v runc >/dev/null || need+=(runc)
+  dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
 fi
 if ((${#need[@]})); then
   echo "[prepare] installing Debian packages: ${need[*]}" >&2
@@ -43,4 +46,6 @@ bash "$here/kube/build.sh" >/dev/null
 # helm is test tooling only (tests/helm).
 if $test_tools; then
   bash "$here/helm/build.sh" >/dev/null
+  # The real node's kubelet, containerd and images (tests/node).
+  bash "$here/node/build.sh" >/dev/null
 fi

@@ -1,0 +1,390 @@
+/**
+ * A real node for the test bed: containerd (with Debian's runc) and a kubelet of the control
+ * plane's Kubernetes version, on loopback, registered with a test control plane
+ * (tests/harness/control_plane.ts). Binaries and images come from tests/node/build.sh (cached).
+ *
+ * ```ts
+ * const cp = await startControlPlane({ kwok: false });
+ * const node = await startRealNode({ controlPlane: cp });
+ * try {
+ *   // schedule hostNetwork pods on node.name, image BUSYBOX_IMAGE (imagePullPolicy: Never)
+ * } finally {
+ *   await node.stop();
+ *   await cp.stop();
+ * }
+ * ```
+ *
+ * Everything lives in one temp folder (containerd's root, state, socket and runc root, the
+ * kubelet's root, certificates, pod logs) and one cgroup per hierarchy, never in
+ * /var/lib/containerd, /run/containerd or /var/lib/kubelet. Two exceptions of the upstream
+ * programs, both cleaned by stop(): the kubelet's links in /var/log/containers (a fixed path) and
+ * the shims' sockets in /run/containerd/s (named by a hash of our socket path). stop() kills every
+ * process, unmounts and removes cgroups (tests/node/host_sweep.ts). containerd and the kubelet die
+ * with the test process (`setpriv --pdeathsig`); the shims and containers would not, so always
+ * call stop(). Relaxations against a production node: tests/node/real_node_config.ts.
+ *
+ * @module
+ */
+
+import { dirname } from "node:path";
+import { type KubeObject, Resources } from "../../lib/kube/mod.ts";
+import type { IClusterRoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding";
+import type { CommandResult, ControlPlane, Node } from "../harness/control_plane.ts";
+import { renderKubeconfig } from "../harness/control_plane_args.ts";
+import { issueLeaf } from "../harness/pki.ts";
+import { freePort, type ManagedProcess, startProcess, tailFile } from "../harness/process.ts";
+import { waitFor } from "../harness/wait.ts";
+import { sweepNode } from "./host_sweep.ts";
+import {
+  cniConfig,
+  containerdConfig,
+  kubeletArgs,
+  kubeletConfig,
+  type NodeLayout,
+  nodePaths,
+} from "./real_node_config.ts";
+
+/** Version of the images tests/node/build.sh makes (its `images_version`). */
+const IMAGES_VERSION = 1;
+/** The pod sandbox image (tests/node/pause.c), imported at start. */
+export const PAUSE_IMAGE = `bootc-test.local/pause:${IMAGES_VERSION}`;
+/** A busybox image (entrypoint /bin/sh), imported at start; use `imagePullPolicy: Never`. */
+export const BUSYBOX_IMAGE = `bootc-test.local/busybox:${IMAGES_VERSION}`;
+
+/** Options of {@linkcode startRealNode}. */
+export interface StartRealNodeOptions {
+  controlPlane: ControlPlane;
+  /**
+   * Node name (default "localhost"). The test API server reaches kubelets by their Hostname
+   * address first (its default `--kubelet-preferred-address-types`), which is the node name, so
+   * `kubectl logs`/`exec` need a name that resolves to 127.0.0.1 until the control plane prefers
+   * InternalIP.
+   */
+  name?: string;
+  /** Folder with the node's binaries (default: `BOOTC_NODE_BIN_DIR`, else tests/node/build.sh). */
+  binDir?: string;
+  /** The control plane CA's key (default: `ca.key` beside its `caCertPath`). */
+  caKeyPath?: string;
+  /** More OCI image archives to import into containerd (namespace k8s.io) before the kubelet starts. */
+  images?: string[];
+  /** Keep containerd's and the kubelet's logs here (default: under `BOOTC_TEST_LOG_DIR` when set, else removed by stop()). */
+  logDir?: string;
+  /** Give up waiting for the Node to be Ready after this long (default 120 s). */
+  readyTimeoutMs?: number;
+}
+
+/** A running real node. */
+export interface RealNode {
+  readonly name: string;
+  /** The node's temp folder (removed by stop()). */
+  readonly dir: string;
+  readonly binDir: string;
+  /** containerd's socket (for `ctr --address`). */
+  readonly containerdSocket: string;
+  /** Process id of containerd and the kubelet. */
+  readonly pids: { containerd: number; kubelet: number };
+  /** Runs ctr against this node's containerd in namespace k8s.io (never throws on exit codes). */
+  ctr(args: string[]): Promise<CommandResult>;
+  /** Imports an OCI image archive into the CRI's namespace. */
+  importImage(archivePath: string): Promise<void>;
+  /** The last lines of containerd's or the kubelet's log. */
+  logTail(component: "containerd" | "kubelet", lines?: number): Promise<string>;
+  /** Stops the kubelet, the containers and containerd; undoes mounts and cgroups; removes the Node. */
+  stop(): Promise<void>;
+}
+
+/** containerd's compiled-in state folder, where shims put their sockets whatever the config says. */
+const SHIM_SOCKET_ROOT = "/run/containerd";
+
+const BUILD_SCRIPT = new URL("./build.sh", import.meta.url).pathname;
+
+/** The folder with the node's binaries: `BOOTC_NODE_BIN_DIR`, else tests/node/build.sh's last line. */
+export async function resolveNodeBinDir(): Promise<string> {
+  const fromEnv = Deno.env.get("BOOTC_NODE_BIN_DIR");
+  if (fromEnv) return fromEnv;
+  const out = await new Deno.Command("bash", {
+    args: [BUILD_SCRIPT],
+    stdin: "null",
+    stdout: "piped",
+    stderr: "inherit",
+  }).output();
+  const last = new TextDecoder().decode(out.stdout).trim().split("\n").at(-1);
+  if (!out.success || !last) throw new Error(`${BUILD_SCRIPT} failed (exit ${out.code})`);
+  return last;
+}
+
+function note(message: string): void {
+  Deno.stderr.writeSync(new TextEncoder().encode(`[real-node] ${message}\n`));
+}
+
+/** A signal aborted (naming the log) when `process` exits: stops waiting for it early. */
+function abortOnExit(process: ManagedProcess): AbortSignal {
+  const controller = new AbortController();
+  process.exited.then((s) =>
+    controller.abort(new Error(`${process.name} exited (code ${s.code}); log: ${process.logPath}`))
+  );
+  return controller.signal;
+}
+
+class KubeletNode implements RealNode {
+  readonly name: string;
+  readonly dir: string;
+  readonly binDir: string;
+  readonly containerdSocket: string;
+  #layout: NodeLayout;
+  #cp: ControlPlane;
+  #containerd?: ManagedProcess;
+  #kubelet?: ManagedProcess;
+  #stopping?: Promise<void>;
+  /** Whether /run/containerd existed before this node: its shims make /run/containerd/s. */
+  #hadRunContainerd = true;
+
+  constructor(layout: NodeLayout, cp: ControlPlane) {
+    this.#layout = layout;
+    this.#cp = cp;
+    this.name = layout.name;
+    this.dir = layout.dir;
+    this.binDir = layout.binDir;
+    this.containerdSocket = nodePaths(layout).containerdSocket;
+  }
+
+  get pids() {
+    return { containerd: this.#containerd?.pid ?? 0, kubelet: this.#kubelet?.pid ?? 0 };
+  }
+
+  async ctr(args: string[]): Promise<CommandResult> {
+    const out = await new Deno.Command(`${this.binDir}/ctr`, {
+      args: ["--address", this.containerdSocket, "--namespace", "k8s.io", ...args],
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+      signal: AbortSignal.timeout(120_000),
+    }).output();
+    const d = new TextDecoder();
+    return { code: out.code, stdout: d.decode(out.stdout), stderr: d.decode(out.stderr) };
+  }
+
+  async importImage(archivePath: string): Promise<void> {
+    const r = await this.ctr(["images", "import", "--platform", "linux/amd64", archivePath]);
+    if (r.code !== 0) throw new Error(`ctr images import ${archivePath}: ${r.stderr || r.stdout}`);
+  }
+
+  logTail(component: "containerd" | "kubelet", lines = 40): Promise<string> {
+    return tailFile(`${nodePaths(this.#layout).logDir}/${component}.log`, lines);
+  }
+
+  /** Writes configs and credentials, creates the cgroup root, starts containerd, imports images. */
+  async startContainerd(images: string[]): Promise<void> {
+    const p = nodePaths(this.#layout);
+    this.#hadRunContainerd = await Deno.stat(SHIM_SOCKET_ROOT).then(() => true, () => false);
+    for (const d of [p.cniConfDir, p.cniBinDir, p.logDir, p.podLogsDir, p.volumePluginDir]) {
+      await Deno.mkdir(d, { recursive: true });
+    }
+    await Deno.writeTextFile(p.containerdConfig, containerdConfig(this.#layout));
+    await Deno.writeTextFile(`${p.cniConfDir}/10-bootc-test.conflist`, cniConfig());
+    this.#containerd = startProcess({
+      name: "containerd",
+      command: `${this.binDir}/containerd`,
+      args: ["--config", p.containerdConfig, "--log-level", "warn"],
+      logPath: `${p.logDir}/containerd.log`,
+      // The shim is found on PATH.
+      env: { PATH: `${this.binDir}:${Deno.env.get("PATH") ?? "/usr/sbin:/usr/bin:/sbin:/bin"}` },
+    });
+    await waitFor(async () => (await this.ctr(["version"])).code === 0, {
+      timeoutMs: 60_000,
+      intervalMs: 100,
+      message: "containerd to answer on its socket",
+      signal: abortOnExit(this.#containerd),
+    });
+    for (const image of images) await this.importImage(image);
+  }
+
+  /** Issues the node's client certificate and RBAC, starts the kubelet, waits for Ready. */
+  async startKubelet(caKeyPath: string, readyTimeoutMs: number): Promise<void> {
+    const p = nodePaths(this.#layout);
+    await Deno.mkdir(p.kubeletCertDir, { recursive: true });
+    await createCgroupRoot(this.#layout.cgroupRoot);
+    const client = await issueLeaf({
+      dir: p.kubeletCertDir,
+      name: "kubelet-client",
+      profile: {
+        commonName: `system:node:${this.name}`,
+        organizations: ["system:nodes"],
+        extendedKeyUsage: ["clientAuth"],
+      },
+      days: 2,
+      ca: { cert: this.#cp.caCertPath, key: caKeyPath },
+    });
+    await Deno.writeTextFile(
+      p.kubeletKubeconfig,
+      renderKubeconfig({
+        server: this.#cp.apiServerUrl,
+        caPem: await Deno.readTextFile(this.#cp.caCertPath),
+        clientCertPem: await Deno.readTextFile(client.cert),
+        clientKeyPem: await Deno.readTextFile(client.key),
+        userName: `system:node:${this.name}`,
+      }),
+      { mode: 0o600 },
+    );
+    await this.#bindNodeRole();
+    await Deno.writeTextFile(p.kubeletConfig, kubeletConfig(this.#layout));
+    this.#kubelet = startProcess({
+      name: "kubelet",
+      command: `${this.binDir}/kubelet`,
+      args: kubeletArgs(this.#layout),
+      logPath: `${p.logDir}/kubelet.log`,
+    });
+    await this.#waitReady(readyTimeoutMs);
+  }
+
+  /**
+   * The test API server authorizes by RBAC only (no Node authorizer), so the node's user gets the
+   * `system:node` ClusterRole, which is what the Node authorizer would allow and more.
+   */
+  async #bindNodeRole(): Promise<void> {
+    await this.#cp.client.resource<IClusterRoleBinding & KubeObject>(Resources.clusterrolebindings)
+      .create({
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "ClusterRoleBinding",
+        metadata: { name: `bootc-test-node-${this.name}` },
+        roleRef: {
+          apiGroup: "rbac.authorization.k8s.io",
+          kind: "ClusterRole",
+          name: "system:node",
+        },
+        subjects: [{
+          apiGroup: "rbac.authorization.k8s.io",
+          kind: "User",
+          name: `system:node:${this.name}`,
+        }],
+      });
+  }
+
+  async #waitReady(timeoutMs: number): Promise<void> {
+    const nodes = this.#cp.client.resource<Node>(Resources.nodes);
+    let last: Node | undefined;
+    await waitFor(async () => {
+      last = await nodes.get(this.name);
+      return last.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
+    }, {
+      timeoutMs,
+      intervalMs: 250,
+      message: () =>
+        `node ${this.name} Ready; conditions: ${
+          JSON.stringify(last?.status?.conditions?.map((c) => `${c.type}=${c.status} ${c.message}`))
+        }`,
+      signal: abortOnExit(this.#kubelet!),
+    });
+  }
+
+  stop(): Promise<void> {
+    this.#stopping ??= this.#stop();
+    return this.#stopping;
+  }
+
+  async #stop(): Promise<void> {
+    await this.#kubelet?.stop({ graceMs: 10_000 });
+    if (this.#containerd?.running) await this.#removeContainers();
+    await this.#containerd?.stop({ graceMs: 10_000 });
+    const problems = await sweepNode({ dir: this.dir, cgroupRoot: this.#layout.cgroupRoot });
+    if (!this.#hadRunContainerd) {
+      // Only when empty (non-recursive): another node's shims may still use it.
+      for (const d of [`${SHIM_SOCKET_ROOT}/s`, SHIM_SOCKET_ROOT]) {
+        await Deno.remove(d).catch(() => {});
+      }
+    }
+    await this.#forgetInApi();
+    if (problems.length) {
+      // Keep the folder: something in it is still mounted or in use.
+      throw new Error(`real node ${this.name} left behind:\n${problems.join("\n")}`);
+    }
+    await Deno.remove(this.dir, { recursive: true });
+  }
+
+  /** Kills and deletes every container through containerd, so the shims exit cleanly. */
+  async #removeContainers(): Promise<void> {
+    const tasks = await this.ctr(["tasks", "ls", "-q"]);
+    for (const id of tasks.stdout.split("\n").filter(Boolean)) {
+      await this.ctr(["tasks", "rm", "-f", id]);
+    }
+    const containers = await this.ctr(["containers", "ls", "-q"]);
+    const ids = containers.stdout.split("\n").filter(Boolean);
+    if (ids.length) await this.ctr(["containers", "rm", ...ids]);
+  }
+
+  /** Removes the Node and its role binding while the control plane still runs (best effort). */
+  async #forgetInApi(): Promise<void> {
+    const attempts = [
+      this.#cp.client.resource(Resources.nodes).delete(this.name),
+      this.#cp.client.resource(Resources.clusterrolebindings).delete(
+        `bootc-test-node-${this.name}`,
+      ),
+    ];
+    await Promise.allSettled(attempts);
+  }
+}
+
+/** Creates `cgroupRoot` in every v1 hierarchy; a new cpuset cgroup gets its parent's cpus and mems. */
+async function createCgroupRoot(cgroupRoot: string): Promise<void> {
+  for await (const e of Deno.readDir("/sys/fs/cgroup")) {
+    const base = `/sys/fs/cgroup/${e.name}`;
+    if (!e.isDirectory || e.name === "unified") continue;
+    try {
+      await Deno.stat(`${base}/cgroup.procs`);
+    } catch {
+      continue; // not a hierarchy (or a link to a co-mounted one)
+    }
+    await Deno.mkdir(`${base}${cgroupRoot}`, { recursive: true });
+    if (e.name === "cpuset") {
+      for (const f of ["cpuset.cpus", "cpuset.mems"]) {
+        const value = await Deno.readTextFile(`${base}/${f}`);
+        await Deno.writeTextFile(`${base}${cgroupRoot}/${f}`, value);
+      }
+    }
+  }
+}
+
+function logDirFor(options: StartRealNodeOptions): string | undefined {
+  if (options.logDir) return options.logDir;
+  const root = Deno.env.get("BOOTC_TEST_LOG_DIR");
+  const stamp = new Date().toISOString().replace(/[:.]/g, "-");
+  return root ? `${root}/real-node-${stamp}-${Deno.pid}` : undefined;
+}
+
+/**
+ * Starts containerd and a kubelet registered with `options.controlPlane`, and resolves once the
+ * Node is Ready. On failure it prints the logs' tails, cleans up and rethrows.
+ */
+export async function startRealNode(options: StartRealNodeOptions): Promise<RealNode> {
+  const binDir = options.binDir ?? await resolveNodeBinDir();
+  const cp = options.controlPlane;
+  const dir = await Deno.makeTempDir({ prefix: "bootc-real-node-" });
+  const layout: NodeLayout = {
+    dir,
+    name: options.name ?? "localhost",
+    binDir,
+    cgroupRoot: `/${dir.split("/").at(-1)}`,
+    kubeletPort: freePort(),
+    sandboxImage: PAUSE_IMAGE,
+    logDir: logDirFor(options),
+  };
+  const node = new KubeletNode(layout, cp);
+  const started = performance.now();
+  try {
+    await node.startContainerd([
+      `${binDir}/pause-${IMAGES_VERSION}.oci.tar`,
+      `${binDir}/busybox-${IMAGES_VERSION}.oci.tar`,
+      ...(options.images ?? []),
+    ]);
+    const caKey = options.caKeyPath ?? `${dirname(cp.caCertPath)}/ca.key`;
+    await node.startKubelet(caKey, options.readyTimeoutMs ?? 120_000);
+    note(`${layout.name} Ready in ${Math.round(performance.now() - started)} ms; folder ${dir}`);
+    return node;
+  } catch (error) {
+    for (const c of ["containerd", "kubelet"] as const) {
+      note(`${c} log tail:\n${await node.logTail(c, 30)}`);
+    }
+    await node.stop().catch((e) => note(`cleanup failed: ${e}`));
+    throw error;
+  }
+}

@@ -1,0 +1,136 @@
+/**
+ * A real node (tests/node/real_node.ts) joins a test control plane, becomes Ready, runs a pod to
+ * completion with a projected service-account volume, serves its logs through the API server, and
+ * leaves nothing behind on the machine when stopped.
+ */
+
+import assert from "node:assert/strict";
+import { Resources } from "../../lib/kube/mod.ts";
+import { type ControlPlane, type Pod, startControlPlane } from "../harness/control_plane.ts";
+import { waitFor } from "../harness/wait.ts";
+import { startRegistry } from "../harness/registry.ts";
+import { SimulatedHost } from "../bootc_sim/mod.ts";
+import { HOST_BIN_DIR, startHostNamespace } from "./host_namespace.ts";
+import { cgroupHierarchies, mountsBelow, nodeProcesses } from "./host_sweep.ts";
+import { BUSYBOX_IMAGE, type RealNode, startRealNode } from "./real_node.ts";
+
+/** Creates a pod on the node and waits until it Succeeded; returns its logs. */
+async function runPod(
+  cp: ControlPlane,
+  node: RealNode,
+  name: string,
+  spec: Partial<NonNullable<Pod["spec"]>> & { script: string },
+): Promise<string> {
+  const pods = cp.client.resource<Pod>(Resources.pods, "default");
+  const { script, ...rest } = spec;
+  await pods.create({
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name, namespace: "default" },
+    spec: {
+      hostNetwork: true,
+      restartPolicy: "Never",
+      terminationGracePeriodSeconds: 1,
+      ...rest,
+      containers: [{
+        name,
+        image: BUSYBOX_IMAGE,
+        imagePullPolicy: "Never",
+        command: ["sh", "-c", script],
+        ...rest.containers?.[0],
+      }],
+    },
+  });
+  let last: Pod | undefined;
+  try {
+    await waitFor(async () => {
+      last = await pods.get(name);
+      return last.status?.phase === "Succeeded" || last.status?.phase === "Failed";
+    }, {
+      timeoutMs: 90_000,
+      intervalMs: 250,
+      message: () =>
+        `pod ${name} on ${node.name} to finish; status ${JSON.stringify(last?.status)}`,
+    });
+  } catch (e) {
+    const events = await cp.kubectl(["get", "events", "-n", "default", "-o", "wide"]);
+    throw new Error(`${e}\nevents:\n${events.stdout}\nkubelet:\n${await node.logTail("kubelet")}`);
+  }
+  const logs = await cp.kubectl(["logs", "-n", "default", name]);
+  assert.equal(logs.code, 0, logs.stderr);
+  assert.equal(last?.spec?.nodeName, node.name);
+  assert.equal(last?.status?.phase, "Succeeded", `pod ${name} failed; logs:\n${logs.stdout}`);
+  return logs.stdout;
+}
+
+async function exists(path: string): Promise<boolean> {
+  return await Deno.stat(path).then(() => true, () => false);
+}
+
+Deno.test("a real kubelet + containerd node runs a pod and cleans up", async (t) => {
+  const cp = await startControlPlane({ kwok: false });
+  let dir = "";
+  let cgroupRoot = "";
+  try {
+    const node = await startRealNode({ controlPlane: cp });
+    dir = node.dir;
+    cgroupRoot = `/${dir.split("/").at(-1)}`;
+    try {
+      await t.step("a scheduled pod runs to completion; its logs are served", async () => {
+        const logs = await runPod(cp, node, "hello", {
+          script:
+            "echo hello from a real node; cat /var/run/secrets/kubernetes.io/serviceaccount/namespace",
+        });
+        assert.equal(logs, "hello from a real node\ndefault");
+      });
+
+      await t.step(
+        "a hostPID pod's nsenter reaches the node's own host (simulated bootc)",
+        async () => {
+          const registry = await startRegistry();
+          const image = `${registry.host}/os:v1`;
+          let host: SimulatedHost | undefined;
+          let ns;
+          try {
+            await registry.pushImage({ repository: "os", tag: "v1", version: "1" });
+            host = await SimulatedHost.create({ image });
+            ns = await startHostNamespace({ host, logPath: `${node.dir}/host-namespace.log` });
+            assert.ok(
+              !await exists(`${HOST_BIN_DIR}/bootc`),
+              "this machine's namespace has no bootc",
+            );
+            const logs = await runPod(cp, node, "host-probe", {
+              hostPID: true,
+              containers: [{
+                name: "host-probe",
+                securityContext: { privileged: true },
+                env: [{ name: "HOST_PID", value: String(ns.pid) }],
+              }],
+              script: `test ! -e ${HOST_BIN_DIR}/bootc && ` +
+                `nsenter --mount=/proc/$HOST_PID/ns/mnt -- ${HOST_BIN_DIR}/bootc status --format=json`,
+            });
+            const status = JSON.parse(logs);
+            assert.equal(status.status?.booted?.image?.image?.image, image);
+          } finally {
+            await ns?.stop();
+            await host?.destroy();
+            await registry.stop();
+          }
+        },
+      );
+    } finally {
+      await node.stop();
+    }
+    await t.step("stop() left no process, mount, cgroup or folder behind", async () => {
+      assert.deepEqual(await nodeProcesses({ dir, cgroupRoot }), []);
+      assert.deepEqual(mountsBelow(await Deno.readTextFile("/proc/self/mountinfo"), dir), []);
+      for (const h of await cgroupHierarchies()) assert.ok(!await exists(`${h}${cgroupRoot}`), h);
+      assert.ok(!await exists(dir), dir);
+      const nodes = await cp.kubectl(["get", "nodes", "-o", "name"]);
+      assert.equal(nodes.code, 0, nodes.stderr);
+      assert.equal(nodes.stdout.trim(), "", "stop() deletes the Node");
+    });
+  } finally {
+    await cp.stop();
+  }
+});
