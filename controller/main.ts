@@ -170,6 +170,10 @@ export function startControllerMemoryTrim(
     logger: options.logger,
     intervalMs: CONTROLLER_TRIM.intervalMs,
     policy: CONTROLLER_TRIM.policy,
+    // No start-up trims (the daemon's): the controller's start-up is its initial lists (1,000
+    // nodes at scale) or a leader take-over, and trims every 50 ms would only slow it; the
+    // first settled sample trims instead.
+    startup: false,
   }, signal);
   return true;
 }

@@ -246,9 +246,17 @@ export function trimStep(
         return { state: { ...next, lastWorkingSet: file }, trim: true };
       }
     }
-    return { state: { ...next, workingSet: file, lastWorkingSet: file }, trim: false };
+    // With workingSetSamples, a level that grew before the trim stays the working set even
+    // when the trim's refaults settle lower: work that recurs (a periodic resync) would fault
+    // it back in and trim again, again and again, re-reading the same pages from disk.
+    const workingSet = policy.workingSetSamples !== undefined
+      ? Math.max(file, state.lastWorkingSet ?? file)
+      : file;
+    return { state: { ...next, workingSet, lastWorkingSet: workingSet }, trim: false };
   }
-  if (file > state.workingSet + policy.growthBytes) return { state: next, trim: true };
+  if (file > state.workingSet + policy.growthBytes) {
+    return { state: { ...next, lastWorkingSet: file }, trim: true };
+  }
   return { state: next, trim: false };
 }
 

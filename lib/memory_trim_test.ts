@@ -106,12 +106,23 @@ Deno.test("trimStep: a burst right after a trim is trimmed; a grown working set 
   // and settle at 27, 12 above: trimmed (index 8); refaults settle at 14: the working set.
   const burst = [37, 37.5, 15, 15.2, 20, 20.2, 27, 27.2, 14, 14.2, 14.3, 14.1];
   assert.deepEqual(trimsAt(burst, policy), [1, 5, 7]);
-  // The idle loop's working set really grew from 15 to 21: trimmed twice, then it stays.
+  // The idle loop's working set really grew from 15 to 21: trimmed once, then it stays.
   const grown = [37, 37.5, 15, 15.2, 21, 21.2, 21, 21.1, 21.3, 21.2, 21, 21.1];
-  assert.deepEqual(trimsAt(grown, policy), [1, 5, 7]);
+  assert.deepEqual(trimsAt(grown, policy), [1, 5]);
   // Refaults that settle late at the known working set are not new work.
   const slow = [37, 37.5, 15, 15.2, 20, 20.2, 10, 12, 13.5, 15, 15.3, 15.2];
   assert.deepEqual(trimsAt(slow, policy), [1, 5]);
+});
+
+Deno.test("trimStep: work that recurs after each trim is trimmed once, not every time", () => {
+  const policy = { ...DEFAULT_TRIM_POLICY, workingSetSamples: 3 };
+  // Idle loop at 12.5; a periodic job faults in 5 more (trim at 6); the trim's refaults settle
+  // at 12.4, the job comes back to 17.6: that grown level is the working set, no third trim.
+  const recurring = [37, 37.5, 12, 12.5, 12.4, 17.5, 17.6, 8, 12.5, 12.4, 17.5, 17.6, 17.5, 17.6];
+  assert.deepEqual(trimsAt(recurring, policy), [1, 6]);
+  // The daemon's policy (no workingSetSamples) is unchanged: the first settled level after a
+  // trim is its working set, and growth beyond it trims again.
+  assert.deepEqual(trimsAt(recurring), [1, 6, 9]);
 });
 
 Deno.test("startMemoryTrimmer trims when settled, logs the figures, stops on abort", async () => {

@@ -273,7 +273,7 @@ export async function build(options: BuildOptions = {}): Promise<BuildResult> {
           "-o",
           executable,
           bundle,
-        ], { cwd: work, what: `compiling ${target.bundle}` });
+        ], { cwd: work, what: `compiling ${target.bundle}`, denortBin });
       } else {
         await Deno.writeTextFile(executable, launcherScript(target), { mode: 0o755 });
       }
@@ -394,7 +394,8 @@ async function ensureBuildLocked(
   if (!fresh) {
     // A previous probe's verdict is reused (an unreachable dl.deno.land costs only once)
     // unless DENORT_BIN changed since.
-    const sameDenort = current?.denortBin === (Deno.env.get("DENORT_BIN") ?? "");
+    const sameDenort = current?.denortBin ===
+      (options.denortBin ?? Deno.env.get("DENORT_BIN") ?? "");
     const mode = wanted ?? (current && sameDenort ? current.mode : "auto");
     result = await build({ ...options, root, outDir, mode, only: undefined });
   }
@@ -502,11 +503,12 @@ async function allExist(paths: string[]): Promise<boolean> {
 async function run(
   command: string,
   args: string[],
-  options: { cwd: string; what: string },
+  options: { cwd: string; what: string; denortBin?: string },
 ): Promise<void> {
   const result = await new Deno.Command(command, {
     args,
     cwd: options.cwd,
+    ...(options.denortBin ? { env: { DENORT_BIN: options.denortBin } } : {}),
     stdin: "null",
     stdout: "piped",
     stderr: "piped",

@@ -55,8 +55,10 @@ Deno.test("channel: follow ~1.0, skip a failed version for good, stop when the c
               maxUnavailable: 1,
               onFailure: "RollbackPool",
               maxRollbacks: 2,
-              rebootTimeoutSeconds: 45,
-              health: { timeoutSeconds: 45 },
+              // The bad versions fail fast (a failed unit, a fallback): no timeout is expected,
+              // so the bounds are wide for a machine running test files in parallel.
+              rebootTimeoutSeconds: 180,
+              health: { timeoutSeconds: 180 },
             }),
             image: {
               channel: { repository, constraint: "~1.0" },

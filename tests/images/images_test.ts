@@ -28,6 +28,7 @@ import { pushLayout } from "../../tools/image/push.ts";
 import { IMAGE_NAMES, NONROOT_UID } from "../../tools/image/spec.ts";
 import { RegistryClient } from "../../lib/registry/client.ts";
 import { OCI_INDEX } from "../../lib/registry/media_types.ts";
+import { YAML_PARSER_BUNDLE } from "../../lib/kube/config.ts";
 import { entryRuns } from "../../lib/bootc/image_ref.ts";
 import { RegistryImageResolver } from "../../controller/pollers/resolver.ts";
 import { startControlPlane } from "../harness/control_plane.ts";
@@ -54,7 +55,8 @@ Deno.test({
       const dist = `${work}/dist`;
       await Deno.mkdir(dist);
       for (const target of TARGETS) {
-        await Deno.copyFile(`${ROOT}/dist/${target.bundle}`, `${dist}/${target.bundle}`);
+        const files = [target.bundle, ...(target.yamlBeside ? [YAML_PARSER_BUNDLE] : [])];
+        for (const file of files) await Deno.copyFile(`${ROOT}/dist/${file}`, `${dist}/${file}`);
       }
       const quiet = () => {};
       const [first, cp] = await Promise.all([
@@ -211,6 +213,12 @@ Deno.test({
               assert.ok(!entries.some((e) => e.path === shell), `${name} has ${shell}`);
             }
             assert.ok(entries.some((e) => e.path === "etc/ssl/certs/ca-certificates.crt"));
+            // The daemon's bundle loads its YAML parser (a kubeconfig file) from beside it.
+            assert.equal(
+              entries.some((e) => e.path === `app/${YAML_PARSER_BUNDLE}`),
+              name === "daemon",
+              `${name}: app/${YAML_PARSER_BUNDLE}`,
+            );
             const home = entries.find((e) => e.path === "home/nonroot");
             assert.deepEqual(home?.mode, 0o700);
             assert.deepEqual((await Deno.stat(`${root}/home/nonroot`)).uid, NONROOT_UID);

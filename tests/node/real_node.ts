@@ -16,9 +16,10 @@
  *
  * Everything lives in one temp folder (containerd's root, state, socket and runc root, the
  * kubelet's root, certificates, pod logs) and one cgroup per hierarchy, never in
- * /var/lib/containerd, /run/containerd or /var/lib/kubelet. Two exceptions of the upstream
- * programs, both cleaned by stop(): the kubelet's links in /var/log/containers (a fixed path) and
- * the shims' sockets in /run/containerd/s (named by a hash of our socket path). stop() kills every
+ * /var/lib/containerd, /run/containerd or /var/lib/kubelet. Three exceptions of the upstream
+ * programs, all undone by stop(): the kubelet's links in /var/log/containers (a fixed path), the
+ * shims' sockets in /run/containerd/s (named by a hash of our socket path) and six kernel
+ * settings the kubelet sets at start ({@linkcode KUBELET_KERNEL_SETTINGS}). stop() kills every
  * process, unmounts and removes cgroups (tests/node/host_sweep.ts). containerd and the kubelet die
  * with the test process (`setpriv --pdeathsig`); the shims and containers would not, so always
  * call stop(). Relaxations against a production node: tests/node/real_node_config.ts.
@@ -138,6 +139,8 @@ class KubeletNode implements RealNode {
   #stopping?: Promise<void>;
   /** Whether /run/containerd existed before this node: its shims make /run/containerd/s. */
   #hadRunContainerd = true;
+  /** The kernel settings the kubelet changes, as they were before it started (put back by stop()). */
+  #kernelSettings?: Map<string, string>;
 
   constructor(layout: NodeLayout, cp: ControlPlane) {
     this.#layout = layout;
@@ -228,6 +231,7 @@ class KubeletNode implements RealNode {
     );
     await this.#bindNodeRole();
     await Deno.writeTextFile(p.kubeletConfig, kubeletConfig(this.#layout));
+    this.#kernelSettings = await readKernelSettings();
     this.#kubelet = startProcess({
       name: "kubelet",
       command: `${this.binDir}/kubelet`,
@@ -283,17 +287,30 @@ class KubeletNode implements RealNode {
   }
 
   async #stop(): Promise<void> {
-    await this.#kubelet?.stop({ graceMs: 10_000 });
-    if (this.#containerd?.running) await this.#removeContainers();
-    await this.#containerd?.stop({ graceMs: 10_000 });
-    const problems = await sweepNode({ dir: this.dir, cgroupRoot: this.#layout.cgroupRoot });
+    // Every step runs even when an earlier one failed; the failures are reported together.
+    const problems: string[] = [];
+    const attempt = async (what: string, step: () => Promise<unknown>) => {
+      await step().catch((e) => problems.push(`${what}: ${e}`));
+    };
+    await attempt("stop the kubelet", async () => await this.#kubelet?.stop({ graceMs: 10_000 }));
+    await attempt(
+      "put back the kernel settings",
+      () => restoreKernelSettings(this.#kernelSettings),
+    );
+    await attempt("remove containers", async () => {
+      if (this.#containerd?.running) await this.#removeContainers();
+    });
+    await attempt("stop containerd", async () => await this.#containerd?.stop({ graceMs: 10_000 }));
+    await attempt("sweep", async () => {
+      problems.push(...await sweepNode({ dir: this.dir, cgroupRoot: this.#layout.cgroupRoot }));
+    });
     if (!this.#hadRunContainerd) {
       // Only when empty (non-recursive): another node's shims may still use it.
       for (const d of [`${SHIM_SOCKET_ROOT}/s`, SHIM_SOCKET_ROOT]) {
         await Deno.remove(d).catch(() => {});
       }
     }
-    await this.#forgetInApi();
+    await attempt("delete the Node", () => this.#forgetInApi());
     if (problems.length) {
       // Keep the folder: something in it is still mounted or in use.
       throw new Error(`real node ${this.name} left behind:\n${problems.join("\n")}`);
@@ -349,6 +366,34 @@ function logDirFor(options: StartRealNodeOptions): string | undefined {
   const root = Deno.env.get("BOOTC_TEST_LOG_DIR");
   const stamp = new Date().toISOString().replace(/[:.]/g, "-");
   return root ? `${root}/real-node-${stamp}-${Deno.pid}` : undefined;
+}
+
+/**
+ * Kernel settings the kubelet sets at start-up unless `protectKernelDefaults` (which would make
+ * it refuse to start on this machine instead): machine-wide, so stop() puts them back.
+ */
+export const KUBELET_KERNEL_SETTINGS = [
+  "vm/overcommit_memory",
+  "vm/panic_on_oom",
+  "kernel/panic",
+  "kernel/panic_on_oops",
+  "kernel/keys/root_maxkeys",
+  "kernel/keys/root_maxbytes",
+] as const;
+
+async function readKernelSettings(): Promise<Map<string, string>> {
+  const values = new Map<string, string>();
+  for (const key of KUBELET_KERNEL_SETTINGS) {
+    values.set(key, (await Deno.readTextFile(`/proc/sys/${key}`)).trim());
+  }
+  return values;
+}
+
+async function restoreKernelSettings(values: Map<string, string> | undefined): Promise<void> {
+  for (const [key, value] of values ?? []) {
+    const now = (await Deno.readTextFile(`/proc/sys/${key}`)).trim();
+    if (now !== value) await Deno.writeTextFile(`/proc/sys/${key}`, `${value}\n`);
+  }
 }
 
 /**

@@ -12,7 +12,20 @@ import { startRegistry } from "../harness/registry.ts";
 import { SimulatedHost } from "../bootc_sim/mod.ts";
 import { HOST_BIN_DIR, startHostNamespace } from "./host_namespace.ts";
 import { cgroupHierarchies, mountsBelow, nodeProcesses } from "./host_sweep.ts";
-import { BUSYBOX_IMAGE, type RealNode, startRealNode } from "./real_node.ts";
+import {
+  BUSYBOX_IMAGE,
+  KUBELET_KERNEL_SETTINGS,
+  type RealNode,
+  startRealNode,
+} from "./real_node.ts";
+
+async function kernelSettings(): Promise<Record<string, string>> {
+  const values: Record<string, string> = {};
+  for (const key of KUBELET_KERNEL_SETTINGS) {
+    values[key] = (await Deno.readTextFile(`/proc/sys/${key}`)).trim();
+  }
+  return values;
+}
 
 /** Creates a pod on the node and waits until it Succeeded; returns its logs. */
 async function runPod(
@@ -69,6 +82,7 @@ async function exists(path: string): Promise<boolean> {
 
 Deno.test("a real kubelet + containerd node runs a pod and cleans up", async (t) => {
   const cp = await startControlPlane({ kwok: false });
+  const settingsBefore = await kernelSettings();
   let dir = "";
   let cgroupRoot = "";
   try {
@@ -121,15 +135,23 @@ Deno.test("a real kubelet + containerd node runs a pod and cleans up", async (t)
     } finally {
       await node.stop();
     }
-    await t.step("stop() left no process, mount, cgroup or folder behind", async () => {
-      assert.deepEqual(await nodeProcesses({ dir, cgroupRoot }), []);
-      assert.deepEqual(mountsBelow(await Deno.readTextFile("/proc/self/mountinfo"), dir), []);
-      for (const h of await cgroupHierarchies()) assert.ok(!await exists(`${h}${cgroupRoot}`), h);
-      assert.ok(!await exists(dir), dir);
-      const nodes = await cp.kubectl(["get", "nodes", "-o", "name"]);
-      assert.equal(nodes.code, 0, nodes.stderr);
-      assert.equal(nodes.stdout.trim(), "", "stop() deletes the Node");
-    });
+    await t.step(
+      "stop() left no process, mount, cgroup, folder or kernel setting behind",
+      async () => {
+        assert.deepEqual(await nodeProcesses({ dir, cgroupRoot }), []);
+        assert.deepEqual(mountsBelow(await Deno.readTextFile("/proc/self/mountinfo"), dir), []);
+        for (const h of await cgroupHierarchies()) assert.ok(!await exists(`${h}${cgroupRoot}`), h);
+        assert.ok(!await exists(dir), dir);
+        const nodes = await cp.kubectl(["get", "nodes", "-o", "name"]);
+        assert.equal(nodes.code, 0, nodes.stderr);
+        assert.equal(nodes.stdout.trim(), "", "stop() deletes the Node");
+        assert.deepEqual(
+          await kernelSettings(),
+          settingsBefore,
+          "the kernel settings are put back",
+        );
+      },
+    );
   } finally {
     await cp.stop();
   }

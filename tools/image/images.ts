@@ -268,6 +268,9 @@ async function buildPlatform(o: {
     }
     const app = new Layer({ mtime });
     app.addFile(`${APP_DIR}/${spec.bundle}`, await Deno.readFile(`${o.distDir}/${spec.bundle}`));
+    for (const file of spec.beside) {
+      app.addFile(`${APP_DIR}/${file}`, await Deno.readFile(`${o.distDir}/${file}`));
+    }
     const depCache = o.depCaches.get(spec.name);
     if (depCache && spec.depCacheDir) {
       // The home folder keeps the base layer's mode (this layer's entry replaces it).

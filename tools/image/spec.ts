@@ -16,6 +16,7 @@
  *
  * @module
  */
+import { YAML_PARSER_BUNDLE } from "../../lib/kube/config.ts";
 
 /** The user the images run as by default (distroless's `nonroot`). */
 export const NONROOT_UID = 65532;
@@ -124,6 +125,8 @@ export interface ImageSpec {
   repository: string;
   /** The bundle file in the build's output folder. */
   bundle: string;
+  /** Files the bundle loads from beside it (the daemon's YAML parser), also in `/app`. */
+  beside: string[];
   /** Deno permission flags (the build's, so the image runs what the launcher runs). */
   permissions: readonly string[];
   /** V8 flags (the build's; the daemon runs with `--lite-mode`, as its launcher does). */
@@ -145,6 +148,8 @@ export interface ImageSpec {
 export interface ImageTarget {
   name: string;
   bundle: string;
+  /** The YAML parser is bundled apart, beside the bundle (tools/build.ts). */
+  yamlBeside?: boolean;
   permissions: readonly string[];
   v8Flags: readonly string[];
 }
@@ -165,6 +170,7 @@ export function imageSpecs(
       name: "controller",
       repository: IMAGE_NAMES.controller,
       bundle: controller.bundle,
+      beside: besideFiles(controller),
       permissions: controller.permissions,
       v8Flags: controller.v8Flags,
       nsenter: false,
@@ -175,6 +181,7 @@ export function imageSpecs(
       name: "daemon",
       repository: IMAGE_NAMES.daemon,
       bundle: daemon.bundle,
+      beside: besideFiles(daemon),
       permissions: daemon.permissions,
       v8Flags: daemon.v8Flags,
       nsenter: true,
@@ -186,6 +193,11 @@ export function imageSpecs(
       depCacheDir: "/root/.cache/deno",
     },
   ];
+}
+
+/** What a target's bundle loads from beside it (lib/kube/config.ts `YAML_PARSER_BUNDLE`). */
+function besideFiles(target: ImageTarget): string[] {
+  return target.yamlBeside ? [YAML_PARSER_BUNDLE] : [];
 }
 
 /** The entrypoint: the runtime running the bundle with the build's flags. */

@@ -31,6 +31,9 @@ Deno.test("entrypoint: the image runs its bundle with exactly the launcher's den
   // What ships is what was measured: the daemon image runs V8 in lite mode.
   const daemon = imageSpecs(TARGETS).find((s) => s.name === "daemon")!;
   assert.ok(entrypoint(daemon).includes("--v8-flags=--lite-mode"));
+  // The daemon's bundle loads its YAML parser from beside it: the image carries that file too.
+  assert.deepEqual(daemon.beside, ["yaml_parser.js"]);
+  assert.deepEqual(imageSpecs(TARGETS).find((s) => s.name === "controller")!.beside, []);
 });
 
 Deno.test("selected: exact paths, folder prefixes and the copyright file", () => {
