@@ -116,10 +116,53 @@ export async function tailFile(path: string, lines = 40): Promise<string> {
   }
 }
 
-/** Asks the kernel for a free TCP port on 127.0.0.1 (bind port 0, then release it). */
+/**
+ * Ports handed to child processes come from below Linux's ephemeral range (32768–60999): a
+ * port picked there and released until the child binds it can meanwhile become the source port
+ * of any outgoing connection (a busy parallel test run makes thousands), and the child then
+ * fails with "address already in use".
+ */
+export const PORT_RANGE = { low: 20_000, high: 32_000 } as const;
+/**
+ * How long a handed-out port stays reserved for its taker: longer than any test file runs (a
+ * child restarted on its port, as an API server restart does, finds it still free of others).
+ */
+const RESERVATION_MS = 30 * 60 * 1000;
+
+/**
+ * A free TCP port on 127.0.0.1 for a child process to bind: picked at random from
+ * {@linkcode PORT_RANGE}, reserved across test files running in parallel (a file created
+ * exclusively in a shared folder, so no two callers get the same port while it is reserved)
+ * and checked to be bindable now.
+ */
 export function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
+  const dir = `${Deno.env.get("TMPDIR") ?? "/tmp"}/bootc-test-ports`;
+  Deno.mkdirSync(dir, { recursive: true });
+  for (let attempt = 0; attempt < 2000; attempt++) {
+    const port = PORT_RANGE.low + Math.floor(Math.random() * (PORT_RANGE.high - PORT_RANGE.low));
+    if (!reservePort(`${dir}/${port}`)) continue;
+    try {
+      Deno.listen({ hostname: "127.0.0.1", port }).close();
+      return port;
+    } catch {
+      continue; // bound by something else right now: keep it reserved, try another
+    }
+  }
+  throw new Error(`no free port in ${PORT_RANGE.low}-${PORT_RANGE.high}`);
+}
+
+/** Creates the reservation file; false when another caller holds a recent one. */
+function reservePort(path: string): boolean {
+  for (let i = 0; i < 2; i++) {
+    try {
+      Deno.openSync(path, { createNew: true, write: true }).close();
+      return true;
+    } catch (error) {
+      if (!(error instanceof Deno.errors.AlreadyExists)) throw error;
+      const mtime = Deno.statSync(path).mtime?.getTime() ?? 0;
+      if (Date.now() - mtime < RESERVATION_MS) return false;
+      Deno.removeSync(path); // stale (an earlier file or run): take it over
+    }
+  }
+  return false;
 }

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { freePort, startProcess, tailFile } from "./process.ts";
+import { freePort, PORT_RANGE, startProcess, tailFile } from "./process.ts";
 
 Deno.test("startProcess logs output and stop() escalates to SIGKILL", async () => {
   const dir = await Deno.makeTempDir({ prefix: "harness-process-" });
@@ -87,11 +87,13 @@ await new Promise(() => {});`,
   }
 });
 
-Deno.test("freePort returns distinct usable ports", () => {
-  const a = freePort();
-  const b = freePort();
-  assert.ok(a > 0 && b > 0);
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: a });
+Deno.test("freePort returns distinct usable ports below the ephemeral range", () => {
+  const ports = Array.from({ length: 50 }, () => freePort());
+  assert.equal(new Set(ports).size, ports.length, "never the same port twice");
+  for (const port of ports) {
+    assert.ok(port >= PORT_RANGE.low && port < PORT_RANGE.high, `${port}`);
+  }
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: ports[0] });
   listener.close();
 });
 
