@@ -22,6 +22,8 @@ if $test_tools; then
   # The real node (tests/node): Debian's runc, and busybox-static for its test image.
   command -v runc >/dev/null || need+=(runc)
   dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
+  # socat carries the node's API and kubelet connections across its network namespace.
+  command -v socat >/dev/null || need+=(socat)
 fi
 if ((${#need[@]})); then
   echo "[prepare] installing Debian packages: ${need[*]}" >&2

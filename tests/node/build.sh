@@ -7,6 +7,8 @@
 #   runc                         Debian's (`apt-get install -y runc`), linked here
 #   pause.oci.tar                the pod sandbox image (tests/node/pause.c, static), no registry needed
 #   busybox.oci.tar              a test image: Debian's busybox-static (`apt-get install -y busybox-static`)
+#   cni/{bridge,host-local,loopback}  github.com/containernetworking/plugins (pinned, `go install`): pod networking
+#   node-init                    the node's PID 1 (tests/node/pause.c: waits, reaps orphans)
 # Prints the folder holding them on its last line of stdout.
 # Measured cold (2026-11-26, 2 cores shared with CI, load 15-40): kubelet 824 s wall with the control
 # plane's packages already in Go's build cache (~100 of ~1800 packages left); containerd ~26 min
@@ -66,6 +68,31 @@ if [[ ! -x "$out/containerd" || ! -x "$out/ctr" || ! -x "$out/containerd-shim-ru
   rmdir "$out/bin.tmp"
   log "built containerd in $(($(date +%s) - t0))s"
 fi
+
+cni_version=v1.10.0
+cni_bins=(bridge host-local loopback)
+if [[ ! -x "$out/cni/bridge" || ! -x "$out/cni/host-local" || ! -x "$out/cni/loopback" ]]; then
+  need_go "the CNI plugins"
+  log "building CNI plugins $cni_version into $out/cni"
+  t0=$(date +%s)
+  rm -rf "$out/cni.tmp"
+  pkgs=()
+  for b in bridge loopback; do pkgs+=("github.com/containernetworking/plugins/plugins/main/$b@$cni_version"); done
+  pkgs+=("github.com/containernetworking/plugins/plugins/ipam/host-local@$cni_version")
+  CGO_ENABLED=0 GOBIN="$out/cni.tmp" go install -trimpath -ldflags "-s -w" "${pkgs[@]}"
+  mkdir -p "$out/cni"
+  for b in "${cni_bins[@]}"; do mv "$out/cni.tmp/$b" "$out/cni/$b"; done
+  rmdir "$out/cni.tmp"
+  log "built CNI plugins in $(($(date +%s) - t0))s"
+fi
+
+if [[ ! -x "$out/node-init" ]]; then
+  command -v gcc >/dev/null || { log "gcc is required to build node-init"; exit 1; }
+  gcc -static -Os -s -o "$out/node-init.tmp" "$here/pause.c"
+  mv "$out/node-init.tmp" "$out/node-init"
+fi
+
+command -v socat >/dev/null || { log "socat is missing: apt-get install -y socat"; exit 1; }
 
 runc=$(command -v runc || true)
 [[ -n "$runc" ]] || { log "runc is missing: apt-get install -y runc"; exit 1; }

@@ -14,15 +14,20 @@
  * }
  * ```
  *
+ * The node is a host of its own: pid, mount and network namespaces held by its init
+ * (tests/node/node_namespaces.ts). Pods get addresses from a CNI bridge and reach the API server
+ * through the `kubernetes` Service; a hostPID pod's `/proc/1` is the node's init, whose mount
+ * namespace holds the simulated host's `bootc` once {@linkcode RealNode.installHost} ran.
+ *
  * Everything lives in one temp folder (containerd's root, state, socket and runc root, the
  * kubelet's root, certificates, pod logs) and one cgroup per hierarchy, never in
- * /var/lib/containerd, /run/containerd or /var/lib/kubelet. Three exceptions of the upstream
- * programs, all undone by stop(): the kubelet's links in /var/log/containers (a fixed path), the
- * shims' sockets in /run/containerd/s (named by a hash of our socket path) and six kernel
- * settings the kubelet sets at start ({@linkcode KUBELET_KERNEL_SETTINGS}). stop() kills every
- * process, unmounts and removes cgroups (tests/node/host_sweep.ts). containerd and the kubelet die
- * with the test process (`setpriv --pdeathsig`); the shims and containers would not, so always
- * call stop(). Relaxations against a production node: tests/node/real_node_config.ts.
+ * /var/lib/containerd or /var/lib/kubelet; `/run`, `/var/log` and `/var/lib/cni` are the node's
+ * own tmpfs. One exception of the upstream programs, undone by stop(): six kernel settings the
+ * kubelet sets at start ({@linkcode KUBELET_KERNEL_SETTINGS}). stop() ends the node's init (the
+ * kernel kills every process of the node with it, and its mounts go with its mount namespace) and
+ * removes its cgroups (tests/node/host_sweep.ts). The init dies with the test process
+ * (`setpriv --pdeathsig`, `unshare --kill-child`). Relaxations against a production node:
+ * tests/node/real_node_config.ts.
  *
  * @module
  */
@@ -35,14 +40,19 @@ import { renderKubeconfig } from "../harness/control_plane_args.ts";
 import { issueLeaf } from "../harness/pki.ts";
 import { freePort, type ManagedProcess, startProcess, tailFile } from "../harness/process.ts";
 import { waitFor } from "../harness/wait.ts";
+import type { SimulatedHost } from "../bootc_sim/mod.ts";
+import { installHostCommands } from "./host_namespace.ts";
 import { sweepNode } from "./host_sweep.ts";
+import { type NodeNamespaces, startNodeNamespaces } from "./node_namespaces.ts";
 import {
   cniConfig,
   containerdConfig,
   kubeletArgs,
   kubeletConfig,
+  NODE_IP,
   type NodeLayout,
   nodePaths,
+  SERVICE_IP,
 } from "./real_node_config.ts";
 
 /** Version of the images tests/node/build.sh makes (its `images_version`). */
@@ -82,20 +92,26 @@ export interface RealNode {
   readonly binDir: string;
   /** containerd's socket (for `ctr --address`). */
   readonly containerdSocket: string;
-  /** Process id of containerd and the kubelet. */
-  readonly pids: { containerd: number; kubelet: number };
+  /** The node's init as this machine sees it (PID 1 of the node). */
+  readonly initPid: number;
   /** Runs ctr against this node's containerd in namespace k8s.io (never throws on exit codes). */
   ctr(args: string[]): Promise<CommandResult>;
   /** Imports an OCI image archive into the CRI's namespace. */
   importImage(archivePath: string): Promise<void>;
+  /** Installs `host`'s `bootc` and `systemctl` in the node's host (tests/node/host_namespace.ts). */
+  installHost(host: SimulatedHost): Promise<void>;
+  /** Runs `argv` in the node's mount and network namespaces (never throws on an exit code). */
+  runInHost(argv: string[]): Promise<CommandResult>;
+  /** Makes `port` of this machine's loopback reachable inside the node at `NODE_IP:port`. */
+  exposeToNode(options: { name: string; port: number }): Promise<void>;
   /** The last lines of containerd's or the kubelet's log. */
   logTail(component: "containerd" | "kubelet", lines?: number): Promise<string>;
   /** Stops the kubelet, the containers and containerd; undoes mounts and cgroups; removes the Node. */
   stop(): Promise<void>;
 }
 
-/** containerd's compiled-in state folder, where shims put their sockets whatever the config says. */
-const SHIM_SOCKET_ROOT = "/run/containerd";
+/** Made for the node's private tmpfs when missing (CNI's cache folder); removed by stop(). */
+const CNI_CACHE_DIR = "/var/lib/cni";
 
 const BUILD_SCRIPT = new URL("./build.sh", import.meta.url).pathname;
 
@@ -134,11 +150,12 @@ class KubeletNode implements RealNode {
   readonly containerdSocket: string;
   #layout: NodeLayout;
   #cp: ControlPlane;
+  #ns?: NodeNamespaces;
   #containerd?: ManagedProcess;
   #kubelet?: ManagedProcess;
   #stopping?: Promise<void>;
-  /** Whether /run/containerd existed before this node: its shims make /run/containerd/s. */
-  #hadRunContainerd = true;
+  /** Whether /var/lib/cni existed before this node (else stop() removes it when empty). */
+  #hadCniCache = true;
   /** The kernel settings the kubelet changes, as they were before it started (put back by stop()). */
   #kernelSettings?: Map<string, string>;
 
@@ -151,8 +168,27 @@ class KubeletNode implements RealNode {
     this.containerdSocket = nodePaths(layout).containerdSocket;
   }
 
-  get pids() {
-    return { containerd: this.#containerd?.pid ?? 0, kubelet: this.#kubelet?.pid ?? 0 };
+  get initPid() {
+    return this.#ns?.initPid ?? 0;
+  }
+
+  installHost(host: SimulatedHost): Promise<void> {
+    return installHostCommands({ host, run: (argv) => this.runInHost(argv) });
+  }
+
+  runInHost(argv: string[]): Promise<CommandResult> {
+    if (!this.#ns) throw new Error(`node ${this.name} has not started`);
+    return this.#ns.run(argv);
+  }
+
+  async exposeToNode(options: { name: string; port: number }): Promise<void> {
+    if (!this.#ns) throw new Error(`node ${this.name} has not started`);
+    await this.#ns.forward({
+      name: options.name,
+      listenIn: "node",
+      listen: { host: NODE_IP, port: options.port },
+      connect: { host: "127.0.0.1", port: options.port },
+    });
   }
 
   async ctr(args: string[]): Promise<CommandResult> {
@@ -176,19 +212,62 @@ class KubeletNode implements RealNode {
     return tailFile(`${nodePaths(this.#layout).logDir}/${component}.log`, lines);
   }
 
+  /**
+   * Starts the node's namespaces and the connections across them: the kubelet and pods reach
+   * the API server (at its own address, and at the `kubernetes` Service's), the API server
+   * reaches the kubelet.
+   */
+  async startNamespaces(): Promise<void> {
+    const p = nodePaths(this.#layout);
+    await Deno.mkdir(p.logDir, { recursive: true });
+    this.#hadCniCache = await Deno.stat(CNI_CACHE_DIR).then(() => true, () => false);
+    await Deno.mkdir(CNI_CACHE_DIR, { recursive: true });
+    this.#ns = await startNodeNamespaces({
+      initPath: `${this.binDir}/node-init`,
+      dir: this.dir,
+      logDir: p.logDir,
+    });
+    const api = new URL(this.#cp.apiServerUrl);
+    const apiPort = Number(api.port);
+    const local = (port: number) => ({ host: "127.0.0.1", port });
+    await this.#ns.forward({
+      name: "api",
+      listenIn: "node",
+      listen: local(apiPort),
+      connect: local(apiPort),
+    });
+    await this.#ns.forward({
+      name: "service",
+      listenIn: "node",
+      listen: { host: SERVICE_IP, port: 443 },
+      connect: local(apiPort),
+    });
+    const kubeletPort = this.#layout.kubeletPort;
+    await this.#ns.forward({
+      name: "kubelet",
+      listenIn: "machine",
+      listen: local(kubeletPort),
+      connect: local(kubeletPort),
+    });
+  }
+
   /** Writes configs and credentials, creates the cgroup root, starts containerd, imports images. */
   async startContainerd(images: string[]): Promise<void> {
     const p = nodePaths(this.#layout);
-    this.#hadRunContainerd = await Deno.stat(SHIM_SOCKET_ROOT).then(() => true, () => false);
-    for (const d of [p.cniConfDir, p.cniBinDir, p.logDir, p.podLogsDir, p.volumePluginDir]) {
+    for (const d of [p.cniConfDir, p.podLogsDir, p.volumePluginDir]) {
       await Deno.mkdir(d, { recursive: true });
     }
     await Deno.writeTextFile(p.containerdConfig, containerdConfig(this.#layout));
-    await Deno.writeTextFile(`${p.cniConfDir}/10-bootc-test.conflist`, cniConfig());
+    await Deno.writeTextFile(`${p.cniConfDir}/10-bootc-test.conflist`, cniConfig(this.#layout));
     this.#containerd = startProcess({
       name: "containerd",
-      command: `${this.binDir}/containerd`,
-      args: ["--config", p.containerdConfig, "--log-level", "warn"],
+      ...this.#ns!.enterArgs([
+        `${this.binDir}/containerd`,
+        "--config",
+        p.containerdConfig,
+        "--log-level",
+        "warn",
+      ]),
       logPath: `${p.logDir}/containerd.log`,
       // The shim is found on PATH.
       env: { PATH: `${this.binDir}:${Deno.env.get("PATH") ?? "/usr/sbin:/usr/bin:/sbin:/bin"}` },
@@ -234,8 +313,7 @@ class KubeletNode implements RealNode {
     this.#kernelSettings = await readKernelSettings();
     this.#kubelet = startProcess({
       name: "kubelet",
-      command: `${this.binDir}/kubelet`,
-      args: kubeletArgs(this.#layout),
+      ...this.#ns!.enterArgs([`${this.binDir}/kubelet`, ...kubeletArgs(this.#layout)]),
       logPath: `${p.logDir}/kubelet.log`,
     });
     await this.#waitReady(readyTimeoutMs);
@@ -292,41 +370,27 @@ class KubeletNode implements RealNode {
     const attempt = async (what: string, step: () => Promise<unknown>) => {
       await step().catch((e) => problems.push(`${what}: ${e}`));
     };
-    await attempt("stop the kubelet", async () => await this.#kubelet?.stop({ graceMs: 10_000 }));
+    // Ending the init ends every process of the node (kubelet, containerd, shims, containers)
+    // at once, so no kubelet restarts a container that is being removed.
+    await attempt("end the node's init", async () => await this.#ns?.stop());
+    await attempt("wait for the node's processes", async () => {
+      await Promise.all([this.#kubelet?.exited, this.#containerd?.exited]);
+    });
     await attempt(
       "put back the kernel settings",
       () => restoreKernelSettings(this.#kernelSettings),
     );
-    await attempt("remove containers", async () => {
-      if (this.#containerd?.running) await this.#removeContainers();
-    });
-    await attempt("stop containerd", async () => await this.#containerd?.stop({ graceMs: 10_000 }));
     await attempt("sweep", async () => {
       problems.push(...await sweepNode({ dir: this.dir, cgroupRoot: this.#layout.cgroupRoot }));
     });
-    if (!this.#hadRunContainerd) {
-      // Only when empty (non-recursive): another node's shims may still use it.
-      for (const d of [`${SHIM_SOCKET_ROOT}/s`, SHIM_SOCKET_ROOT]) {
-        await Deno.remove(d).catch(() => {});
-      }
-    }
+    // Only when empty (non-recursive): another node may be using it.
+    if (!this.#hadCniCache) await Deno.remove(CNI_CACHE_DIR).catch(() => {});
     await attempt("delete the Node", () => this.#forgetInApi());
     if (problems.length) {
       // Keep the folder: something in it is still mounted or in use.
       throw new Error(`real node ${this.name} left behind:\n${problems.join("\n")}`);
     }
     await Deno.remove(this.dir, { recursive: true });
-  }
-
-  /** Kills and deletes every container through containerd, so the shims exit cleanly. */
-  async #removeContainers(): Promise<void> {
-    const tasks = await this.ctr(["tasks", "ls", "-q"]);
-    for (const id of tasks.stdout.split("\n").filter(Boolean)) {
-      await this.ctr(["tasks", "rm", "-f", id]);
-    }
-    const containers = await this.ctr(["containers", "ls", "-q"]);
-    const ids = containers.stdout.split("\n").filter(Boolean);
-    if (ids.length) await this.ctr(["containers", "rm", ...ids]);
   }
 
   /** Removes the Node and its role binding while the control plane still runs (best effort). */
@@ -416,6 +480,7 @@ export async function startRealNode(options: StartRealNodeOptions): Promise<Real
   const node = new KubeletNode(layout, cp);
   const started = performance.now();
   try {
+    await node.startNamespaces();
     await node.startContainerd([
       `${binDir}/pause-${IMAGES_VERSION}.oci.tar`,
       `${binDir}/busybox-${IMAGES_VERSION}.oci.tar`,

@@ -15,9 +15,15 @@
  *   the test API server has no kubelet client certificate, and `kubectl logs`/`exec` go through it.
  * - containerd's `restrict_oom_score_adj`: CI sandboxes may lack CAP_SYS_RESOURCE, so pods keep
  *   an OOM score no lower than containerd's instead of the sandbox's -998.
- * - No `--node-ip`: the kubelet refuses a loopback node IP; it takes the machine's address, while
- *   its API listens on 127.0.0.1 only.
- * - CNI: only host-network pods (see {@linkcode NO_POD_NETWORK_PLUGIN}).
+ * - The node is a set of namespaces of its own (pid, mount, network; tests/node/real_node.ts), so
+ *   its "host network" is a network namespace holding {@linkcode NODE_IP} and the `kubernetes`
+ *   Service's address ({@linkcode SERVICE_IP}) on its loopback; the kubelet's `--node-ip` is
+ *   NODE_IP (it refuses a loopback address such as 127.0.0.1).
+ * - No kube-proxy: the only Service pods reach is `kubernetes`, whose address the node's network
+ *   owns; socat carries those connections to the API server on this machine's loopback.
+ * - Pod network: the CNI bridge plugin with host-local addresses from {@linkcode POD_SUBNET}, no
+ *   masquerading (nothing outside the node is reachable but what socat forwards). Every node has
+ *   the same addresses (each in its own network namespace): pods on two nodes do not reach each other.
  *
  * @module
  */
@@ -50,7 +56,6 @@ export function nodePaths(layout: NodeLayout) {
     containerdSocket: `${d}/containerd.sock`,
     runcRoot: `${d}/runc`,
     cniConfDir: `${d}/cni/conf`,
-    cniBinDir: `${d}/cni/bin`,
     kubeletConfig: `${d}/kubelet.json`,
     kubeletKubeconfig: `${d}/kubelet.kubeconfig`,
     kubeletRoot: `${d}/kubelet`,
@@ -61,19 +66,31 @@ export function nodePaths(layout: NodeLayout) {
   };
 }
 
-/**
- * The CNI plugin the node's only network names. It does not exist, so containerd reports the
- * network as configured (the node becomes Ready) while a pod without `hostNetwork` fails with
- * `failed to find plugin "bootc-test-no-pod-network"`, which says what is missing.
- */
-export const NO_POD_NETWORK_PLUGIN = "bootc-test-no-pod-network";
+/** The node's own address, on the loopback of its network namespace (InternalIP of the Node). */
+export const NODE_IP = "10.243.0.1";
+/** The `kubernetes` Service's ClusterIP (the first of the control plane's service range). */
+export const SERVICE_IP = "10.0.0.1";
+/** Pod addresses of the node (host-local); the bridge takes the first one as the pods' gateway. */
+export const POD_SUBNET = "10.244.0.0/24";
 
-/** The CNI network config (a conflist) of the node. */
-export function cniConfig(): string {
+/** The CNI network config (a conflist) of the node: a bridge with host-local addresses. */
+export function cniConfig(layout: NodeLayout): string {
   return JSON.stringify({
     cniVersion: "1.0.0",
-    name: "bootc-test-host-network-only",
-    plugins: [{ type: NO_POD_NETWORK_PLUGIN }],
+    name: "bootc-test-pods",
+    plugins: [{
+      type: "bridge",
+      bridge: "bootc0",
+      isGateway: true,
+      ipMasq: false,
+      hairpinMode: true,
+      ipam: {
+        type: "host-local",
+        ranges: [[{ subnet: POD_SUBNET }]],
+        routes: [{ dst: "0.0.0.0/0" }],
+        dataDir: `${layout.dir}/cni/ipam`,
+      },
+    }],
   });
 }
 
@@ -115,7 +132,7 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.tracing.processor
         Root = ${q(p.runcRoot)}
         SystemdCgroup = false
   [plugins."io.containerd.cri.v1.runtime".cni]
-    bin_dirs = [${q(p.cniBinDir)}]
+    bin_dirs = [${q(`${layout.binDir}/cni`)}]
     conf_dir = ${q(p.cniConfDir)}
 
 [plugins."io.containerd.grpc.v1.cri"]
@@ -169,6 +186,7 @@ export function kubeletArgs(layout: NodeLayout): string[] {
     `--root-dir=${p.kubeletRoot}`,
     `--cert-dir=${p.kubeletCertDir}`,
     `--hostname-override=${layout.name}`,
+    `--node-ip=${NODE_IP}`,
     "--v=1",
   ];
 }

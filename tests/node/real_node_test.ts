@@ -10,7 +10,8 @@ import { type ControlPlane, type Pod, startControlPlane } from "../harness/contr
 import { waitFor } from "../harness/wait.ts";
 import { startRegistry } from "../harness/registry.ts";
 import { SimulatedHost } from "../bootc_sim/mod.ts";
-import { HOST_BIN_DIR, startHostNamespace } from "./host_namespace.ts";
+import { HOST_BIN_DIR } from "./host_namespace.ts";
+import { POD_SUBNET, SERVICE_IP } from "./real_node_config.ts";
 import { cgroupHierarchies, mountsBelow, nodeProcesses } from "./host_sweep.ts";
 import {
   BUSYBOX_IMAGE,
@@ -41,7 +42,6 @@ async function runPod(
     kind: "Pod",
     metadata: { name, namespace: "default" },
     spec: {
-      hostNetwork: true,
       restartPolicy: "Never",
       terminationGracePeriodSeconds: 1,
       ...rest,
@@ -73,6 +73,13 @@ async function runPod(
   assert.equal(logs.code, 0, logs.stderr);
   assert.equal(last?.spec?.nodeName, node.name);
   assert.equal(last?.status?.phase, "Succeeded", `pod ${name} failed; logs:\n${logs.stdout}`);
+  if (!spec.hostNetwork) {
+    const prefix = POD_SUBNET.split(".").slice(0, 3).join(".") + ".";
+    assert.ok(
+      last?.status?.podIP?.startsWith(prefix),
+      `pod IP ${last?.status?.podIP} from the bridge`,
+    );
+  }
   return logs.stdout;
 }
 
@@ -98,35 +105,42 @@ Deno.test("a real kubelet + containerd node runs a pod and cleans up", async (t)
         assert.equal(logs, "hello from a real node\ndefault");
       });
 
+      await t.step("a pod reaches the API server through the kubernetes Service", async () => {
+        // Plain HTTP to the TLS port: the API server's TLS stack answers in plain HTTP.
+        const logs = await runPod(cp, node, "service-probe", {
+          script: `echo "$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT"; ` +
+            `printf 'GET /healthz HTTP/1.0\\r\\n\\r\\n' | nc "$KUBERNETES_SERVICE_HOST" "$KUBERNETES_SERVICE_PORT"`,
+        });
+        const [address, ...reply] = logs.split("\n");
+        assert.equal(address, `${SERVICE_IP}:443`);
+        assert.match(reply.join("\n"), /Client sent an HTTP request to an HTTPS server/);
+      });
+
       await t.step(
         "a hostPID pod's nsenter reaches the node's own host (simulated bootc)",
         async () => {
           const registry = await startRegistry();
           const image = `${registry.host}/os:v1`;
           let host: SimulatedHost | undefined;
-          let ns;
           try {
             await registry.pushImage({ repository: "os", tag: "v1", version: "1" });
             host = await SimulatedHost.create({ image });
-            ns = await startHostNamespace({ host, logPath: `${node.dir}/host-namespace.log` });
+            await node.installHost(host);
             assert.ok(
               !await exists(`${HOST_BIN_DIR}/bootc`),
               "this machine's namespace has no bootc",
             );
             const logs = await runPod(cp, node, "host-probe", {
               hostPID: true,
-              containers: [{
-                name: "host-probe",
-                securityContext: { privileged: true },
-                env: [{ name: "HOST_PID", value: String(ns.pid) }],
-              }],
+              hostNetwork: true,
+              containers: [{ name: "host-probe", securityContext: { privileged: true } }],
+              // PID 1 of a hostPID pod is the node's init, as for the daemon.
               script: `test ! -e ${HOST_BIN_DIR}/bootc && ` +
-                `nsenter --mount=/proc/$HOST_PID/ns/mnt -- ${HOST_BIN_DIR}/bootc status --format=json`,
+                `nsenter --mount=/proc/1/ns/mnt -- ${HOST_BIN_DIR}/bootc status --format=json`,
             });
             const status = JSON.parse(logs);
             assert.equal(status.status?.booted?.image?.image?.image, image);
           } finally {
-            await ns?.stop();
             await host?.destroy();
             await registry.stop();
           }
