@@ -104,6 +104,16 @@ export interface RealNode {
   runInHost(argv: string[]): Promise<CommandResult>;
   /** Makes `port` of this machine's loopback reachable inside the node at `NODE_IP:port`. */
   exposeToNode(options: { name: string; port: number }): Promise<void>;
+  /**
+   * Reboots the node: ends every process of it (as a power cut would: containers, shims,
+   * containerd, kubelet), forgets what lives in `/run` (containerd's state, runc's), runs `during`
+   * while it is down (the simulated host's own reboot), then boots it again: namespaces,
+   * forwards, the host's commands, containerd and the kubelet, which restarts the pods bound to
+   * the node. Resolves once the kubelet reports Ready again.
+   */
+  reboot(options?: { during?: () => Promise<unknown>; readyTimeoutMs?: number }): Promise<void>;
+  /** How many times {@linkcode RealNode.reboot} ran. */
+  readonly reboots: number;
   /** The last lines of containerd's or the kubelet's log. */
   logTail(component: "containerd" | "kubelet", lines?: number): Promise<string>;
   /** Stops the kubelet, the containers and containerd; undoes mounts and cgroups; removes the Node. */
@@ -156,6 +166,10 @@ class KubeletNode implements RealNode {
   #stopping?: Promise<void>;
   /** Whether /var/lib/cni existed before this node (else stop() removes it when empty). */
   #hadCniCache = true;
+  /** Made again at every boot: the ports exposed to the node, the host installed in it. */
+  #exposed: { name: string; port: number }[] = [];
+  #host?: SimulatedHost;
+  reboots = 0;
   /** The kernel settings the kubelet changes, as they were before it started (put back by stop()). */
   #kernelSettings?: Map<string, string>;
 
@@ -172,8 +186,9 @@ class KubeletNode implements RealNode {
     return this.#ns?.initPid ?? 0;
   }
 
-  installHost(host: SimulatedHost): Promise<void> {
-    return installHostCommands({ host, run: (argv) => this.runInHost(argv) });
+  async installHost(host: SimulatedHost): Promise<void> {
+    await installHostCommands({ host, run: (argv) => this.runInHost(argv) });
+    this.#host = host;
   }
 
   runInHost(argv: string[]): Promise<CommandResult> {
@@ -182,6 +197,11 @@ class KubeletNode implements RealNode {
   }
 
   async exposeToNode(options: { name: string; port: number }): Promise<void> {
+    await this.#expose(options);
+    this.#exposed.push(options);
+  }
+
+  async #expose(options: { name: string; port: number }): Promise<void> {
     if (!this.#ns) throw new Error(`node ${this.name} has not started`);
     await this.#ns.forward({
       name: options.name,
@@ -258,7 +278,7 @@ class KubeletNode implements RealNode {
       await Deno.mkdir(d, { recursive: true });
     }
     await Deno.writeTextFile(p.containerdConfig, containerdConfig(this.#layout));
-    await Deno.writeTextFile(`${p.cniConfDir}/10-bootc-test.conflist`, cniConfig(this.#layout));
+    await Deno.writeTextFile(`${p.cniConfDir}/10-bootc-test.conflist`, cniConfig());
     this.#containerd = startProcess({
       name: "containerd",
       ...this.#ns!.enterArgs([
@@ -281,8 +301,8 @@ class KubeletNode implements RealNode {
     for (const image of images) await this.importImage(image);
   }
 
-  /** Issues the node's client certificate and RBAC, starts the kubelet, waits for Ready. */
-  async startKubelet(caKeyPath: string, readyTimeoutMs: number): Promise<void> {
+  /** Issues the node's client certificate and RBAC, writes the kubelet's config (once per node). */
+  async prepareKubelet(caKeyPath: string): Promise<void> {
     const p = nodePaths(this.#layout);
     await Deno.mkdir(p.kubeletCertDir, { recursive: true });
     await createCgroupRoot(this.#layout.cgroupRoot);
@@ -311,12 +331,39 @@ class KubeletNode implements RealNode {
     await this.#bindNodeRole();
     await Deno.writeTextFile(p.kubeletConfig, kubeletConfig(this.#layout));
     this.#kernelSettings = await readKernelSettings();
+  }
+
+  /** Starts the kubelet and waits until it reports Ready (a heartbeat from `since` on). */
+  async runKubelet(readyTimeoutMs: number, since = new Date(0)): Promise<void> {
+    const p = nodePaths(this.#layout);
     this.#kubelet = startProcess({
       name: "kubelet",
       ...this.#ns!.enterArgs([`${this.binDir}/kubelet`, ...kubeletArgs(this.#layout)]),
       logPath: `${p.logDir}/kubelet.log`,
     });
-    await this.#waitReady(readyTimeoutMs);
+    await this.#waitReady(readyTimeoutMs, since);
+  }
+
+  async reboot(
+    options: { during?: () => Promise<unknown>; readyTimeoutMs?: number } = {},
+  ): Promise<void> {
+    if (this.#stopping) throw new Error(`node ${this.name} is stopping`);
+    // Heartbeats carry whole seconds: a Ready one from this second on is the new boot's.
+    const since = new Date(Math.floor(Date.now() / 1000) * 1000);
+    await this.#ns?.stop();
+    await Promise.all([this.#kubelet?.exited, this.#containerd?.exited]);
+    const p = nodePaths(this.#layout);
+    // What a real node keeps in /run (a tmpfs) is gone after a reboot.
+    for (const d of [p.containerdState, p.runcRoot]) {
+      await Deno.remove(d, { recursive: true }).catch(() => {});
+    }
+    await options.during?.();
+    await this.startNamespaces();
+    for (const e of this.#exposed) await this.#expose(e);
+    if (this.#host) await this.installHost(this.#host);
+    await this.startContainerd([]);
+    await this.runKubelet(options.readyTimeoutMs ?? 120_000, since);
+    this.reboots++;
   }
 
   /**
@@ -342,12 +389,15 @@ class KubeletNode implements RealNode {
       });
   }
 
-  async #waitReady(timeoutMs: number): Promise<void> {
+  async #waitReady(timeoutMs: number, since: Date): Promise<void> {
     const nodes = this.#cp.client.resource<Node>(Resources.nodes);
     let last: Node | undefined;
     await waitFor(async () => {
-      last = await nodes.get(this.name);
-      return last.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
+      last = await nodes.get(this.name).catch(() => undefined);
+      return last?.status?.conditions?.some((c) =>
+        c.type === "Ready" && c.status === "True" &&
+        Date.parse(c.lastHeartbeatTime ?? "") >= since.getTime()
+      );
     }, {
       timeoutMs,
       intervalMs: 250,
@@ -487,7 +537,8 @@ export async function startRealNode(options: StartRealNodeOptions): Promise<Real
       ...(options.images ?? []),
     ]);
     const caKey = options.caKeyPath ?? `${dirname(cp.caCertPath)}/ca.key`;
-    await node.startKubelet(caKey, options.readyTimeoutMs ?? 120_000);
+    await node.prepareKubelet(caKey);
+    await node.runKubelet(options.readyTimeoutMs ?? 120_000);
     note(`${layout.name} Ready in ${Math.round(performance.now() - started)} ms; folder ${dir}`);
     return node;
   } catch (error) {

@@ -74,7 +74,7 @@ export const SERVICE_IP = "10.0.0.1";
 export const POD_SUBNET = "10.244.0.0/24";
 
 /** The CNI network config (a conflist) of the node: a bridge with host-local addresses. */
-export function cniConfig(layout: NodeLayout): string {
+export function cniConfig(): string {
   return JSON.stringify({
     cniVersion: "1.0.0",
     name: "bootc-test-pods",
@@ -88,7 +88,7 @@ export function cniConfig(layout: NodeLayout): string {
         type: "host-local",
         ranges: [[{ subnet: POD_SUBNET }]],
         routes: [{ dst: "0.0.0.0/0" }],
-        dataDir: `${layout.dir}/cni/ipam`,
+        // The default dataDir, /var/lib/cni/networks: the node's tmpfs, so every boot starts empty.
       },
     }],
   });

@@ -146,6 +146,51 @@ Deno.test("a real kubelet + containerd node runs a pod and cleans up", async (t)
           }
         },
       );
+
+      await t.step(
+        "a reboot ends the node's processes; the kubelet brings its pods back",
+        async () => {
+          const pods = cp.client.resource<Pod>(Resources.pods, "default");
+          await pods.create({
+            apiVersion: "v1",
+            kind: "Pod",
+            metadata: { name: "sleeper", namespace: "default" },
+            spec: {
+              terminationGracePeriodSeconds: 1,
+              containers: [{
+                name: "sleeper",
+                image: BUSYBOX_IMAGE,
+                imagePullPolicy: "Never",
+                command: ["sleep", "3600"],
+              }],
+            },
+          });
+          const running = async (other?: string) => {
+            let last: Pod | undefined;
+            await waitFor(async () => {
+              last = await pods.get("sleeper");
+              const id = last.status?.containerStatuses?.[0]?.containerID;
+              return last.status?.containerStatuses?.[0]?.ready === true && id !== other;
+            }, {
+              timeoutMs: 90_000,
+              intervalMs: 250,
+              message: () => `sleeper running; status ${JSON.stringify(last?.status)}`,
+            });
+            return last!.status!.containerStatuses![0].containerID!;
+          };
+          const before = await running();
+          const marker = await node.runInHost(["sh", "-c", "echo up > /run/bootc-test-marker"]);
+          assert.equal(marker.code, 0, marker.stderr);
+          const initBefore = node.initPid;
+          await node.reboot();
+          assert.notEqual(node.initPid, initBefore, "a new init");
+          assert.equal(node.reboots, 1);
+          const gone = await node.runInHost(["cat", "/run/bootc-test-marker"]);
+          assert.notEqual(gone.code, 0, "/run is empty after the reboot");
+          const after = await running(before);
+          assert.notEqual(after, before, "the container was started again");
+        },
+      );
     } finally {
       await node.stop();
     }
