@@ -28,6 +28,8 @@ export interface DrainPass {
   skipped: number;
   /** Pods the policy's podSelector leaves alone (they stay Running). */
   kept: PodSummary[];
+  /** The operator's own controller pods: left alone, they go down with the reboot. */
+  own: PodSummary[];
   /** Pods refused by the policy (emptyDir without deleteEmptyDirData): the drain waits, naming them. */
   refused: PodSummary[];
   /** Terminating pods no longer waited for (skipWaitForDeleteTimeoutSeconds, NotReady node). */
@@ -54,6 +56,7 @@ export function planDrainPass(
     terminating: [],
     skipped: 0,
     kept: [],
+    own: [],
     refused: [],
     abandoned: [],
     done: false,
@@ -62,6 +65,7 @@ export function planDrainPass(
     const verdict = podDisposition(pod, ctx);
     if (verdict === "skip") pass.skipped++;
     else if (verdict === "keep") pass.kept.push(pod);
+    else if (verdict === "own") pass.own.push(pod);
     else if (verdict === "refuse") pass.refused.push(pod);
     else if (verdict === "abandon") pass.abandoned.push(pod);
     else if (verdict === "wait") pass.terminating.push(pod);
@@ -174,8 +178,14 @@ export interface PodLike extends KubeObject {
 }
 
 /** Builds the planner's {@linkcode PodSummary} from a Pod object. */
-export function summarizePod(pod: PodLike): PodSummary {
+export function summarizePod(
+  pod: PodLike,
+  options: { operatorNamespace?: string } = {},
+): PodSummary {
   const meta = pod.metadata ?? {};
+  const operator = options.operatorNamespace !== undefined &&
+    meta.namespace === options.operatorNamespace &&
+    meta.labels?.[OPERATOR_CONTROLLER_LABEL.key] === OPERATOR_CONTROLLER_LABEL.value;
   return {
     namespace: meta.namespace ?? "",
     name: meta.name ?? "",
@@ -192,8 +202,15 @@ export function summarizePod(pod: PodLike): PodSummary {
     ),
     terminationGracePeriodSeconds: pod.spec?.terminationGracePeriodSeconds,
     deletionTimestamp: meta.deletionTimestamp || undefined,
+    ...(operator ? { operator: true } : {}),
   };
 }
+
+/** The label that marks the operator's controller pods (install.yaml and the chart set it). */
+export const OPERATOR_CONTROLLER_LABEL = {
+  key: "app.kubernetes.io/name",
+  value: "bootc-operator-controller",
+} as const;
 
 /** A pod the drain force-deletes at its timeout (`onTimeout: Force`), and what that overrides. */
 export interface ForcedDeletion {

@@ -52,6 +52,13 @@ export type PodDisposition =
   | "skip"
   /** Matches the policy's podSelector: left alone, stays Running. */
   | "keep"
+  /**
+   * The operator's own controller: left alone. Evicted, it could not come back on a
+   * cordoned single node (and a drain that waits for its replacement never ends); left
+   * running, it finishes the drain, goes down with the reboot and resumes from the API
+   * when the kubelet restarts it. Elsewhere a standby replica takes the Lease meanwhile.
+   */
+  | "own"
   /** Has emptyDir volumes and the policy does not allow deleting their data. */
   | "refuse"
   /** Terminating past skipWaitForDeleteTimeoutSeconds on a NotReady node: not waited for. */
@@ -72,6 +79,7 @@ export interface DrainContext {
 /** The verdict on one pod bound to the node being drained. */
 export function podDisposition(pod: PodSummary, ctx: DrainContext): PodDisposition {
   if (pod.mirror || pod.daemonSet || pod.completed) return "skip";
+  if (pod.operator) return "own";
   const { policy } = ctx;
   if (policy.keep && matchesSelector(policy.keep, pod.labels)) return "keep";
   if (pod.terminating) return abandoned(pod, ctx) ? "abandon" : "wait";

@@ -93,3 +93,9 @@ Deno.test("describeRefused: names each pod and the field to set", () => {
   assert.match(text, /^pods default\/p00, .*default\/p09 and 2 more have emptyDir data/);
   assert.match(text, /deleteEmptyDirData: true to evict them/);
 });
+
+Deno.test("podDisposition: the operator's own controller is left alone, even with emptyDir", () => {
+  const own = pod("bootc-operator-controller-1", "n1", { operator: true, emptyDir: true });
+  assert.equal(podDisposition(own, ctx()), "own");
+  assert.equal(podDisposition({ ...own, terminating: true }, ctx()), "own");
+});

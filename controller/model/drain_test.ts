@@ -225,3 +225,27 @@ Deno.test("summarizePod reads emptyDir volumes, the grace period and the deletio
   const plain = summarizePod({ metadata: { name: "q" }, spec: { volumes: [{}] } });
   assert.deepEqual([plain.emptyDir, plain.deletionTimestamp], [false, undefined]);
 });
+
+Deno.test("summarizePod marks the operator's controller pods in its namespace only", () => {
+  const controllerPod = (namespace: string, name = "bootc-operator-controller") => ({
+    metadata: { namespace, name: "c-1", labels: { "app.kubernetes.io/name": name } },
+    spec: { nodeName: "n1" },
+  });
+  const ns = { operatorNamespace: "bootc-operator" };
+  assert.equal(summarizePod(controllerPod("bootc-operator"), ns).operator, true);
+  assert.equal(summarizePod(controllerPod("default"), ns).operator, undefined, "other namespace");
+  assert.equal(summarizePod(controllerPod("bootc-operator", "web"), ns).operator, undefined);
+  assert.equal(
+    summarizePod(controllerPod("bootc-operator")).operator,
+    undefined,
+    "no namespace given",
+  );
+  const pass = planDrainPass([
+    summarizePod(controllerPod("bootc-operator"), ns),
+    summarizePod(controllerPod("default"), ns),
+  ]);
+  assert.equal(pass.own.length, 1);
+  assert.equal(pass.toEvict.length, 1);
+  const ownOnly = planDrainPass([summarizePod(controllerPod("bootc-operator"), ns)]);
+  assert.equal(ownOnly.done, true, "the own pod does not hold the drain");
+});

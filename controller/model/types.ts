@@ -55,6 +55,12 @@ export interface PodSummary {
   terminationGracePeriodSeconds?: number;
   /** `metadata.deletionTimestamp`, when terminating (`skipWaitForDeleteTimeoutSeconds`). */
   deletionTimestamp?: string;
+  /**
+   * A pod of the operator's own controller (its namespace, label
+   * `app.kubernetes.io/name: bootc-operator-controller`): drains leave it alone
+   * (`drain_policy.ts`, "own").
+   */
+  operator?: boolean;
 }
 
 /** What the drain needs of a PodDisruptionBudget. */

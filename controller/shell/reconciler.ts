@@ -135,6 +135,8 @@ export class PoolReconciler {
   #metrics?: ControllerMetrics;
   #clock: Clock;
   #log: Logger;
+  /** The operator's namespace: its controller pods there are left out of drains. */
+  #namespace: string;
   #plannerOptions: PlannerOptions;
   #workers: number;
   #applyConcurrency: number;
@@ -157,7 +159,7 @@ export class PoolReconciler {
     this.#workers = options.workers ?? 2;
     this.#applyConcurrency = options.applyConcurrency ?? 16;
     this.#maxDrainBackoffMs = options.maxDrainBackoffMs ?? 60_000;
-    const namespace = options.namespace ?? "bootc-operator";
+    const namespace = this.#namespace = options.namespace ?? "bootc-operator";
     this.#hooks = new HookWiring({
       client: options.client,
       namespace,
@@ -432,7 +434,7 @@ export class PoolReconciler {
     const out = new Map<string, PodSummary[]>();
     await Promise.all(nodes.map(async (n) => {
       const list = await pods.list({ fieldSelector: `spec.nodeName=${n}` });
-      out.set(n, list.items.map(summarizePod));
+      out.set(n, list.items.map((p) => summarizePod(p, { operatorNamespace: this.#namespace })));
     }));
     return out;
   }
