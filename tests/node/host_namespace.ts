@@ -1,9 +1,10 @@
 /**
  * The host's commands of a real test node: in the node's mount namespace
- * (tests/node/node_namespaces.ts), `/usr/local/sbin` is a fresh tmpfs holding `bootc` and
- * `systemctl` of a simulated host (tests/bootc_sim). Only processes that enter the namespace (a
- * hostPID pod's `nsenter --mount=/proc/1/ns/mnt`, as the daemon does) find them; this machine's
- * own namespace does not. The tmpfs vanishes with the namespace.
+ * (tests/node/node_namespaces.ts), `/usr/bin` is an overlay whose upper layer holds `bootc` and
+ * `systemctl` of a simulated host (tests/bootc_sim), where a bootc host has them and where the
+ * daemon's `PATH` (`/usr/bin:/bin`) finds them. Only processes that enter the namespace (a
+ * hostPID pod's `nsenter --mount=/proc/1/ns/mnt`, as the daemon does) see them; this machine's
+ * own `/usr/bin` is unchanged. The overlay vanishes with the namespace.
  *
  * @module
  */
@@ -12,7 +13,7 @@ import type { SimulatedHost } from "../bootc_sim/mod.ts";
 import type { CommandResult } from "../harness/control_plane.ts";
 
 /** Where the host's commands are, inside the namespace only. */
-export const HOST_BIN_DIR = "/usr/local/sbin";
+export const HOST_BIN_DIR = "/usr/bin";
 
 /** A POSIX shell word quoting `s`. */
 export function shellQuote(s: string): string {
@@ -26,11 +27,13 @@ export function wrapperScript(argv: string[], env: Record<string, string>): stri
 }
 
 /**
- * Installs `host`'s `bootc` and `systemctl` in a fresh tmpfs at {@linkcode HOST_BIN_DIR} of a
- * mount namespace; `run` runs a command inside it (a real node's `runInHost`).
+ * Installs `host`'s `bootc` and `systemctl` into `layerDir` (a folder of the node's) and lays it
+ * over {@linkcode HOST_BIN_DIR} in a mount namespace; `run` runs a command inside it (a real
+ * node's `runInHost`).
  */
 export async function installHostCommands(options: {
   host: SimulatedHost;
+  layerDir: string;
   run: (argv: string[]) => Promise<CommandResult>;
 }): Promise<void> {
   // The Deno cache of this process, so the simulator starts without downloads.
@@ -39,16 +42,18 @@ export async function installHostCommands(options: {
   if (denoDir) env.DENO_DIR = denoDir;
   const bootc = wrapperScript(options.host.command(), env);
   const systemctl = wrapperScript(options.host.systemctlCommand(), env);
+  await Deno.mkdir(options.layerDir, { recursive: true });
+  for (const [name, script] of [["bootc", bootc], ["systemctl", systemctl]]) {
+    await Deno.writeTextFile(`${options.layerDir}/${name}`, script, { mode: 0o755 });
+  }
   const setup = await options.run([
     "sh",
     "-ec",
-    `mountpoint -q "$1" || mount -t tmpfs -o mode=0755 bootc-test-host-bin "$1"
-     printf '%s' "$2" >"$1/bootc" && printf '%s' "$3" >"$1/systemctl"
-     chmod 0755 "$1/bootc" "$1/systemctl"`,
+    `grep -q ' bootc-test-host-bin ' /proc/self/mountinfo ||
+       mount -t overlay bootc-test-host-bin -o "lowerdir=$2:$1" "$1"`,
     "setup",
     HOST_BIN_DIR,
-    bootc,
-    systemctl,
+    options.layerDir,
   ]);
   if (setup.code !== 0) throw new Error(`installing the host's commands failed: ${setup.stderr}`);
 }

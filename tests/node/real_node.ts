@@ -187,7 +187,11 @@ class KubeletNode implements RealNode {
   }
 
   async installHost(host: SimulatedHost): Promise<void> {
-    await installHostCommands({ host, run: (argv) => this.runInHost(argv) });
+    await installHostCommands({
+      host,
+      layerDir: `${this.dir}/host-bin`,
+      run: (argv) => this.runInHost(argv),
+    });
     this.#host = host;
   }
 

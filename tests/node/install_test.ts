@@ -1,0 +1,394 @@
+/**
+ * Installing the operator as a user does, on a real node (tests/node/real_node.ts), in the
+ * single-node layout (the controller runs on the node it updates, as on MicroShift):
+ *
+ * 1. `deno task build`'s images (built here into a temp folder from the bundles), imported into
+ *    the node's containerd with `ctr images import`. Imported rather than pushed: the node's
+ *    containerd would need the test registry as an insecure mirror in its config, a setting
+ *    that is about the test node, not the operator; the controller still resolves the OS images
+ *    from a registry.
+ * 2. `kubectl apply --server-side -k` of an overlay over manifests/ that pins both images by
+ *    digest with kustomize `images:` (as manifests/README.md says) and adds the controller's
+ *    `--insecure-registry` for the test registry, which serves plain HTTP.
+ * 3. Both controller replicas and the daemon pod become Ready; one replica holds the Lease.
+ * 4. A pool moves the node from v1 to v2: staged, cordoned, a real pod evicted, rebooted (the
+ *    node's processes and pods end and come back), verified, uncordoned; the controller's own
+ *    pods are left out of the drain and resume after the reboot.
+ * 5. The daemon pod's own token may write its BootcNode's status and no other BootcNode's.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { ensureBuild, TARGETS } from "../../tools/build.ts";
+import { buildImages, type BuiltImage } from "../../tools/image/images.ts";
+import { YAML_PARSER_BUNDLE } from "../../lib/kube/config.ts";
+import { Resources } from "../../lib/kube/mod.ts";
+import type { BootcNode, BootcNodePool } from "../../lib/api/schema.ts";
+import {
+  type ControlPlane,
+  type Node,
+  type Pod,
+  startControlPlane,
+} from "../harness/control_plane.ts";
+import { startRegistry } from "../harness/registry.ts";
+import { waitFor } from "../harness/wait.ts";
+import { SimulatedHost } from "../bootc_sim/mod.ts";
+import { BUSYBOX_IMAGE, type RealNode, startRealNode } from "./real_node.ts";
+import { NODE_IP } from "./real_node_config.ts";
+
+const ROOT = new URL("../../", import.meta.url).pathname.replace(/\/$/, "");
+const NAMESPACE = "bootc-operator";
+
+/** Builds both images from fresh bundles into `work`; returns them with an archive each. */
+async function buildOperatorImages(work: string): Promise<(BuiltImage & { archive: string })[]> {
+  await ensureBuild();
+  const dist = `${work}/dist`;
+  await Deno.mkdir(dist);
+  // Copied first: other test processes may rebuild dist/ meanwhile.
+  for (const target of TARGETS) {
+    const files = [target.bundle, ...(target.yamlBeside ? [YAML_PARSER_BUNDLE] : [])];
+    for (const file of files) await Deno.copyFile(`${ROOT}/dist/${file}`, `${dist}/${file}`);
+  }
+  const built = await buildImages({
+    distDir: dist,
+    outDir: `${work}/images`,
+    targets: TARGETS,
+    log: () => {},
+  });
+  return await Promise.all(built.images.map(async (image) => {
+    const archive = `${work}/${image.name}.oci.tar`;
+    const out = await new Deno.Command("tar", {
+      args: ["-C", image.layout, "-cf", archive, "."],
+      stderr: "piped",
+    }).output();
+    assert.ok(out.success, new TextDecoder().decode(out.stderr));
+    return { ...image, archive };
+  }));
+}
+
+/** The overlay a user writes: manifests/ with both images pinned and a plain-HTTP registry. */
+function overlay(images: BuiltImage[], insecureRegistry: string, dir: string): string {
+  // kustomize wants relative paths to other kustomizations.
+  const up = dir.split("/").filter(Boolean).map(() => "..").join("/");
+  const pins = images.map((i) =>
+    `  - name: ${i.reference.replace(/:[^:/]+$/, "")}\n    digest: ${i.digest}\n`
+  ).join("");
+  return `apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - ${up}${ROOT}/manifests
+images:
+${pins}patches:
+  - target: { kind: Deployment, name: bootc-operator-controller }
+    patch: |-
+      - op: add
+        path: /spec/template/spec/containers/0/args/-
+        value: --insecure-registry=${insecureRegistry}
+`;
+}
+
+/** A merge patch of BootcNode `name`'s status, sent with `token`; returns the HTTP status and body. */
+async function patchStatusAs(
+  cp: ControlPlane,
+  token: string,
+  name: string,
+): Promise<{ status: number; body: string }> {
+  const client = Deno.createHttpClient({ caCerts: [await Deno.readTextFile(cp.caCertPath)] });
+  try {
+    const res = await fetch(
+      `${cp.apiServerUrl}/apis/node.bootc.dev/v1alpha1/bootcnodes/${name}/status`,
+      {
+        method: "PATCH",
+        client,
+        headers: {
+          authorization: `Bearer ${token}`,
+          "content-type": "application/merge-patch+json",
+        },
+        body: "{}",
+      },
+    );
+    return { status: res.status, body: await res.text() };
+  } finally {
+    client.close();
+  }
+}
+
+/** Logs, events and object states for a failed wait. */
+async function diagnose(cp: ControlPlane, node: RealNode): Promise<string> {
+  const parts = await Promise.all([
+    cp.kubectl(["get", "pods", "-A", "-o", "wide"]),
+    cp.kubectl(["get", "bnp,bn", "-o", "wide"]),
+    cp.kubectl(["get", "events", "-A", "--sort-by=.lastTimestamp"]),
+    cp.kubectl([
+      "logs",
+      "-n",
+      NAMESPACE,
+      "-l",
+      "app.kubernetes.io/name=bootc-operator-daemon",
+      "--tail=40",
+    ]),
+    cp.kubectl([
+      "logs",
+      "-n",
+      NAMESPACE,
+      "-l",
+      "app.kubernetes.io/name=bootc-operator-controller",
+      "--tail=30",
+    ]),
+  ]);
+  return parts.map((p) => p.stdout + p.stderr).join("\n---\n") +
+    `\nkubelet:\n${await node.logTail("kubelet", 20)}`;
+}
+
+Deno.test("install as a user on a real single node: images, kustomize, a rollout with a reboot", async (t) => {
+  const work = await Deno.makeTempDir({ prefix: "bootc-install-test-" });
+  const cleanups: (() => Promise<unknown>)[] = [];
+  try {
+    const [images, cp, registry] = await Promise.all([
+      buildOperatorImages(work),
+      startControlPlane({ kwok: false }),
+      startRegistry(),
+    ]);
+    cleanups.push(() => cp.stop(), () => registry.stop());
+    const port = Number(new URL(registry.url).port);
+    const fromNode = `${NODE_IP}:${port}`; // the registry as pods on the node reach it
+    const v1 = await registry.pushImage({ repository: "os", tag: "v1", version: "1" });
+    const v2 = await registry.pushImage({ repository: "os", tag: "v2", version: "2" });
+    const host = await SimulatedHost.create({
+      image: `${registry.host}/os@${v1.digest}`,
+      insecureRegistries: [registry.host, fromNode],
+    });
+    cleanups.push(() => host.destroy());
+    const node = await startRealNode({
+      controlPlane: cp,
+      images: images.map((i) => i.archive),
+    });
+    cleanups.unshift(() => node.stop());
+    // A CRI pull names an image by tag and by digest; `ctr images import` by the tag alone,
+    // so the digest name the manifests pin is added as a pull would.
+    for (const image of images) {
+      const repository = image.reference.replace(/:[^:/]+$/, "");
+      const tagged = await node.ctr([
+        "images",
+        "tag",
+        image.reference,
+        `${repository}@${image.digest}`,
+      ]);
+      assert.equal(tagged.code, 0, tagged.stderr);
+    }
+    await node.exposeToNode({ name: "registry", port });
+    await node.installHost(host);
+    const fail = async (e: unknown) => {
+      throw new Error(`${e}\n${await diagnose(cp, node)}`);
+    };
+
+    await t.step("install.yaml with the images pinned: controllers and Lease", async () => {
+      const dir = `${work}/overlay`;
+      await Deno.mkdir(dir);
+      await Deno.writeTextFile(`${dir}/kustomization.yaml`, overlay(images, fromNode, dir));
+      const applied = await cp.kubectl(["apply", "--server-side", "-k", dir]);
+      assert.equal(applied.code, 0, applied.stderr);
+      await waitFor(async () => {
+        const d = await cp.kubectl([
+          "get",
+          "deployment",
+          "-n",
+          NAMESPACE,
+          "bootc-operator-controller",
+          "-o",
+          "jsonpath={.status.readyReplicas}",
+        ]);
+        return d.stdout.trim() === "2";
+      }, { timeoutMs: 120_000, intervalMs: 500, message: "both controller replicas Ready" })
+        .catch(fail);
+      const lease = await cp.kubectl([
+        "get",
+        "lease",
+        "-n",
+        NAMESPACE,
+        "bootc-operator-controller",
+        "-o",
+        "jsonpath={.spec.holderIdentity}",
+      ]);
+      assert.match(lease.stdout, /^bootc-operator-controller-/, "a replica holds the Lease");
+    });
+
+    // A workload the drain must evict, and which comes back after the update.
+    const workload = await cp.kubectl([
+      "create",
+      "deployment",
+      "web",
+      `--image=${BUSYBOX_IMAGE}`,
+      "--",
+      "sleep",
+      "3600",
+    ]);
+    assert.equal(workload.code, 0, workload.stderr);
+    await cp.kubectl([
+      "patch",
+      "deployment",
+      "web",
+      "--type=json",
+      "-p",
+      JSON.stringify([
+        { op: "add", path: "/spec/template/spec/containers/0/imagePullPolicy", value: "Never" },
+        { op: "add", path: "/spec/template/spec/terminationGracePeriodSeconds", value: 1 },
+      ]),
+    ]);
+
+    const pools = cp.client.resource<BootcNodePool>(Resources.bootcNodePools);
+    await t.step("a pool on v1: the daemon runs and reports the host", async () => {
+      await pools.create({
+        apiVersion: "node.bootc.dev/v1alpha1",
+        kind: "BootcNodePool",
+        metadata: { name: "edge" },
+        spec: {
+          nodeSelector: { matchLabels: { "kubernetes.io/hostname": node.name } },
+          image: { ref: `${fromNode}/os:v1` },
+          rollout: { maxUnavailable: 1 },
+        },
+      } as unknown as BootcNodePool);
+      await waitFor(async () => {
+        const ds = await cp.kubectl([
+          "get",
+          "daemonset",
+          "-n",
+          NAMESPACE,
+          "bootc-operator-daemon",
+          "-o",
+          "jsonpath={.status.numberReady}",
+        ]);
+        const pool = await pools.get("edge");
+        return ds.stdout.trim() === "1" && pool.status?.state === "AllUpdated";
+      }, { timeoutMs: 120_000, intervalMs: 500, message: "daemon Ready, pool AllUpdated on v1" })
+        .catch(fail);
+    });
+
+    await t.step("the daemon's own token writes its BootcNode's status, no other", async () => {
+      const bootcNodes = cp.client.resource<BootcNode>(Resources.bootcNodes);
+      const other = await bootcNodes.create({
+        apiVersion: "node.bootc.dev/v1alpha1",
+        kind: "BootcNode",
+        metadata: { name: "some-other-node" },
+        spec: {
+          desiredImage: `${fromNode}/os@${v1.digest}`,
+          desiredImageState: "Booted",
+          rebootPolicy: "RebootOnly",
+        },
+      } as unknown as BootcNode).catch(fail);
+      const pod = await cp.kubectl([
+        "get",
+        "pods",
+        "-n",
+        NAMESPACE,
+        "-l",
+        "app.kubernetes.io/name=bootc-operator-daemon",
+        "-o",
+        "jsonpath={.items[0].metadata.uid}",
+      ]);
+      // The projected token as the kubelet mounted it into the daemon pod (in the node's
+      // mount namespace).
+      const token = await node.runInHost([
+        "sh",
+        "-c",
+        `cat ${node.dir}/kubelet/pods/${pod.stdout.trim()}/volumes/kubernetes.io~projected/*/token`,
+      ]);
+      assert.equal(token.code, 0, token.stderr);
+      const own = await patchStatusAs(cp, token.stdout.trim(), node.name);
+      assert.equal(own.status, 200, own.body);
+      const refused = await patchStatusAs(cp, token.stdout.trim(), other.metadata.name!);
+      assert.equal(refused.status, 403, refused.body);
+      assert.match(refused.body, /bootc-operator-daemon-own-node|denied/);
+      await bootcNodes.delete(other.metadata.name!);
+    });
+
+    await t.step("v2 rolls out: stage, cordon, drain, reboot, verify, uncordon", async () => {
+      const nodes = cp.client.resource<Node>(Resources.nodes);
+      const pods = cp.client.resource<Pod>(Resources.pods, "default");
+      const reboots: { cordoned: boolean; workloadRunning: number; ownControllers: number }[] = [];
+      let watching = true;
+      // The simulated host asks for its reboot (systemctl reboot in the node's host); the
+      // node then goes down with everything on it and comes back, as a machine would.
+      const rebooter = (async () => {
+        while (watching) {
+          if (await host.rebootRequested()) {
+            const n = await nodes.get(node.name);
+            const running = (await pods.list()).items.filter((p) =>
+              p.spec?.nodeName === node.name && p.status?.phase === "Running" &&
+              !p.metadata?.deletionTimestamp
+            );
+            const controllers = await cp.kubectl([
+              "get",
+              "pods",
+              "-n",
+              NAMESPACE,
+              "-l",
+              "app.kubernetes.io/name=bootc-operator-controller",
+              "-o",
+              "name",
+            ]);
+            reboots.push({
+              cordoned: n.spec?.unschedulable === true,
+              workloadRunning: running.length,
+              ownControllers: controllers.stdout.trim().split("\n").filter(Boolean).length,
+            });
+            await node.reboot({ during: () => host.reboot() });
+          }
+          await new Promise((r) => setTimeout(r, 250));
+        }
+      })();
+      try {
+        await pools.patch("edge", { spec: { image: { ref: `${fromNode}/os:v2` } } }, {
+          type: "merge",
+        });
+        await waitFor(async () => {
+          const pool = await pools.get("edge");
+          const n = await nodes.get(node.name);
+          return pool.status?.deployedDigest === v2.digest && pool.status?.state === "AllUpdated" &&
+            n.spec?.unschedulable !== true;
+        }, {
+          timeoutMs: 240_000,
+          intervalMs: 500,
+          message: "pool AllUpdated on v2, node uncordoned",
+        })
+          .catch(fail);
+      } finally {
+        watching = false;
+        await rebooter;
+      }
+      assert.equal(reboots.length, 1, JSON.stringify(reboots));
+      assert.deepEqual(reboots[0], { cordoned: true, workloadRunning: 0, ownControllers: 2 });
+      const status = await host.status();
+      assert.match(JSON.stringify(status), new RegExp(v2.digest));
+      // The workload is back on the node, and both controllers run again after the reboot.
+      await waitFor(async () => {
+        const web = await cp.kubectl([
+          "get",
+          "deployment",
+          "web",
+          "-o",
+          "jsonpath={.status.readyReplicas}",
+        ]);
+        const ctl = await cp.kubectl([
+          "get",
+          "deployment",
+          "-n",
+          NAMESPACE,
+          "bootc-operator-controller",
+          "-o",
+          "jsonpath={.status.readyReplicas}",
+        ]);
+        return web.stdout.trim() === "1" && ctl.stdout.trim() === "2";
+      }, { timeoutMs: 120_000, intervalMs: 500, message: "workload and controllers back" }).catch(
+        fail,
+      );
+      const view = await cp.kubectl(["get", "bnp,bn", "-o", "wide"]);
+      console.log(view.stdout);
+      assert.match(view.stdout, /edge/);
+    });
+  } finally {
+    for (const c of cleanups) await c().catch((e) => console.error(`cleanup: ${e}`));
+    await Deno.remove(work, { recursive: true }).catch(() => {});
+  }
+});
