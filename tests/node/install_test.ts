@@ -36,28 +36,43 @@ import { waitFor } from "../harness/wait.ts";
 import { SimulatedHost } from "../bootc_sim/mod.ts";
 import { BUSYBOX_IMAGE, type RealNode, startRealNode } from "./real_node.ts";
 import { NODE_IP } from "./real_node_config.ts";
+import { ANNOTATION_IN_REBOOT_SLOT } from "../../lib/api/constants.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname.replace(/\/$/, "");
 const NAMESPACE = "bootc-operator";
 
-/** Builds both images from fresh bundles into `work`; returns them with an archive each. */
-async function buildOperatorImages(work: string): Promise<(BuiltImage & { archive: string })[]> {
+type Image = BuiltImage & { archive: string };
+
+/**
+ * Builds both images twice from fresh bundles into `work`: the release installed first, and an
+ * upgrade whose bundles differ by a comment (new digests), each with an archive for ctr.
+ */
+async function buildOperatorImages(work: string): Promise<[Image[], Image[]]> {
   await ensureBuild();
-  const dist = `${work}/dist`;
-  await Deno.mkdir(dist);
+  const release = await buildRelease(work, "release", "");
+  const upgrade = await buildRelease(work, "upgrade", "\n// upgrade\n");
+  return [release, upgrade];
+}
+
+async function buildRelease(work: string, name: string, suffix: string): Promise<Image[]> {
+  const dist = `${work}/${name}/dist`;
+  await Deno.mkdir(dist, { recursive: true });
   // Copied first: other test processes may rebuild dist/ meanwhile.
   for (const target of TARGETS) {
     const files = [target.bundle, ...(target.yamlBeside ? [YAML_PARSER_BUNDLE] : [])];
-    for (const file of files) await Deno.copyFile(`${ROOT}/dist/${file}`, `${dist}/${file}`);
+    for (const file of files) {
+      const text = await Deno.readTextFile(`${ROOT}/dist/${file}`);
+      await Deno.writeTextFile(`${dist}/${file}`, file === target.bundle ? text + suffix : text);
+    }
   }
   const built = await buildImages({
     distDir: dist,
-    outDir: `${work}/images`,
+    outDir: `${work}/${name}/images`,
     targets: TARGETS,
     log: () => {},
   });
   return await Promise.all(built.images.map(async (image) => {
-    const archive = `${work}/${image.name}.oci.tar`;
+    const archive = `${work}/${name}/${image.name}.oci.tar`;
     const out = await new Deno.Command("tar", {
       args: ["-C", image.layout, "-cf", archive, "."],
       stderr: "piped",
@@ -65,6 +80,23 @@ async function buildOperatorImages(work: string): Promise<(BuiltImage & { archiv
     assert.ok(out.success, new TextDecoder().decode(out.stderr));
     return { ...image, archive };
   }));
+}
+
+/**
+ * A CRI pull names an image by tag and by digest; `ctr images import` by the tag alone, so the
+ * digest name the manifests pin is added as a pull would.
+ */
+async function tagDigests(node: RealNode, images: Image[]): Promise<void> {
+  for (const image of images) {
+    const repository = image.reference.replace(/:[^:/]+$/, "");
+    const tagged = await node.ctr([
+      "images",
+      "tag",
+      image.reference,
+      `${repository}@${image.digest}`,
+    ]);
+    assert.equal(tagged.code, 0, tagged.stderr);
+  }
 }
 
 /** The overlay a user writes: manifests/ with both images pinned and a plain-HTTP registry. */
@@ -145,7 +177,7 @@ Deno.test("install as a user on a real single node: images, kustomize, a rollout
   const work = await Deno.makeTempDir({ prefix: "bootc-install-test-" });
   const cleanups: (() => Promise<unknown>)[] = [];
   try {
-    const [images, cp, registry] = await Promise.all([
+    const [[images, upgrade], cp, registry] = await Promise.all([
       buildOperatorImages(work),
       startControlPlane({ kwok: false }),
       startRegistry(),
@@ -155,6 +187,7 @@ Deno.test("install as a user on a real single node: images, kustomize, a rollout
     const fromNode = `${NODE_IP}:${port}`; // the registry as pods on the node reach it
     const v1 = await registry.pushImage({ repository: "os", tag: "v1", version: "1" });
     const v2 = await registry.pushImage({ repository: "os", tag: "v2", version: "2" });
+    const v3 = await registry.pushImage({ repository: "os", tag: "v3", version: "3" });
     const host = await SimulatedHost.create({
       image: `${registry.host}/os@${v1.digest}`,
       insecureRegistries: [registry.host, fromNode],
@@ -165,18 +198,7 @@ Deno.test("install as a user on a real single node: images, kustomize, a rollout
       images: images.map((i) => i.archive),
     });
     cleanups.unshift(() => node.stop());
-    // A CRI pull names an image by tag and by digest; `ctr images import` by the tag alone,
-    // so the digest name the manifests pin is added as a pull would.
-    for (const image of images) {
-      const repository = image.reference.replace(/:[^:/]+$/, "");
-      const tagged = await node.ctr([
-        "images",
-        "tag",
-        image.reference,
-        `${repository}@${image.digest}`,
-      ]);
-      assert.equal(tagged.code, 0, tagged.stderr);
-    }
+    await tagDigests(node, images);
     await node.exposeToNode({ name: "registry", port });
     await node.installHost(host);
     const fail = async (e: unknown) => {
@@ -303,13 +325,36 @@ Deno.test("install as a user on a real single node: images, kustomize, a rollout
       await bootcNodes.delete(other.metadata.name!);
     });
 
-    await t.step("v2 rolls out: stage, cordon, drain, reboot, verify, uncordon", async () => {
-      const nodes = cp.client.resource<Node>(Resources.nodes);
-      const pods = cp.client.resource<Pod>(Resources.pods, "default");
-      const reboots: { cordoned: boolean; workloadRunning: number; ownControllers: number }[] = [];
+    const nodes = cp.client.resource<Node>(Resources.nodes);
+    const pods = cp.client.resource<Pod>(Resources.pods, "default");
+    const kubectlValue = async (args: string[]) => (await cp.kubectl(args)).stdout.trim();
+    const controllerPods = () =>
+      kubectlValue([
+        "get",
+        "pods",
+        "-n",
+        NAMESPACE,
+        "-l",
+        "app.kubernetes.io/name=bootc-operator-controller",
+        "-o",
+        "name",
+      ]).then((out) => out.split("\n").filter(Boolean));
+    /** What the node looked like when its host asked for the reboot. */
+    interface RebootSeen {
+      cordoned: boolean;
+      inSlot: boolean;
+      workloadRunning: number;
+      ownControllers: number;
+    }
+    /**
+     * Moves the pool to `tag`, runs `midway` once the node holds its reboot slot, and waits
+     * until the pool is AllUpdated on `digest` with the node uncordoned. The simulated host
+     * asks for its reboot (systemctl reboot in the node's host); the node then goes down with
+     * everything on it and comes back, as a machine would.
+     */
+    const rollTo = async (tag: string, digest: string, midway: () => Promise<void>) => {
+      const reboots: RebootSeen[] = [];
       let watching = true;
-      // The simulated host asks for its reboot (systemctl reboot in the node's host); the
-      // node then goes down with everything on it and comes back, as a machine would.
       const rebooter = (async () => {
         while (watching) {
           if (await host.rebootRequested()) {
@@ -318,20 +363,11 @@ Deno.test("install as a user on a real single node: images, kustomize, a rollout
               p.spec?.nodeName === node.name && p.status?.phase === "Running" &&
               !p.metadata?.deletionTimestamp
             );
-            const controllers = await cp.kubectl([
-              "get",
-              "pods",
-              "-n",
-              NAMESPACE,
-              "-l",
-              "app.kubernetes.io/name=bootc-operator-controller",
-              "-o",
-              "name",
-            ]);
             reboots.push({
               cordoned: n.spec?.unschedulable === true,
+              inSlot: Object.hasOwn(n.metadata?.annotations ?? {}, ANNOTATION_IN_REBOOT_SLOT),
               workloadRunning: running.length,
-              ownControllers: controllers.stdout.trim().split("\n").filter(Boolean).length,
+              ownControllers: (await controllerPods()).length,
             });
             await node.reboot({ during: () => host.reboot() });
           }
@@ -339,53 +375,155 @@ Deno.test("install as a user on a real single node: images, kustomize, a rollout
         }
       })();
       try {
-        await pools.patch("edge", { spec: { image: { ref: `${fromNode}/os:v2` } } }, {
+        await pools.patch("edge", { spec: { image: { ref: `${fromNode}/os:${tag}` } } }, {
           type: "merge",
         });
         await waitFor(async () => {
+          const n = await nodes.get(node.name);
+          return Object.hasOwn(n.metadata?.annotations ?? {}, ANNOTATION_IN_REBOOT_SLOT);
+        }, { timeoutMs: 120_000, intervalMs: 100, message: "the node in a reboot slot" })
+          .catch(fail);
+        await midway();
+        await waitFor(async () => {
           const pool = await pools.get("edge");
           const n = await nodes.get(node.name);
-          return pool.status?.deployedDigest === v2.digest && pool.status?.state === "AllUpdated" &&
+          return pool.status?.deployedDigest === digest && pool.status?.state === "AllUpdated" &&
             n.spec?.unschedulable !== true;
         }, {
           timeoutMs: 240_000,
           intervalMs: 500,
-          message: "pool AllUpdated on v2, node uncordoned",
-        })
-          .catch(fail);
+          message: `pool AllUpdated on ${tag}, node uncordoned`,
+        }).catch(fail);
       } finally {
         watching = false;
         await rebooter;
       }
-      assert.equal(reboots.length, 1, JSON.stringify(reboots));
-      assert.deepEqual(reboots[0], { cordoned: true, workloadRunning: 0, ownControllers: 2 });
-      const status = await host.status();
-      assert.match(JSON.stringify(status), new RegExp(v2.digest));
+      assert.match(JSON.stringify(await host.status()), new RegExp(digest));
       // The workload is back on the node, and both controllers run again after the reboot.
       await waitFor(async () => {
-        const web = await cp.kubectl([
+        const web = await kubectlValue([
           "get",
           "deployment",
           "web",
           "-o",
           "jsonpath={.status.readyReplicas}",
         ]);
-        const ctl = await cp.kubectl([
+        const ctl = await kubectlValue([
           "get",
           "deployment",
           "-n",
           NAMESPACE,
           "bootc-operator-controller",
           "-o",
-          "jsonpath={.status.readyReplicas}",
+          "jsonpath={.status.updatedReplicas} {.status.readyReplicas}",
         ]);
-        return web.stdout.trim() === "1" && ctl.stdout.trim() === "2";
-      }, { timeoutMs: 120_000, intervalMs: 500, message: "workload and controllers back" }).catch(
-        fail,
-      );
-      const view = await cp.kubectl(["get", "bnp,bn", "-o", "wide"]);
-      console.log(view.stdout);
-      assert.match(view.stdout, /edge/);
+        return web === "1" && ctl === "2 2";
+      }, { timeoutMs: 120_000, intervalMs: 500, message: "workload and controllers back" })
+        .catch(fail);
+      return reboots;
+    };
+
+    await t.step(
+      "v2 rolls out; the leading controller is SIGKILLed while the node holds its slot",
+      async () => {
+        let killed = "";
+        const reboots = await rollTo("v2", v2.digest, async () => {
+          // The holder is the pod's hostname (its name) and a random suffix.
+          const holder = await kubectlValue([
+            "get",
+            "lease",
+            "-n",
+            NAMESPACE,
+            "bootc-operator-controller",
+            "-o",
+            "jsonpath={.spec.holderIdentity}",
+          ]);
+          const id = await kubectlValue([
+            "get",
+            "pod",
+            "-n",
+            NAMESPACE,
+            holder.replace(/-[0-9a-f]{8}$/, ""),
+            "-o",
+            "jsonpath={.status.containerStatuses[0].containerID}",
+          ]);
+          const kill = await node.ctr([
+            "tasks",
+            "kill",
+            "--signal",
+            "SIGKILL",
+            id.replace(/^containerd:\/\//, ""),
+          ]);
+          assert.equal(kill.code, 0, kill.stderr);
+          killed = holder;
+        });
+        assert.ok(killed, "a leader was killed");
+        const holderNow = await kubectlValue([
+          "get",
+          "lease",
+          "-n",
+          NAMESPACE,
+          "bootc-operator-controller",
+          "-o",
+          "jsonpath={.spec.holderIdentity}",
+        ]);
+        assert.notEqual(holderNow, killed, "another controller process took the Lease");
+        assert.deepEqual(reboots, [
+          { cordoned: true, inSlot: true, workloadRunning: 0, ownControllers: 2 },
+        ]);
+        const view = await cp.kubectl(["get", "bnp,bn", "-o", "wide"]);
+        console.log(view.stdout);
+        assert.match(view.stdout, /edge\s+v2 /);
+      },
+    );
+
+    await t.step("v3 rolls out while the operator itself is upgraded (new images)", async () => {
+      for (const image of upgrade) await node.importImage(image.archive);
+      await tagDigests(node, upgrade);
+      const reboots = await rollTo("v3", v3.digest, async () => {
+        const dir = `${work}/overlay-upgrade`;
+        await Deno.mkdir(dir);
+        await Deno.writeTextFile(`${dir}/kustomization.yaml`, overlay(upgrade, fromNode, dir));
+        const applied = await cp.kubectl(["apply", "--server-side", "-k", dir]);
+        assert.equal(applied.code, 0, applied.stderr);
+        // The DaemonSet replaces the daemon pod while the node holds its slot.
+        await waitFor(async () => {
+          const images = await kubectlValue([
+            "get",
+            "pods",
+            "-n",
+            NAMESPACE,
+            "-l",
+            "app.kubernetes.io/name=bootc-operator-daemon",
+            "-o",
+            "jsonpath={.items[*].status.containerStatuses[0].imageID}",
+          ]);
+          return images.includes(upgrade.find((i) => i.name === "daemon")!.digest);
+        }, { timeoutMs: 120_000, intervalMs: 250, message: "the new daemon pod running" })
+          .catch(fail);
+      });
+      // The surge replica of the new controller may be Pending on the cordoned node meanwhile.
+      const { ownControllers: _, ...seen } = reboots[0] ?? {};
+      assert.deepEqual(seen, { cordoned: true, inSlot: true, workloadRunning: 0 });
+      assert.equal(reboots.length, 1, JSON.stringify(reboots));
+      // Every operator pod runs the upgrade once the Deployment's old replicas are gone.
+      const pinned = upgrade.map((i) => `${i.reference.replace(/:[^:/]+$/, "")}@${i.digest}`);
+      let running: string[] = [];
+      await waitFor(async () => {
+        running = (await kubectlValue([
+          "get",
+          "pods",
+          "-n",
+          NAMESPACE,
+          "-o",
+          'jsonpath={range .items[*]}{.spec.containers[0].image}{"\\n"}{end}',
+        ])).split("\n");
+        return running.length === 3 && running.every((image) => pinned.includes(image));
+      }, {
+        timeoutMs: 120_000,
+        intervalMs: 500,
+        message: () => `only upgraded operator pods; running ${running.join(", ")}`,
+      }).catch(fail);
     });
   } finally {
     for (const c of cleanups) await c().catch((e) => console.error(`cleanup: ${e}`));
