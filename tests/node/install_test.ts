@@ -20,158 +20,24 @@
  */
 
 import assert from "node:assert/strict";
-import { ensureBuild, TARGETS } from "../../tools/build.ts";
-import { buildImages, type BuiltImage } from "../../tools/image/images.ts";
-import { YAML_PARSER_BUNDLE } from "../../lib/kube/config.ts";
 import { Resources } from "../../lib/kube/mod.ts";
 import type { BootcNode, BootcNodePool } from "../../lib/api/schema.ts";
-import {
-  type ControlPlane,
-  type Node,
-  type Pod,
-  startControlPlane,
-} from "../harness/control_plane.ts";
+import { type Node, type Pod, startControlPlane } from "../harness/control_plane.ts";
 import { startRegistry } from "../harness/registry.ts";
 import { waitFor } from "../harness/wait.ts";
 import { SimulatedHost } from "../bootc_sim/mod.ts";
-import { BUSYBOX_IMAGE, type RealNode, startRealNode } from "./real_node.ts";
+import { BUSYBOX_IMAGE, startRealNode } from "./real_node.ts";
+import {
+  buildOperatorImages,
+  diagnose,
+  NAMESPACE,
+  overlay,
+  patchStatusAs,
+  rebootOnRequest,
+  tagDigests,
+} from "./operator_install.ts";
 import { NODE_IP } from "./real_node_config.ts";
 import { ANNOTATION_IN_REBOOT_SLOT } from "../../lib/api/constants.ts";
-
-const ROOT = new URL("../../", import.meta.url).pathname.replace(/\/$/, "");
-const NAMESPACE = "bootc-operator";
-
-type Image = BuiltImage & { archive: string };
-
-/**
- * Builds both images twice from fresh bundles into `work`: the release installed first, and an
- * upgrade whose bundles differ by a comment (new digests), each with an archive for ctr.
- */
-async function buildOperatorImages(work: string): Promise<[Image[], Image[]]> {
-  await ensureBuild();
-  const release = await buildRelease(work, "release", "");
-  const upgrade = await buildRelease(work, "upgrade", "\n// upgrade\n");
-  return [release, upgrade];
-}
-
-async function buildRelease(work: string, name: string, suffix: string): Promise<Image[]> {
-  const dist = `${work}/${name}/dist`;
-  await Deno.mkdir(dist, { recursive: true });
-  // Copied first: other test processes may rebuild dist/ meanwhile.
-  for (const target of TARGETS) {
-    const files = [target.bundle, ...(target.yamlBeside ? [YAML_PARSER_BUNDLE] : [])];
-    for (const file of files) {
-      const text = await Deno.readTextFile(`${ROOT}/dist/${file}`);
-      await Deno.writeTextFile(`${dist}/${file}`, file === target.bundle ? text + suffix : text);
-    }
-  }
-  const built = await buildImages({
-    distDir: dist,
-    outDir: `${work}/${name}/images`,
-    targets: TARGETS,
-    log: () => {},
-  });
-  return await Promise.all(built.images.map(async (image) => {
-    const archive = `${work}/${name}/${image.name}.oci.tar`;
-    const out = await new Deno.Command("tar", {
-      args: ["-C", image.layout, "-cf", archive, "."],
-      stderr: "piped",
-    }).output();
-    assert.ok(out.success, new TextDecoder().decode(out.stderr));
-    return { ...image, archive };
-  }));
-}
-
-/**
- * A CRI pull names an image by tag and by digest; `ctr images import` by the tag alone, so the
- * digest name the manifests pin is added as a pull would.
- */
-async function tagDigests(node: RealNode, images: Image[]): Promise<void> {
-  for (const image of images) {
-    const repository = image.reference.replace(/:[^:/]+$/, "");
-    const tagged = await node.ctr([
-      "images",
-      "tag",
-      image.reference,
-      `${repository}@${image.digest}`,
-    ]);
-    assert.equal(tagged.code, 0, tagged.stderr);
-  }
-}
-
-/** The overlay a user writes: manifests/ with both images pinned and a plain-HTTP registry. */
-function overlay(images: BuiltImage[], insecureRegistry: string, dir: string): string {
-  // kustomize wants relative paths to other kustomizations.
-  const up = dir.split("/").filter(Boolean).map(() => "..").join("/");
-  const pins = images.map((i) =>
-    `  - name: ${i.reference.replace(/:[^:/]+$/, "")}\n    digest: ${i.digest}\n`
-  ).join("");
-  return `apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources:
-  - ${up}${ROOT}/manifests
-images:
-${pins}patches:
-  - target: { kind: Deployment, name: bootc-operator-controller }
-    patch: |-
-      - op: add
-        path: /spec/template/spec/containers/0/args/-
-        value: --insecure-registry=${insecureRegistry}
-`;
-}
-
-/** A merge patch of BootcNode `name`'s status, sent with `token`; returns the HTTP status and body. */
-async function patchStatusAs(
-  cp: ControlPlane,
-  token: string,
-  name: string,
-): Promise<{ status: number; body: string }> {
-  const client = Deno.createHttpClient({ caCerts: [await Deno.readTextFile(cp.caCertPath)] });
-  try {
-    const res = await fetch(
-      `${cp.apiServerUrl}/apis/node.bootc.dev/v1alpha1/bootcnodes/${name}/status`,
-      {
-        method: "PATCH",
-        client,
-        headers: {
-          authorization: `Bearer ${token}`,
-          "content-type": "application/merge-patch+json",
-        },
-        body: "{}",
-      },
-    );
-    return { status: res.status, body: await res.text() };
-  } finally {
-    client.close();
-  }
-}
-
-/** Logs, events and object states for a failed wait. */
-async function diagnose(cp: ControlPlane, node: RealNode): Promise<string> {
-  const parts = await Promise.all([
-    cp.kubectl(["get", "pods", "-A", "-o", "wide"]),
-    cp.kubectl(["get", "bnp,bn", "-o", "wide"]),
-    cp.kubectl(["get", "events", "-A", "--sort-by=.lastTimestamp"]),
-    cp.kubectl([
-      "logs",
-      "-n",
-      NAMESPACE,
-      "-l",
-      "app.kubernetes.io/name=bootc-operator-daemon",
-      "--tail=40",
-    ]),
-    cp.kubectl([
-      "logs",
-      "-n",
-      NAMESPACE,
-      "-l",
-      "app.kubernetes.io/name=bootc-operator-controller",
-      "--tail=30",
-    ]),
-  ]);
-  return parts.map((p) => p.stdout + p.stderr).join("\n---\n") +
-    `\nkubelet:\n${await node.logTail("kubelet", 20)}`;
-}
 
 Deno.test("install as a user on a real single node: images, kustomize, a rollout with a reboot", async (t) => {
   const work = await Deno.makeTempDir({ prefix: "bootc-install-test-" });
@@ -348,32 +214,28 @@ Deno.test("install as a user on a real single node: images, kustomize, a rollout
     }
     /**
      * Moves the pool to `tag`, runs `midway` once the node holds its reboot slot, and waits
-     * until the pool is AllUpdated on `digest` with the node uncordoned. The simulated host
-     * asks for its reboot (systemctl reboot in the node's host); the node then goes down with
-     * everything on it and comes back, as a machine would.
+     * until the pool is AllUpdated on `digest` with the node uncordoned, rebooting the node
+     * when its host asks.
      */
     const rollTo = async (tag: string, digest: string, midway: () => Promise<void>) => {
-      const reboots: RebootSeen[] = [];
-      let watching = true;
-      const rebooter = (async () => {
-        while (watching) {
-          if (await host.rebootRequested()) {
-            const n = await nodes.get(node.name);
-            const running = (await pods.list()).items.filter((p) =>
-              p.spec?.nodeName === node.name && p.status?.phase === "Running" &&
-              !p.metadata?.deletionTimestamp
-            );
-            reboots.push({
-              cordoned: n.spec?.unschedulable === true,
-              inSlot: Object.hasOwn(n.metadata?.annotations ?? {}, ANNOTATION_IN_REBOOT_SLOT),
-              workloadRunning: running.length,
-              ownControllers: (await controllerPods()).length,
-            });
-            await node.reboot({ during: () => host.reboot() });
-          }
-          await new Promise((r) => setTimeout(r, 250));
-        }
-      })();
+      const rebooter = rebootOnRequest({
+        host,
+        node,
+        observe: async (): Promise<RebootSeen> => {
+          const n = await nodes.get(node.name);
+          const running = (await pods.list()).items.filter((p) =>
+            p.spec?.nodeName === node.name && p.status?.phase === "Running" &&
+            !p.metadata?.deletionTimestamp
+          );
+          return {
+            cordoned: n.spec?.unschedulable === true,
+            inSlot: Object.hasOwn(n.metadata?.annotations ?? {}, ANNOTATION_IN_REBOOT_SLOT),
+            workloadRunning: running.length,
+            ownControllers: (await controllerPods()).length,
+          };
+        },
+      });
+      let reboots: RebootSeen[] = [];
       try {
         await pools.patch("edge", { spec: { image: { ref: `${fromNode}/os:${tag}` } } }, {
           type: "merge",
@@ -395,8 +257,7 @@ Deno.test("install as a user on a real single node: images, kustomize, a rollout
           message: `pool AllUpdated on ${tag}, node uncordoned`,
         }).catch(fail);
       } finally {
-        watching = false;
-        await rebooter;
+        reboots = await rebooter.done();
       }
       assert.match(JSON.stringify(await host.status()), new RegExp(digest));
       // The workload is back on the node, and both controllers run again after the reboot.

@@ -67,9 +67,9 @@ export interface StartRealNodeOptions {
   controlPlane: ControlPlane;
   /**
    * Node name (default "localhost"). The test API server reaches kubelets by their Hostname
-   * address first (its default `--kubelet-preferred-address-types`), which is the node name, so
-   * `kubectl logs`/`exec` need a name that resolves to 127.0.0.1 until the control plane prefers
-   * InternalIP.
+   * address first (its default `--kubelet-preferred-address-types`), which is the node name:
+   * "localhost", or a loopback address such as "127.0.0.2" for a second node (its kubelet is
+   * then reached there), keeps `kubectl logs`/`exec` working.
    */
   name?: string;
   /** Folder with the node's binaries (default: `BOOTC_NODE_BIN_DIR`, else tests/node/build.sh). */
@@ -270,7 +270,7 @@ class KubeletNode implements RealNode {
     await this.#ns.forward({
       name: "kubelet",
       listenIn: "machine",
-      listen: local(kubeletPort),
+      listen: { host: kubeletAddress(this.name), port: kubeletPort },
       connect: local(kubeletPort),
     });
   }
@@ -457,6 +457,11 @@ class KubeletNode implements RealNode {
     ];
     await Promise.allSettled(attempts);
   }
+}
+
+/** Where the API server reaches a node's kubelet: its name when that is a loopback address. */
+export function kubeletAddress(name: string): string {
+  return /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(name) ? name : "127.0.0.1";
 }
 
 /** Creates `cgroupRoot` in every v1 hierarchy; a new cpuset cgroup gets its parent's cpus and mems. */

@@ -1,0 +1,186 @@
+/**
+ * Installing the operator's images on real test nodes (tests/node/real_node.ts), shared by the
+ * install tests: image builds from the bundles, digest names in containerd, the kustomize overlay
+ * a user writes, a write with the daemon's own token, and diagnostics for a failed wait.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { ensureBuild, TARGETS } from "../../tools/build.ts";
+import { buildImages, type BuiltImage } from "../../tools/image/images.ts";
+import { YAML_PARSER_BUNDLE } from "../../lib/kube/config.ts";
+import type { ControlPlane } from "../harness/control_plane.ts";
+import type { SimulatedHost } from "../bootc_sim/mod.ts";
+import type { RealNode } from "./real_node.ts";
+
+export const ROOT = new URL("../../", import.meta.url).pathname.replace(/\/$/, "");
+/** The operator's namespace (install.yaml, the chart's default). */
+export const NAMESPACE = "bootc-operator";
+
+/** A built image with an archive for `ctr images import`. */
+export type Image = BuiltImage & { archive: string };
+
+/**
+ * Builds both images twice from fresh bundles into `work`: the release installed first, and an
+ * upgrade whose bundles differ by a comment (new digests), each with an archive for ctr.
+ */
+export async function buildOperatorImages(work: string): Promise<[Image[], Image[]]> {
+  await ensureBuild();
+  const release = await buildRelease(work, "release", "");
+  const upgrade = await buildRelease(work, "upgrade", "\n// upgrade\n");
+  return [release, upgrade];
+}
+
+/** Builds both images from the bundles in dist/ (each with `suffix` appended) under `work/name`. */
+export async function buildRelease(work: string, name: string, suffix: string): Promise<Image[]> {
+  const dist = `${work}/${name}/dist`;
+  await Deno.mkdir(dist, { recursive: true });
+  // Copied first: other test processes may rebuild dist/ meanwhile.
+  for (const target of TARGETS) {
+    const files = [target.bundle, ...(target.yamlBeside ? [YAML_PARSER_BUNDLE] : [])];
+    for (const file of files) {
+      const text = await Deno.readTextFile(`${ROOT}/dist/${file}`);
+      await Deno.writeTextFile(`${dist}/${file}`, file === target.bundle ? text + suffix : text);
+    }
+  }
+  const built = await buildImages({
+    distDir: dist,
+    outDir: `${work}/${name}/images`,
+    targets: TARGETS,
+    log: () => {},
+  });
+  return await Promise.all(built.images.map(async (image) => {
+    const archive = `${work}/${name}/${image.name}.oci.tar`;
+    const out = await new Deno.Command("tar", {
+      args: ["-C", image.layout, "-cf", archive, "."],
+      stderr: "piped",
+    }).output();
+    assert.ok(out.success, new TextDecoder().decode(out.stderr));
+    return { ...image, archive };
+  }));
+}
+
+/**
+ * A CRI pull names an image by tag and by digest; `ctr images import` by the tag alone, so the
+ * digest name the manifests pin is added as a pull would.
+ */
+export async function tagDigests(node: RealNode, images: Image[]): Promise<void> {
+  for (const image of images) {
+    const repository = image.reference.replace(/:[^:/]+$/, "");
+    const tagged = await node.ctr([
+      "images",
+      "tag",
+      image.reference,
+      `${repository}@${image.digest}`,
+    ]);
+    assert.equal(tagged.code, 0, tagged.stderr);
+  }
+}
+
+/** The overlay a user writes: manifests/ with both images pinned and a plain-HTTP registry. */
+export function overlay(images: BuiltImage[], insecureRegistry: string, dir: string): string {
+  // kustomize wants relative paths to other kustomizations.
+  const up = dir.split("/").filter(Boolean).map(() => "..").join("/");
+  const pins = images.map((i) =>
+    `  - name: ${i.reference.replace(/:[^:/]+$/, "")}\n    digest: ${i.digest}\n`
+  ).join("");
+  return `apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - ${up}${ROOT}/manifests
+images:
+${pins}patches:
+  - target: { kind: Deployment, name: bootc-operator-controller }
+    patch: |-
+      - op: add
+        path: /spec/template/spec/containers/0/args/-
+        value: --insecure-registry=${insecureRegistry}
+`;
+}
+
+/** A merge patch of BootcNode `name`'s status, sent with `token`; returns the HTTP status and body. */
+export async function patchStatusAs(
+  cp: ControlPlane,
+  token: string,
+  name: string,
+): Promise<{ status: number; body: string }> {
+  const client = Deno.createHttpClient({ caCerts: [await Deno.readTextFile(cp.caCertPath)] });
+  try {
+    const res = await fetch(
+      `${cp.apiServerUrl}/apis/node.bootc.dev/v1alpha1/bootcnodes/${name}/status`,
+      {
+        method: "PATCH",
+        client,
+        headers: {
+          authorization: `Bearer ${token}`,
+          "content-type": "application/merge-patch+json",
+        },
+        body: "{}",
+      },
+    );
+    return { status: res.status, body: await res.text() };
+  } finally {
+    client.close();
+  }
+}
+
+/** Logs, events and object states for a failed wait. */
+export async function diagnose(cp: ControlPlane, ...nodes: RealNode[]): Promise<string> {
+  const parts = await Promise.all([
+    cp.kubectl(["get", "pods", "-A", "-o", "wide"]),
+    cp.kubectl(["get", "bnp,bn", "-o", "wide"]),
+    cp.kubectl(["get", "events", "-A", "--sort-by=.lastTimestamp"]),
+    cp.kubectl([
+      "logs",
+      "-n",
+      NAMESPACE,
+      "-l",
+      "app.kubernetes.io/name=bootc-operator-daemon",
+      "--tail=40",
+    ]),
+    cp.kubectl([
+      "logs",
+      "-n",
+      NAMESPACE,
+      "-l",
+      "app.kubernetes.io/name=bootc-operator-controller",
+      "--tail=30",
+    ]),
+  ]);
+  return parts.map((p) => p.stdout + p.stderr).join("\n---\n") +
+    (await Promise.all(
+      nodes.map(async (n) => `\nkubelet ${n.name}:\n${await n.logTail("kubelet", 20)}`),
+    )).join("");
+}
+
+/**
+ * Performs the reboots the simulated `host` asks for (`systemctl reboot` in the node's host):
+ * each time, `observe` records what the cluster looked like at that moment, then the node goes
+ * down with everything on it and comes back, as a machine would. `done()` stops watching and
+ * returns the observations.
+ */
+export function rebootOnRequest<T>(options: {
+  host: SimulatedHost;
+  node: RealNode;
+  observe: () => Promise<T>;
+}): { done(): Promise<T[]> } {
+  const seen: T[] = [];
+  let watching = true;
+  const loop = (async () => {
+    while (watching) {
+      if (await options.host.rebootRequested()) {
+        seen.push(await options.observe());
+        await options.node.reboot({ during: () => options.host.reboot() });
+      }
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  })();
+  return {
+    async done() {
+      watching = false;
+      await loop;
+      return seen;
+    },
+  };
+}
