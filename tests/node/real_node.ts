@@ -244,7 +244,10 @@ class KubeletNode implements RealNode {
   async startNamespaces(): Promise<void> {
     const p = nodePaths(this.#layout);
     await Deno.mkdir(p.logDir, { recursive: true });
-    this.#hadCniCache = await Deno.stat(CNI_CACHE_DIR).then(() => true, () => false);
+    // Once per node: a reboot finds the folder this node made.
+    if (this.reboots === 0 && !this.#ns) {
+      this.#hadCniCache = await Deno.stat(CNI_CACHE_DIR).then(() => true, () => false);
+    }
     await Deno.mkdir(CNI_CACHE_DIR, { recursive: true });
     this.#ns = await startNodeNamespaces({
       initPath: `${this.binDir}/node-init`,

@@ -90,6 +90,7 @@ async function exists(path: string): Promise<boolean> {
 Deno.test("a real kubelet + containerd node runs a pod and cleans up", async (t) => {
   const cp = await startControlPlane({ kwok: false });
   const settingsBefore = await kernelSettings();
+  const cniCacheBefore = await exists("/var/lib/cni");
   let dir = "";
   let cgroupRoot = "";
   try {
@@ -201,6 +202,7 @@ Deno.test("a real kubelet + containerd node runs a pod and cleans up", async (t)
         assert.deepEqual(mountsBelow(await Deno.readTextFile("/proc/self/mountinfo"), dir), []);
         for (const h of await cgroupHierarchies()) assert.ok(!await exists(`${h}${cgroupRoot}`), h);
         assert.ok(!await exists(dir), dir);
+        assert.equal(await exists("/var/lib/cni"), cniCacheBefore, "/var/lib/cni as it was");
         const nodes = await cp.kubectl(["get", "nodes", "-o", "name"]);
         assert.equal(nodes.code, 0, nodes.stderr);
         assert.equal(nodes.stdout.trim(), "", "stop() deletes the Node");
