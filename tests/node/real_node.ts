@@ -7,7 +7,11 @@
  * const cp = await startControlPlane({ kwok: false });
  * const node = await startRealNode({ controlPlane: cp });
  * try {
- *   // schedule hostNetwork pods on node.name, image BUSYBOX_IMAGE (imagePullPolicy: Never)
+ *   // schedule pods on node.name, image BUSYBOX_IMAGE (imagePullPolicy: Never); they get
+ *   // addresses from the node's bridge and reach the API server at the kubernetes Service.
+ *   // node.exposeToNode({ name: "registry", port }) makes a port of this machine reachable
+ *   // from them at NODE_IP:port; node.installHost(host) puts a simulated bootc host in it;
+ *   // node.reboot({ during: () => host.reboot() }) reboots it.
  * } finally {
  *   await node.stop();
  *   await cp.stop();

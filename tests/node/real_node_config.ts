@@ -24,6 +24,11 @@
  * - Pod network: the CNI bridge plugin with host-local addresses from {@linkcode POD_SUBNET}, no
  *   masquerading (nothing outside the node is reachable but what socat forwards). Every node has
  *   the same addresses (each in its own network namespace): pods on two nodes do not reach each other.
+ * - Images are imported (`ctr images import`), never pulled: the machine has no internet, and
+ *   containerd is not told of the test registry.
+ * - The machine's kernel is shared: the kubelet's kernel settings are machine-wide (stop() puts
+ *   them back; stop two nodes in reverse start order), and the node's cgroups sit in the
+ *   machine's hierarchies (cgroup v1 only: a cgroup-v2-only machine is not supported yet).
  *
  * @module
  */
