@@ -21,11 +21,13 @@ import { BUSYBOX_IMAGE, type RealNode, startRealNode } from "./real_node.ts";
 import { NODE_IP } from "./real_node_config.ts";
 import {
   buildRelease,
+  createPool,
+  daemonPods,
   diagnose,
-  NAMESPACE,
   rebootOnRequest,
   ROOT,
   tagDigests,
+  waitControllersReady,
 } from "./operator_install.ts";
 import { ensureBuild } from "../../tools/build.ts";
 
@@ -89,19 +91,7 @@ Deno.test("helm chart on two real nodes: the pool's member updates, the other no
         "--set",
         `controller.extraArgs[0]=--insecure-registry=${fromNode}`,
       ]);
-      await waitFor(async () => {
-        const d = await cp.kubectl([
-          "get",
-          "deployment",
-          "-n",
-          NAMESPACE,
-          "bootc-operator-controller",
-          "-o",
-          "jsonpath={.status.readyReplicas}",
-        ]);
-        return d.stdout.trim() === "2";
-      }, { timeoutMs: 120_000, intervalMs: 500, message: "both controller replicas Ready" })
-        .catch(fail);
+      await waitControllersReady(cp, fail);
     });
 
     const nodes = cp.client.resource<Node>(Resources.nodes);
@@ -126,31 +116,12 @@ Deno.test("helm chart on two real nodes: the pool's member updates, the other no
         }),
       });
       assert.equal(web.code, 0, web.stderr);
-      await pools.create({
-        apiVersion: "node.bootc.dev/v1alpha1",
-        kind: "BootcNodePool",
-        metadata: { name: "edge" },
-        spec: {
-          nodeSelector: { matchLabels: { "kubernetes.io/hostname": member.name } },
-          image: { ref: `${fromNode}/os:v1` },
-          rollout: { maxUnavailable: 1 },
-        },
-      } as unknown as BootcNodePool);
+      await createPool(cp, member.name, `${fromNode}/os:v1`);
       await waitFor(async () => {
         const pool = await pools.get("edge");
         return pool.status?.state === "AllUpdated" && pool.status?.nodeCount === 1;
       }, { timeoutMs: 120_000, intervalMs: 500, message: "pool AllUpdated on v1" }).catch(fail);
-      const daemons = await cp.kubectl([
-        "get",
-        "pods",
-        "-n",
-        NAMESPACE,
-        "-l",
-        "app.kubernetes.io/name=bootc-operator-daemon",
-        "-o",
-        "jsonpath={.items[*].spec.nodeName}",
-      ]);
-      assert.equal(daemons.stdout.trim(), member.name);
+      assert.equal(await daemonPods(cp, "{.items[*].spec.nodeName}"), member.name);
     });
 
     await t.step("v2: the member is drained (its pod evicted), rebooted and updated", async () => {

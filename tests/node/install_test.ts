@@ -29,12 +29,16 @@ import { SimulatedHost } from "../bootc_sim/mod.ts";
 import { BUSYBOX_IMAGE, startRealNode } from "./real_node.ts";
 import {
   buildOperatorImages,
+  createPool,
+  daemonPods,
   diagnose,
+  leaseHolder,
   NAMESPACE,
   overlay,
   patchStatusAs,
   rebootOnRequest,
   tagDigests,
+  waitControllersReady,
 } from "./operator_install.ts";
 import { NODE_IP } from "./real_node_config.ts";
 import { ANNOTATION_IN_REBOOT_SLOT } from "../../lib/api/constants.ts";
@@ -77,29 +81,12 @@ Deno.test("install as a user on a real single node: images, kustomize, a rollout
       await Deno.writeTextFile(`${dir}/kustomization.yaml`, overlay(images, fromNode, dir));
       const applied = await cp.kubectl(["apply", "--server-side", "-k", dir]);
       assert.equal(applied.code, 0, applied.stderr);
-      await waitFor(async () => {
-        const d = await cp.kubectl([
-          "get",
-          "deployment",
-          "-n",
-          NAMESPACE,
-          "bootc-operator-controller",
-          "-o",
-          "jsonpath={.status.readyReplicas}",
-        ]);
-        return d.stdout.trim() === "2";
-      }, { timeoutMs: 120_000, intervalMs: 500, message: "both controller replicas Ready" })
-        .catch(fail);
-      const lease = await cp.kubectl([
-        "get",
-        "lease",
-        "-n",
-        NAMESPACE,
-        "bootc-operator-controller",
-        "-o",
-        "jsonpath={.spec.holderIdentity}",
-      ]);
-      assert.match(lease.stdout, /^bootc-operator-controller-/, "a replica holds the Lease");
+      await waitControllersReady(cp, fail);
+      assert.match(
+        await leaseHolder(cp),
+        /^bootc-operator-controller-/,
+        "a replica holds the Lease",
+      );
     });
 
     // A workload the drain must evict, and which comes back after the update.
@@ -127,16 +114,7 @@ Deno.test("install as a user on a real single node: images, kustomize, a rollout
 
     const pools = cp.client.resource<BootcNodePool>(Resources.bootcNodePools);
     await t.step("a pool on v1: the daemon runs and reports the host", async () => {
-      await pools.create({
-        apiVersion: "node.bootc.dev/v1alpha1",
-        kind: "BootcNodePool",
-        metadata: { name: "edge" },
-        spec: {
-          nodeSelector: { matchLabels: { "kubernetes.io/hostname": node.name } },
-          image: { ref: `${fromNode}/os:v1` },
-          rollout: { maxUnavailable: 1 },
-        },
-      } as unknown as BootcNodePool);
+      await createPool(cp, node.name, `${fromNode}/os:v1`);
       await waitFor(async () => {
         const ds = await cp.kubectl([
           "get",
@@ -165,22 +143,13 @@ Deno.test("install as a user on a real single node: images, kustomize, a rollout
           rebootPolicy: "RebootOnly",
         },
       } as unknown as BootcNode).catch(fail);
-      const pod = await cp.kubectl([
-        "get",
-        "pods",
-        "-n",
-        NAMESPACE,
-        "-l",
-        "app.kubernetes.io/name=bootc-operator-daemon",
-        "-o",
-        "jsonpath={.items[0].metadata.uid}",
-      ]);
+      const podUid = await daemonPods(cp, "{.items[0].metadata.uid}");
       // The projected token as the kubelet mounted it into the daemon pod (in the node's
       // mount namespace).
       const token = await node.runInHost([
         "sh",
         "-c",
-        `cat ${node.dir}/kubelet/pods/${pod.stdout.trim()}/volumes/kubernetes.io~projected/*/token`,
+        `cat ${node.dir}/kubelet/pods/${podUid}/volumes/kubernetes.io~projected/*/token`,
       ]);
       assert.equal(token.code, 0, token.stderr);
       const own = await patchStatusAs(cp, token.stdout.trim(), node.name);
@@ -290,15 +259,7 @@ Deno.test("install as a user on a real single node: images, kustomize, a rollout
         let killed = "";
         const reboots = await rollTo("v2", v2.digest, async () => {
           // The holder is the pod's hostname (its name) and a random suffix.
-          const holder = await kubectlValue([
-            "get",
-            "lease",
-            "-n",
-            NAMESPACE,
-            "bootc-operator-controller",
-            "-o",
-            "jsonpath={.spec.holderIdentity}",
-          ]);
+          const holder = await leaseHolder(cp);
           const id = await kubectlValue([
             "get",
             "pod",
@@ -319,16 +280,7 @@ Deno.test("install as a user on a real single node: images, kustomize, a rollout
           killed = holder;
         });
         assert.ok(killed, "a leader was killed");
-        const holderNow = await kubectlValue([
-          "get",
-          "lease",
-          "-n",
-          NAMESPACE,
-          "bootc-operator-controller",
-          "-o",
-          "jsonpath={.spec.holderIdentity}",
-        ]);
-        assert.notEqual(holderNow, killed, "another controller process took the Lease");
+        assert.notEqual(await leaseHolder(cp), killed, "another controller process took the Lease");
         assert.deepEqual(reboots, [
           { cordoned: true, inSlot: true, workloadRunning: 0, ownControllers: 2 },
         ]);
@@ -349,16 +301,7 @@ Deno.test("install as a user on a real single node: images, kustomize, a rollout
         assert.equal(applied.code, 0, applied.stderr);
         // The DaemonSet replaces the daemon pod while the node holds its slot.
         await waitFor(async () => {
-          const images = await kubectlValue([
-            "get",
-            "pods",
-            "-n",
-            NAMESPACE,
-            "-l",
-            "app.kubernetes.io/name=bootc-operator-daemon",
-            "-o",
-            "jsonpath={.items[*].status.containerStatuses[0].imageID}",
-          ]);
+          const images = await daemonPods(cp, "{.items[*].status.containerStatuses[0].imageID}");
           return images.includes(upgrade.find((i) => i.name === "daemon")!.digest);
         }, { timeoutMs: 120_000, intervalMs: 250, message: "the new daemon pod running" })
           .catch(fail);

@@ -11,6 +11,9 @@ import { ensureBuild, TARGETS } from "../../tools/build.ts";
 import { buildImages, type BuiltImage } from "../../tools/image/images.ts";
 import { YAML_PARSER_BUNDLE } from "../../lib/kube/config.ts";
 import type { ControlPlane } from "../harness/control_plane.ts";
+import { Resources } from "../../lib/kube/mod.ts";
+import type { BootcNodePool } from "../../lib/api/schema.ts";
+import { waitFor } from "../harness/wait.ts";
 import type { SimulatedHost } from "../bootc_sim/mod.ts";
 import type { RealNode } from "./real_node.ts";
 
@@ -183,4 +186,67 @@ export function rebootOnRequest<T>(options: {
       return seen;
     },
   };
+}
+
+/** The controller Lease's holder: a controller pod's name and a random suffix ("" when none). */
+export async function leaseHolder(cp: ControlPlane): Promise<string> {
+  const lease = await cp.kubectl([
+    "get",
+    "lease",
+    "-n",
+    NAMESPACE,
+    "bootc-operator-controller",
+    "-o",
+    "jsonpath={.spec.holderIdentity}",
+  ]);
+  return lease.stdout.trim();
+}
+
+/** Waits until both controller replicas are Ready; `fail` adds diagnostics to a timeout. */
+export async function waitControllersReady(
+  cp: ControlPlane,
+  fail: (e: unknown) => Promise<never>,
+): Promise<void> {
+  await waitFor(async () => {
+    const d = await cp.kubectl([
+      "get",
+      "deployment",
+      "-n",
+      NAMESPACE,
+      "bootc-operator-controller",
+      "-o",
+      "jsonpath={.status.readyReplicas}",
+    ]);
+    return d.stdout.trim() === "2";
+  }, { timeoutMs: 120_000, intervalMs: 500, message: "both controller replicas Ready" })
+    .catch(fail);
+}
+
+/** Creates pool "edge" of the one node `nodeName` on image `ref`, one node at a time. */
+export async function createPool(cp: ControlPlane, nodeName: string, ref: string): Promise<void> {
+  await cp.client.resource<BootcNodePool>(Resources.bootcNodePools).create({
+    apiVersion: "node.bootc.dev/v1alpha1",
+    kind: "BootcNodePool",
+    metadata: { name: "edge" },
+    spec: {
+      nodeSelector: { matchLabels: { "kubernetes.io/hostname": nodeName } },
+      image: { ref },
+      rollout: { maxUnavailable: 1 },
+    },
+  } as unknown as BootcNodePool);
+}
+
+/** `jsonpath` over the daemon pods (kubectl's output, trimmed). */
+export async function daemonPods(cp: ControlPlane, jsonpath: string): Promise<string> {
+  const out = await cp.kubectl([
+    "get",
+    "pods",
+    "-n",
+    NAMESPACE,
+    "-l",
+    "app.kubernetes.io/name=bootc-operator-daemon",
+    "-o",
+    `jsonpath=${jsonpath}`,
+  ]);
+  return out.stdout.trim();
 }
