@@ -35,7 +35,7 @@ import {
   leaseHolder,
   NAMESPACE,
   overlay,
-  patchStatusAs,
+  patchStatusFromPod,
   rebootOnRequest,
   tagDigests,
   waitControllersReady,
@@ -131,34 +131,30 @@ Deno.test("install as a user on a real single node: images, kustomize, a rollout
         .catch(fail);
     });
 
-    await t.step("the daemon's own token writes its BootcNode's status, no other", async () => {
-      const bootcNodes = cp.client.resource<BootcNode>(Resources.bootcNodes);
-      const other = await bootcNodes.create({
-        apiVersion: "node.bootc.dev/v1alpha1",
-        kind: "BootcNode",
-        metadata: { name: "some-other-node" },
-        spec: {
-          desiredImage: `${fromNode}/os@${v1.digest}`,
-          desiredImageState: "Booted",
-          rebootPolicy: "RebootOnly",
-        },
-      } as unknown as BootcNode).catch(fail);
-      const podUid = await daemonPods(cp, "{.items[0].metadata.uid}");
-      // The projected token as the kubelet mounted it into the daemon pod (in the node's
-      // mount namespace).
-      const token = await node.runInHost([
-        "sh",
-        "-c",
-        `cat ${node.dir}/kubelet/pods/${podUid}/volumes/kubernetes.io~projected/*/token`,
-      ]);
-      assert.equal(token.code, 0, token.stderr);
-      const own = await patchStatusAs(cp, token.stdout.trim(), node.name);
-      assert.equal(own.status, 200, own.body);
-      const refused = await patchStatusAs(cp, token.stdout.trim(), other.metadata.name!);
-      assert.equal(refused.status, 403, refused.body);
-      assert.match(refused.body, /bootc-operator-daemon-own-node|denied/);
-      await bootcNodes.delete(other.metadata.name!);
-    });
+    await t.step(
+      "inside the daemon pod, its own token writes its BootcNode's status, no other",
+      async () => {
+        const bootcNodes = cp.client.resource<BootcNode>(Resources.bootcNodes);
+        const other = await bootcNodes.create({
+          apiVersion: "node.bootc.dev/v1alpha1",
+          kind: "BootcNode",
+          metadata: { name: "some-other-node" },
+          spec: {
+            desiredImage: `${fromNode}/os@${v1.digest}`,
+            desiredImageState: "Booted",
+            rebootPolicy: "RebootOnly",
+          },
+        } as unknown as BootcNode).catch(fail);
+        const pod = await daemonPods(cp, "{.items[0].metadata.name}");
+        const writes = await patchStatusFromPod(cp, pod, [node.name, other.metadata.name!]);
+        const own = writes[node.name];
+        assert.equal(own.status, 200, own.body);
+        const refused = writes[other.metadata.name!];
+        assert.equal(refused.status, 403, refused.body);
+        assert.match(refused.body, /bootc-operator-daemon-own-node|denied/);
+        await bootcNodes.delete(other.metadata.name!);
+      },
+    );
 
     const nodes = cp.client.resource<Node>(Resources.nodes);
     const pods = cp.client.resource<Pod>(Resources.pods, "default");

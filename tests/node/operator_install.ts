@@ -102,30 +102,47 @@ ${pins}patches:
 `;
 }
 
-/** A merge patch of BootcNode `name`'s status, sent with `token`; returns the HTTP status and body. */
-export async function patchStatusAs(
+/**
+ * From inside pod `pod` (the daemon image carries Deno): an empty merge patch of each BootcNode
+ * named in `names`' status, sent to the API server through the `kubernetes` Service with the
+ * pod's own service-account token, as the daemon sends its writes. Returns each HTTP status and
+ * body by name.
+ */
+export async function patchStatusFromPod(
   cp: ControlPlane,
-  token: string,
-  name: string,
-): Promise<{ status: number; body: string }> {
-  const client = Deno.createHttpClient({ caCerts: [await Deno.readTextFile(cp.caCertPath)] });
-  try {
-    const res = await fetch(
-      `${cp.apiServerUrl}/apis/node.bootc.dev/v1alpha1/bootcnodes/${name}/status`,
-      {
+  pod: string,
+  names: string[],
+): Promise<Record<string, { status: number; body: string }>> {
+  const script = `
+    const sa = "/var/run/secrets/kubernetes.io/serviceaccount";
+    const client = Deno.createHttpClient({ caCerts: [Deno.readTextFileSync(sa + "/ca.crt")] });
+    const token = Deno.readTextFileSync(sa + "/token").trim();
+    const api = "https://" + Deno.env.get("KUBERNETES_SERVICE_HOST") + ":" +
+      Deno.env.get("KUBERNETES_SERVICE_PORT");
+    const out = {};
+    for (const name of ${JSON.stringify(names)}) {
+      const res = await fetch(api + "/apis/node.bootc.dev/v1alpha1/bootcnodes/" + name + "/status", {
         method: "PATCH",
         client,
-        headers: {
-          authorization: `Bearer ${token}`,
-          "content-type": "application/merge-patch+json",
-        },
+        headers: { authorization: "Bearer " + token, "content-type": "application/merge-patch+json" },
         body: "{}",
-      },
-    );
-    return { status: res.status, body: await res.text() };
-  } finally {
-    client.close();
-  }
+      });
+      out[name] = { status: res.status, body: await res.text() };
+    }
+    console.log(JSON.stringify(out));`;
+  const run = await cp.kubectl([
+    "exec",
+    "-n",
+    NAMESPACE,
+    pod,
+    "--",
+    "deno",
+    "eval",
+    "--no-config",
+    script,
+  ]);
+  assert.equal(run.code, 0, `deno eval in ${pod}: ${run.stderr}`);
+  return JSON.parse(run.stdout);
 }
 
 /** Logs, events and object states for a failed wait. */
