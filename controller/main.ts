@@ -201,6 +201,8 @@ export async function runController(flags: ControllerFlags, signal: AbortSignal)
   const reconciler = new PoolReconciler({
     client,
     namespace: flags.namespace,
+    // In a pod the hostname is the pod's name (also the Lease identity's first part).
+    ownPodName: Deno.hostname(),
     resolver: new RegistryImageResolver({
       insecureRegistries: flags.insecureRegistries,
       caCertPem,

@@ -28,7 +28,7 @@ export interface DrainPass {
   skipped: number;
   /** Pods the policy's podSelector leaves alone (they stay Running). */
   kept: PodSummary[];
-  /** The operator's own controller pods: left alone, they go down with the reboot. */
+  /** The pod the acting controller runs in: left alone, it goes down with the reboot. */
   own: PodSummary[];
   /** Pods refused by the policy (emptyDir without deleteEmptyDirData): the drain waits, naming them. */
   refused: PodSummary[];
@@ -180,12 +180,17 @@ export interface PodLike extends KubeObject {
 /** Builds the planner's {@linkcode PodSummary} from a Pod object. */
 export function summarizePod(
   pod: PodLike,
-  options: { operatorNamespace?: string } = {},
+  options: { ownPod?: { namespace: string; name: string } } = {},
 ): PodSummary {
   const meta = pod.metadata ?? {};
-  const operator = options.operatorNamespace !== undefined &&
-    meta.namespace === options.operatorNamespace &&
-    meta.labels?.[OPERATOR_CONTROLLER_LABEL.key] === OPERATOR_CONTROLLER_LABEL.value;
+  const own = options.ownPod;
+  const operator = own === undefined || meta.namespace !== own.namespace
+    ? undefined
+    : meta.name === own.name
+    ? "own" as const
+    : meta.labels?.[CONTROLLER_POD_LABEL.key] === CONTROLLER_POD_LABEL.value
+    ? "replica" as const
+    : undefined;
   return {
     namespace: meta.namespace ?? "",
     name: meta.name ?? "",
@@ -202,12 +207,12 @@ export function summarizePod(
     ),
     terminationGracePeriodSeconds: pod.spec?.terminationGracePeriodSeconds,
     deletionTimestamp: meta.deletionTimestamp || undefined,
-    ...(operator ? { operator: true } : {}),
+    ...(operator ? { operator } : {}),
   };
 }
 
-/** The label that marks the operator's controller pods (install.yaml and the chart set it). */
-export const OPERATOR_CONTROLLER_LABEL = {
+/** The label of the controller's pods (manifests/controller.yaml, the chart's template). */
+export const CONTROLLER_POD_LABEL = {
   key: "app.kubernetes.io/name",
   value: "bootc-operator-controller",
 } as const;

@@ -53,10 +53,11 @@ export type PodDisposition =
   /** Matches the policy's podSelector: left alone, stays Running. */
   | "keep"
   /**
-   * The operator's own controller: left alone. Evicted, it could not come back on a
-   * cordoned single node (and a drain that waits for its replacement never ends); left
-   * running, it finishes the drain, goes down with the reboot and resumes from the API
-   * when the kubelet restarts it. Elsewhere a standby replica takes the Lease meanwhile.
+   * The pod the acting controller runs in: left alone. Evicting itself would stop the
+   * only process that finishes the drain and uncordons, and on a cordoned single node no
+   * replacement could start; left running, it finishes the drain, goes down with the reboot
+   * and resumes from the API when the kubelet restarts it (elsewhere a standby replica takes
+   * the Lease meanwhile). Its standby replicas are evicted like any pod.
    */
   | "own"
   /** Has emptyDir volumes and the policy does not allow deleting their data. */
@@ -79,11 +80,12 @@ export interface DrainContext {
 /** The verdict on one pod bound to the node being drained. */
 export function podDisposition(pod: PodSummary, ctx: DrainContext): PodDisposition {
   if (pod.mirror || pod.daemonSet || pod.completed) return "skip";
-  if (pod.operator) return "own";
+  if (pod.operator === "own") return "own";
   const { policy } = ctx;
   if (policy.keep && matchesSelector(policy.keep, pod.labels)) return "keep";
   if (pod.terminating) return abandoned(pod, ctx) ? "abandon" : "wait";
-  if (pod.emptyDir && !policy.deleteEmptyDirData) return "refuse";
+  // A controller replica's emptyDir is its scratch /tmp: nothing to keep.
+  if (pod.emptyDir && !policy.deleteEmptyDirData && pod.operator !== "replica") return "refuse";
   return "evict";
 }
 

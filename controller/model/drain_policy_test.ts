@@ -94,8 +94,12 @@ Deno.test("describeRefused: names each pod and the field to set", () => {
   assert.match(text, /deleteEmptyDirData: true to evict them/);
 });
 
-Deno.test("podDisposition: the operator's own controller is left alone, even with emptyDir", () => {
-  const own = pod("bootc-operator-controller-1", "n1", { operator: true, emptyDir: true });
+Deno.test("podDisposition: the acting controller's own pod is left alone; other replicas are evicted", () => {
+  const own = pod("bootc-operator-controller-1", "n1", { operator: "own", emptyDir: true });
   assert.equal(podDisposition(own, ctx()), "own");
   assert.equal(podDisposition({ ...own, terminating: true }, ctx()), "own");
+  // Another replica: evicted (its emptyDir is the controller's scratch /tmp), waited for.
+  const replica = { ...own, operator: "replica" as const };
+  assert.equal(podDisposition(replica, ctx()), "evict");
+  assert.equal(podDisposition({ ...replica, terminating: true }, ctx()), "wait");
 });

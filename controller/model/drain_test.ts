@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import {
+  CONTROLLER_POD_LABEL,
   deletePods,
   describeDrainBlockers,
   drainBlockedBy,
@@ -226,26 +227,55 @@ Deno.test("summarizePod reads emptyDir volumes, the grace period and the deletio
   assert.deepEqual([plain.emptyDir, plain.deletionTimestamp], [false, undefined]);
 });
 
-Deno.test("summarizePod marks the operator's controller pods in its namespace only", () => {
-  const controllerPod = (namespace: string, name = "bootc-operator-controller") => ({
-    metadata: { namespace, name: "c-1", labels: { "app.kubernetes.io/name": name } },
+Deno.test("summarizePod marks the acting controller's own pod and its other replicas", () => {
+  const controllerPod = (namespace: string, name: string) => ({
+    metadata: {
+      namespace,
+      name,
+      labels: { "app.kubernetes.io/name": "bootc-operator-controller" },
+    },
     spec: { nodeName: "n1" },
   });
-  const ns = { operatorNamespace: "bootc-operator" };
-  assert.equal(summarizePod(controllerPod("bootc-operator"), ns).operator, true);
-  assert.equal(summarizePod(controllerPod("default"), ns).operator, undefined, "other namespace");
-  assert.equal(summarizePod(controllerPod("bootc-operator", "web"), ns).operator, undefined);
+  const own = { ownPod: { namespace: "bootc-operator", name: "ctl-a" } };
+  assert.equal(summarizePod(controllerPod("bootc-operator", "ctl-a"), own).operator, "own");
+  assert.equal(summarizePod(controllerPod("bootc-operator", "ctl-b"), own).operator, "replica");
+  const other = {
+    metadata: { namespace: "bootc-operator", name: "web", labels: { app: "web" } },
+    spec: { nodeName: "n1" },
+  };
+  assert.equal(summarizePod(other, own).operator, undefined, "another pod of the namespace");
   assert.equal(
-    summarizePod(controllerPod("bootc-operator")).operator,
+    summarizePod(controllerPod("default", "ctl-a"), own).operator,
     undefined,
-    "no namespace given",
+    "other namespace",
   );
+  assert.equal(
+    summarizePod(controllerPod("bootc-operator", "ctl-a")).operator,
+    undefined,
+    "not in a pod",
+  );
+  // The controller's pods carry an emptyDir (/tmp): the standby is evicted all the same.
+  const withTmp = (p: ReturnType<typeof controllerPod>) => ({
+    ...p,
+    spec: { ...p.spec, volumes: [{ emptyDir: {} }] },
+  });
   const pass = planDrainPass([
-    summarizePod(controllerPod("bootc-operator"), ns),
-    summarizePod(controllerPod("default"), ns),
+    summarizePod(withTmp(controllerPod("bootc-operator", "ctl-a")), own),
+    summarizePod(withTmp(controllerPod("bootc-operator", "ctl-b")), own),
   ]);
-  assert.equal(pass.own.length, 1);
-  assert.equal(pass.toEvict.length, 1);
-  const ownOnly = planDrainPass([summarizePod(controllerPod("bootc-operator"), ns)]);
+  assert.deepEqual(pass.refused, []);
+  assert.deepEqual(pass.own.map((p) => p.name), ["ctl-a"]);
+  assert.deepEqual(pass.toEvict.map((p) => p.name), ["ctl-b"], "the standby is evicted");
+  const ownOnly = planDrainPass([summarizePod(controllerPod("bootc-operator", "ctl-a"), own)]);
   assert.equal(ownOnly.done, true, "the own pod does not hold the drain");
+});
+
+Deno.test("CONTROLLER_POD_LABEL is on the controller's pod template as installed", async () => {
+  const { parseAllDocuments } = await import("yaml");
+  const text = await Deno.readTextFile(new URL("../../manifests/controller.yaml", import.meta.url));
+  const deployment = parseAllDocuments(text).map((d) => d.toJS()).find((o) =>
+    o?.kind === "Deployment"
+  );
+  const labels = deployment?.spec?.template?.metadata?.labels ?? {};
+  assert.equal(labels[CONTROLLER_POD_LABEL.key], CONTROLLER_POD_LABEL.value);
 });

@@ -56,11 +56,12 @@ export interface PodSummary {
   /** `metadata.deletionTimestamp`, when terminating (`skipWaitForDeleteTimeoutSeconds`). */
   deletionTimestamp?: string;
   /**
-   * A pod of the operator's own controller (its namespace, label
-   * `app.kubernetes.io/name: bootc-operator-controller`): drains leave it alone
-   * (`drain_policy.ts`, "own").
+   * A pod of the operator's controller: "own" for the pod the acting controller
+   * itself runs in (drains leave it alone, `drain_policy.ts`), "replica" for another
+   * replica (evicted like any pod, its emptyDir being only the controller's scratch
+   * /tmp).
    */
-  operator?: boolean;
+  operator?: "own" | "replica";
 }
 
 /** What the drain needs of a PodDisruptionBudget. */

@@ -217,7 +217,7 @@ function drainPolicyNote(pass: DrainPass): string {
   const parts = [
     pass.kept.length > 0 ? `${pass.kept.length} left alone (podSelector)` : "",
     pass.own.length > 0
-      ? `${pass.own.length} left alone (the operator's own controller: it goes down with the reboot and resumes)`
+      ? "the controller's own pod left alone (it goes down with the reboot and resumes)"
       : "",
     pass.refused.length > 0
       ? `${pass.refused.length} refused (emptyDir data, deleteEmptyDirData is false)`

@@ -96,6 +96,11 @@ export interface PoolReconcilerOptions extends
    * daemon's pull-secret Role there is kept to the Secrets pools name.
    */
   namespace?: string;
+  /**
+   * The name of the pod this controller runs in, in `namespace` (its hostname in a pod):
+   * drains leave that pod alone (`controller/model/drain_policy.ts`, "own").
+   */
+  ownPodName?: string;
   /** Longest back-off between drain passes whose evictions were refused (default 60 s). */
   maxDrainBackoffMs?: number;
   /** When progress-only status changes are written (controller/shell/status_coalesce.ts). */
@@ -135,8 +140,8 @@ export class PoolReconciler {
   #metrics?: ControllerMetrics;
   #clock: Clock;
   #log: Logger;
-  /** The operator's namespace: its controller pods there are left out of drains. */
-  #namespace: string;
+  /** The pod this controller runs in (when it runs in one): left out of drains. */
+  #ownPod?: { namespace: string; name: string };
   #plannerOptions: PlannerOptions;
   #workers: number;
   #applyConcurrency: number;
@@ -159,7 +164,8 @@ export class PoolReconciler {
     this.#workers = options.workers ?? 2;
     this.#applyConcurrency = options.applyConcurrency ?? 16;
     this.#maxDrainBackoffMs = options.maxDrainBackoffMs ?? 60_000;
-    const namespace = this.#namespace = options.namespace ?? "bootc-operator";
+    const namespace = options.namespace ?? "bootc-operator";
+    if (options.ownPodName) this.#ownPod = { namespace, name: options.ownPodName };
     this.#hooks = new HookWiring({
       client: options.client,
       namespace,
@@ -434,7 +440,7 @@ export class PoolReconciler {
     const out = new Map<string, PodSummary[]>();
     await Promise.all(nodes.map(async (n) => {
       const list = await pods.list({ fieldSelector: `spec.nodeName=${n}` });
-      out.set(n, list.items.map((p) => summarizePod(p, { operatorNamespace: this.#namespace })));
+      out.set(n, list.items.map((p) => summarizePod(p, { ownPod: this.#ownPod })));
     }));
     return out;
   }

@@ -156,7 +156,13 @@ export async function lockSysroot(paths: SimPaths, argv: string[]): Promise<Sysr
     file.close();
     throw e;
   }
-  await Deno.writeTextFile(paths.lockOwner, JSON.stringify({ pid: Deno.pid, argv }) + "\n");
+  // The pid namespace too: a simulator run inside a test node's namespace has a pid that means
+  // another process (or none) in this machine's /proc.
+  const pidNamespace = await Deno.readLink("/proc/self/ns/pid").catch(() => undefined);
+  await Deno.writeTextFile(
+    paths.lockOwner,
+    JSON.stringify({ pid: Deno.pid, argv, pidNamespace }) + "\n",
+  );
   return {
     release: async () => {
       try {
@@ -172,13 +178,19 @@ export async function lockSysroot(paths: SimPaths, argv: string[]): Promise<Sysr
 
 /** The live process holding the sysroot lock, if any (from the owner file). */
 export async function lockOwner(paths: SimPaths): Promise<{ pid: number; argv: string[] } | null> {
-  let owner: { pid: number; argv: string[] };
+  let owner: { pid: number; argv: string[]; pidNamespace?: string };
   try {
     owner = JSON.parse(await Deno.readTextFile(paths.lockOwner));
   } catch {
     return null;
   }
   try {
+    // Written from another pid namespace (a test node's): only a process of that namespace
+    // with that pid is the owner; the namespace is gone when the node's init died.
+    if (owner.pidNamespace) {
+      const ns = await Deno.readLink(`/proc/${owner.pid}/ns/pid`).catch(() => undefined);
+      if (ns !== owner.pidNamespace) return null;
+    }
     // A zombie (killed, not yet reaped by its parent) holds no lock any more.
     const stat = await Deno.readTextFile(`/proc/${owner.pid}/stat`);
     const procState = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);

@@ -60,7 +60,7 @@ Deno.test("helm chart on two real nodes: the pool's member updates, the other no
         name,
         images: images.map((i) => i.archive),
       });
-      // Stopped in reverse order: the first puts back the kernel settings as they were.
+      // Nodes stop before the control plane.
       cleanups.unshift(() => n.stop());
       started.push(n);
       await tagDigests(n, images);

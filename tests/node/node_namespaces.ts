@@ -63,6 +63,19 @@ async function childOf(pid: number): Promise<number | undefined> {
   return first > 0 ? first : undefined;
 }
 
+/** Kills every process whose command line contains `text` (the forwarders' forked children). */
+async function killProcessesNaming(text: string): Promise<void> {
+  for await (const entry of Deno.readDir("/proc")) {
+    const pid = Number(entry.name);
+    if (!Number.isInteger(pid) || pid === Deno.pid) continue;
+    const cmdline = await Deno.readTextFile(`/proc/${pid}/cmdline`).catch(() => "");
+    if (!cmdline.replaceAll("\0", " ").includes(text)) continue;
+    try {
+      Deno.kill(pid, "SIGKILL");
+    } catch { /* already gone */ }
+  }
+}
+
 /** The node's mounts and addresses, made once inside its namespaces. */
 const SETUP_SCRIPT = `set -e
 ip link set lo up
@@ -99,9 +112,18 @@ export async function startNodeNamespaces(
   const forwarders: ManagedProcess[] = [];
   let initPid = 0;
   const stop = async () => {
-    await Promise.all(forwarders.map((f) => f.stop({ graceMs: 1000 })));
-    // The init quits on SIGTERM; the kernel then kills the rest of the pid namespace.
+    // A power cut: the init first (the kernel then kills the rest of its pid namespace; unshare
+    // itself blocks SIGTERM, so the init is signalled directly), then the forwarders and the
+    // children they forked per connection, which outlive their parent.
+    if (initPid) {
+      try {
+        Deno.kill(initPid, "SIGKILL");
+      } catch { /* already gone */ }
+    }
     await holder.stop({ graceMs: 5000 });
+    await Promise.all(forwarders.map((f) => f.stop({ graceMs: 1000 })));
+    forwarders.length = 0;
+    await killProcessesNaming(`${options.dir}/forward-`);
   };
   try {
     await waitFor(async () => {

@@ -178,15 +178,19 @@ export async function diagnose(cp: ControlPlane, ...nodes: RealNode[]): Promise<
  * Performs the reboots the simulated `host` asks for (`systemctl reboot` in the node's host):
  * each time, `observe` records what the cluster looked like at that moment, then the node goes
  * down with everything on it and comes back, as a machine would. `done()` stops watching and
- * returns the observations.
+ * returns the observations, or throws the first error of a reboot or an observation; `failed`
+ * rejects with that error at once (race it against a wait, so a failed reboot ends the wait).
  */
 export function rebootOnRequest<T>(options: {
   host: SimulatedHost;
   node: RealNode;
   observe: () => Promise<T>;
-}): { done(): Promise<T[]> } {
+}): { done(): Promise<T[]>; failed: Promise<never> } {
   const seen: T[] = [];
   let watching = true;
+  let fail: (e: unknown) => void = () => {};
+  const failed = new Promise<never>((_, reject) => fail = reject);
+  failed.catch(() => {}); // observed through done() when nobody races it
   const loop = (async () => {
     while (watching) {
       if (await options.host.rebootRequested()) {
@@ -195,8 +199,14 @@ export function rebootOnRequest<T>(options: {
       }
       await new Promise((r) => setTimeout(r, 250));
     }
-  })();
+  })().catch((e) => {
+    watching = false;
+    fail(e);
+    throw e;
+  });
+  loop.catch(() => {}); // rethrown by done()
   return {
+    failed,
     async done() {
       watching = false;
       await loop;

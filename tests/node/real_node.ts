@@ -168,14 +168,12 @@ class KubeletNode implements RealNode {
   #containerd?: ManagedProcess;
   #kubelet?: ManagedProcess;
   #stopping?: Promise<void>;
-  /** Whether /var/lib/cni existed before this node (else stop() removes it when empty). */
-  #hadCniCache = true;
+  /** Whether this node counts in {@linkcode machineState} (released once, by stop()). */
+  #holdsMachineState = false;
   /** Made again at every boot: the ports exposed to the node, the host installed in it. */
   #exposed: { name: string; port: number }[] = [];
   #host?: SimulatedHost;
   reboots = 0;
-  /** The kernel settings the kubelet changes, as they were before it started (put back by stop()). */
-  #kernelSettings?: Map<string, string>;
 
   constructor(layout: NodeLayout, cp: ControlPlane) {
     this.#layout = layout;
@@ -248,11 +246,10 @@ class KubeletNode implements RealNode {
   async startNamespaces(): Promise<void> {
     const p = nodePaths(this.#layout);
     await Deno.mkdir(p.logDir, { recursive: true });
-    // Once per node: a reboot finds the folder this node made.
-    if (this.reboots === 0 && !this.#ns) {
-      this.#hadCniCache = await Deno.stat(CNI_CACHE_DIR).then(() => true, () => false);
+    if (!this.#holdsMachineState) {
+      await acquireMachineState();
+      this.#holdsMachineState = true;
     }
-    await Deno.mkdir(CNI_CACHE_DIR, { recursive: true });
     this.#ns = await startNodeNamespaces({
       initPath: `${this.binDir}/node-init`,
       dir: this.dir,
@@ -341,7 +338,6 @@ class KubeletNode implements RealNode {
     );
     await this.#bindNodeRole();
     await Deno.writeTextFile(p.kubeletConfig, kubeletConfig(this.#layout));
-    this.#kernelSettings = await readKernelSettings();
   }
 
   /** Starts the kubelet and waits until it reports Ready (a heartbeat from `since` on). */
@@ -359,10 +355,10 @@ class KubeletNode implements RealNode {
     options: { during?: () => Promise<unknown>; readyTimeoutMs?: number } = {},
   ): Promise<void> {
     if (this.#stopping) throw new Error(`node ${this.name} is stopping`);
-    // Heartbeats carry whole seconds: a Ready one from this second on is the new boot's.
-    const since = new Date(Math.floor(Date.now() / 1000) * 1000);
     await this.#ns?.stop();
     await Promise.all([this.#kubelet?.exited, this.#containerd?.exited]);
+    // Heartbeats carry whole seconds: one from the next whole second on is the new boot's.
+    const since = new Date(Math.ceil(Date.now() / 1000) * 1000);
     const p = nodePaths(this.#layout);
     // What a real node keeps in /run (a tmpfs) is gone after a reboot.
     for (const d of [p.containerdState, p.runcRoot]) {
@@ -437,15 +433,13 @@ class KubeletNode implements RealNode {
     await attempt("wait for the node's processes", async () => {
       await Promise.all([this.#kubelet?.exited, this.#containerd?.exited]);
     });
-    await attempt(
-      "put back the kernel settings",
-      () => restoreKernelSettings(this.#kernelSettings),
-    );
     await attempt("sweep", async () => {
       problems.push(...await sweepNode({ dir: this.dir, cgroupRoot: this.#layout.cgroupRoot }));
     });
-    // Only when empty (non-recursive): another node may be using it.
-    if (!this.#hadCniCache) await Deno.remove(CNI_CACHE_DIR).catch(() => {});
+    if (this.#holdsMachineState) {
+      this.#holdsMachineState = false;
+      await attempt("put back the machine's state", releaseMachineState);
+    }
     await attempt("delete the Node", () => this.#forgetInApi());
     if (problems.length) {
       // Keep the folder: something in it is still mounted or in use.
@@ -510,6 +504,37 @@ export const KUBELET_KERNEL_SETTINGS = [
   "kernel/keys/root_maxkeys",
   "kernel/keys/root_maxbytes",
 ] as const;
+
+/**
+ * What the nodes of this process change on the machine as a whole: saved when the first node
+ * starts, put back when the last one stops, whatever the order they stop in (a second node
+ * would otherwise save the first kubelet's values, and removing /var/lib/cni under a running
+ * node detaches its private copy). Test files that run real nodes at the same time in other
+ * processes or workers are not covered: the suite runs them one after another.
+ */
+const machineState = {
+  nodes: 0,
+  kernelSettings: undefined as Map<string, string> | undefined,
+  /** Whether /var/lib/cni existed before the first node (each node mounts its own over it). */
+  hadCniCache: true,
+};
+
+async function acquireMachineState(): Promise<void> {
+  if (machineState.nodes === 0) {
+    machineState.kernelSettings = await readKernelSettings();
+    machineState.hadCniCache = await Deno.stat(CNI_CACHE_DIR).then(() => true, () => false);
+  }
+  machineState.nodes++;
+  await Deno.mkdir(CNI_CACHE_DIR, { recursive: true });
+}
+
+async function releaseMachineState(): Promise<void> {
+  machineState.nodes--;
+  if (machineState.nodes > 0) return;
+  await restoreKernelSettings(machineState.kernelSettings);
+  // Only when empty (non-recursive).
+  if (!machineState.hadCniCache) await Deno.remove(CNI_CACHE_DIR).catch(() => {});
+}
 
 async function readKernelSettings(): Promise<Map<string, string>> {
   const values = new Map<string, string>();

@@ -27,7 +27,7 @@
  * - Images are imported (`ctr images import`), never pulled: the machine has no internet, and
  *   containerd is not told of the test registry.
  * - The machine's kernel is shared: the kubelet's kernel settings are machine-wide (stop() puts
- *   them back; stop two nodes in reverse start order), and the node's cgroups sit in the
+ *   them back once the last node of the process stops), and the node's cgroups sit in the
  *   machine's hierarchies (cgroup v1 only: a cgroup-v2-only machine is not supported yet).
  *
  * @module
