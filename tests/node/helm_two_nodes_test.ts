@@ -24,6 +24,7 @@ import {
   createPool,
   daemonPods,
   diagnose,
+  leaseHolder,
   rebootOnRequest,
   ROOT,
   tagDigests,
@@ -96,7 +97,7 @@ Deno.test("helm chart on two real nodes: the pool's member updates, the other no
 
     const nodes = cp.client.resource<Node>(Resources.nodes);
     const pools = cp.client.resource<BootcNodePool>(Resources.bootcNodePools);
-    const pods = cp.client.resource<Pod>(Resources.pods, "default");
+    const allPods = cp.client.resource<Pod>(Resources.pods);
     await t.step("a pool of one member: the daemon runs there only", async () => {
       const web = await cp.kubectl(["apply", "-f", "-"], {
         stdin: JSON.stringify({
@@ -129,40 +130,65 @@ Deno.test("helm chart on two real nodes: the pool's member updates, the other no
         host,
         node: member,
         observe: async () => {
-          const [m, o] = await Promise.all([nodes.get(member.name), nodes.get(outside.name)]);
-          const web = await pods.get("web").catch(() => undefined);
+          const m = await nodes.get(member.name);
+          const remaining = (await allPods.list({ fieldSelector: `spec.nodeName=${member.name}` }))
+            .items.filter((p) =>
+              p.status?.phase === "Running" && !p.metadata?.deletionTimestamp &&
+              !(p.metadata?.ownerReferences ?? []).some((o) => o.kind === "DaemonSet")
+            ).map((p) => p.metadata!.name!);
+          const leaderPod = (await leaseHolder(cp)).replace(/-[0-9a-f]{8}$/, "");
           return {
             memberCordoned: m.spec?.unschedulable === true,
-            outsideCordoned: o.spec?.unschedulable === true,
-            webOnMember: web?.spec?.nodeName === member.name && !web.metadata?.deletionTimestamp,
+            // Drained: nothing but DaemonSet pods and, if it runs there, the leader's own pod.
+            drained: remaining.every((name) => name === leaderPod),
           };
         },
       });
+      // The node outside the pool is never touched: watched through the whole rollout.
+      let outsideTouched = "";
+      let watching = true;
+      const watchOutside = (async () => {
+        while (watching) {
+          const o = await nodes.get(outside.name);
+          const marks = Object.keys(o.metadata?.annotations ?? {}).filter((k) =>
+            k.startsWith("bootc.dev/")
+          );
+          if (o.spec?.unschedulable || marks.length > 0) {
+            outsideTouched ||= `unschedulable=${o.spec?.unschedulable} ${marks.join(",")}`;
+          }
+          await new Promise((r) => setTimeout(r, 200));
+        }
+      })();
       let reboots: unknown[] = [];
       try {
         await pools.patch("edge", { spec: { image: { ref: `${fromNode}/os:v2` } } }, {
           type: "merge",
         });
-        await waitFor(async () => {
-          const pool = await pools.get("edge");
-          const m = await nodes.get(member.name);
-          return pool.status?.deployedDigest === v2.digest &&
-            pool.status?.state === "AllUpdated" && m.spec?.unschedulable !== true;
-        }, {
-          timeoutMs: 240_000,
-          intervalMs: 500,
-          message: "pool AllUpdated on v2, member uncordoned",
-        }).catch(fail);
+        await Promise.race([
+          waitFor(async () => {
+            const pool = await pools.get("edge");
+            const m = await nodes.get(member.name);
+            return pool.status?.deployedDigest === v2.digest &&
+              pool.status?.state === "AllUpdated" && m.spec?.unschedulable !== true;
+          }, {
+            timeoutMs: 240_000,
+            intervalMs: 500,
+            message: "pool AllUpdated on v2, member uncordoned",
+          }),
+          rebooter.failed,
+        ]).catch(fail);
       } finally {
         reboots = await rebooter.done();
+        watching = false;
+        await watchOutside;
       }
-      assert.deepEqual(reboots, [
-        { memberCordoned: true, outsideCordoned: false, webOnMember: false },
-      ]);
+      assert.deepEqual(reboots, [{ memberCordoned: true, drained: true }]);
+      assert.equal(outsideTouched, "", "the node outside the pool is never cordoned nor marked");
       assert.equal(member.reboots, 1);
       const web = await cp.kubectl(["get", "pod", "web", "-o", "name"]);
       assert.match(web.stderr, /NotFound/, "the bare pod was evicted");
-      assert.equal(outside.reboots, 0, "the node outside the pool never reboots");
+      const bootcNodes = await cp.kubectl(["get", "bootcnodes", "-o", "name"]);
+      assert.equal(bootcNodes.stdout.trim(), `bootcnode.node.bootc.dev/${member.name}`);
       assert.match(JSON.stringify(await host.status()), new RegExp(v2.digest));
       const view = await cp.kubectl(["get", "bnp,bn", "-o", "wide"]);
       console.log(view.stdout);
