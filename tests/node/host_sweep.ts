@@ -41,21 +41,27 @@ async function readOrEmpty(path: string): Promise<string> {
   }
 }
 
-/** Pids of processes that belong to the node (never this process). */
-export async function nodeProcesses(target: SweepTarget): Promise<number[]> {
+/** Pids of processes (never this one) whose command line contains `text`, or that `also` picks. */
+export async function pidsNaming(
+  text: string,
+  also: (pid: number) => Promise<boolean> = () => Promise.resolve(false),
+): Promise<number[]> {
   const pids: number[] = [];
   for await (const entry of Deno.readDir("/proc")) {
     const pid = Number(entry.name);
     if (!Number.isInteger(pid) || pid === Deno.pid) continue;
     const cmdline = (await readOrEmpty(`/proc/${pid}/cmdline`)).replaceAll("\0", " ");
-    if (
-      cmdline.includes(`${target.dir}/`) ||
-      inCgroup(await readOrEmpty(`/proc/${pid}/cgroup`), target.cgroupRoot)
-    ) {
-      pids.push(pid);
-    }
+    if (cmdline.includes(text) || await also(pid)) pids.push(pid);
   }
   return pids;
+}
+
+/** Pids of processes that belong to the node (never this process). */
+export function nodeProcesses(target: SweepTarget): Promise<number[]> {
+  return pidsNaming(
+    `${target.dir}/`,
+    async (pid) => inCgroup(await readOrEmpty(`/proc/${pid}/cgroup`), target.cgroupRoot),
+  );
 }
 
 /** The cgroup v1 (and hybrid v2) hierarchies mounted under /sys/fs/cgroup. */

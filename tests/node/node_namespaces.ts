@@ -20,6 +20,7 @@
 import type { CommandResult } from "../harness/control_plane.ts";
 import { type ManagedProcess, startProcess } from "../harness/process.ts";
 import { waitFor } from "../harness/wait.ts";
+import { pidsNaming } from "./host_sweep.ts";
 import { NODE_IP, SERVICE_IP } from "./real_node_config.ts";
 
 /** The node's namespaces, held by its init. */
@@ -44,13 +45,18 @@ export interface NodeNamespaces {
   stop(): Promise<void>;
 }
 
-async function run(command: string, args: string[]): Promise<CommandResult> {
+/** Runs a command to its end (never throws on an exit code); 60 s unless `timeoutMs`. */
+export async function runCommand(
+  command: string,
+  args: string[],
+  timeoutMs = 60_000,
+): Promise<CommandResult> {
   const out = await new Deno.Command(command, {
     args,
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
-    signal: AbortSignal.timeout(60_000),
+    signal: AbortSignal.timeout(timeoutMs),
   }).output();
   const d = new TextDecoder();
   return { code: out.code, stdout: d.decode(out.stdout), stderr: d.decode(out.stderr) };
@@ -61,19 +67,6 @@ async function childOf(pid: number): Promise<number | undefined> {
   const text = await Deno.readTextFile(`/proc/${pid}/task/${pid}/children`).catch(() => "");
   const first = Number(text.trim().split(/\s+/)[0]);
   return first > 0 ? first : undefined;
-}
-
-/** Kills every process whose command line contains `text` (the forwarders' forked children). */
-async function killProcessesNaming(text: string): Promise<void> {
-  for await (const entry of Deno.readDir("/proc")) {
-    const pid = Number(entry.name);
-    if (!Number.isInteger(pid) || pid === Deno.pid) continue;
-    const cmdline = await Deno.readTextFile(`/proc/${pid}/cmdline`).catch(() => "");
-    if (!cmdline.replaceAll("\0", " ").includes(text)) continue;
-    try {
-      Deno.kill(pid, "SIGKILL");
-    } catch { /* already gone */ }
-  }
 }
 
 /** The node's mounts and addresses, made once inside its namespaces. */
@@ -123,7 +116,11 @@ export async function startNodeNamespaces(
     await holder.stop({ graceMs: 5000 });
     await Promise.all(forwarders.map((f) => f.stop({ graceMs: 1000 })));
     forwarders.length = 0;
-    await killProcessesNaming(`${options.dir}/forward-`);
+    for (const pid of await pidsNaming(`${options.dir}/forward-`)) {
+      try {
+        Deno.kill(pid, "SIGKILL");
+      } catch { /* already gone */ }
+    }
   };
   try {
     await waitFor(async () => {
@@ -137,7 +134,7 @@ export async function startNodeNamespaces(
       initPid = pid;
       return true;
     }, { timeoutMs: 10_000, intervalMs: 20, message: "unshare to start the node's init" });
-    const setup = await run("nsenter", [
+    const setup = await runCommand("nsenter", [
       `--target=${initPid}`,
       "--mount",
       "--net",
@@ -160,7 +157,7 @@ export async function startNodeNamespaces(
   ];
   return {
     initPid,
-    run: (argv) => run("nsenter", [...enter(false), ...argv]),
+    run: (argv) => runCommand("nsenter", [...enter(false), ...argv]),
     enterArgs: (argv) => ({ command: "nsenter", args: [...enter(true), ...argv] }),
     async forward({ name, listenIn, listen, connect }) {
       const socket = `${options.dir}/forward-${name}.sock`;

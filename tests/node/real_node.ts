@@ -47,7 +47,7 @@ import { waitFor } from "../harness/wait.ts";
 import type { SimulatedHost } from "../bootc_sim/mod.ts";
 import { installHostCommands } from "./host_namespace.ts";
 import { sweepNode } from "./host_sweep.ts";
-import { type NodeNamespaces, startNodeNamespaces } from "./node_namespaces.ts";
+import { type NodeNamespaces, runCommand, startNodeNamespaces } from "./node_namespaces.ts";
 import {
   cniConfig,
   containerdConfig,
@@ -217,16 +217,12 @@ class KubeletNode implements RealNode {
     });
   }
 
-  async ctr(args: string[]): Promise<CommandResult> {
-    const out = await new Deno.Command(`${this.binDir}/ctr`, {
-      args: ["--address", this.containerdSocket, "--namespace", "k8s.io", ...args],
-      stdin: "null",
-      stdout: "piped",
-      stderr: "piped",
-      signal: AbortSignal.timeout(120_000),
-    }).output();
-    const d = new TextDecoder();
-    return { code: out.code, stdout: d.decode(out.stdout), stderr: d.decode(out.stderr) };
+  ctr(args: string[]): Promise<CommandResult> {
+    return runCommand(
+      `${this.binDir}/ctr`,
+      ["--address", this.containerdSocket, "--namespace", "k8s.io", ...args],
+      120_000,
+    );
   }
 
   async importImage(archivePath: string): Promise<void> {
