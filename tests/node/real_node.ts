@@ -505,31 +505,74 @@ export const KUBELET_KERNEL_SETTINGS = [
  * What the nodes of this process change on the machine as a whole: saved when the first node
  * starts, put back when the last one stops, whatever the order they stop in (a second node
  * would otherwise save the first kubelet's values, and removing /var/lib/cni under a running
- * node detaches its private copy). Test files that run real nodes at the same time in other
- * processes or workers are not covered: the suite runs them one after another.
+ * node detaches its private copy). Test files that run real nodes at the same time (workers of
+ * a parallel `deno test`, or other processes) take turns: the first node of a process takes
+ * {@linkcode MACHINE_LOCK_PATH} (an exclusive flock) before saving, the last releases it after
+ * putting things back, so one process's nodes never see another's restore.
  */
 const machineState = {
   nodes: 0,
-  kernelSettings: undefined as Map<string, string> | undefined,
-  /** Whether /var/lib/cni existed before the first node (each node mounts its own over it). */
-  hadCniCache: true,
+  /** The lock and the saved state, once the first node of this process has them. */
+  held: undefined as Promise<HeldMachineState> | undefined,
 };
 
-async function acquireMachineState(): Promise<void> {
-  if (machineState.nodes === 0) {
-    machineState.kernelSettings = await readKernelSettings();
-    machineState.hadCniCache = await Deno.stat(CNI_CACHE_DIR).then(() => true, () => false);
+interface HeldMachineState {
+  lock: Deno.FsFile;
+  kernelSettings: Map<string, string>;
+  /** Whether /var/lib/cni existed before the first node (each node mounts its own over it). */
+  hadCniCache: boolean;
+}
+
+/** The machine-wide lock file of real nodes (see {@linkcode machineState}). */
+export const MACHINE_LOCK_PATH = "/tmp/bootc-operator-real-nodes.lock";
+
+async function holdMachineState(): Promise<HeldMachineState> {
+  const lock = await Deno.open(MACHINE_LOCK_PATH, { create: true, write: true });
+  try {
+    const waitStarted = performance.now();
+    await lock.lock(true);
+    const waited = performance.now() - waitStarted;
+    if (waited > 1_000) note(`waited ${Math.round(waited / 1000)} s for another test's real nodes`);
+    return {
+      lock,
+      kernelSettings: await readKernelSettings(),
+      hadCniCache: await Deno.stat(CNI_CACHE_DIR).then(() => true, () => false),
+    };
+  } catch (error) {
+    lock.close();
+    throw error;
   }
+}
+
+/** Counts a node of this process in; the first takes the machine lock and saves the state. */
+export async function acquireMachineState(): Promise<void> {
   machineState.nodes++;
+  machineState.held ??= holdMachineState();
+  try {
+    await machineState.held;
+  } catch (error) {
+    machineState.nodes--;
+    if (machineState.nodes === 0) machineState.held = undefined;
+    throw error;
+  }
   await Deno.mkdir(CNI_CACHE_DIR, { recursive: true });
 }
 
-async function releaseMachineState(): Promise<void> {
+/** Counts a node out; the last puts the machine's state back and releases the lock. */
+export async function releaseMachineState(): Promise<void> {
   machineState.nodes--;
-  if (machineState.nodes > 0) return;
-  await restoreKernelSettings(machineState.kernelSettings);
-  // Only when empty (non-recursive).
-  if (!machineState.hadCniCache) await Deno.remove(CNI_CACHE_DIR).catch(() => {});
+  if (machineState.nodes > 0 || !machineState.held) return;
+  // Cleared before any await: a node starting meanwhile takes the lock afresh (and waits for it).
+  const holding = machineState.held;
+  machineState.held = undefined;
+  const held = await holding;
+  try {
+    await restoreKernelSettings(held.kernelSettings);
+    // Only when empty (non-recursive).
+    if (!held.hadCniCache) await Deno.remove(CNI_CACHE_DIR).catch(() => {});
+  } finally {
+    held.lock.close(); // Closing the only descriptor releases the flock.
+  }
 }
 
 async function readKernelSettings(): Promise<Map<string, string>> {

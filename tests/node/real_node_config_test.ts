@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { inCgroup, mountsBelow } from "./host_sweep.ts";
+import { acquireMachineState, MACHINE_LOCK_PATH, releaseMachineState } from "./real_node.ts";
 import {
   containerdConfig,
   kubeletArgs,
@@ -67,4 +68,27 @@ Deno.test("inCgroup matches the root and below, in any hierarchy, not a sibling 
   assert.ok(inCgroup("1:name=systemd:/bootc-real-node-x1\n", layout.cgroupRoot));
   assert.ok(!inCgroup("4:memory:/bootc-real-node-x10/kubepods\n", layout.cgroupRoot));
   assert.ok(!inCgroup("0::/\n", layout.cgroupRoot));
+});
+
+Deno.test("real nodes of two test files take turns on the machine lock", async () => {
+  // Another file's nodes hold the machine (a second descriptor conflicts like another process).
+  const other = await Deno.open(MACHINE_LOCK_PATH, { create: true, write: true });
+  await other.lock(true);
+  let acquired = false;
+  const first = acquireMachineState().then(() => acquired = true);
+  await new Promise((r) => setTimeout(r, 300));
+  assert.equal(acquired, false, "a node started while another file's nodes run");
+  other.close();
+  await first;
+  await acquireMachineState(); // a second node of this file: no wait
+  await releaseMachineState();
+  // Still held by this file's remaining node.
+  const probe = await Deno.open(MACHINE_LOCK_PATH, { write: true });
+  let probed = false;
+  const probing = probe.lock(true).then(() => probed = true);
+  await new Promise((r) => setTimeout(r, 300));
+  assert.equal(probed, false, "the lock was released while a node still runs");
+  await releaseMachineState();
+  await probing;
+  probe.close();
 });
