@@ -56,6 +56,7 @@ import {
   kwokStageFiles,
   NOT_READY_ANNOTATION,
 } from "./kwok.ts";
+import { cachedBuildOutput } from "./cached_build.ts";
 import { generatePki } from "./pki.ts";
 import { freePort, type ManagedProcess, startProcess, tailFile } from "./process.ts";
 import { waitFor } from "./wait.ts";
@@ -224,19 +225,7 @@ const BUILD_SCRIPT = new URL("../kube/build.sh", import.meta.url).pathname;
  * last stdout line of tests/kube/build.sh (instant when cached; builds once).
  */
 export async function resolveBinDir(): Promise<string> {
-  const fromEnv = Deno.env.get("BOOTC_KUBE_BIN_DIR");
-  if (fromEnv) return fromEnv;
-  const out = await new Deno.Command("bash", {
-    args: [BUILD_SCRIPT],
-    stdin: "null",
-    stdout: "piped",
-    stderr: "inherit",
-  }).output();
-  const lines = new TextDecoder().decode(out.stdout).trim().split("\n");
-  if (!out.success || !lines.at(-1)) {
-    throw new Error(`${BUILD_SCRIPT} failed (exit ${out.code}); see its output above`);
-  }
-  return lines.at(-1)!;
+  return await cachedBuildOutput({ script: BUILD_SCRIPT, override: "BOOTC_KUBE_BIN_DIR" });
 }
 
 /** Picks `count` distinct free loopback ports. */

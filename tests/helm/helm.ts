@@ -6,6 +6,8 @@
  * @module
  */
 
+import { cachedBuildOutput } from "../harness/cached_build.ts";
+
 /** The repository's helm build script. */
 const BUILD_SCRIPT = new URL("build.sh", import.meta.url).pathname;
 
@@ -38,20 +40,13 @@ export interface Helm {
  * test, it never skips it.
  */
 export async function resolveHelm(): Promise<string> {
-  const out = await new Deno.Command("bash", {
-    args: [BUILD_SCRIPT],
-    stdin: "null",
-    stdout: "piped",
-    stderr: "inherit",
-  }).output();
-  const path = new TextDecoder().decode(out.stdout).trim().split("\n").at(-1);
-  if (!out.success || !path) {
-    throw new Error(
-      `helm is missing: ${BUILD_SCRIPT} failed (exit ${out.code}; see above). It builds helm ` +
-        "from the Go module proxy (needs Go); `bash tests/prepare.sh --test-tools` (run by `deno task test`) builds it, or set BOOTC_HELM_BIN.",
-    );
-  }
-  return path;
+  // BOOTC_HELM_BIN is honoured by the script itself (it checks the file is executable).
+  return await cachedBuildOutput({
+    script: BUILD_SCRIPT,
+    missing: "helm is missing (tests/helm/build.sh builds it from the Go module proxy, needs Go; " +
+      "`bash tests/prepare.sh --test-tools`, run by `deno task test`, builds it, or set " +
+      "BOOTC_HELM_BIN)",
+  });
 }
 
 /** Starts using helm (see {@linkcode resolveHelm}) with a private home. */

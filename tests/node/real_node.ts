@@ -46,6 +46,7 @@ import { freePort, type ManagedProcess, startProcess, tailFile } from "../harnes
 import { waitFor } from "../harness/wait.ts";
 import type { SimulatedHost } from "../bootc_sim/mod.ts";
 import { installHostCommands } from "./host_namespace.ts";
+import { cachedBuildOutput } from "../harness/cached_build.ts";
 import { sweepNode } from "./host_sweep.ts";
 import { type NodeNamespaces, runCommand, startNodeNamespaces } from "./node_namespaces.ts";
 import {
@@ -131,17 +132,7 @@ const BUILD_SCRIPT = new URL("./build.sh", import.meta.url).pathname;
 
 /** The folder with the node's binaries: `BOOTC_NODE_BIN_DIR`, else tests/node/build.sh's last line. */
 export async function resolveNodeBinDir(): Promise<string> {
-  const fromEnv = Deno.env.get("BOOTC_NODE_BIN_DIR");
-  if (fromEnv) return fromEnv;
-  const out = await new Deno.Command("bash", {
-    args: [BUILD_SCRIPT],
-    stdin: "null",
-    stdout: "piped",
-    stderr: "inherit",
-  }).output();
-  const last = new TextDecoder().decode(out.stdout).trim().split("\n").at(-1);
-  if (!out.success || !last) throw new Error(`${BUILD_SCRIPT} failed (exit ${out.code})`);
-  return last;
+  return await cachedBuildOutput({ script: BUILD_SCRIPT, override: "BOOTC_NODE_BIN_DIR" });
 }
 
 function note(message: string): void {
