@@ -244,7 +244,8 @@ export async function runController(flags: ControllerFlags, signal: AbortSignal)
       });
       while (!signal.aborted) {
         await elector.run({
-          onStartedLeading: (leading) => reconciler.runWorkers(leading),
+          onStartedLeading: (leading) =>
+            reconciler.runWorkers(leading, { holdsLease: () => elector.holdsLease() }),
           onStoppedLeading: () => log.info("stopped leading", { identity }),
         }, signal);
       }

@@ -33,6 +33,11 @@ export interface ActionWriterOptions {
   count: (kind: string) => void;
   /** Asks for another reconcile of `pool` after `ms`. */
   requeue: (pool: string, ms: number) => void;
+  /**
+   * Throws when this replica may no longer write (it no longer holds the leader's lease);
+   * checked right before every write, each eviction and deletion included.
+   */
+  fence?: () => void;
 }
 
 type ActionOf<K extends Action["kind"]> = Extract<Action, { kind: K }>;
@@ -74,6 +79,7 @@ export class ActionWriter {
     log: Logger,
   ): Promise<number> {
     const ctx: WriteContext = { pool, poolName: pool.metadata.name ?? "", written, log };
+    this.#o.fence?.();
     switch (action.kind) {
       case "createBootcNode":
         return await this.#create(action, ctx);
@@ -179,6 +185,7 @@ export class ActionWriter {
   async #evict(action: ActionOf<"evict">, ctx: WriteContext): Promise<number> {
     const { log } = ctx;
     const outcomes = await evictPods((ns, pod, gracePeriodSeconds) => {
+      this.#o.fence?.();
       this.#o.count("evict");
       return this.#o.client.evict(ns, pod, { gracePeriodSeconds });
     }, action.pods);
@@ -206,6 +213,7 @@ export class ActionWriter {
    */
   async #deletePods(action: ActionOf<"deletePods">, ctx: WriteContext): Promise<number> {
     const outcomes = await deletePods(({ namespace, name, uid, gracePeriodSeconds }) => {
+      this.#o.fence?.();
       this.#o.count("deletePod");
       return this.#o.client.resource(Resources.pods, namespace).delete(name, {
         gracePeriodSeconds,

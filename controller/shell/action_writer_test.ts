@@ -136,3 +136,42 @@ Deno.test("ActionWriter: a forced deletion the API refuses is counted, so the dr
   assert.equal(failed, 1, "one refused deletion, never thrown");
   assert.deepEqual(w.counts, ["deletePod", "deletePod"]);
 });
+
+Deno.test("ActionWriter: once the fence closes (lease no longer held) nothing more is written", async () => {
+  const transport = fakeTransport(() => jsonResponse(object("u1", "5")));
+  let leading = true;
+  let evictions = 0;
+  const writer = new ActionWriter({
+    client: new KubeClient({ transport }),
+    clock: new FakeClock(),
+    count: (kind) => {
+      if (kind !== "evict") return;
+      // The replica is frozen after its first eviction and wakes past its lease.
+      if (++evictions === 1) leading = false;
+    },
+    requeue: () => {},
+    fence: () => {
+      if (!leading) throw new Error("not leading");
+    },
+  });
+  const written: Written[] = [];
+  const apply = (action: Action) => writer.apply(pool(), action, written, silentLogger);
+  await apply({ kind: "patchNode", node: "n1", patch: {}, why: "assign slot", grant: true });
+  assert.equal(transport.requests.length, 1);
+  const refused = await apply({
+    kind: "evict",
+    node: "n1",
+    pods: [{ namespace: "a", name: "web" }, { namespace: "a", name: "db" }],
+  });
+  assert.equal(transport.requests.length, 2, "the second eviction did not go out");
+  assert.equal(refused, 0);
+  await assert.rejects(
+    apply({ kind: "patchNode", node: "n2", patch: {}, why: "assign slot", grant: true }),
+    /not leading/,
+  );
+  await assert.rejects(
+    apply({ kind: "deletePods", node: "n1", pods: [{ namespace: "a", name: "db", uid: "u" }] }),
+    /not leading/,
+  );
+  assert.equal(transport.requests.length, 2);
+});

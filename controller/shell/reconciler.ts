@@ -112,6 +112,26 @@ export interface PoolReconcilerOptions extends
 /** Counts of the writes a reconciler made, by kind (for tests and reports). */
 export type WriteCounts = Record<string, number>;
 
+/** Options of {@linkcode PoolReconciler.runWorkers}. */
+export interface RunWorkersOptions {
+  /**
+   * Whether this replica still holds the leader's lease (`LeaderElector.holdsLease`), asked
+   * right before every write: a leader frozen past its lease must not write what it planned
+   * before the freeze once another replica may lead. Without it (no leader election) every
+   * write goes out.
+   */
+  holdsLease?: () => boolean;
+}
+
+/** Thrown instead of a write by a replica that no longer holds the lease; the reconcile ends. */
+export class NotLeadingError extends Error {
+  /** An error naming why the write was refused. */
+  constructor() {
+    super("not writing: this replica no longer holds the leader's lease");
+    this.name = "NotLeadingError";
+  }
+}
+
 /** The Pool Reconciler; see the module documentation. */
 export class PoolReconciler {
   /** Cache of BootcNodePools. */
@@ -144,6 +164,8 @@ export class PoolReconciler {
   #ownPod?: { namespace: string; name: string };
   #plannerOptions: PlannerOptions;
   #workers: number;
+  /** While workers run under leader election: whether the lease is still held. */
+  #holdsLease?: () => boolean;
   #applyConcurrency: number;
   #maxDrainBackoffMs: number;
   #daemonAccess: DaemonAccessSync;
@@ -190,6 +212,7 @@ export class PoolReconciler {
       metrics: this.#metrics,
       count,
       requeue,
+      fence: () => this.#fence(),
     });
     this.#status = new StatusWriter({
       pools: c.resource<BootcNodePool>(Resources.bootcNodePools),
@@ -280,8 +303,9 @@ export class PoolReconciler {
    * Processes pools until `signal` aborts (run it while leading). Waits for the
    * caches, enqueues every pool, and on abort lets in-flight reconciles finish.
    */
-  async runWorkers(signal: AbortSignal): Promise<void> {
+  async runWorkers(signal: AbortSignal, options: RunWorkersOptions = {}): Promise<void> {
     if (this.#queue) throw new Error("workers already running");
+    this.#holdsLease = options.holdsLease;
     await this.waitForSync(signal);
     const queue = new WorkQueue<string>({ clock: this.#clock, logger: this.#log });
     this.#queue = queue;
@@ -306,6 +330,7 @@ export class PoolReconciler {
     } finally {
       signal.removeEventListener("abort", stop);
       this.#queue = undefined;
+      this.#holdsLease = undefined;
       accessStop.abort();
       await Promise.all([access, budgetStatus, this.#hooks.stop()]);
       this.#metrics?.setLeading(false);
@@ -373,6 +398,7 @@ export class PoolReconciler {
       );
       refused = refusals.reduce((sum, n) => sum + n, 0);
       if (plan.status) {
+        this.#fence();
         await this.#status.write(pool, this.#hooks.withStatus(pool, plan.status), written);
       }
     } finally {
@@ -467,6 +493,11 @@ export class PoolReconciler {
     } finally {
       await this.#guard.settle(written, log);
     }
+  }
+
+  /** Throws {@linkcode NotLeadingError} once this replica no longer holds the lease. */
+  #fence(): void {
+    if (this.#holdsLease && !this.#holdsLease()) throw new NotLeadingError();
   }
 
   #count(kind: string) {

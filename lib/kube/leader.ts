@@ -75,6 +75,8 @@ export class LeaderElector {
   #clock: Clock;
   #log: Logger;
   #leader = false;
+  /** When (our clock) the last successful acquire or renew attempt started. */
+  #heldFrom = -Infinity;
   /** The last lease we read or wrote, and when (our clock) its spec last changed. */
   #observed?: Lease;
   #observedAt = 0;
@@ -101,6 +103,18 @@ export class LeaderElector {
   /** True while this candidate holds the lease. */
   isLeader(): boolean {
     return this.#leader;
+  }
+
+  /**
+   * True while this candidate leads and its last acquire or renew started less than the renew
+   * deadline ago (our clock). Writes that only the leader may make check this right before they
+   * go out: a leader that was frozen (SIGSTOP, a long GC or VM pause) past its lease learns it
+   * lost the lease only when its renew loop runs again, and its in-flight work could run first.
+   * Another candidate takes over no sooner than the lease duration after it saw our last renew,
+   * so this turns false at least (lease duration − renew deadline) before that.
+   */
+  holdsLease(): boolean {
+    return this.#leader && this.#now() - this.#heldFrom < this.#renewDeadlineMs;
   }
 
   #now(): number {
@@ -138,6 +152,7 @@ export class LeaderElector {
           },
         }, { signal });
         this.#observe(created);
+        this.#heldFrom = now.getTime();
         return true;
       } catch (e2) {
         if (isAlreadyExists(e2)) return false;
@@ -167,6 +182,7 @@ export class LeaderElector {
       // resourceVersion from the read makes this a compare-and-swap.
       const updated = await this.#leases.update(next, { signal });
       this.#observe(updated);
+      this.#heldFrom = now.getTime();
       return true;
     } catch (e) {
       if (isConflict(e)) return false;

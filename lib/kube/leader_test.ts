@@ -216,3 +216,24 @@ Deno.test("release re-reads the lease when a renewal was committed but its respo
     "released despite the stale resourceVersion",
   );
 });
+
+Deno.test("a leader frozen past its renew deadline stops holding the lease before it learns so", async () => {
+  const { client } = leaseApi();
+  const clock = new FakeClock();
+  const a = elector(client, "a", clock);
+  const ac = new AbortController();
+  const running = a.run({ onStartedLeading: () => {}, onStoppedLeading: () => {} }, ac.signal);
+  await tick();
+  assert.equal(a.holdsLease(), true);
+  await advance(clock, 9_000);
+  assert.equal(a.holdsLease(), true, "renewed every retry period");
+  // The process is frozen for 11 s: on waking, its in-flight work may run before the renew loop.
+  clock.advance(11_000);
+  assert.equal(a.isLeader(), true, "the renew loop has not run yet");
+  assert.equal(a.holdsLease(), false, "but no leader-only write may go out any more");
+  // Another candidate could take the lease 15 s after it saw the last renew; a learns first.
+  await advance(clock, 1_000);
+  ac.abort();
+  await running;
+  assert.equal(a.holdsLease(), false);
+});
