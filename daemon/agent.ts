@@ -755,7 +755,7 @@ export class Agent {
       return recheck();
     }
     this.#observe(bn, false);
-    const node = await this.#readNode(signal);
+    let node = await this.#readNode(signal);
     const auth = rebootAuthorization(node, bn);
     const decision = this.#decide(fresh, pullSecretError);
     const again = decision.action;
@@ -796,11 +796,20 @@ export class Agent {
         return undefined;
       }
       this.#logTransition(before, decision.status);
+      // The write took time (or this process was frozen meanwhile): the Node is read again, so
+      // the last check before bootc is against what the API holds now, not before the write.
+      node = await this.#readNode(signal);
     }
     // The write's answer is the API server's BootcNode too: the spec must not have moved.
     const written = this.#current;
-    if (!written || !rebootAuthorization(node, written).allowed) {
-      this.#log.warn("BootcNode changed while persisting Rebooting; not applying");
+    const last = written ? rebootAuthorization(node, written) : undefined;
+    if (!written || !last?.allowed) {
+      this.#log.warn("BootcNode or Node changed while persisting Rebooting; not applying", {
+        ...last,
+      });
+      if (last) {
+        this.#record("Warning", DaemonEventReason.RebootRefused, `${last.reason}: ${last.message}`);
+      }
       this.kick();
       return undefined;
     }

@@ -258,8 +258,9 @@ Deno.test("agent: Booted re-reads status, Node and BootcNode right before, persi
     await waitFor(() => h.host.rebootRequested, "apply");
     assert.equal(idleAtApply, "False/Rebooting");
     assert.equal(allowedAtApply, "True/SlotAndDrain");
-    // One Node read to decide, then the Node and the BootcNode once more right before bootc.
-    assert.deepEqual(readsAtApply, [2, 1]);
+    // One Node read to decide, the Node and the BootcNode once more right before bootc, and
+    // the Node again after Rebooting was persisted (the write may have taken long).
+    assert.deepEqual(readsAtApply, [3, 1]);
     const applyAt = h.host.calls.indexOf("apply switch soft");
     assert.equal(h.host.calls[applyAt - 1], "status", "status read right before apply");
     await waitFor(() => h.events.of("Rebooting").length === 1, "Rebooting event");
@@ -697,6 +698,33 @@ Deno.test("agent: slot withdrawn between the decision and bootc: the last-moment
     assert.equal(h.idle(), "False/Staged");
     assert.equal(h.events.of("RebootRefused").length, 1);
     assert.equal(h.events.of("Rebooting").length, 0);
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("agent: drain record removed while Rebooting is being written: the Node is read again, no apply", async () => {
+  const host = new FakeBootcHost(A);
+  host.staged = fakeEntry(B, { downloadOnly: true });
+  const h = await start({ desiredImage: B, desiredImageState: "Staged" }, host, {
+    node: readyToReboot(B),
+  });
+  try {
+    await waitFor(() => h.idle() === "False/Staged", "Staged");
+    // Every read before the write authorizes; while the Rebooting write is out (the daemon
+    // frozen, say), someone removes the drain record and uncordons the Node.
+    h.nodes.beforePatch = () => {
+      if (h.nodes.peek(NODE)?.spec.desiredImageState !== "Booted") return;
+      h.nodes.beforePatch = undefined;
+      h.coreNodes.put(coreNode(SLOT, false));
+    };
+    h.nodes.put(bootcNode({ desiredImage: B, desiredImageState: "Booted" }));
+    await waitFor(() => h.events.of("RebootRefused").length > 0, "refused after the write");
+    await settle(h);
+    assert.equal(h.host.calls.some((c) => c.startsWith("apply")), false);
+    assert.equal(h.host.rebootRequested, false);
+    assert.equal(h.events.of("Rebooting").length, 0);
+    assert.notEqual(h.idle(), "False/Rebooting", "not left saying Rebooting");
   } finally {
     await h.close();
   }

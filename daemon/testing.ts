@@ -55,6 +55,8 @@ export class FakeResource<T extends KubeObject> implements ResourceClient<T> {
   failGet?: Error;
   /** Called at the start of every GET (a test can change the object under the caller's feet). */
   beforeGet?: (name: string) => void;
+  /** Called at the start of every status patch (the world may change while a write is out). */
+  beforePatch?: (name: string) => void;
 
   /** Stores `object` (create or replace, as the controller would) and notifies watchers. */
   put(object: T): T {
@@ -153,6 +155,7 @@ export class FakeResource<T extends KubeObject> implements ResourceClient<T> {
 
   patch(name: string, patch: unknown, options: PatchOptions): Promise<T> {
     this.calls.push({ verb: "patch", name, subresource: options.subresource });
+    this.beforePatch?.(name);
     if (this.failPatch) return Promise.reject(this.failPatch);
     const item = this.#items.get(name);
     if (!item) return Promise.reject(notFound(name));
