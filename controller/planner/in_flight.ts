@@ -309,8 +309,27 @@ function progressOne(
   env: InFlightEnv,
   mode: InFlightMode,
 ): NodeOutcome {
-  const name = m.node.name;
   const repaired = repairPhase(m.node, bn, env);
+  const outcome = progressRepaired(m, bn, env, mode, repaired);
+  // A node handed back by this plan gets no mirror again: the release's BootcNode patch was
+  // planned from the BootcNode without one (a release cut short after its first write), so a
+  // re-added mirror would outlive the Node's record and read as a record to restore.
+  if (!repaired.mirror || outcome.released) return outcome;
+  return {
+    ...outcome,
+    out: mergeOutputs([stepOutput({ actions: [repaired.mirror] }), outcome.out ?? NO_OUTPUT]),
+  };
+}
+
+/** {@linkcode progressOne} after the record's repair (the mirror aside). */
+function progressRepaired(
+  m: Member,
+  bn: BootcNode,
+  env: InFlightEnv,
+  mode: InFlightMode,
+  repaired: ReturnType<typeof repairPhase>,
+): NodeOutcome {
+  const name = m.node.name;
   const facts: NodeFacts = {
     name,
     node: repaired.node,
@@ -366,7 +385,7 @@ function repairPhase(
   node: NodeSummary,
   bn: BootcNode,
   env: InFlightEnv,
-): NodeOutcome & { node: NodeSummary; record: DisruptionRecord } {
+): NodeOutcome & { node: NodeSummary; record: DisruptionRecord; mirror?: Action } {
   const name = node.name;
   const repair = repairPatch(node, bn, env.poolName, env.now);
   const actions: Action[] = [];
@@ -400,21 +419,22 @@ function repairPhase(
         : {}),
     },
   };
-  if (mirrorOf(bn) !== repair.record.wasCordoned) {
-    actions.push({
+  const mirror: Action | undefined = mirrorOf(bn) !== repair.record.wasCordoned
+    ? {
       kind: "patchBootcNode",
       node: name,
       patch: {
         metadata: { annotations: { [ANNOTATION_WAS_CORDONED]: repair.record.wasCordoned } },
       },
       why: "mirror prior cordon state",
-    });
-  }
+    }
+    : undefined;
   return {
     out: stepOutput({ actions, events }),
     degraded,
     node: repairedNode,
     record: repair.record,
+    mirror,
   };
 }
 

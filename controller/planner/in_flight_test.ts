@@ -272,3 +272,31 @@ Deno.test("orphan: records of a pool that no longer exists are restored by planG
   assert.deepEqual(patches[0].patch.spec, { unschedulable: null });
   assert.equal(patches[1].patch.spec, undefined, "n2 was cordoned before: stays cordoned");
 });
+
+Deno.test("crash mid-release: BootcNode released, Node not yet: the release ends, no mirror comes back", () => {
+  const verified = () =>
+    bootcNode("n1", {
+      booted: image("b"),
+      slotAt: "2026-01-01T00:50:00Z",
+      drainedAt: EARLIER,
+      state: "Booted",
+    });
+  const nodes = [node("n1", { unschedulable: true, readySince: "2026-01-01T00:00:00Z" })];
+  const whole = planPool(input(pool(), { nodes, bootcNodes: [verified()] }));
+  assert.deepEqual(
+    whole.actions.filter((a) => "why" in a && a.why === "release slot").map((a) => a.kind),
+    ["patchBootcNode", "patchNode"],
+  );
+  // The controller died after the release's BootcNode patch (mirror gone, Booted → Staged).
+  const cut = input(pool(), { nodes, bootcNodes: [verified()] });
+  const bn = cut.bootcNodes.get("n1")!;
+  delete bn.metadata.annotations?.[ANNOTATION_WAS_CORDONED];
+  bn.spec.desiredImageState = "Staged";
+  const resumed = planPool(cut);
+  const whys = resumed.actions.map((a) => `${a.kind} ${"why" in a ? a.why : ""}`);
+  assert.ok(whys.includes("patchNode release slot"), whys.join(", "));
+  assert.ok(
+    !whys.some((w) => w.includes("mirror prior cordon state")),
+    `the mirror would outlive the record: ${whys.join(", ")}`,
+  );
+});
