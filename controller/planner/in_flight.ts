@@ -599,10 +599,24 @@ function cordonPhase(m: Member, f: NodeFacts): NodeOutcome & { drainedAt?: Date 
     patch: { spec: { unschedulable: true } },
     why: "cordon",
   }];
-  if (!f.drainedAt || m.state === EffectiveState.Rebooting) {
-    return { out: stepOutput({ actions }), drainedAt: f.drainedAt };
-  }
+  if (!f.drainedAt) return { out: stepOutput({ actions }), drainedAt: undefined };
   const undrain = undrainPatch(node);
+  if (m.state === EffectiveState.Rebooting) {
+    // Pods may have landed since the drain. A reboot already under way is not stopped, and
+    // needs no record to finish; one not yet started is refused by the daemon's last read of
+    // the Node until a new drain pass records it again (the reboot request stays).
+    if (undrain) {
+      actions.push({ kind: "patchNode", node: name, patch: undrain, why: "withdraw drain" });
+    }
+    const events = [nodeObjectEvent(
+      name,
+      "Warning",
+      "DrainInvalidated",
+      `node ${name} was uncordoned while it was to reboot; cordoning it again and ` +
+        `withdrawing its drain, so a reboot not yet started waits for a new drain`,
+    )];
+    return { out: stepOutput({ actions, events }), drainedAt: undefined };
+  }
   if (undrain) {
     actions.push({ kind: "patchNode", node: name, patch: undrain, why: "withdraw drain" });
   }
@@ -882,8 +896,8 @@ function daemonSaysRebooting(bn: BootcNode): boolean {
 }
 
 /**
- * Still rebooting into an image the pool no longer targets (retargeted mid-reboot,
- * so its drain record was withdrawn): it keeps its slot until it is back, and the
+ * Still rebooting with its drain record withdrawn (the pool retargeted mid-reboot, or the
+ * node uncordoned while it was to reboot): it keeps its slot until it is back, and the
  * wait is bounded by the reboot timeout counted from the latest of when the daemon
  * said it was rebooting, the old drain and the slot. Past it the node is
  * stuck and Stalled (RebootTimeout) and counts as unhealthy; it is no failure of the
@@ -906,8 +920,9 @@ function retargetedRebootPhase(f: NodeFacts, env: InFlightEnv): PassOutcome {
       out: stepOutput({ wake: deadline - env.now.getTime() }),
     };
   }
-  const msg = `node ${f.name} is still rebooting (into an image the pool no longer targets) ` +
-    `${env.rebootTimeoutMs / 1000}s after it started; it keeps its slot until it is back`;
+  const msg = `node ${f.name} is still rebooting (its drain withdrawn: the pool retargeted or ` +
+    `the node uncordoned meanwhile) ${env.rebootTimeoutMs / 1000}s after it started; it keeps ` +
+    `its slot until it is back`;
   const t = rebootTimeout(f.name, msg, since, env);
   return { ...t, failures: [], drainTimedOut: false, rebootTimedOut: true };
 }

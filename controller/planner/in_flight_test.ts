@@ -152,6 +152,32 @@ Deno.test("tamper: a node uncordoned after its drain is cordoned and drained aga
   assert.equal(ofKind(plan, "evict").length, 1);
 });
 
+Deno.test("tamper: a node uncordoned while it says Rebooting: cordoned, drain withdrawn, reboot request kept", () => {
+  const n1 = node("n1", {
+    unschedulable: false,
+    annotations: {
+      [ANNOTATION_IN_REBOOT_SLOT]: EARLIER,
+      [ANNOTATION_SLOT_POOL]: "workers",
+      [ANNOTATION_WAS_CORDONED]: "false",
+      [ANNOTATION_DRAINED_AT]: EARLIER,
+      [ANNOTATION_DRAINED_FOR]: image("b"),
+    },
+  });
+  const bn = bootcNode("n1", { phase: "rebooting", state: "Booted" });
+  bn.metadata.annotations = { [ANNOTATION_WAS_CORDONED]: "false" };
+  const plan = planPool(input(pool(), { nodes: [n1], bootcNodes: [bn], pods: [pod("w", "n1")] }));
+  const why = plan.actions.map((a) => "why" in a ? a.why : a.kind);
+  assert.ok(why.includes("cordon"), why.join(", "));
+  // The daemon's last Node read before bootc then refuses until a new drain is recorded.
+  assert.ok(why.includes("withdraw drain"), why.join(", "));
+  assert.ok(!why.includes("withdraw reboot request"), "a reboot under way is not taken back");
+  assert.ok(plan.events.some((e) => e.reason === "DrainInvalidated"));
+  // No eviction while the daemon says Rebooting (the node may be going down); the slot stays.
+  assert.equal(ofKind(plan, "evict").length, 0);
+  assert.equal(plan.status?.slotsInUse, 1);
+  assert.deepEqual(granted(plan), []);
+});
+
 Deno.test("orphan: a node carrying this pool's record but no longer a member is restored", () => {
   const n1 = node("n1", {
     labels: { role: "other" },
