@@ -23,6 +23,7 @@ import type { KubeObject, ResourceClient } from "../lib/kube/types.ts";
 import { SimulatedHost } from "../tests/bootc_sim/mod.ts";
 import type { ControlPlane } from "../tests/harness/control_plane.ts";
 import { startCrdApiServer } from "../tests/harness/crd_api_server.ts";
+import { killHostProcesses } from "../tests/harness/fleet.ts";
 import { startRegistry, type TestRegistry } from "../tests/harness/registry.ts";
 import { waitFor } from "../tests/harness/wait.ts";
 
@@ -265,9 +266,14 @@ Deno.test({
           (reason === "Rebooting" || reason === "RollingBack" ? "Node" : "BootcNode") &&
         e.involvedObject.name === node.name && e.reason === reason
       );
-    /** The harness's reboot: kill the daemon and the pending --apply, reboot, restart. */
+    /**
+     * The harness's reboot: kill the daemon and every bootc process of the host (the pending
+     * --apply, and a `bootc status` the daemon started that would take the lock once the apply
+     * is gone), as the machine going down does; reboot; restart.
+     */
     const reboot = async (node: Node) => {
       await node.daemon?.stop("SIGKILL");
+      await killHostProcesses(node.host.root);
       await node.host.killLockHolder();
       await node.host.reboot();
       start(node);
