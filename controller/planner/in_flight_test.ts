@@ -130,7 +130,8 @@ Deno.test("tamper: a BootcNode deleted mid-drain is recreated; the node keeps it
   assert.equal(ofKind(plan, "patchNode").filter((a) => a.node === "n1" && a.patch.spec).length, 0);
 });
 
-Deno.test("tamper: a node uncordoned after its drain is cordoned and drained again", () => {
+/** Plans n1, drained for image b and asked to reboot, found uncordoned with a pod on it. */
+function uncordonedAfterDrain(phase: "staged" | "rebooting"): Plan {
   const n1 = node("n1", {
     unschedulable: false,
     annotations: {
@@ -141,9 +142,13 @@ Deno.test("tamper: a node uncordoned after its drain is cordoned and drained aga
       [ANNOTATION_DRAINED_FOR]: image("b"),
     },
   });
-  const bn = bootcNode("n1", { phase: "staged", state: "Booted" });
+  const bn = bootcNode("n1", { phase, state: "Booted" });
   bn.metadata.annotations = { [ANNOTATION_WAS_CORDONED]: "false" };
-  const plan = planPool(input(pool(), { nodes: [n1], bootcNodes: [bn], pods: [pod("w", "n1")] }));
+  return planPool(input(pool(), { nodes: [n1], bootcNodes: [bn], pods: [pod("w", "n1")] }));
+}
+
+Deno.test("tamper: a node uncordoned after its drain is cordoned and drained again", () => {
+  const plan = uncordonedAfterDrain("staged");
   const why = plan.actions.map((a) => "why" in a ? a.why : a.kind);
   assert.ok(why.includes("cordon"));
   assert.ok(why.includes("withdraw drain"));
@@ -153,19 +158,7 @@ Deno.test("tamper: a node uncordoned after its drain is cordoned and drained aga
 });
 
 Deno.test("tamper: a node uncordoned while it says Rebooting: cordoned, drain withdrawn, reboot request kept", () => {
-  const n1 = node("n1", {
-    unschedulable: false,
-    annotations: {
-      [ANNOTATION_IN_REBOOT_SLOT]: EARLIER,
-      [ANNOTATION_SLOT_POOL]: "workers",
-      [ANNOTATION_WAS_CORDONED]: "false",
-      [ANNOTATION_DRAINED_AT]: EARLIER,
-      [ANNOTATION_DRAINED_FOR]: image("b"),
-    },
-  });
-  const bn = bootcNode("n1", { phase: "rebooting", state: "Booted" });
-  bn.metadata.annotations = { [ANNOTATION_WAS_CORDONED]: "false" };
-  const plan = planPool(input(pool(), { nodes: [n1], bootcNodes: [bn], pods: [pod("w", "n1")] }));
+  const plan = uncordonedAfterDrain("rebooting");
   const why = plan.actions.map((a) => "why" in a ? a.why : a.kind);
   assert.ok(why.includes("cordon"), why.join(", "));
   // The daemon's last Node read before bootc then refuses until a new drain is recorded.
