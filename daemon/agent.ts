@@ -802,7 +802,7 @@ export class Agent {
     }
     // The write's answer is the API server's BootcNode too: the spec must not have moved.
     const written = this.#current;
-    const last = written ? rebootAuthorization(node, written) : undefined;
+    const last = written ? this.#authorization(written) : undefined;
     if (!written || !last?.allowed) {
       this.#log.warn("BootcNode or Node changed while persisting Rebooting; not applying", {
         ...last,
