@@ -21,6 +21,8 @@ export interface Target {
 export interface NodeSummary {
   name: string;
   uid?: string;
+  /** `metadata.resourceVersion` as cached (a write planned on this view can be conditional on it). */
+  resourceVersion?: string;
   labels: Record<string, string>;
   /** The Node's annotations (the operator's disruption record lives here). */
   annotations?: Record<string, string>;

@@ -123,6 +123,14 @@ export type Action =
      */
     grant?: true;
     /**
+     * The Node's cordon (`spec.unschedulable`) the write was planned on, and the cached
+     * `resourceVersion` it was read at. Set on the grant, which records that cordon as the
+     * node's prior state: the shell makes the write conditional, and a Node whose cordon
+     * changed meanwhile (a user's `kubectl cordon` the cache had not seen yet) ends the
+     * plan instead of recording a wrong prior state (controller/shell/action_writer.ts).
+     */
+    cordonSeen?: { unschedulable: boolean; resourceVersion?: string };
+    /**
      * Set on a write of only the Node annotations that tell people the node's update
      * (`node_annotations.ts`): read-only facts, counted apart from the record's writes.
      */

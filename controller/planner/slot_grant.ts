@@ -179,6 +179,7 @@ function grantOutput(
       patch: grantPatch(c.node, input.pool.metadata.name ?? "", input.now),
       why: "assign slot",
       grant: true,
+      cordonSeen: { unschedulable: c.node.unschedulable, resourceVersion: c.node.resourceVersion },
     },
     {
       kind: "patchBootcNode",

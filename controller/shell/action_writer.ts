@@ -22,7 +22,7 @@ import { type Written, writtenObject } from "./cache_guard.ts";
 import { deletePods, evictPods } from "../model/drain.ts";
 import type { ControllerMetrics } from "./metrics.ts";
 import type { Node } from "./object_views.ts";
-import { type Action, POOL_FINALIZER } from "../planner/planner.ts";
+import { type Action, type MergePatch, POOL_FINALIZER } from "../planner/planner.ts";
 
 /** Options of {@linkcode ActionWriter}. */
 export interface ActionWriterOptions {
@@ -48,6 +48,21 @@ interface WriteContext {
   poolName: string;
   written: Written[];
   log: Logger;
+}
+
+/** How often a conditional Node write is retried on conflicts its precondition survives. */
+const MAX_CONDITIONAL_ATTEMPTS = 3;
+
+/**
+ * A planned write found the object changed in a way the plan depends on (a Node cordoned or
+ * uncordoned after the plan read it). Nothing of that node's lane is written after it; the
+ * reconciler drops the plan's events about the node and plans again from the fresh caches.
+ */
+export class StalePlanError extends Error {
+  constructor(readonly node: string, message: string) {
+    super(message);
+    this.name = "StalePlanError";
+  }
 }
 
 const OPTS = { fieldManager: CONTROLLER_FIELD_MANAGER };
@@ -165,10 +180,9 @@ export class ActionWriter {
 
   async #patchNode(action: ActionOf<"patchNode">, ctx: WriteContext): Promise<number> {
     try {
-      const updated = await this.#nodes.patch(action.node, action.patch, {
-        type: "merge",
-        ...OPTS,
-      });
+      const updated = action.cordonSeen
+        ? await this.#patchNodeIfCordon(action, action.cordonSeen)
+        : await this.#nodes.patch(action.node, action.patch, { type: "merge", ...OPTS });
       // The annotations for people alone are counted apart (what they cost is visible).
       this.#o.count(action.info ? "patchNodeAnnotations" : "patchNode");
       ctx.written.push(writtenObject("nodes", action.node, updated));
@@ -179,6 +193,39 @@ export class ActionWriter {
       if (!isNotFound(e)) throw e;
     }
     return 0;
+  }
+
+  /**
+   * The Node patch, conditional on the Node's cordon being `seen.unschedulable`: sent at the
+   * cached resourceVersion; on a conflict (the Node changed since: a status update, a label)
+   * the Node is read again and the patch resent at the fresh version while the cordon is
+   * still as planned. A changed cordon throws {@linkcode StalePlanError}.
+   */
+  async #patchNodeIfCordon(
+    action: ActionOf<"patchNode">,
+    seen: { unschedulable: boolean; resourceVersion?: string },
+  ): Promise<Node> {
+    let resourceVersion = seen.resourceVersion;
+    for (let attempt = 1;; attempt++) {
+      const metadata = { ...(action.patch.metadata as MergePatch | undefined), resourceVersion };
+      try {
+        return await this.#nodes.patch(action.node, { ...action.patch, metadata }, {
+          type: "merge",
+          ...OPTS,
+        });
+      } catch (e) {
+        if (!isConflict(e) || attempt >= MAX_CONDITIONAL_ATTEMPTS) throw e;
+      }
+      const fresh = await this.#nodes.get(action.node);
+      if ((fresh.spec?.unschedulable === true) !== seen.unschedulable) {
+        throw new StalePlanError(
+          action.node,
+          `node ${action.node} was ${seen.unschedulable ? "un" : ""}cordoned after the plan ` +
+            `read it; not writing "${action.why}" on that view`,
+        );
+      }
+      resourceVersion = fresh.metadata?.resourceVersion;
+    }
   }
 
   /** One drain pass's evictions; returns how many a disruption budget refused. */

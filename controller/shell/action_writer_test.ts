@@ -3,7 +3,7 @@ import { FakeClock } from "../../lib/clock.ts";
 import { KubeClient } from "../../lib/kube/mod.ts";
 import { fakeTransport, jsonResponse, statusResponse } from "../../lib/kube/testing.ts";
 import { silentLogger } from "../../lib/log.ts";
-import { ActionWriter } from "./action_writer.ts";
+import { ActionWriter, StalePlanError } from "./action_writer.ts";
 import type { Written } from "./cache_guard.ts";
 import type { Action } from "../planner/plan.ts";
 import { bootcNode, pool } from "../testing/fixtures.ts";
@@ -174,4 +174,70 @@ Deno.test("ActionWriter: once the fence closes (lease no longer held) nothing mo
     /not leading/,
   );
   assert.equal(transport.requests.length, 2);
+});
+
+/** A grant planned on an uncordoned Node at resourceVersion 7. */
+const grant: Action = {
+  kind: "patchNode",
+  node: "n1",
+  patch: {
+    metadata: { annotations: { "bootc.dev/was-cordoned": "false" } },
+    spec: { unschedulable: true },
+  },
+  why: "assign slot",
+  grant: true,
+  cordonSeen: { unschedulable: false, resourceVersion: "7" },
+};
+
+/** A fake API whose Node is at `versions[0]`, then the next on each conflict; `cordoned` as given. */
+function nodeWorld(options: { cordoned: boolean; conflicts: number }) {
+  let conflicts = options.conflicts;
+  return world((method) => {
+    if (method === "GET") {
+      return jsonResponse({
+        metadata: { name: "n1", uid: "u1", resourceVersion: "9" },
+        spec: options.cordoned ? { unschedulable: true } : {},
+      });
+    }
+    if (conflicts-- > 0) return statusResponse(409, "Conflict");
+    return jsonResponse(object("u1", "10"));
+  });
+}
+
+const sentVersions = (w: ReturnType<typeof world>) =>
+  w.transport.requests.filter((r) => r.method === "PATCH").map((r) =>
+    (r.json as { metadata: { resourceVersion?: string } }).metadata.resourceVersion
+  );
+
+Deno.test("ActionWriter: a grant is conditional on the resourceVersion its plan read", async () => {
+  const w = nodeWorld({ cordoned: false, conflicts: 0 });
+  await w.apply(grant);
+  assert.deepEqual(sentVersions(w), ["7"]);
+  assert.deepEqual(w.counts, ["patchNode"]);
+});
+
+Deno.test("ActionWriter: a grant whose Node changed but kept its cordon is resent at the fresh version", async () => {
+  const w = nodeWorld({ cordoned: false, conflicts: 1 });
+  await w.apply(grant);
+  assert.deepEqual(sentVersions(w), ["7", "9"]);
+  assert.deepEqual(w.written, [{ store: "nodes", name: "n1", uid: "u1", resourceVersion: "10" }]);
+});
+
+Deno.test("ActionWriter: a grant whose Node was cordoned after the plan read it is not written", async () => {
+  // Written anyway, it would record "was-cordoned: false" and the release would remove the
+  // user's cordon.
+  const w = nodeWorld({ cordoned: true, conflicts: 1 });
+  const error = await w.apply(grant).then(() => undefined, (e) => e);
+  assert.ok(error instanceof StalePlanError, String(error));
+  assert.equal(error.node, "n1");
+  assert.match(error.message, /cordoned after the plan read it/);
+  assert.deepEqual(sentVersions(w), ["7"]);
+  assert.deepEqual(w.counts, []);
+  assert.deepEqual(w.written, []);
+});
+
+Deno.test("ActionWriter: conflicts that keep coming end in the conflict after three attempts", async () => {
+  const w = nodeWorld({ cordoned: false, conflicts: 5 });
+  await assert.rejects(w.apply(grant), (e: Error) => e.name === "ConflictError");
+  assert.deepEqual(sentVersions(w), ["7", "9", "9"]);
 });

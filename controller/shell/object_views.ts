@@ -30,6 +30,7 @@ export function summarizeNode(node: Node): NodeSummary {
   const summary: NodeSummary = {
     name: node.metadata?.name ?? "",
     uid: node.metadata?.uid,
+    resourceVersion: node.metadata?.resourceVersion,
     labels: node.metadata?.labels ?? {},
     annotations: node.metadata?.annotations,
     unschedulable: node.spec?.unschedulable === true,

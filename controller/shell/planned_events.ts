@@ -81,3 +81,15 @@ export class PlannedEvents {
     };
   }
 }
+
+/**
+ * `events` but for those about node `node` (its Node or BootcNode): what a plan said it did
+ * to a node whose writes did not happen. All of them when `node` is undefined.
+ */
+export function withoutEventsAbout(
+  events: readonly PlannedEvent[],
+  node: string | undefined,
+): PlannedEvent[] {
+  if (node === undefined) return [...events];
+  return events.filter((e) => e.regarding.kind === "BootcNodePool" || e.regarding.name !== node);
+}

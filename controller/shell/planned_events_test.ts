@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { KubeObject } from "../../lib/kube/mod.ts";
-import { PlannedEvents } from "./planned_events.ts";
+import { PlannedEvents, withoutEventsAbout } from "./planned_events.ts";
 import type { PlannedEvent } from "../planner/plan.ts";
 import { pool } from "../testing/fixtures.ts";
 
@@ -73,4 +73,33 @@ Deno.test("PlannedEvents: a Node's own events refer to it as kubelet does (v1 No
     kind: "Node",
     metadata: { name: "n1", uid: "node-uid-of-n1" },
   }]);
+});
+
+Deno.test("withoutEventsAbout drops what a plan said about one node, keeps the pool's and others'", () => {
+  const events: PlannedEvent[] = [
+    {
+      regarding: { kind: "Node", name: "n1" },
+      type: "Normal",
+      reason: "SlotAssigned",
+      message: "",
+    },
+    { regarding: { kind: "BootcNode", name: "n1" }, type: "Normal", reason: "Staged", message: "" },
+    {
+      regarding: { kind: "Node", name: "n2" },
+      type: "Normal",
+      reason: "SlotAssigned",
+      message: "",
+    },
+    {
+      regarding: { kind: "BootcNodePool", name: "n1" },
+      type: "Normal",
+      reason: "Paused",
+      message: "",
+    },
+  ];
+  assert.deepEqual(withoutEventsAbout(events, "n1").map((e) => e.regarding), [
+    { kind: "Node", name: "n2" },
+    { kind: "BootcNodePool", name: "n1" },
+  ]);
+  assert.deepEqual(withoutEventsAbout(events, undefined), events);
 });

@@ -34,7 +34,7 @@ import {
   WorkQueue,
 } from "../../lib/kube/mod.ts";
 import { type Logger, silentLogger } from "../../lib/log.ts";
-import { ActionWriter } from "./action_writer.ts";
+import { ActionWriter, StalePlanError } from "./action_writer.ts";
 import { applyStages, runStages } from "./apply_order.ts";
 import { BudgetStatusSync } from "./budget_status_sync.ts";
 import { CacheGuard, type Written } from "./cache_guard.ts";
@@ -54,7 +54,7 @@ import {
   type Secret,
   summarizePdb,
 } from "./object_views.ts";
-import { type EventSink, PlannedEvents } from "./planned_events.ts";
+import { type EventSink, PlannedEvents, withoutEventsAbout } from "./planned_events.ts";
 import { type Plan, type PlannerOptions, planPool } from "../planner/planner.ts";
 import { PoolSources, type PoolSourcesOptions } from "./pool_sources.ts";
 import type { ImageResolver } from "../pollers/resolver.ts";
@@ -108,6 +108,9 @@ export interface PoolReconcilerOptions extends
   /** Back-off between a hook's attempts (controller/hooks/delivery_policy.ts). */
   hookRetry?: RetryOptions;
 }
+
+/** How soon a pool whose plan met a changed node (StalePlanError) is planned again. */
+const STALE_PLAN_RETRY_MS = 1_000;
 
 /** Counts of the writes a reconciler made, by kind (for tests and reports). */
 export type WriteCounts = Record<string, number>;
@@ -387,6 +390,7 @@ export class PoolReconciler {
     this.#sources.wantApprovals(pool, plan.approvalAsks);
     const written: Written[] = [];
     let refused = 0;
+    let stale: StalePlanError | undefined;
     try {
       const refusals = await runStages(
         applyStages(foldBootcNodeDisplay(
@@ -401,11 +405,20 @@ export class PoolReconciler {
         this.#fence();
         await this.#status.write(pool, this.#hooks.withStatus(pool, plan.status), written);
       }
+    } catch (e) {
+      if (!(e instanceof StalePlanError)) throw e;
+      stale = e;
     } finally {
-      await this.#events.record(pool, plan.events);
+      // A write the plan's view of a node no longer allowed did not happen: nor did its events.
+      await this.#events.record(pool, withoutEventsAbout(plan.events, stale?.node));
       this.#hooks.send(pool, hookPhases, written);
       this.#observe(name, plan);
       await this.#guard.settle(written, log);
+    }
+    if (stale) {
+      log.info("a node changed under the plan; planning again", { reason: stale.message });
+      this.#queue?.addAfter(name, STALE_PLAN_RETRY_MS);
+      return;
     }
     this.#requeue(name, plan, refused);
   }

@@ -14,7 +14,13 @@ import {
   findCondition,
   LABEL_MANAGED,
 } from "../../lib/api/mod.ts";
-import { EventRecorder, isNotFound, Resources } from "../../lib/kube/mod.ts";
+import {
+  EventRecorder,
+  isNotFound,
+  KubeClient,
+  type KubeObject,
+  Resources,
+} from "../../lib/kube/mod.ts";
 import { createLogger } from "../../lib/log.ts";
 import { type ControlPlane, startControlPlane } from "../../tests/harness/control_plane.ts";
 import { waitFor } from "../../tests/harness/wait.ts";
@@ -50,10 +56,11 @@ const logger = createLogger({
   write: (line) => void warnings.push(JSON.parse(line).msg),
 });
 
-function startController(cp: ControlPlane): Controller {
+/** A controller on `client` (default: the control plane's own). */
+function startController(cp: ControlPlane, client: KubeClient = cp.client): Controller {
   const ac = new AbortController();
   const reconciler = new PoolReconciler({
-    client: cp.client,
+    client,
     resolver,
     logger,
     events: new EventRecorder({ client: cp.client, component: "bootc-operator-controller" }),
@@ -402,6 +409,51 @@ Deno.test("pool reconciler on a real control plane", async (t) => {
       assert.equal(await bn("d1"), undefined);
       await deletePool("deleting");
       await cp.deleteNode("d2");
+    });
+
+    await t.step("a user's cordon racing the slot grant survives the update", async () => {
+      await cp.createNode("c1", { labels: { suite: "race" } });
+      // The user cordons c1 right before the grant reaches the API server: the plan read it
+      // uncordoned, so written as planned the grant would record "was not cordoned" and the
+      // release would remove the user's cordon.
+      await controller.stop();
+      let raced = false;
+      const transport = cp.client.transport;
+      controller = startController(
+        cp,
+        new KubeClient({
+          transport: {
+            async request(req) {
+              if (
+                !raced && req.method === "PATCH" && req.path === "/api/v1/nodes/c1" &&
+                req.body?.includes(ANNOTATION_IN_REBOOT_SLOT)
+              ) {
+                raced = true;
+                await nodesApi.patch("c1", { spec: { unschedulable: true } }, { type: "merge" });
+              }
+              return await transport.request(req);
+            },
+            close: () => {},
+          },
+        }),
+      );
+      await createPool("race", { selector: { suite: "race" }, ref: NEW });
+      await waitPool("race", (p) => upToDate(p) && p.status?.slotsInUse === 0, "c1 updated");
+      assert.ok(raced, "the grant met the user's cordon");
+      const c1 = await nodesApi.get("c1");
+      assert.equal(c1.spec?.unschedulable, true, "the user's cordon is kept");
+      assert.equal(c1.metadata?.annotations?.[ANNOTATION_WAS_CORDONED], undefined);
+      const events = await cp.client.resource<KubeObject & { reason?: string; message?: string }>(
+        Resources.events,
+        "default",
+      ).list({ fieldSelector: "involvedObject.name=c1,reason=SlotAssigned" });
+      assert.deepEqual(
+        events.items.map((e) => /already cordoned/.test(e.message ?? "")),
+        [true],
+        "one SlotAssigned event, for the grant that happened",
+      );
+      await deletePool("race");
+      await cp.deleteNode("c1");
     });
 
     await t.step("a controller killed mid-drain resumes the drain after a restart", async () => {
