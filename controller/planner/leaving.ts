@@ -108,6 +108,41 @@ export function leavingHold(facts: LeavingFacts): LeavingHold {
   };
 }
 
+/** What {@linkcode deletedNodeHold} looks at. */
+export interface DeletedNodeFacts {
+  /** The BootcNode of the node whose Node object is gone. */
+  bn: BootcNode;
+  /** `rollout.rebootTimeoutSeconds` in ms (default 1800 s). */
+  rebootTimeoutMs?: number;
+  now: Date;
+}
+
+/**
+ * Whether a member whose Node object was deleted must still be held. Pure.
+ *
+ * Deleting the Node object does not stop the machine: its daemon said Rebooting, so it may
+ * be down right now, and its kubelet registers the Node again when it boots. Releasing it
+ * would free its slot while it is down. Held (its BootcNode kept, counted against the
+ * pool's budget) until a Node of that name is back (the usual paths take over), its daemon
+ * no longer says Rebooting, or the reboot timeout since it said so has passed (`overdue`:
+ * the caller lets it go then, as a machine that never comes back would hold the slot for
+ * ever). An unreadable time counts as overdue: no wait without a bound.
+ */
+export function deletedNodeHold(facts: DeletedNodeFacts): LeavingHold {
+  const { bn, now } = facts;
+  const idle = findCondition(bn.status?.conditions, NodeConditionType.Idle);
+  if (idle?.status !== "False" || idle.reason !== IdleReason.Rebooting) return { overdue: false };
+  const since = parseTime(idle.lastTransitionTime);
+  const timeoutMs = facts.rebootTimeoutMs ?? DEFAULT_REBOOT_TIMEOUT_MS;
+  const deadline = since ? new Date(since.getTime() + timeoutMs) : undefined;
+  return {
+    waitsFor: `its machine to come back from its reboot into ` +
+      `${shortReference(bn.spec.desiredImage)} (its Node object was deleted meanwhile)`,
+    deadline,
+    overdue: deadline === undefined || now >= deadline,
+  };
+}
+
 /**
  * What the pool's plan says of a held node: a note (and an event once), a
  * wake-up at its deadline, and once overdue a NodeStalled issue (it stays held).

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import type { BootcNode } from "../../lib/api/mod.ts";
 import { type Action, type Plan, planPool } from "./planner.ts";
-import { leavingHold } from "./leaving.ts";
+import { deletedNodeHold, leavingHold } from "./leaving.ts";
 import { planGonePool } from "./membership.ts";
 import { bootcNode, image, input, node, pool } from "../testing/fixtures.ts";
 
@@ -181,4 +181,28 @@ Deno.test("leavingHold: the rules", () => {
   const stuck = leavingHold({ node: bare, bn: retargeted, now, rebootTimeoutMs: 60_000 });
   assert.ok(stuck.waitsFor);
   assert.equal(stuck.overdue, true);
+});
+
+Deno.test("deletedNodeHold: held while its daemon says Rebooting, up to the reboot timeout", () => {
+  const bn = bootcNode("gone", { phase: "rebooting" }); // Rebooting since 00:00
+  const at = (now: string) =>
+    deletedNodeHold({ bn, rebootTimeoutMs: 3_600_000, now: new Date(now) });
+  const within = at("2026-01-01T00:30:00Z");
+  assert.match(within.waitsFor ?? "", /its Node object was deleted meanwhile/);
+  assert.deepEqual(within.deadline, new Date("2026-01-01T01:00:00Z"));
+  assert.equal(within.overdue, false);
+  assert.equal(at("2026-01-01T01:00:00Z").overdue, true);
+  // Not rebooting: nothing to wait for.
+  const staged = bootcNode("gone", { phase: "staged" });
+  assert.deepEqual(deletedNodeHold({ bn: staged, now: new Date(LONG_AGO) }), { overdue: false });
+});
+
+Deno.test("deletedNodeHold: an unreadable Rebooting time is overdue (no wait without a bound)", () => {
+  const bn = bootcNode("gone", { phase: "rebooting" });
+  const idle = bn.status!.conditions!.find((c) => c.type === "Idle")!;
+  idle.lastTransitionTime = "yesterday";
+  const hold = deletedNodeHold({ bn, now: new Date(LONG_AGO) });
+  assert.ok(hold.waitsFor);
+  assert.equal(hold.deadline, undefined);
+  assert.equal(hold.overdue, true);
 });

@@ -37,7 +37,7 @@ import {
   releasePatch,
   undrainPatch,
 } from "../model/disruption.ts";
-import { type LeavingHold, leavingHold, reportLeavingHold } from "./leaving.ts";
+import { deletedNodeHold, type LeavingHold, leavingHold, reportLeavingHold } from "./leaving.ts";
 import {
   type Action,
   listNames,
@@ -153,20 +153,22 @@ export function releaseNode(
 ): { held: boolean; out: StepOutput } {
   const poolName = input.pool.metadata.name ?? "";
   const node = input.nodes.get(name);
-  const hold = node ? holdOf(input, node, bn) : undefined;
+  const hold = node ? holdOf(input, node, bn) : bn ? deletedHoldOf(input, bn) : undefined;
   const events: PlannedEvent[] = [];
   if (hold?.waitsFor) {
-    // A deleted pool lets go of a node whose reboot is overdue (a dead machine would
-    // otherwise hold the finalizer for ever); the node is released and named.
-    if (!(hold.overdue && input.pool.metadata.deletionTimestamp)) {
+    // A deleted pool lets go of a node whose reboot is overdue, and so does any pool once
+    // the Node object is gone too (a dead machine would otherwise hold the finalizer, or
+    // the slot, for ever); the node is released and named.
+    const letGo = hold.overdue && (input.pool.metadata.deletionTimestamp || !node);
+    if (!letGo) {
       return { held: true, out: reportLeavingHold(name, hold, why, { poolName, now: input.now }) };
     }
     events.push(poolEvent(
       poolName,
       "Warning",
       "ReleasedUnfinished",
-      `node ${name} is released as its pool is deleted, although it is still waiting for ` +
-        `${hold.waitsFor} past its reboot timeout; check the host`,
+      `node ${name} is released as ${node ? "its pool is deleted" : "its Node object is gone"}, ` +
+        `although it is still waiting for ${hold.waitsFor} past its reboot timeout; check the host`,
     ));
   }
   // A BootcNode already going away (a finalizer of someone else's holds it) is not
@@ -194,6 +196,16 @@ function holdOf(input: PlanInput, node: NodeSummary, bn: BootcNode | undefined):
   const seconds = input.pool.spec.rollout?.rebootTimeoutSeconds;
   return leavingHold({
     node,
+    bn,
+    rebootTimeoutMs: seconds !== undefined ? seconds * 1000 : undefined,
+    now: input.now,
+  });
+}
+
+/** {@linkcode deletedNodeHold} of a member of `input.pool`, with the pool's reboot timeout. */
+function deletedHoldOf(input: PlanInput, bn: BootcNode): LeavingHold {
+  const seconds = input.pool.spec.rollout?.rebootTimeoutSeconds;
+  return deletedNodeHold({
     bn,
     rebootTimeoutMs: seconds !== undefined ? seconds * 1000 : undefined,
     now: input.now,

@@ -138,19 +138,53 @@ Deno.test("membership: a node that stops matching is unlabelled, uncordoned as b
   assert.deepEqual(withWhy(plan, "assign slot"), []);
 });
 
-Deno.test("membership: a node deleted while holding a slot frees it", () => {
-  const plan = planPool(input(pool(), {
+/** n1's Node object deleted while its daemon says Rebooting (since 00:00); n2 waits for a slot. */
+function deletedWhileRebooting(rebootTimeoutSeconds: number) {
+  return planPool(input(pool({ rebootTimeoutSeconds }), {
     nodes: [node("n2")],
     bootcNodes: [
       bootcNode("n1", { phase: "rebooting", slotAt: EARLIER, drainedAt: EARLIER, state: "Booted" }),
       bootcNode("n2", { phase: "staged" }),
     ],
   }));
+}
+
+Deno.test("membership: a node deleted while rebooting keeps its slot until its reboot timeout", () => {
+  // The machine may be down right now, and its kubelet registers the Node again at boot:
+  // freeing the slot would let n2 go down beside it.
+  const plan = deletedWhileRebooting(7200);
+  assert.deepEqual(ofKind(plan, "deleteBootcNode"), []);
+  assert.deepEqual(withWhy(plan, "assign slot"), []);
+  assert.equal(plan.status?.slotsInUse, 1);
+  assert.ok(
+    plan.events.some((e) =>
+      e.reason === "NodeLeavingAfterReboot" &&
+      /n1 left the pool \(node was deleted\)/.test(e.message)
+    ),
+    JSON.stringify(plan.events),
+  );
+  // Woken at the deadline: 00:00 + 2 h, an hour from now.
+  assert.equal(plan.requeueAfterMs, 3_600_000);
+});
+
+Deno.test("membership: a node deleted while rebooting is let go past its reboot timeout, and named", () => {
+  const plan = deletedWhileRebooting(1800);
   assert.deepEqual(ofKind(plan, "deleteBootcNode").map((a) => a.node), ["n1"]);
   assert.equal(ofKind(plan, "patchNode").filter((a) => a.node === "n1").length, 0);
   assert.deepEqual(withWhy(plan, "assign slot"), ["n2"]);
   assert.equal(plan.status?.nodeCount, 1);
   assert.equal(plan.status?.slotsInUse, 1);
+  const warning = plan.events.find((e) => e.reason === "ReleasedUnfinished");
+  assert.match(warning?.message ?? "", /node n1 is released as its Node object is gone/);
+});
+
+Deno.test("membership: a node deleted when not rebooting is released at once", () => {
+  const plan = planPool(input(pool({ rebootTimeoutSeconds: 7200 }), {
+    nodes: [node("n2")],
+    bootcNodes: [bootcNode("n1", { phase: "staged" }), bootcNode("n2", { phase: "staged" })],
+  }));
+  assert.deepEqual(ofKind(plan, "deleteBootcNode").map((a) => a.node), ["n1"]);
+  assert.deepEqual(withWhy(plan, "assign slot"), ["n2"]);
 });
 
 Deno.test("membership: a node that stops matching keeps a cordon it had before", () => {

@@ -84,6 +84,7 @@ type PoolSpecInput = {
   maxUnavailable?: number | string;
   paused?: boolean;
   drainTimeoutSeconds?: number;
+  rebootTimeoutSeconds?: number;
 };
 
 Deno.test("pool reconciler on a real control plane", async (t) => {
@@ -107,7 +108,7 @@ Deno.test("pool reconciler on a real control plane", async (t) => {
           maxUnavailable: s.maxUnavailable ?? 1,
           paused: s.paused ?? false,
           drainTimeoutSeconds: s.drainTimeoutSeconds ?? 600,
-          rebootTimeoutSeconds: 1800,
+          rebootTimeoutSeconds: s.rebootTimeoutSeconds ?? 1800,
           minReadySeconds: 0,
         },
         disruption: { rebootPolicy: "RebootOnly" },
@@ -387,29 +388,57 @@ Deno.test("pool reconciler on a real control plane", async (t) => {
       await cp.deleteNode("b1");
     });
 
-    await t.step("a node deleted while holding a slot frees it", async () => {
-      behaviours.set("d1", { neverReturns: true });
-      for (const n of ["d1", "d2"]) await cp.createNode(n, { labels: { suite: "del" } });
-      await createPool("deleting", { selector: { suite: "del" }, ref: NEW });
-      await waitFor(async () => {
-        const b = await bn("d1");
-        return findCondition(b?.status?.conditions, "Idle")?.reason === "Rebooting";
-      }, { timeoutMs: 30_000, message: "d1 rebooting in its slot" });
-      assert.equal(
-        (await nodesApi.get("d2")).metadata?.annotations?.[ANNOTATION_IN_REBOOT_SLOT],
-        undefined,
-      );
-      await cp.deleteNode("d1");
-      const p = await waitPool(
-        "deleting",
-        (x) => upToDate(x) && x.status?.nodeCount === 1,
-        "d2 updated",
-      );
-      assert.equal(p.status?.slotsInUse, 0);
-      assert.equal(await bn("d1"), undefined);
-      await deletePool("deleting");
-      await cp.deleteNode("d2");
-    });
+    await t.step(
+      "a node deleted while rebooting keeps its slot until its reboot timeout",
+      async () => {
+        behaviours.set("d1", { neverReturns: true });
+        for (const n of ["d1", "d2"]) await cp.createNode(n, { labels: { suite: "del" } });
+        await createPool("deleting", {
+          selector: { suite: "del" },
+          ref: NEW,
+          rebootTimeoutSeconds: 8,
+        });
+        let rebootingSince = 0;
+        await waitFor(async () => {
+          const idle = findCondition((await bn("d1"))?.status?.conditions, "Idle");
+          rebootingSince = Date.parse(idle?.lastTransitionTime ?? "");
+          return idle?.reason === "Rebooting";
+        }, { timeoutMs: 30_000, message: "d1 rebooting in its slot" });
+        assert.equal(
+          (await nodesApi.get("d2")).metadata?.annotations?.[ANNOTATION_IN_REBOOT_SLOT],
+          undefined,
+        );
+        // The machine is down (its daemon never comes back) and its Node object is deleted:
+        // d2 gets no slot beside it until d1's reboot timeout has passed.
+        await cp.deleteNode("d1");
+        const slotAt = await waitFor(async () => {
+          const at = (await nodesApi.get("d2")).metadata?.annotations?.[ANNOTATION_IN_REBOOT_SLOT];
+          return at ? Date.parse(at) : undefined;
+        }, { timeoutMs: 30_000, intervalMs: 100, message: "d2 in a slot" });
+        // Slot times have whole seconds.
+        assert.ok(
+          slotAt >= rebootingSince + 7_000,
+          `d2 slotted ${slotAt - rebootingSince} ms after`,
+        );
+        const p = await waitPool(
+          "deleting",
+          (x) => upToDate(x) && x.status?.nodeCount === 1,
+          "d2 updated",
+        );
+        assert.equal(p.status?.slotsInUse, 0);
+        assert.equal(await bn("d1"), undefined);
+        const events = await cp.client.resource<KubeObject & { message?: string }>(
+          Resources.events,
+          "default",
+        ).list({ fieldSelector: "involvedObject.name=deleting,reason=ReleasedUnfinished" });
+        assert.match(
+          events.items[0]?.message ?? "",
+          /node d1 is released as its Node object is gone/,
+        );
+        await deletePool("deleting");
+        await cp.deleteNode("d2");
+      },
+    );
 
     await t.step("a user's cordon racing the slot grant survives the update", async () => {
       await cp.createNode("c1", { labels: { suite: "race" } });
