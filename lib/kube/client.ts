@@ -10,6 +10,7 @@ import { type KubeConfig, loadKubeConfig, type LoadKubeConfigOptions } from "./c
 import { errorFromResponse, errorFromStatus, KubeError, type Status } from "./errors.ts";
 import { apiVersionOf, resourcePath } from "./resources.ts";
 import { createTransport } from "./transport.ts";
+import { type RequestDeadline, startDeadline } from "./deadline.ts";
 import type {
   DeleteOptions,
   KubeList,
@@ -39,7 +40,16 @@ export interface KubeClientOptions {
   transport: Transport;
   /** Namespace used by callers that ask for the default (e.g. the pod's namespace). */
   defaultNamespace?: string;
+  /** Deadline of a request, its body read included (default 60 s; lib/kube/deadline.ts). */
+  requestTimeoutMs?: number;
+  /** How long a watch may outlast its `timeoutSeconds` before it is ended (default 60 s). */
+  watchGraceMs?: number;
 }
+
+/** Default of {@linkcode KubeClientOptions.requestTimeoutMs}. */
+const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
+/** Default of {@linkcode KubeClientOptions.watchGraceMs}. */
+const DEFAULT_WATCH_GRACE_MS = 60_000;
 
 /** Options of {@linkcode KubeClient.evict}. */
 export interface EvictOptions {
@@ -259,7 +269,19 @@ class TypedResourceClient<T extends KubeObject> implements ResourceClient<T> {
   }
 
   async *watch(options: WatchOptions = {}): AsyncIterable<WatchEvent<T>> {
-    const signal = options.signal;
+    // Without timeoutSeconds the caller watches for as long as it likes: no deadline.
+    const deadline = options.timeoutSeconds === undefined
+      ? undefined
+      : this.#client.deadline(`watch ${this.#path()}`, options.signal, options.timeoutSeconds);
+    try {
+      yield* this.#watch(options, deadline?.signal ?? options.signal);
+    } finally {
+      deadline?.clear();
+    }
+  }
+
+  /** {@linkcode watch} under `signal` (the caller's, or its deadline linked to it). */
+  async *#watch(options: WatchOptions, signal?: AbortSignal): AsyncIterable<WatchEvent<T>> {
     let res: Response;
     try {
       res = await this.#client.transport.request({
@@ -276,7 +298,7 @@ class TypedResourceClient<T extends KubeObject> implements ResourceClient<T> {
         signal,
       });
     } catch (e) {
-      if (isAbort(e, signal)) return;
+      if (isAbort(e, options.signal)) return;
       throw e;
     }
     if (!res.ok) throw await errorFromResponse(res);
@@ -303,9 +325,11 @@ class TypedResourceClient<T extends KubeObject> implements ResourceClient<T> {
         // Unknown event types are skipped: newer servers may add some.
       }
     } catch (e) {
-      if (isAbort(e, signal) && !(e instanceof KubeError)) return;
+      if (isAbort(e, options.signal) && !(e instanceof KubeError)) return;
       throw e;
     }
+    // Ended by its deadline (readJsonLines stops quietly on abort): the connection is dead.
+    if (signal?.aborted && !options.signal?.aborted) throw signal.reason;
   }
 }
 
@@ -316,8 +340,13 @@ export class KubeClient {
   /** The configuration's default namespace ("default" when unknown). */
   readonly defaultNamespace: string;
 
+  #requestTimeoutMs: number;
+  #watchGraceMs: number;
+
   /** Wraps a transport. */
   constructor(options: KubeClientOptions) {
+    this.#requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    this.#watchGraceMs = options.watchGraceMs ?? DEFAULT_WATCH_GRACE_MS;
     this.transport = options.transport;
     this.defaultNamespace = options.defaultNamespace ?? "default";
   }
@@ -347,11 +376,35 @@ export class KubeClient {
    * Failures throw the matching {@linkcode KubeError} subclass.
    */
   async request(req: TransportRequest): Promise<unknown> {
-    const res = await this.transport.request(req);
-    if (!res.ok) throw await errorFromResponse(res);
-    const text = await res.text();
-    if (!text) return undefined;
-    return JSON.parse(text);
+    const deadline = this.deadline(`${req.method} ${req.path}`, req.signal);
+    try {
+      const res = await this.transport.request({ ...req, signal: deadline.signal });
+      if (!res.ok) throw await errorFromResponse(res);
+      const text = await res.text();
+      if (!text) return undefined;
+      return JSON.parse(text);
+    } catch (e) {
+      // A deadline, not the caller, ended it: say so (fetch reports the abort reason).
+      if (deadline.expired && !req.signal?.aborted) throw deadline.signal.reason;
+      throw e;
+    } finally {
+      deadline.clear();
+    }
+  }
+
+  /**
+   * The deadline of a request (`watchSeconds`: of a watch with that `timeoutSeconds`); one
+   * that passes drops the transport's connections (lib/kube/deadline.ts).
+   */
+  deadline(what: string, outer?: AbortSignal, watchSeconds?: number): RequestDeadline {
+    return startDeadline({
+      ms: watchSeconds === undefined
+        ? this.#requestTimeoutMs
+        : watchSeconds * 1000 + this.#watchGraceMs,
+      what,
+      outer,
+      onExpire: () => this.transport.reset?.(),
+    });
   }
 
   /**

@@ -12,6 +12,7 @@ export * from "./errors.ts";
 export * from "./transport.ts";
 export * from "./resources.ts";
 export * from "./client.ts";
+export * from "./deadline.ts";
 export * from "./backoff.ts";
 export * from "./store.ts";
 export * from "./informer.ts";

@@ -86,6 +86,12 @@ class FetchTransport implements Transport {
     return res;
   }
 
+  reset(): void {
+    this.#client?.close();
+    this.#client = undefined;
+    this.#clientKey = undefined;
+  }
+
   close(): void {
     this.#closed = true;
     this.#client?.close();

@@ -72,6 +72,11 @@ export interface Transport {
   request(req: TransportRequest): Promise<Response>;
   /** Releases connections. */
   close(): void;
+  /**
+   * Drops pooled connections, which a request found dead (no answer within its deadline);
+   * the next request opens a new one. Requests still on them fail.
+   */
+  reset?(): void;
 }
 
 /** List options. */
