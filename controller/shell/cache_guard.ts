@@ -89,6 +89,12 @@ export interface CacheGuardOptions {
   waitMs?: number;
   /** How long planning waits for writes still unseen after that (default 60 s). */
   maxUnseenMs?: number;
+  /**
+   * Lists every cache afresh (ControllerCaches.resync): called once when writes are still
+   * unseen after `maxUnseenMs` (a watch that stopped delivering), before they are given up
+   * on after another `maxUnseenMs`.
+   */
+  resync?: () => void;
   /** Real time in ms (default `Date.now`: cache lag is real, whatever the reconciler's clock says). */
   now?: () => number;
   /** Waits between looks at the caches (default 10 ms of real time). */
@@ -102,8 +108,9 @@ export class CacheGuard {
   #maxUnseenMs: number;
   #now: () => number;
   #sleep: () => Promise<void>;
+  #resync?: () => void;
   /** Writes the caches had not shown when a reconcile stopped waiting. */
-  #unseen: (Written & { since: number })[] = [];
+  #unseen: Unseen[] = [];
 
   /** A guard over the caches `options.cached` reads. */
   constructor(options: CacheGuardOptions) {
@@ -112,26 +119,42 @@ export class CacheGuard {
     this.#maxUnseenMs = options.maxUnseenMs ?? 60_000;
     this.#now = options.now ?? Date.now;
     this.#sleep = options.sleep ?? (() => new Promise((r) => setTimeout(r, 10)));
+    this.#resync = options.resync;
   }
 
   /**
    * True when writes of an earlier reconcile are still not in the caches (the wait for
    * them timed out): planning now could miss a slot granted then and grant one more.
-   * A write whose object left the cache no longer counts; after `maxUnseenMs` the
-   * writes are given up on (said in a warning).
+   * A write whose object left the cache no longer counts; after `maxUnseenMs` the caches
+   * are listed afresh (`resync`), and after another `maxUnseenMs` the writes are given up
+   * on (each said in a warning).
    */
   behind(log: Logger): boolean {
     if (this.#unseen.length === 0) return false;
     const now = this.#now();
-    const pending = stillUnseen(this.#unseen, this.#cached);
-    const givenUp = pending.filter((w) => now - w.since >= this.#maxUnseenMs);
+    const kept: Unseen[] = [];
+    const relist: Unseen[] = [];
+    const givenUp: Unseen[] = [];
+    for (const w of stillUnseen(this.#unseen, this.#cached)) {
+      if (now - w.since < this.#maxUnseenMs) kept.push(w);
+      else if (this.#resync && !w.relisted) relist.push(w);
+      else givenUp.push(w);
+    }
+    if (relist.length > 0) {
+      // A watch that stopped delivering: a fresh list shows what the API server holds.
+      log.warn("the caches still miss earlier writes; listing afresh", {
+        pending: relist.map(describe),
+      });
+      this.#resync?.();
+      kept.push(...relist.map((w) => ({ ...w, since: now, relisted: true })));
+    }
     if (givenUp.length > 0) {
       log.warn("planning although the caches still miss earlier writes", {
         pending: givenUp.map(describe),
       });
     }
-    this.#unseen = pending.filter((w) => now - w.since < this.#maxUnseenMs);
-    return this.#unseen.length > 0;
+    this.#unseen = kept;
+    return kept.length > 0;
   }
 
   /** Waits until the caches show `written` (bounded by `waitMs`; what is left is remembered). */
@@ -153,6 +176,9 @@ export class CacheGuard {
     }
   }
 }
+
+/** A write the caches missed when a reconcile stopped waiting for it. */
+type Unseen = Written & { since: number; relisted?: boolean };
 
 function describe(w: Written): string {
   return `${w.store}/${w.name}`;

@@ -97,12 +97,13 @@ Deno.test("stillUnseen: planning waits for earlier writes the cache does not sho
 });
 
 /** A guard over a map cache, with time moved by hand: each look at the caches costs 10 ms. */
-function guardWorld() {
+function guardWorld(options: { resync?: () => void } = {}) {
   const cache = new Map<string, KubeObject>();
   let now = 0;
   const warnings: string[] = [];
   const log = { ...silentLogger, warn: (msg: string) => void warnings.push(msg) };
   const guard = new CacheGuard({
+    resync: options.resync,
     cached: (w) => cache.get(`${w.store}/${w.name}`),
     now: () => now,
     sleep: () => {
@@ -162,4 +163,37 @@ Deno.test("CacheGuard: settle returns as soon as the caches show the writes", as
   await settled;
   assert.deepEqual(w.warnings, []);
   assert.equal(w.guard.behind(w.log), false);
+});
+
+Deno.test("CacheGuard: writes unseen for maxUnseenMs first make the caches list afresh", async () => {
+  // A Node watch that stopped delivering hides a slot grant: planning now could grant one
+  // more. A fresh list shows the grant; only if even that does not, it is given up on.
+  let resyncs = 0;
+  const w = guardWorld({ resync: () => void resyncs++ });
+  w.cache.set("nodes/n1", obj("u1", "100"));
+  const grant: Written = { store: "nodes", name: "n1", uid: "u1", resourceVersion: "120" };
+  await w.guard.settle([grant], w.log);
+  w.advance(60_000);
+  assert.equal(w.guard.behind(w.log), true);
+  assert.equal(resyncs, 1);
+  assert.equal(w.warnings.at(-1), "the caches still miss earlier writes; listing afresh");
+  w.advance(59_000);
+  assert.equal(w.guard.behind(w.log), true);
+  assert.equal(resyncs, 1);
+  w.cache.set("nodes/n1", obj("u1", "120")); // the fresh list shows it
+  assert.equal(w.guard.behind(w.log), false);
+});
+
+Deno.test("CacheGuard: writes unseen even after the fresh list are given up on", async () => {
+  let resyncs = 0;
+  const w = guardWorld({ resync: () => void resyncs++ });
+  w.cache.set("nodes/n1", obj("u1", "100"));
+  const grant: Written = { store: "nodes", name: "n1", uid: "u1", resourceVersion: "120" };
+  await w.guard.settle([grant], w.log);
+  w.advance(60_000);
+  assert.equal(w.guard.behind(w.log), true);
+  w.advance(60_000);
+  assert.equal(w.guard.behind(w.log), false);
+  assert.equal(resyncs, 1);
+  assert.equal(w.warnings.at(-1), "planning although the caches still miss earlier writes");
 });

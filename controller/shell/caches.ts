@@ -127,6 +127,11 @@ export class ControllerCaches {
     };
   }
 
+  /** Lists the caches the cache guard reads afresh (their watches may have stopped delivering). */
+  resync(): void {
+    for (const informer of [this.pools, this.nodes, this.bootcNodes]) informer.resync();
+  }
+
   /** The object a cache holds under a write's name (what the cache guard reads). */
   cached(w: Written): KubeObject | undefined {
     const store = w.store === "pools"

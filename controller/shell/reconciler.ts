@@ -207,7 +207,11 @@ export class PoolReconciler {
     ({ secrets: this.secrets, pdbs: this.pdbs, budgets: this.budgets } = caches);
     const requeue = (pool: string, ms: number) => this.#queue?.addAfter(pool, ms);
     this.#sources = this.#newSources(options, namespace);
-    this.#guard = new CacheGuard({ cached: (w) => caches.cached(w), waitMs: options.cacheWaitMs });
+    this.#guard = new CacheGuard({
+      cached: (w) => caches.cached(w),
+      waitMs: options.cacheWaitMs,
+      resync: () => caches.resync(),
+    });
     const count = (kind: string) => this.#count(kind);
     this.#writer = new ActionWriter({
       client: c,

@@ -89,6 +89,10 @@ export class Informer<T extends KubeObject> {
   #resourceVersion?: string;
   #eventCount = 0;
   #running?: Promise<void>;
+  /** Set by {@linkcode Informer.resync}: the next pass lists afresh. */
+  #relist = false;
+  /** Ends the current watch early (resync). */
+  #endWatch?: AbortController;
 
   /** Creates an idle informer; call {@linkcode Informer.start}. */
   constructor(options: InformerOptions<T>) {
@@ -143,6 +147,15 @@ export class Informer<T extends KubeObject> {
       this.#syncWaiters.push(done);
       signal?.addEventListener("abort", onAbort, { once: true });
     });
+  }
+
+  /**
+   * Ends the current watch and lists afresh: for a cache suspected stale (it still misses
+   * writes the API server acknowledged long ago, as a watch that stopped delivering would).
+   */
+  resync(): void {
+    this.#relist = true;
+    this.#endWatch?.abort();
   }
 
   /** Runs until `signal` aborts; the promise resolves once stopped. */
@@ -205,6 +218,9 @@ export class Informer<T extends KubeObject> {
   async #watch(signal: AbortSignal): Promise<number> {
     let events = 0;
     const timeoutSeconds = Math.floor(300 + 300 * this.#random());
+    const end = this.#endWatch = new AbortController();
+    const outer = signal;
+    signal = AbortSignal.any([outer, end.signal]);
     const stream = this.#opts.resource.watch({
       resourceVersion: this.#resourceVersion,
       labelSelector: this.#opts.labelSelector,
@@ -215,7 +231,7 @@ export class Informer<T extends KubeObject> {
     })[Symbol.asyncIterator]();
     let finished = false;
     try {
-      while (true) {
+      while (!this.#relist) {
         const next = await unlessAborted(stream.next(), signal);
         if (next === ABORTED || next.done) {
           finished = next !== ABORTED;
@@ -224,10 +240,13 @@ export class Informer<T extends KubeObject> {
         events++;
         this.#apply(next.value);
       }
+      return events;
     } catch (e) {
       finished = true; // a stream that threw has ended
+      if (this.#relist && !outer.aborted) return events; // ended by resync()
       throw e;
     } finally {
+      this.#endWatch = undefined;
       if (!finished) void stream.return?.()?.catch(() => {});
     }
   }
@@ -260,6 +279,10 @@ export class Informer<T extends KubeObject> {
     while (!signal.aborted) {
       const eventsBefore = this.#eventCount;
       try {
+        if (this.#relist) {
+          this.#relist = false;
+          needList = true;
+        }
         if (needList) {
           await this.#list(signal);
           needList = false;
@@ -267,6 +290,7 @@ export class Informer<T extends KubeObject> {
         const started = this.#clock.now().getTime();
         const events = await this.#watch(signal);
         if (signal.aborted) break;
+        if (this.#relist) continue; // resync(): list again at once
         const lasted = this.#clock.now().getTime() - started;
         if (events === 0 && lasted < SHORT_WATCH_MS) {
           failures++;

@@ -392,3 +392,26 @@ Deno.test("a watch whose response body ignores the abort still ends when aborted
   assert.deepEqual(seen, ["ADDED"]);
   await until(() => cancelled, "body cancelled");
 });
+
+Deno.test("resync ends a watch that stopped delivering and lists afresh", async () => {
+  // The second list holds what the silent watch never delivered.
+  const api = fakeApi([[obj("a", "1")], [obj("a", "7")]], ["10", "20"]);
+  const client = new KubeClient({ transport: api.transport });
+  const inf = new Informer({
+    resource: client.resource<KubeObject>(Resources.pods, "ns"),
+    clock: new FakeClock(),
+  });
+  const log = recorder(inf);
+  const ac = new AbortController();
+  const running = inf.start(ac.signal);
+  await inf.waitForSync(ac.signal);
+  await until(() => api.watches.length === 1, "first watch");
+  inf.resync();
+  await until(() => api.watches.length === 2, "a watch after the fresh list");
+  assert.equal(api.listCalls, 2);
+  assert.equal(api.watches[1].req.query?.resourceVersion, "20");
+  assert.deepEqual(log, ["add a@1", "update a@1->a@7"]);
+  assert.equal(api.watches[0].req.signal?.aborted, true, "the silent watch was ended");
+  ac.abort();
+  await running;
+});
