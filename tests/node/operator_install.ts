@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { ensureBuild, TARGETS } from "../../tools/build.ts";
 import { buildImages, type BuiltImage } from "../../tools/image/images.ts";
 import { YAML_PARSER_BUNDLE } from "../../lib/kube/config.ts";
-import type { ControlPlane } from "../harness/control_plane.ts";
+import type { ControlPlane, Pod } from "../harness/control_plane.ts";
 import { Resources } from "../../lib/kube/mod.ts";
 import type { BootcNodePool } from "../../lib/api/schema.ts";
 import { waitFor } from "../harness/wait.ts";
@@ -276,4 +276,15 @@ export async function daemonPods(cp: ControlPlane, jsonpath: string): Promise<st
     `jsonpath=${jsonpath}`,
   ]);
   return out.stdout.trim();
+}
+
+/** Pods running on `nodeName` (not being deleted), but for DaemonSet pods. */
+export async function runningPods(cp: ControlPlane, nodeName: string): Promise<string[]> {
+  const pods = await cp.client.resource<Pod>(Resources.pods).list({
+    fieldSelector: `spec.nodeName=${nodeName}`,
+  });
+  return pods.items.filter((p) =>
+    p.status?.phase === "Running" && !p.metadata?.deletionTimestamp &&
+    !(p.metadata?.ownerReferences ?? []).some((o) => o.kind === "DaemonSet")
+  ).map((p) => p.metadata!.name!);
 }

@@ -400,6 +400,8 @@ class KubeletNode implements RealNode {
           JSON.stringify(last?.status?.conditions?.map((c) => `${c.type}=${c.status} ${c.message}`))
         }`,
       signal: abortOnExit(this.#kubelet!),
+    }).catch(async (e) => {
+      throw new Error(`${e}\nkubelet log tail:\n${await this.logTail("kubelet", 40)}`);
     });
   }
 

@@ -13,6 +13,8 @@
  *   other work; pressure would taint the node and evict test pods for reasons not under test.
  * - `authentication.anonymous` + `authorization: AlwaysAllow` on a loopback-only kubelet port:
  *   the test API server has no kubelet client certificate, and `kubectl logs`/`exec` go through it.
+ * - `nodeStatusReportFrequency: 2s` (default 5 min): a restarted kubelet's first heartbeat may
+ *   fall in the second its predecessor ended, and tests wait for a heartbeat from after that.
  * - containerd's `restrict_oom_score_adj`: CI sandboxes may lack CAP_SYS_RESOURCE, so pods keep
  *   an OOM score no lower than containerd's instead of the sandbox's -998.
  * - The node is a set of namespaces of its own (pid, mount, network; tests/node/real_node.ts), so
@@ -176,6 +178,12 @@ export function kubeletConfig(layout: NodeLayout): string {
       rotateCertificates: false,
       serverTLSBootstrap: false,
       registerNode: true,
+      // A kubelet reports its status when it changed, else every nodeStatusReportFrequency
+      // (default 5 min). A reboot is seen by a heartbeat from after the old kubelet ended
+      // (tests/node/real_node.ts), and a kubelet back within the same second (heartbeats carry
+      // whole seconds) may report nothing new after that for 5 minutes: report every 2-3 s.
+      nodeStatusUpdateFrequency: "1s",
+      nodeStatusReportFrequency: "2s",
     },
     null,
     2,
