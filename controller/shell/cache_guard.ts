@@ -14,6 +14,7 @@
  */
 import type { KubeObject } from "../../lib/kube/mod.ts";
 import type { Logger } from "../../lib/log.ts";
+import type { PlannedEvent } from "../planner/plan.ts";
 
 /** The caches the controller writes through. */
 export type CacheName = "bootcNodes" | "nodes" | "pools";
@@ -101,6 +102,18 @@ export interface CacheGuardOptions {
   sleep?: () => Promise<void>;
 }
 
+/** What planning waits for while the caches miss earlier writes (see {@linkcode CacheGuard.waiting}). */
+export interface CacheWait {
+  /** When this stretch of the wait began (real time, ms): the oldest unseen write's. */
+  since: number;
+  /** When the wait ends at the latest (ms): the writes are given up on then. */
+  endsBy: number;
+  /** The caches have been listed afresh once already. */
+  relisted: boolean;
+  /** The writes waited for, as `store/name`. */
+  pending: string[];
+}
+
 /** Remembers the writes the caches still miss; see the module documentation. */
 export class CacheGuard {
   #cached: (w: Written) => KubeObject | undefined;
@@ -157,6 +170,23 @@ export class CacheGuard {
     return kept.length > 0;
   }
 
+  /**
+   * What planning waits for right now (after {@linkcode behind} said true), so the pool
+   * can say it; undefined when nothing is waited for.
+   */
+  waiting(): CacheWait | undefined {
+    if (this.#unseen.length === 0) return undefined;
+    const since = Math.min(...this.#unseen.map((w) => w.since));
+    const relisted = this.#unseen.every((w) => w.relisted);
+    const stretches = this.#resync && !relisted ? 2 : 1;
+    return {
+      since,
+      endsBy: since + stretches * this.#maxUnseenMs,
+      relisted,
+      pending: this.#unseen.map(describe),
+    };
+  }
+
   /** Waits until the caches show `written` (bounded by `waitMs`; what is left is remembered). */
   async settle(written: readonly Written[], log: Logger): Promise<void> {
     if (written.length === 0) return;
@@ -182,4 +212,26 @@ type Unseen = Written & { since: number; relisted?: boolean };
 
 function describe(w: Written): string {
   return `${w.store}/${w.name}`;
+}
+
+/**
+ * The pool's Warning event for a wait on the caches: planning holds back, so no
+ * condition changes; the event says why nothing moves and until when at the latest.
+ * One per stretch of the wait (`onceKey`): when it starts, and when the caches are
+ * listed afresh.
+ */
+export function cacheWaitEvent(pool: string, wait: CacheWait): PlannedEvent {
+  const objects = wait.pending.slice(0, 5).join(", ") +
+    (wait.pending.length > 5 ? ` and ${wait.pending.length - 5} more` : "");
+  const until = new Date(wait.endsBy).toISOString();
+  const what = wait.relisted
+    ? "the controller listed its caches afresh and they still miss its earlier writes"
+    : "the controller's caches do not show its earlier writes yet (a watch may have stopped delivering)";
+  return {
+    regarding: { kind: "BootcNodePool", name: pool },
+    type: "Warning",
+    reason: "CachesBehind",
+    message: `Planning waits: ${what} (${objects}); it resumes by ${until} at the latest`,
+    onceKey: `caches-behind/${pool}/${wait.since}`,
+  };
 }

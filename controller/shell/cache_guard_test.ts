@@ -116,6 +116,7 @@ function guardWorld(options: { resync?: () => void } = {}) {
     guard,
     warnings,
     log,
+    now: () => now,
     advance: (ms: number) => (now += ms),
   };
 }
@@ -196,4 +197,32 @@ Deno.test("CacheGuard: writes unseen even after the fresh list are given up on",
   assert.equal(w.guard.behind(w.log), false);
   assert.equal(resyncs, 1);
   assert.equal(w.warnings.at(-1), "planning although the caches still miss earlier writes");
+});
+
+Deno.test("CacheGuard.waiting says what planning waits for and until when", async () => {
+  const w = guardWorld({ resync: () => {} });
+  assert.equal(w.guard.waiting(), undefined);
+  w.cache.set("nodes/n1", obj("u1", "100"));
+  const grant: Written = { store: "nodes", name: "n1", uid: "u1", resourceVersion: "120" };
+  await w.guard.settle([grant], w.log);
+  const t0 = w.now();
+  assert.equal(w.guard.behind(w.log), true);
+  // A relist at 60 s, given up at 120 s at the latest.
+  assert.deepEqual(w.guard.waiting(), {
+    since: t0,
+    endsBy: t0 + 120_000,
+    relisted: false,
+    pending: ["nodes/n1"],
+  });
+  w.advance(60_000);
+  assert.equal(w.guard.behind(w.log), true);
+  assert.deepEqual(w.guard.waiting(), {
+    since: t0 + 60_000,
+    endsBy: t0 + 120_000,
+    relisted: true,
+    pending: ["nodes/n1"],
+  });
+  w.cache.set("nodes/n1", obj("u1", "120"));
+  assert.equal(w.guard.behind(w.log), false);
+  assert.equal(w.guard.waiting(), undefined);
 });

@@ -37,7 +37,7 @@ import { type Logger, silentLogger } from "../../lib/log.ts";
 import { ActionWriter, StalePlanError } from "./action_writer.ts";
 import { applyStages, runStages } from "./apply_order.ts";
 import { BudgetStatusSync } from "./budget_status_sync.ts";
-import { CacheGuard, type Written } from "./cache_guard.ts";
+import { CacheGuard, cacheWaitEvent, type Written } from "./cache_guard.ts";
 import { ControllerCaches } from "./caches.ts";
 import { DaemonAccessSync } from "./daemon_access_sync.ts";
 import { type PodLike, summarizePod } from "../model/drain.ts";
@@ -86,6 +86,11 @@ export interface PoolReconcilerOptions extends
   workers?: number;
   /** How long a reconcile waits for the caches to show its own writes (default 10 s). */
   cacheWaitMs?: number;
+  /**
+   * How long planning then waits for writes the caches still miss before it lists them
+   * afresh, and again before it gives up on them (default 60 s).
+   */
+  cacheMaxUnseenMs?: number;
   /**
    * Nodes whose planned writes are applied at the same time (default 16; see
    * controller/shell/apply_order.ts for what still waits for what).
@@ -210,6 +215,7 @@ export class PoolReconciler {
     this.#guard = new CacheGuard({
       cached: (w) => caches.cached(w),
       waitMs: options.cacheWaitMs,
+      maxUnseenMs: options.cacheMaxUnseenMs,
       resync: () => caches.resync(),
     });
     const count = (kind: string) => this.#count(kind);
@@ -380,6 +386,9 @@ export class PoolReconciler {
     // restores included) waits for them rather than redo or outrun them.
     if (this.#guard.behind(log)) {
       this.#queue?.addAfter(name, 500);
+      const wait = this.#guard.waiting();
+      const held = this.pools.store.get(name);
+      if (wait && held) await this.#events.record(held, [cacheWaitEvent(name, wait)]);
       return;
     }
     const pool = this.pools.store.get(name);

@@ -57,23 +57,28 @@ const logger = createLogger({
 });
 
 /** A controller on `client` (default: the control plane's own). */
-function startController(cp: ControlPlane, client: KubeClient = cp.client): Controller {
+function startController(
+  cp: ControlPlane,
+  client: KubeClient = cp.client,
+  caches: { cacheWaitMs?: number; cacheMaxUnseenMs?: number } = {},
+): Controller {
   const ac = new AbortController();
   const reconciler = new PoolReconciler({
+    ...caches,
     client,
     resolver,
     logger,
     events: new EventRecorder({ client: cp.client, component: "bootc-operator-controller" }),
     planner: { drainPollMs: 500, resolveRetryMs: 1000 },
   });
-  const caches = reconciler.startCaches(ac.signal);
+  const informers = reconciler.startCaches(ac.signal);
   const workers = reconciler.runWorkers(ac.signal);
   return {
     reconciler,
     async stop() {
       ac.abort();
       await workers.catch(() => {});
-      await caches;
+      await informers;
     },
   };
 }
@@ -494,6 +499,59 @@ Deno.test("pool reconciler on a real control plane", async (t) => {
       await deletePool("race");
       await cp.deleteNode("c1");
     });
+
+    await t.step(
+      "a Node watch that stops delivering slows the rollout, says so, never stops it",
+      async () => {
+        await cp.createNode("s1", { labels: { suite: "silent" } });
+        // Every watch of Nodes the controller opens from now on delivers nothing: only its
+        // lists show the Node's changes, its own writes (label, grant, release) included.
+        await controller.stop();
+        const transport = cp.client.transport;
+        controller = startController(
+          cp,
+          new KubeClient({
+            transport: {
+              request(req) {
+                if (req.method !== "GET" || req.path !== "/api/v1/nodes" || !req.query?.watch) {
+                  return transport.request(req);
+                }
+                const body = new ReadableStream<Uint8Array>({
+                  start(c) {
+                    req.signal?.addEventListener("abort", () => c.close(), { once: true });
+                  },
+                });
+                return Promise.resolve(new Response(body, { status: 200 }));
+              },
+              close: () => {},
+            },
+          }),
+          { cacheWaitMs: 500, cacheMaxUnseenMs: 2_000 },
+        );
+        const relists = warnings.filter((w) => /listing afresh/.test(w)).length;
+        await createPool("silent", { selector: { suite: "silent" }, ref: NEW });
+        await waitPool("silent", (p) => upToDate(p) && p.status?.slotsInUse === 0, "s1 updated");
+        assert.ok(
+          warnings.filter((w) => /listing afresh/.test(w)).length > relists,
+          "the controller listed its caches afresh",
+        );
+        const said = await cp.client.resource<KubeObject & { type?: string; message?: string }>(
+          Resources.events,
+          "default",
+        ).list({ fieldSelector: "involvedObject.name=silent,reason=CachesBehind" });
+        assert.ok(said.items.length > 0, "the pool said why planning waited");
+        assert.equal(said.items[0].type, "Warning");
+        assert.match(
+          said.items[0].message ?? "",
+          /caches do not show its earlier writes yet \(.*nodes\/s1/,
+        );
+        assert.match(said.items[0].message ?? "", /resumes by \d{4}-\d\d-\d\dT/);
+        await controller.stop();
+        controller = startController(cp);
+        await deletePool("silent");
+        await cp.deleteNode("s1");
+      },
+    );
 
     await t.step("a controller killed mid-drain resumes the drain after a restart", async () => {
       await cp.createNode("k1", { labels: { suite: "kill" } });
