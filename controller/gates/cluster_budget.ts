@@ -183,6 +183,13 @@ class Tally {
     this.perDomain.set(domain, (this.perDomain.get(domain) ?? 0) + 1);
   }
 
+  /** Counts `name`, whose labels are unknown, as selected and in a domain of its own. */
+  addUnknown(name: string): void {
+    if (this.names.has(name)) return;
+    this.names.add(name);
+    if (this.budget.key !== undefined) this.perDomain.set(unlabeledDomain(name), 1);
+  }
+
   /** Why adding `name` (selected by this budget) would break it, if it would. */
   violation(name: string, labels: Record<string, string>): Violation | undefined {
     if (this.names.has(name)) return undefined;
@@ -368,6 +375,9 @@ function baseline(cluster: ClusterView, poolName: string): Baseline {
   const base = prepared.map((p) => {
     const t = new Tally(p);
     for (const name of onNodes) t.add(name, cluster.nodes.get(name)?.labels ?? {});
+    // A node rebooting after its Node object was deleted has no labels left to select it
+    // by: it counts in every budget until it is back or its reboot timeout passes.
+    for (const name of cluster.heldWithoutNode ?? []) t.addUnknown(name);
     return t;
   });
 

@@ -68,6 +68,7 @@ interface Scenario {
   since?: Record<string, number>;
   disrupted?: string[];
   waiting?: WaitingNode[];
+  heldWithoutNode?: string[];
 }
 
 function gateInput(s: Scenario, candidates = s.candidates, disrupted = s.disrupted ?? []) {
@@ -82,7 +83,13 @@ function gateInput(s: Scenario, candidates = s.candidates, disrupted = s.disrupt
     candidates: cands,
     disrupted,
     memberCount: s.nodes.length,
-    cluster: { pools: [], nodes: byName, budgets: s.budgets, waiting: s.waiting },
+    cluster: {
+      pools: [],
+      nodes: byName,
+      budgets: s.budgets,
+      waiting: s.waiting,
+      heldWithoutNode: s.heldWithoutNode,
+    },
     now: NOW,
   };
   return input;
@@ -833,4 +840,26 @@ Deno.test("cluster budget: an External pool's orchestrator disruptions count (co
     ).disrupted,
     ["e1", "e2"],
   );
+});
+
+Deno.test("cluster budget: a node rebooting with its Node object deleted counts in every budget", () => {
+  // "gone" has no Node, so no labels: each budget counts it, in a domain of its own.
+  const nodes = [n("a", { [ZONE]: "a" }), n("b", { [ZONE]: "b" })];
+  const max1 = budget("max1", { maxUnavailable: 1 });
+  const d = decide({ nodes, budgets: [max1], candidates: ["a"], heldWithoutNode: ["gone"] });
+  assert.deepEqual(admitted(d), []);
+  assert.match(d.wait?.message ?? "", /max1: 1 of 1 allowed nodes disrupted/);
+  const oneZone = budget("one-zone", {
+    maxUnavailable: 10,
+    topologyKey: ZONE,
+    maxDomainsUnavailable: 1,
+  });
+  const z = decide({ nodes, budgets: [oneZone], candidates: ["a"], heldWithoutNode: ["gone"] });
+  assert.deepEqual(admitted(z), []);
+  assert.match(
+    z.wait?.message ?? "",
+    /1 of 1 allowed .* domains have disrupted nodes \(\(unlabeled\)\)/,
+  );
+  // Without it, both budgets admit a.
+  assert.deepEqual(admitted(decide({ nodes, budgets: [max1, oneZone], candidates: ["a"] })), ["a"]);
 });

@@ -52,6 +52,12 @@ export interface ClusterView {
    * sharing a cluster budget take turns by waiting time. Absent means none known.
    */
   waiting?: readonly WaitingNode[];
+  /**
+   * Members of any pool whose Node object was deleted while they reboot, still held
+   * (`deletedNodesHeld` in `controller/planner/leaving.ts`): disrupted, with no Node
+   * (so no labels) to count them by. Absent means none.
+   */
+  heldWithoutNode?: readonly string[];
 }
 
 /** The spec of a cluster-scoped BootcDisruptionBudget (node.bootc.dev/v1alpha1). */

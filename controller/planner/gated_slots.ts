@@ -23,6 +23,7 @@ import {
 } from "../../lib/api/mod.ts";
 import type { CanaryStatus } from "./canary.ts";
 import { gatePhase } from "./canary.ts";
+import { deletedNodesHeld } from "./leaving.ts";
 import {
   type ApprovalView,
   AWAITING_APPROVAL,
@@ -353,6 +354,14 @@ function clusterView(input: PlanInput): ClusterView {
     // Fairness between pools only matters when a budget spans them.
     waiting: budgets.length > 0
       ? waitingCandidates({
+        pools,
+        bootcNodes: input.bootcNodes.values(),
+        nodes: input.nodes,
+        now: input.now,
+      })
+      : [],
+    heldWithoutNode: budgets.length > 0
+      ? deletedNodesHeld({
         pools,
         bootcNodes: input.bootcNodes.values(),
         nodes: input.nodes,

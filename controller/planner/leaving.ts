@@ -14,9 +14,11 @@
  */
 import {
   type BootcNode,
+  type BootcNodePool,
   findCondition,
   IdleReason,
   NodeConditionType,
+  owningPool,
   PoolDegradedReason,
 } from "../../lib/api/mod.ts";
 import { recordOf } from "../model/disruption.ts";
@@ -141,6 +143,32 @@ export function deletedNodeHold(facts: DeletedNodeFacts): LeavingHold {
     deadline,
     overdue: deadline === undefined || now >= deadline,
   };
+}
+
+/**
+ * Nodes of every pool held by {@linkcode deletedNodeHold} (their Node object gone, their
+ * daemon Rebooting, not overdue by their pool's reboot timeout): disrupted, with no Node
+ * record any other pool could count them by. Pure.
+ */
+export function deletedNodesHeld(input: {
+  pools: readonly BootcNodePool[];
+  bootcNodes: Iterable<BootcNode>;
+  nodes: ReadonlyMap<string, NodeSummary>;
+  now: Date;
+}): string[] {
+  const timeouts = new Map(input.pools.map((p) => {
+    const seconds = p.spec.rollout?.rebootTimeoutSeconds;
+    return [p.metadata.name ?? "", seconds !== undefined ? seconds * 1000 : undefined];
+  }));
+  const out: string[] = [];
+  for (const bn of input.bootcNodes) {
+    const name = bn.metadata.name ?? "";
+    const pool = owningPool(bn);
+    if (pool === undefined || !timeouts.has(pool) || input.nodes.has(name)) continue;
+    const hold = deletedNodeHold({ bn, rebootTimeoutMs: timeouts.get(pool), now: input.now });
+    if (hold.waitsFor !== undefined && !hold.overdue) out.push(name);
+  }
+  return out.sort();
 }
 
 /**

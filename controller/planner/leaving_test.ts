@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import type { BootcNode } from "../../lib/api/mod.ts";
 import { type Action, type Plan, planPool } from "./planner.ts";
-import { deletedNodeHold, leavingHold } from "./leaving.ts";
+import { deletedNodeHold, deletedNodesHeld, leavingHold } from "./leaving.ts";
 import { planGonePool } from "./membership.ts";
 import { bootcNode, image, input, node, pool } from "../testing/fixtures.ts";
 
@@ -205,4 +205,23 @@ Deno.test("deletedNodeHold: an unreadable Rebooting time is overdue (no wait wit
   assert.ok(hold.waitsFor);
   assert.equal(hold.deadline, undefined);
   assert.equal(hold.overdue, true);
+});
+
+Deno.test("deletedNodesHeld: every pool's members rebooting with no Node, within their pool's timeout", () => {
+  const infra = pool({ name: "infra", rebootTimeoutSeconds: 7200 });
+  const quick = pool({ name: "quick", rebootTimeoutSeconds: 1800 });
+  const bootcNodes = [
+    bootcNode("held", { pool: "infra", phase: "rebooting" }), // since 00:00, due 02:00
+    bootcNode("overdue", { pool: "quick", phase: "rebooting" }), // due 00:30
+    bootcNode("has-node", { pool: "infra", phase: "rebooting" }),
+    bootcNode("staged", { pool: "infra", phase: "staged" }),
+    bootcNode("no-pool", { pool: "gone-pool", phase: "rebooting" }),
+  ];
+  const held = deletedNodesHeld({
+    pools: [infra, quick],
+    bootcNodes,
+    nodes: new Map([["has-node", node("has-node")]]),
+    now: new Date("2026-01-01T01:00:00Z"),
+  });
+  assert.deepEqual(held, ["held"]);
 });

@@ -835,3 +835,40 @@ Deno.test("pods: with podsListed, unknown nodes are neither drained nor given a 
   assert.deepEqual(withWhy(second, "request reboot"), ["n1"]);
   assert.deepEqual(withWhy(second, "assign slot"), ["n2"]);
 });
+
+/**
+ * Pool "infra" holds n1 (its Node object deleted while its daemon says Rebooting since 00:00);
+ * pool "workers" has n2 staged; one cluster-wide budget allows one node down.
+ */
+function otherPoolHoldsDeletedNode(infraRebootTimeoutSeconds: number) {
+  const workers = pool({ name: "workers" });
+  const infra = pool({ name: "infra", rebootTimeoutSeconds: infraRebootTimeoutSeconds });
+  const rebootingN1 = bootcNode("n1", {
+    pool: "infra",
+    phase: "rebooting",
+    slotAt: EARLIER,
+    drainedAt: EARLIER,
+    state: "Booted",
+  });
+  return planPool({
+    ...input(workers, {
+      nodes: [node("n2")],
+      bootcNodes: [rebootingN1, bootcNode("n2", { phase: "staged" })],
+      otherPools: [infra],
+    }),
+    poolObjects: [workers, infra],
+    budgets: [{ name: "one-down", spec: { maxUnavailable: 1 } }],
+  });
+}
+
+Deno.test("cluster budget: another pool's node rebooting after its Node was deleted still counts", () => {
+  // n1 has no Node, so no disruption record to count by; it may be down right now.
+  const held = otherPoolHoldsDeletedNode(7200);
+  assert.deepEqual(withWhy(held, "assign slot"), []);
+  assert.match(
+    upToDate(held.status)?.message ?? "",
+    /BootcDisruptionBudget one-down: 1 of 1 allowed nodes disrupted/,
+  );
+  // Past infra's reboot timeout it is let go there, and counts no more here.
+  assert.deepEqual(withWhy(otherPoolHoldsDeletedNode(1800), "assign slot"), ["n2"]);
+});
