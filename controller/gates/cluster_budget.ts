@@ -76,7 +76,12 @@ import {
   resolveIntOrPercent,
 } from "../../lib/api/budget.ts";
 import { labelKeyError } from "../../lib/api/validation.ts";
-import { type LabelMatcher, selectorError, selectorMatcher } from "../model/selector.ts";
+import {
+  type LabelMatcher,
+  selectorError,
+  selectorMatcher,
+  selectorsCanOverlap,
+} from "../model/selector.ts";
 import { formatTime } from "../model/slots.ts";
 import type { NodeSummary } from "../model/types.ts";
 import type {
@@ -165,6 +170,8 @@ class Tally {
   readonly names = new Set<string>();
   /** Disrupted nodes per domain; a node without the label is a domain of its own. */
   readonly perDomain = new Map<string, number>();
+  /** Of `names`, those whose Node (so whose labels and domain) is gone. */
+  readonly unknown = new Set<string>();
 
   constructor(readonly budget: Prepared) {}
 
@@ -172,6 +179,7 @@ class Tally {
     const t = new Tally(this.budget);
     for (const n of this.names) t.names.add(n);
     for (const [d, k] of this.perDomain) t.perDomain.set(d, k);
+    for (const n of this.unknown) t.unknown.add(n);
     return t;
   }
 
@@ -183,11 +191,20 @@ class Tally {
     this.perDomain.set(domain, (this.perDomain.get(domain) ?? 0) + 1);
   }
 
-  /** Counts `name`, whose labels are unknown, as selected and in a domain of its own. */
+  /**
+   * Counts `name`, whose labels are unknown, as selected: in a domain of its own (one more
+   * domain down) and, for the per-domain limit, in every domain (it may be in any).
+   */
   addUnknown(name: string): void {
     if (this.names.has(name)) return;
     this.names.add(name);
+    this.unknown.add(name);
     if (this.budget.key !== undefined) this.perDomain.set(unlabeledDomain(name), 1);
+  }
+
+  /** Disrupted nodes that may be in `domain`: those in it, and those of unknown domain. */
+  inDomain(domain: string): number {
+    return (this.perDomain.get(domain) ?? 0) + this.unknown.size;
   }
 
   /** Why adding `name` (selected by this budget) would break it, if it would. */
@@ -198,10 +215,12 @@ class Tally {
     if (b.key === undefined) return undefined;
     const domain = labels[b.key];
     if (domain === undefined) return { kind: "unlabeled" };
-    const here = this.perDomain.get(domain) ?? 0;
     const perDomain = b.spec.maxUnavailablePerDomain;
-    if (perDomain !== undefined && here + 1 > perDomain) return { kind: "domain", domain };
+    if (perDomain !== undefined && this.inDomain(domain) + 1 > perDomain) {
+      return { kind: "domain", domain };
+    }
     const maxDomains = b.spec.maxDomainsUnavailable;
+    const here = this.perDomain.get(domain) ?? 0;
     if (maxDomains !== undefined && here === 0 && this.perDomain.size + 1 > maxDomains) {
       return { kind: "domains", domain };
     }
@@ -294,23 +313,26 @@ function disruptedNodes(
 /**
  * A budget's usage on `nodes`, from the facts this gate decides on: the same
  * selection, limit and disruption record (`isDisrupted` on the Node), plus the
- * `external` disruptions ({@linkcode externalDisruptions}).
+ * `external` disruptions ({@linkcode externalDisruptions}) and the `unrecorded` ones
+ * (`ClusterView.unrecorded`).
  */
 export function budgetUsage(
   budget: ClusterBudget,
   nodes: ReadonlyMap<string, NodeSummary>,
   external: ReadonlySet<string> = new Set(),
+  unrecorded: ClusterView["unrecorded"] = [],
 ): BudgetUsage {
   const p = prepare(budget, nodes);
-  const disrupted: string[] = [];
+  const t = new Tally(p);
   for (const name of disruptedNodes(nodes, external)) {
-    if (p.match(nodes.get(name)?.labels ?? {})) disrupted.push(name);
+    t.add(name, nodes.get(name)?.labels ?? {});
   }
+  addUnrecorded(t, unrecorded);
   return {
     selected: p.selected,
     limit: p.limit,
     ...(p.error !== undefined ? { error: p.error } : {}),
-    disrupted: disrupted.sort(),
+    disrupted: [...t.names].sort(),
   };
 }
 
@@ -322,18 +344,26 @@ function violationMessage(t: Tally, v: Violation): string {
       const of = typeof b.spec.maxUnavailable === "string"
         ? ` (maxUnavailable ${b.spec.maxUnavailable} of ${b.selected} selected)`
         : ` (${b.selected} selected)`;
-      return `${head} ${t.names.size} of ${b.limit} allowed nodes disrupted${of}`;
+      return `${head} ${t.names.size} of ${b.limit} allowed nodes disrupted${of}${unknownNote(t)}`;
     }
     case "domain":
-      return `${head} ${t.perDomain.get(v.domain) ?? 0} of ${b.spec.maxUnavailablePerDomain} ` +
-        `allowed nodes disrupted in ${b.key}=${v.domain}`;
+      return `${head} ${t.inDomain(v.domain)} of ${b.spec.maxUnavailablePerDomain} ` +
+        `allowed nodes disrupted in ${b.key}=${v.domain}${unknownNote(t)}`;
     case "domains":
       return `${head} ${t.perDomain.size} of ${b.spec.maxDomainsUnavailable} allowed ${b.key} ` +
-        `domains have disrupted nodes (${t.domains().join(", ")})`;
+        `domains have disrupted nodes (${t.domains().join(", ")})${unknownNote(t)}`;
     case "unlabeled":
       return `${head} the node has no ${b.key} label, so its domain is unknown and it gets ` +
         `no slot (label the node)`;
   }
+}
+
+/** Names the counted nodes whose Node object is gone: what the wait also waits for. */
+function unknownNote(t: Tally): string {
+  if (t.unknown.size === 0) return "";
+  const names = [...t.unknown].sort().join(", ");
+  return `; counted: ${names}, disrupted with its Node object gone (it may be down; until ` +
+    `its Node is back or its pool lets it go)`;
 }
 
 /** One held-back candidate. */
@@ -352,6 +382,18 @@ interface Baseline {
   base: Tally[];
   /** Other pools' waiting nodes that would fit, oldest first. */
   reserved: WaitingNode[];
+}
+
+/**
+ * Counts the nodes disrupted with no record on their Node (`ClusterView.unrecorded`): by
+ * their labels while their Node exists; else in every budget their pool's selector does
+ * not rule out (their labels went with the Node).
+ */
+function addUnrecorded(t: Tally, unrecorded: ClusterView["unrecorded"]): void {
+  for (const u of unrecorded ?? []) {
+    if (u.labels) t.add(u.node, u.labels);
+    else if (selectorsCanOverlap(t.budget.spec.nodeSelector, u.poolSelector)) t.addUnknown(u.node);
+  }
 }
 
 /**
@@ -375,9 +417,7 @@ function baseline(cluster: ClusterView, poolName: string): Baseline {
   const base = prepared.map((p) => {
     const t = new Tally(p);
     for (const name of onNodes) t.add(name, cluster.nodes.get(name)?.labels ?? {});
-    // A node rebooting after its Node object was deleted has no labels left to select it
-    // by: it counts in every budget until it is back or its reboot timeout passes.
-    for (const name of cluster.heldWithoutNode ?? []) t.addUnknown(name);
+    addUnrecorded(t, cluster.unrecorded);
     return t;
   });
 

@@ -24,6 +24,7 @@ import type {
   ClusterBudgetSpec,
   GateDecision,
   GateInput,
+  UnrecordedDisruption,
   WaitingNode,
 } from "./gate.ts";
 import { poolBlockedReason, waitingCandidates } from "./waiting.ts";
@@ -68,7 +69,7 @@ interface Scenario {
   since?: Record<string, number>;
   disrupted?: string[];
   waiting?: WaitingNode[];
-  heldWithoutNode?: string[];
+  unrecorded?: UnrecordedDisruption[];
 }
 
 function gateInput(s: Scenario, candidates = s.candidates, disrupted = s.disrupted ?? []) {
@@ -88,7 +89,7 @@ function gateInput(s: Scenario, candidates = s.candidates, disrupted = s.disrupt
       nodes: byName,
       budgets: s.budgets,
       waiting: s.waiting,
-      heldWithoutNode: s.heldWithoutNode,
+      unrecorded: s.unrecorded,
     },
     now: NOW,
   };
@@ -842,24 +843,67 @@ Deno.test("cluster budget: an External pool's orchestrator disruptions count (co
   );
 });
 
-Deno.test("cluster budget: a node rebooting with its Node object deleted counts in every budget", () => {
-  // "gone" has no Node, so no labels: each budget counts it, in a domain of its own.
-  const nodes = [n("a", { [ZONE]: "a" }), n("b", { [ZONE]: "b" })];
+Deno.test("cluster budget: a node disrupted with its Node object gone counts where it may be selected", () => {
+  // "gone" (pool infra, role=worker) has no Node, so no labels: each budget its pool's
+  // selector does not rule out counts it, as a domain of its own and in every domain.
+  const gone: UnrecordedDisruption = {
+    node: "gone",
+    poolSelector: { matchLabels: { role: "worker" } },
+  };
+  const nodes = [n("a", { [ZONE]: "a" }), n("b", { [ZONE]: "b" }), n("g", { role: "gpu" })];
   const max1 = budget("max1", { maxUnavailable: 1 });
-  const d = decide({ nodes, budgets: [max1], candidates: ["a"], heldWithoutNode: ["gone"] });
+  const d = decide({ nodes, budgets: [max1], candidates: ["a"], unrecorded: [gone] });
   assert.deepEqual(admitted(d), []);
-  assert.match(d.wait?.message ?? "", /max1: 1 of 1 allowed nodes disrupted/);
+  assert.match(
+    d.wait?.message ?? "",
+    /max1: 1 of 1 allowed nodes disrupted \(3 selected\); counted: gone, disrupted with its Node object gone/,
+  );
+  // One zone at a time: "gone" is a zone down.
   const oneZone = budget("one-zone", {
     maxUnavailable: 10,
     topologyKey: ZONE,
     maxDomainsUnavailable: 1,
   });
-  const z = decide({ nodes, budgets: [oneZone], candidates: ["a"], heldWithoutNode: ["gone"] });
+  const z = decide({ nodes, budgets: [oneZone], candidates: ["a"], unrecorded: [gone] });
   assert.deepEqual(admitted(z), []);
   assert.match(
     z.wait?.message ?? "",
     /1 of 1 allowed .* domains have disrupted nodes \(\(unlabeled\)\)/,
   );
-  // Without it, both budgets admit a.
-  assert.deepEqual(admitted(decide({ nodes, budgets: [max1, oneZone], candidates: ["a"] })), ["a"]);
+  // One per zone: "gone" may be in a's zone (or b's): neither goes beside it.
+  const perZone = budget("per-zone", {
+    maxUnavailable: 10,
+    topologyKey: ZONE,
+    maxUnavailablePerDomain: 1,
+  });
+  const p = decide({ nodes, budgets: [perZone], candidates: ["a", "b"], unrecorded: [gone] });
+  assert.deepEqual(admitted(p), []);
+  assert.match(p.wait?.message ?? "", /1 of 1 allowed nodes disrupted in .*zone=a/);
+  // A budget its pool's selector rules out (gpu nodes only) does not count it.
+  const gpu = budget("gpu", { maxUnavailable: 1, nodeSelector: { matchLabels: { role: "gpu" } } });
+  assert.deepEqual(
+    admitted(decide({ nodes, budgets: [gpu], candidates: ["g"], unrecorded: [gone] })),
+    ["g"],
+  );
+  // Without it, every budget admits a.
+  assert.deepEqual(
+    admitted(decide({ nodes, budgets: [max1, oneZone, perZone], candidates: ["a"] })),
+    [
+      "a",
+    ],
+  );
+});
+
+Deno.test("cluster budget: a Node back without its record counts by its labels while its pool's mirror says disrupted", () => {
+  const nodes = [n("back", { [ZONE]: "a" }), n("a", { [ZONE]: "a" }), n("b", { [ZONE]: "b" })];
+  const back: UnrecordedDisruption = { node: "back", labels: { role: "worker", [ZONE]: "a" } };
+  const perZone = budget("per-zone", {
+    maxUnavailable: 10,
+    topologyKey: ZONE,
+    maxUnavailablePerDomain: 1,
+  });
+  const d = decide({ nodes, budgets: [perZone], candidates: ["a", "b"], unrecorded: [back] });
+  assert.deepEqual(admitted(d), ["b"], "zone a already has back down; zone b is free");
+  const usage = budgetUsage(perZone, new Map(nodes.map((x) => [x.name, x])), new Set(), [back]);
+  assert.deepEqual(usage.disrupted, ["back"]);
 });

@@ -53,11 +53,23 @@ export interface ClusterView {
    */
   waiting?: readonly WaitingNode[];
   /**
-   * Members of any pool whose Node object was deleted while they reboot, still held
-   * (`deletedNodesHeld` in `controller/planner/leaving.ts`): disrupted, with no Node
-   * (so no labels) to count them by. Absent means none.
+   * Nodes disrupted by their BootcNode's account whose Node carries no disruption record
+   * (`unrecordedDisruptions` in `controller/planner/leaving.ts`): the Node object deleted
+   * while they reboot, or back without its record, or the record removed. Absent means none.
    */
-  heldWithoutNode?: readonly string[];
+  unrecorded?: readonly UnrecordedDisruption[];
+}
+
+/**
+ * A node disrupted with no record on its Node to count it by. With its Node, its labels
+ * say which budgets select it; without, only its pool's selector says which cannot.
+ */
+export interface UnrecordedDisruption {
+  node: string;
+  /** The Node's labels, when the Node exists. */
+  labels?: Record<string, string>;
+  /** The owning pool's node selector, when the Node is gone (absent: the pool is unknown). */
+  poolSelector?: LabelSelector;
 }
 
 /** The spec of a cluster-scoped BootcDisruptionBudget (node.bootc.dev/v1alpha1). */

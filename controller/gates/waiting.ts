@@ -104,6 +104,11 @@ export interface WaitingInput {
   now: Date;
   /** Which pool reasons leave a pool out; default those of `GATES`. */
   blocked?: BlockedReasons;
+  /**
+   * Nodes disrupted with no record on their Node (`ClusterView.unrecorded`): they use
+   * their pool's room like any disrupted member.
+   */
+  unrecorded?: ReadonlySet<string>;
 }
 
 /**
@@ -129,7 +134,7 @@ export function waitingCandidates(input: WaitingInput): WaitingNode[] {
   for (const pool of input.pools) {
     if (poolBlockedReason(pool, input.blocked) !== undefined) continue;
     const members = byPool.get(pool.metadata.name ?? "") ?? [];
-    out.push(...poolWaiting(pool, members, input.nodes, input.now));
+    out.push(...poolWaiting(pool, members, input));
   }
   return out.sort(olderFirst);
 }
@@ -138,9 +143,10 @@ export function waitingCandidates(input: WaitingInput): WaitingNode[] {
 function poolWaiting(
   pool: BootcNodePool,
   members: readonly BootcNode[],
-  nodes: ReadonlyMap<string, NodeSummary>,
-  now: Date,
+  input: WaitingInput,
 ): WaitingNode[] {
+  const { nodes, now } = input;
+  const unrecorded = input.unrecorded ?? new Set<string>();
   const name = pool.metadata.name ?? "";
   let slots: number;
   try {
@@ -152,7 +158,10 @@ function poolWaiting(
   const waiting: WaitingNode[] = [];
   for (const bn of members) {
     const node = nodes.get(bn.metadata.name ?? "");
-    if (!node) continue;
+    if (!node || unrecorded.has(node.name)) {
+      if (unrecorded.has(bn.metadata.name ?? "")) disrupted++;
+      continue;
+    }
     const platforms = bn.spec.desiredImage === pool.status?.targetImage
       ? pool.status?.targetPlatforms
       : undefined;

@@ -121,3 +121,32 @@ export function matchesSelector(
 ): boolean {
   return selectorMatcher(selector)(labels);
 }
+
+/**
+ * False only when no node can match both selectors: one requires a label value the other
+ * rules out (`matchLabels` against `matchLabels`, `In`, `NotIn`, `DoesNotExist`).
+ * Anything else may overlap (`Exists` and the like are not compared).
+ */
+export function selectorsCanOverlap(
+  a: LabelSelector | undefined,
+  b: LabelSelector | undefined,
+): boolean {
+  return !excludes(a, b) && !excludes(b, a);
+}
+
+/** True when a node matching `fixed`'s `matchLabels` can never match `other`. */
+function excludes(fixed: LabelSelector | undefined, other: LabelSelector | undefined): boolean {
+  const labels = fixed?.matchLabels ?? {};
+  for (const [key, value] of Object.entries(other?.matchLabels ?? {})) {
+    if (labels[key] !== undefined && labels[key] !== value) return true;
+  }
+  for (const e of other?.matchExpressions ?? []) {
+    const have = labels[e.key];
+    if (have === undefined) continue;
+    const values = e.values ?? [];
+    if (e.operator === "In" && !values.includes(have)) return true;
+    if (e.operator === "NotIn" && values.includes(have)) return true;
+    if (e.operator === "DoesNotExist") return true;
+  }
+  return false;
+}

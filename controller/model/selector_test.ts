@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { matchesSelector, selectorError } from "./selector.ts";
+import { matchesSelector, selectorError, selectorsCanOverlap } from "./selector.ts";
 
 Deno.test("matchesSelector: matchLabels and every operator", () => {
   const labels = { role: "worker", zone: "a" };
@@ -67,4 +67,22 @@ Deno.test("selectorError: label keys and values that could never match a node", 
       "",
     /matchExpressions\[0\]\.values\[1\]: "no!" must consist of/,
   );
+});
+
+Deno.test("selectorsCanOverlap: false only when one rules out a label the other requires", () => {
+  const infra = { matchLabels: { role: "infra" } };
+  assert.equal(selectorsCanOverlap(infra, { matchLabels: { role: "gpu" } }), false);
+  assert.equal(selectorsCanOverlap(infra, { matchLabels: { role: "infra", zone: "a" } }), true);
+  assert.equal(selectorsCanOverlap(infra, undefined), true);
+  assert.equal(selectorsCanOverlap(undefined, infra), true);
+  const expr = (operator: string, values?: string[]) => ({
+    matchExpressions: [{ key: "role", operator, ...(values ? { values } : {}) }],
+  });
+  assert.equal(selectorsCanOverlap(infra, expr("In", ["gpu", "db"])), false);
+  assert.equal(selectorsCanOverlap(infra, expr("In", ["gpu", "infra"])), true);
+  assert.equal(selectorsCanOverlap(expr("NotIn", ["infra"]), infra), false);
+  assert.equal(selectorsCanOverlap(infra, expr("DoesNotExist")), false);
+  assert.equal(selectorsCanOverlap(infra, expr("Exists")), true);
+  // Expressions against expressions are not compared: they may overlap.
+  assert.equal(selectorsCanOverlap(expr("In", ["a"]), expr("In", ["b"])), true);
 });

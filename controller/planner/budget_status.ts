@@ -17,7 +17,7 @@ import {
   PoolDegradedReason,
   setCondition,
 } from "../../lib/api/mod.ts";
-import { budgetUsage, type ClusterBudget } from "../gates/mod.ts";
+import { budgetUsage, type ClusterBudget, type UnrecordedDisruption } from "../gates/mod.ts";
 import type { NodeSummary } from "../model/types.ts";
 
 /** How many disrupted nodes the status names. */
@@ -30,6 +30,8 @@ export interface BudgetStatusInput {
   nodes: ReadonlyMap<string, NodeSummary>;
   /** Nodes an External pool's orchestrator has down (`externalDisruptions`). */
   external?: ReadonlySet<string>;
+  /** Nodes disrupted with no record on their Node (`unrecordedDisruptions`). */
+  unrecorded?: readonly UnrecordedDisruption[];
   now: Date;
 }
 
@@ -40,7 +42,7 @@ export function budgetStatus(input: BudgetStatusInput): BootcDisruptionBudgetSta
     name: budget.metadata.name ?? "",
     spec: budget.spec as ClusterBudget["spec"],
   };
-  const usage = budgetUsage(cluster, input.nodes, input.external);
+  const usage = budgetUsage(cluster, input.nodes, input.external, input.unrecorded);
   const degraded = usage.error !== undefined
     ? {
       type: "Degraded",

@@ -112,3 +112,20 @@ Deno.test("budgetStatusChanged: written only when something changed, not for the
   });
   assert.ok(budgetStatusChanged(first, newSpec), "a new generation is observed");
 });
+
+Deno.test("budgetStatus: a node disrupted with no record on its Node counts as the gate counts it", () => {
+  const b = budget({ nodeSelector: { matchLabels: { zone: "a" } }, maxUnavailable: 2 });
+  const status = budgetStatus({
+    budget: b,
+    nodes: nodes([zoned("a1", "a"), zoned("a2", "a"), zoned("b1", "b")]),
+    unrecorded: [
+      { node: "a1", labels: { zone: "a" } }, // back without its record
+      { node: "gone", poolSelector: { matchLabels: { role: "worker" } } }, // Node deleted
+      { node: "gone-b", poolSelector: { matchLabels: { zone: "b" } } }, // never selected here
+      { node: "b1", labels: { zone: "b" } },
+    ],
+    now: NOW,
+  });
+  assert.equal(status.disruptedNodes, 2);
+  assert.deepEqual(status.disrupted, ["a1", "gone"]);
+});

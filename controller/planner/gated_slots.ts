@@ -23,7 +23,7 @@ import {
 } from "../../lib/api/mod.ts";
 import type { CanaryStatus } from "./canary.ts";
 import { gatePhase } from "./canary.ts";
-import { deletedNodesHeld } from "./leaving.ts";
+import { unrecordedDisruptions } from "./leaving.ts";
 import {
   type ApprovalView,
   AWAITING_APPROVAL,
@@ -343,6 +343,15 @@ function clusterView(input: PlanInput): ClusterView {
     members.set(owner, list);
   }
   const budgets = input.budgets ?? [];
+  // Only cluster budgets read these; without any, neither is worth computing.
+  const unrecorded = budgets.length > 0
+    ? unrecordedDisruptions({
+      pools,
+      bootcNodes: input.bootcNodes.values(),
+      nodes: input.nodes,
+      now: input.now,
+    })
+    : [];
   return {
     pools: pools.map((p) => ({
       name: p.metadata.name ?? "",
@@ -358,16 +367,10 @@ function clusterView(input: PlanInput): ClusterView {
         bootcNodes: input.bootcNodes.values(),
         nodes: input.nodes,
         now: input.now,
+        unrecorded: new Set(unrecorded.map((u) => u.node)),
       })
       : [],
-    heldWithoutNode: budgets.length > 0
-      ? deletedNodesHeld({
-        pools,
-        bootcNodes: input.bootcNodes.values(),
-        nodes: input.nodes,
-        now: input.now,
-      })
-      : [],
+    unrecorded,
   };
 }
 

@@ -17,11 +17,13 @@ import {
   type BootcNodePool,
   findCondition,
   IdleReason,
+  isDisrupted,
   NodeConditionType,
   owningPool,
   PoolDegradedReason,
 } from "../../lib/api/mod.ts";
-import { recordOf } from "../model/disruption.ts";
+import { mirrorOf, recordOf } from "../model/disruption.ts";
+import type { UnrecordedDisruption } from "../gates/mod.ts";
 import { shortReference } from "../../lib/api/display.ts";
 import { type DesiredImage, entryMatches } from "../model/effective_state.ts";
 import { poolEvent, type StepOutput, stepOutput } from "./plan.ts";
@@ -146,29 +148,45 @@ export function deletedNodeHold(facts: DeletedNodeFacts): LeavingHold {
 }
 
 /**
- * Nodes of every pool held by {@linkcode deletedNodeHold} (their Node object gone, their
- * daemon Rebooting, not overdue by their pool's reboot timeout): disrupted, with no Node
- * record any other pool could count them by. Pure.
+ * Nodes disrupted by their BootcNode's account while their Node carries no disruption
+ * record, over every pool's members. Pure. Pools sharing a cluster budget count
+ * disruption by the Node's record; these would be missed:
+ * - the BootcNode still mirrors a prior cordon (`mirrorOf`): the node is in a slot by its
+ *   pool's account (its Node deleted, back without its record, or the record removed; the
+ *   pool restores or finishes it), the one rule of `nodeDisrupted`;
+ * - or its Node object is gone while {@linkcode deletedNodeHold} holds it (its daemon said
+ *   Rebooting, within its pool's reboot timeout; an unknown pool's is the default).
  */
-export function deletedNodesHeld(input: {
+export function unrecordedDisruptions(input: {
   pools: readonly BootcNodePool[];
   bootcNodes: Iterable<BootcNode>;
   nodes: ReadonlyMap<string, NodeSummary>;
   now: Date;
-}): string[] {
-  const timeouts = new Map(input.pools.map((p) => {
-    const seconds = p.spec.rollout?.rebootTimeoutSeconds;
-    return [p.metadata.name ?? "", seconds !== undefined ? seconds * 1000 : undefined];
-  }));
-  const out: string[] = [];
+}): UnrecordedDisruption[] {
+  const byName = new Map(input.pools.map((p) => [p.metadata.name ?? "", p]));
+  const out: UnrecordedDisruption[] = [];
   for (const bn of input.bootcNodes) {
     const name = bn.metadata.name ?? "";
-    const pool = owningPool(bn);
-    if (pool === undefined || !timeouts.has(pool) || input.nodes.has(name)) continue;
-    const hold = deletedNodeHold({ bn, rebootTimeoutMs: timeouts.get(pool), now: input.now });
-    if (hold.waitsFor !== undefined && !hold.overdue) out.push(name);
+    const node = input.nodes.get(name);
+    if (node && isDisrupted({ metadata: { annotations: node.annotations } })) continue;
+    const pool = byName.get(owningPool(bn) ?? "");
+    if (!(mirrorOf(bn) !== undefined || (!node && heldWithoutNode(bn, pool, input.now)))) {
+      continue;
+    }
+    if (node) out.push({ node: name, labels: node.labels });
+    else out.push({ node: name, ...(pool ? { poolSelector: pool.spec.nodeSelector } : {}) });
   }
-  return out.sort();
+  return out.sort((a, b) => a.node < b.node ? -1 : a.node > b.node ? 1 : 0);
+}
+
+function heldWithoutNode(bn: BootcNode, pool: BootcNodePool | undefined, now: Date): boolean {
+  const seconds = pool?.spec.rollout?.rebootTimeoutSeconds;
+  const hold = deletedNodeHold({
+    bn,
+    rebootTimeoutMs: seconds !== undefined ? seconds * 1000 : undefined,
+    now,
+  });
+  return hold.waitsFor !== undefined && !hold.overdue;
 }
 
 /**

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import type { BootcNode } from "../../lib/api/mod.ts";
+import { ANNOTATION_IN_REBOOT_SLOT, type BootcNode } from "../../lib/api/mod.ts";
 import { type Action, type Plan, planPool } from "./planner.ts";
-import { deletedNodeHold, deletedNodesHeld, leavingHold } from "./leaving.ts";
+import { deletedNodeHold, leavingHold, unrecordedDisruptions } from "./leaving.ts";
 import { planGonePool } from "./membership.ts";
 import { bootcNode, image, input, node, pool } from "../testing/fixtures.ts";
 
@@ -207,21 +207,44 @@ Deno.test("deletedNodeHold: an unreadable Rebooting time is overdue (no wait wit
   assert.equal(hold.overdue, true);
 });
 
-Deno.test("deletedNodesHeld: every pool's members rebooting with no Node, within their pool's timeout", () => {
+Deno.test("unrecordedDisruptions: disrupted by the BootcNode's account, no record on the Node", () => {
   const infra = pool({ name: "infra", rebootTimeoutSeconds: 7200 });
   const quick = pool({ name: "quick", rebootTimeoutSeconds: 1800 });
+  const inSlot = { slotAt: EARLIER, wasCordoned: false };
   const bootcNodes = [
     bootcNode("held", { pool: "infra", phase: "rebooting" }), // since 00:00, due 02:00
     bootcNode("overdue", { pool: "quick", phase: "rebooting" }), // due 00:30
+    bootcNode("mirror-no-node", { pool: "quick", phase: "staged", ...inSlot }),
+    bootcNode("back", { pool: "infra", phase: "rebooting", ...inSlot }),
+    bootcNode("recorded", { pool: "infra", phase: "rebooting", ...inSlot }),
     bootcNode("has-node", { pool: "infra", phase: "rebooting" }),
     bootcNode("staged", { pool: "infra", phase: "staged" }),
     bootcNode("no-pool", { pool: "gone-pool", phase: "rebooting" }),
   ];
-  const held = deletedNodesHeld({
+  const nodes = new Map([
+    ["back", node("back", { labels: { zone: "a" }, ready: false })],
+    ["recorded", node("recorded", { annotations: { [ANNOTATION_IN_REBOOT_SLOT]: EARLIER } })],
+    ["has-node", node("has-node")],
+  ]);
+  const out = unrecordedDisruptions({
     pools: [infra, quick],
     bootcNodes,
-    nodes: new Map([["has-node", node("has-node")]]),
+    nodes,
     now: new Date("2026-01-01T01:00:00Z"),
   });
-  assert.deepEqual(held, ["held"]);
+  assert.deepEqual(out, [
+    // The Node is back without its record: counted by its labels.
+    { node: "back", labels: nodes.get("back")!.labels },
+    { node: "held", poolSelector: infra.spec.nodeSelector },
+    // The mirror says it is in a slot, whatever the time.
+    { node: "mirror-no-node", poolSelector: quick.spec.nodeSelector },
+    // "no-pool" (its pool gone): the default reboot timeout, 30 min, has passed.
+  ]);
+  const early = unrecordedDisruptions({
+    pools: [infra, quick],
+    bootcNodes,
+    nodes,
+    now: new Date("2026-01-01T00:10:00Z"),
+  });
+  assert.ok(early.some((u) => u.node === "no-pool" && u.poolSelector === undefined));
 });

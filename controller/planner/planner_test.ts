@@ -837,23 +837,30 @@ Deno.test("pods: with podsListed, unknown nodes are neither drained nor given a 
 });
 
 /**
- * Pool "infra" holds n1 (its Node object deleted while its daemon says Rebooting since 00:00);
- * pool "workers" has n2 staged; one cluster-wide budget allows one node down.
+ * Pool "infra" holds n1 (its Node object deleted while its daemon says Rebooting since 00:00;
+ * its BootcNode mirrors the slot unless `mirror` is false); pool "workers" has n2 staged; one
+ * cluster-wide budget allows one node down.
  */
-function otherPoolHoldsDeletedNode(infraRebootTimeoutSeconds: number) {
+function otherPoolHoldsDeletedNode(
+  infraRebootTimeoutSeconds: number,
+  options: { mirror?: boolean; n1?: boolean } = {},
+) {
   const workers = pool({ name: "workers" });
   const infra = pool({ name: "infra", rebootTimeoutSeconds: infraRebootTimeoutSeconds });
   const rebootingN1 = bootcNode("n1", {
     pool: "infra",
     phase: "rebooting",
-    slotAt: EARLIER,
+    ...(options.mirror === false ? {} : { slotAt: EARLIER }),
     drainedAt: EARLIER,
     state: "Booted",
   });
   return planPool({
     ...input(workers, {
       nodes: [node("n2")],
-      bootcNodes: [rebootingN1, bootcNode("n2", { phase: "staged" })],
+      bootcNodes: [
+        ...(options.n1 === false ? [] : [rebootingN1]),
+        bootcNode("n2", { phase: "staged" }),
+      ],
       otherPools: [infra],
     }),
     poolObjects: [workers, infra],
@@ -867,8 +874,36 @@ Deno.test("cluster budget: another pool's node rebooting after its Node was dele
   assert.deepEqual(withWhy(held, "assign slot"), []);
   assert.match(
     upToDate(held.status)?.message ?? "",
-    /BootcDisruptionBudget one-down: 1 of 1 allowed nodes disrupted/,
+    /BootcDisruptionBudget one-down: 1 of 1 allowed nodes disrupted .*counted: n1, disrupted with its Node object gone/,
   );
-  // Past infra's reboot timeout it is let go there, and counts no more here.
-  assert.deepEqual(withWhy(otherPoolHoldsDeletedNode(1800), "assign slot"), ["n2"]);
+  // Its mirror removed too, the daemon's Rebooting keeps it counted within infra's timeout...
+  assert.deepEqual(withWhy(otherPoolHoldsDeletedNode(7200, { mirror: false }), "assign slot"), []);
+  // ... and not past it.
+  assert.deepEqual(
+    withWhy(otherPoolHoldsDeletedNode(1800, { mirror: false }), "assign slot"),
+    ["n2"],
+  );
+  // With its mirror, until infra lets it go (deletes its BootcNode: ReleasedUnfinished).
+  assert.deepEqual(withWhy(otherPoolHoldsDeletedNode(1800), "assign slot"), []);
+  assert.deepEqual(withWhy(otherPoolHoldsDeletedNode(1800, { n1: false }), "assign slot"), ["n2"]);
+});
+
+Deno.test("cluster budget: another pool's node back without its record still counts (its mirror)", () => {
+  // n1's Node is back (NotReady, no record yet: infra restores it on its next pass).
+  const workers = pool({ name: "workers" });
+  const infra = pool({ name: "infra", selector: { matchLabels: { role: "infra" } } });
+  const plan = planPool({
+    ...input(workers, {
+      nodes: [node("n1", { labels: { role: "infra" }, ready: false }), node("n2")],
+      bootcNodes: [
+        bootcNode("n1", { pool: "infra", phase: "rebooting", slotAt: EARLIER, state: "Booted" }),
+        bootcNode("n2", { phase: "staged" }),
+      ],
+      otherPools: [infra],
+    }),
+    poolObjects: [workers, infra],
+    budgets: [{ name: "one-down", spec: { maxUnavailable: 1 } }],
+  });
+  assert.deepEqual(withWhy(plan, "assign slot"), []);
+  assert.match(upToDate(plan.status)?.message ?? "", /one-down: 1 of 1 allowed nodes disrupted/);
 });

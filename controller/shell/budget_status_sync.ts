@@ -17,8 +17,11 @@
 import {
   type BootcDisruptionBudget,
   type BootcDisruptionBudgetStatus,
+  type BootcNode,
   CONTROLLER_FIELD_MANAGER,
 } from "../../lib/api/mod.ts";
+import type { UnrecordedDisruption } from "../gates/mod.ts";
+import { unrecordedSignal } from "./cross_pool_mapping.ts";
 import { type Clock, systemClock } from "../../lib/clock.ts";
 import {
   type Informer,
@@ -50,6 +53,15 @@ export interface BudgetStatusSyncOptions {
    * like the operator's; absent: none.
    */
   externalDisruptions?: (nodes: ReadonlyMap<string, NodeSummary>) => ReadonlySet<string>;
+  /**
+   * The nodes disrupted with no record on their Node (`unrecordedDisruptions`), counted
+   * as the gate counts them; absent: none. With `bootcNodes`, whose changes of what makes
+   * them count (`unrecordedSignal`) schedule a pass.
+   */
+  unrecordedDisruptions?: (
+    nodes: ReadonlyMap<string, NodeSummary>,
+  ) => readonly UnrecordedDisruption[];
+  bootcNodes?: Informer<BootcNode>;
   clock?: Clock;
   logger?: Logger;
 }
@@ -69,6 +81,7 @@ export class BudgetStatusSync {
   readonly #windowMs: number;
   readonly #onWrite?: () => void;
   readonly #external?: BudgetStatusSyncOptions["externalDisruptions"];
+  readonly #unrecorded?: BudgetStatusSyncOptions["unrecordedDisruptions"];
   readonly #clock: Clock;
   readonly #log: Logger;
   #memo = new Map<string, Memo>();
@@ -84,6 +97,7 @@ export class BudgetStatusSync {
     this.#windowMs = options.windowMs ?? 1_000;
     this.#onWrite = options.onWrite;
     this.#external = options.externalDisruptions;
+    this.#unrecorded = options.unrecordedDisruptions;
     this.#clock = options.clock ?? systemClock;
     this.#log = (options.logger ?? silentLogger).with({ component: "budget-status" });
     const notify = () => this.notify();
@@ -98,6 +112,12 @@ export class BudgetStatusSync {
     this.#nodes.onUpdate((old, node) => {
       if (nodeChangeMatters(old, node)) this.notify();
     });
+    const signalChanged = (old?: BootcNode, bn?: BootcNode) => {
+      if (unrecordedSignal(old) !== unrecordedSignal(bn)) this.notify();
+    };
+    options.bootcNodes?.onAdd((bn) => signalChanged(undefined, bn));
+    options.bootcNodes?.onUpdate(signalChanged);
+    options.bootcNodes?.onDelete((bn) => signalChanged(bn, undefined));
   }
 
   /** Says a status may have changed; a running {@linkcode run} passes soon. */
@@ -114,8 +134,15 @@ export class BudgetStatusSync {
     for (const n of this.#nodes.store.list()) nodes.set(n.metadata?.name ?? "", summarizeNode(n));
     const now = this.#clock.now();
     const external = this.#external?.(nodes);
+    const unrecorded = this.#unrecorded?.(nodes);
     for (const budget of budgets) {
-      const next = budgetStatus({ budget, nodes, now, ...(external ? { external } : {}) });
+      const next = budgetStatus({
+        budget,
+        nodes,
+        now,
+        ...(external ? { external } : {}),
+        ...(unrecorded ? { unrecorded } : {}),
+      });
       if (!budgetStatusChanged(budget.status, next) || this.#behind(budget, next)) continue;
       await this.#write(budget, next);
     }

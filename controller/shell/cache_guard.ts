@@ -108,7 +108,7 @@ export interface CacheWait {
   since: number;
   /** When the wait ends at the latest (ms): the writes are given up on then. */
   endsBy: number;
-  /** The caches have been listed afresh once already. */
+  /** A fresh list of the caches was asked for (some writes stayed unseen a whole stretch). */
   relisted: boolean;
   /** The writes waited for, as `store/name`. */
   pending: string[];
@@ -177,14 +177,14 @@ export class CacheGuard {
   waiting(): CacheWait | undefined {
     if (this.#unseen.length === 0) return undefined;
     const since = Math.min(...this.#unseen.map((w) => w.since));
-    const relisted = this.#unseen.every((w) => w.relisted);
-    const stretches = this.#resync && !relisted ? 2 : 1;
-    return {
-      since,
-      endsBy: since + stretches * this.#maxUnseenMs,
-      relisted,
-      pending: this.#unseen.map(describe),
-    };
+    const relisted = this.#unseen.some((w) => w.relisted);
+    // Each write is given up on by its own time: a relist after one stretch, if any, then one more.
+    const endsBy = Math.max(
+      ...this.#unseen.map((w) =>
+        w.since + (this.#resync && !w.relisted ? 2 : 1) * this.#maxUnseenMs
+      ),
+    );
+    return { since, endsBy, relisted, pending: this.#unseen.map(describe) };
   }
 
   /** Waits until the caches show `written` (bounded by `waitMs`; what is left is remembered). */
@@ -225,7 +225,7 @@ export function cacheWaitEvent(pool: string, wait: CacheWait): PlannedEvent {
     (wait.pending.length > 5 ? ` and ${wait.pending.length - 5} more` : "");
   const until = new Date(wait.endsBy).toISOString();
   const what = wait.relisted
-    ? "the controller listed its caches afresh and they still miss its earlier writes"
+    ? "the controller's caches still miss its earlier writes; it is listing them afresh"
     : "the controller's caches do not show its earlier writes yet (a watch may have stopped delivering)";
   return {
     regarding: { kind: "BootcNodePool", name: pool },

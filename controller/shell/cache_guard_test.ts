@@ -3,6 +3,7 @@ import type { KubeObject } from "../../lib/kube/mod.ts";
 import { silentLogger } from "../../lib/log.ts";
 import {
   CacheGuard,
+  cacheWaitEvent,
   stillUnseen,
   writeVisible,
   type Written,
@@ -225,4 +226,48 @@ Deno.test("CacheGuard.waiting says what planning waits for and until when", asyn
   w.cache.set("nodes/n1", obj("u1", "120"));
   assert.equal(w.guard.behind(w.log), false);
   assert.equal(w.guard.waiting(), undefined);
+});
+
+Deno.test("CacheGuard.waiting: the wait ends by the last write's own give-up time", async () => {
+  const w = guardWorld({ resync: () => {} });
+  w.cache.set("nodes/a", obj("u1", "100"));
+  w.cache.set("nodes/b", obj("u2", "100"));
+  const write = (name: string): Written => ({
+    store: "nodes",
+    name,
+    uid: "u",
+    resourceVersion: "120",
+  });
+  await w.guard.settle([write("a")], w.log);
+  const tA = w.now();
+  w.advance(15_000);
+  await w.guard.settle([write("b")], w.log);
+  const tB = w.now();
+  assert.equal(w.guard.behind(w.log), true);
+  assert.equal(w.guard.waiting()?.since, tA);
+  assert.equal(w.guard.waiting()?.endsBy, tB + 120_000);
+  assert.equal(w.guard.waiting()?.relisted, false);
+  w.advance(tA + 60_000 - w.now()); // a's stretch is over: a fresh list is asked for
+  assert.equal(w.guard.behind(w.log), true);
+  assert.equal(w.guard.waiting()?.relisted, true);
+  assert.equal(w.guard.waiting()?.endsBy, tB + 120_000);
+});
+
+Deno.test("cacheWaitEvent: what planning waits for, and by when it resumes", () => {
+  const wait = { since: 0, endsBy: 120_000, relisted: false, pending: ["nodes/a", "bootcNodes/a"] };
+  const e = cacheWaitEvent("workers", wait);
+  assert.equal(e.type, "Warning");
+  assert.equal(e.reason, "CachesBehind");
+  assert.match(
+    e.message,
+    /do not show its earlier writes yet .*\(nodes\/a, bootcNodes\/a\); it resumes by 1970-01-01T00:02:00.000Z at the latest/,
+  );
+  const relisted = cacheWaitEvent("workers", { ...wait, since: 60_000, relisted: true });
+  assert.match(relisted.message, /still miss its earlier writes; it is listing them afresh/);
+  assert.notEqual(relisted.onceKey, e.onceKey);
+  const many = cacheWaitEvent("workers", {
+    ...wait,
+    pending: Array.from({ length: 8 }, (_, i) => `nodes/n${i}`),
+  });
+  assert.match(many.message, /nodes\/n4 and 3 more\)/);
 });

@@ -22,7 +22,12 @@ import {
 } from "../../lib/kube/mod.ts";
 import type { Logger } from "../../lib/log.ts";
 import type { Written } from "./cache_guard.ts";
-import { allPools, nodeRecordWakes, poolStatusWakes } from "./cross_pool_mapping.ts";
+import {
+  allPools,
+  bootcNodeHoldWakes,
+  nodeRecordWakes,
+  poolStatusWakes,
+} from "./cross_pool_mapping.ts";
 import {
   type Node,
   type Pdb,
@@ -189,6 +194,12 @@ export class ControllerCaches {
     );
     this.nodes.onDelete((n) =>
       enqueue(nodeRecordWakes(n, undefined, this.pools.store.list(), budgetsExist()))
+    );
+    this.bootcNodes.onUpdate((o, n) =>
+      enqueue(bootcNodeHoldWakes(o, n, this.pools.store.list(), budgetsExist()))
+    );
+    this.bootcNodes.onDelete((b) =>
+      enqueue(bootcNodeHoldWakes(b, undefined, this.pools.store.list(), budgetsExist()))
     );
   }
 }

@@ -6,7 +6,9 @@
 import assert from "node:assert/strict";
 import {
   ANNOTATION_IN_REBOOT_SLOT,
+  ANNOTATION_WAS_CORDONED,
   type BootcDisruptionBudget,
+  type BootcNode,
   type BootcNodePool,
 } from "../../lib/api/mod.ts";
 import { isConflict, Resources } from "../../lib/kube/mod.ts";
@@ -137,6 +139,127 @@ Deno.test("cluster budget: pools reconciled concurrently never exceed it togethe
     );
   } finally {
     ac.abort();
+    await caches;
+    await daemon.stop();
+    await cp.stop();
+  }
+});
+
+Deno.test("cluster budget: a node whose Node is deleted while rebooting keeps another pool waiting, then lets it go", async () => {
+  const cp = await startControlPlane();
+  const behaviours = new Map<string, FakeNodeBehaviour>([["i1", { neverReturns: true }]]);
+  const daemon = startFakeDaemon({ client: cp.client, initialImage: OLD, behaviours, tickMs: 100 });
+  const ac = new AbortController();
+  const reconciler = new PoolReconciler({ client: cp.client, resolver });
+  const caches = reconciler.startCaches(ac.signal);
+  const workers = reconciler.runWorkers(ac.signal);
+  const nodes = cp.client.resource<Node>(Resources.nodes);
+  const poolsApi = cp.client.resource<BootcNodePool>(Resources.bootcNodePools);
+  const bootcNodes = cp.client.resource<BootcNode>(Resources.bootcNodes);
+  const violations: string[] = [];
+  let watching = true;
+  let checker: Promise<void> | undefined;
+  try {
+    for await (const entry of Deno.readDir(new URL("../../crds/", import.meta.url))) {
+      await cp.applyYaml(
+        await Deno.readTextFile(new URL(`../../crds/${entry.name}`, import.meta.url)),
+      );
+    }
+    await waitFor(async () => {
+      await cp.client.resource(Resources.bootcDisruptionBudgets).list();
+      await poolsApi.list();
+      return true;
+    }, { timeoutMs: 30_000, message: "CRDs served" });
+    const labels = (pool: string) => ({ pool, fleet: "held" });
+    await cp.createNode("i1", { labels: labels("infra") });
+    await cp.createNode("w1", { labels: labels("workers") });
+    await cp.client.resource<BootcDisruptionBudget>(Resources.bootcDisruptionBudgets).create({
+      apiVersion: "node.bootc.dev/v1alpha1",
+      kind: "BootcDisruptionBudget",
+      metadata: { name: "one-down" },
+      spec: { nodeSelector: { matchLabels: { fleet: "held" } }, maxUnavailable: 1 },
+    });
+    for (const [name, paused] of [["infra", false], ["workers", true]] as const) {
+      await poolsApi.create({
+        apiVersion: "node.bootc.dev/v1alpha1",
+        kind: "BootcNodePool",
+        metadata: { name },
+        spec: {
+          nodeSelector: { matchLabels: { pool: name } },
+          image: { ref: NEW },
+          rollout: {
+            maxUnavailable: 1,
+            paused,
+            drainTimeoutSeconds: 600,
+            rebootTimeoutSeconds: 1800,
+            minReadySeconds: 0,
+          },
+          disruption: { rebootPolicy: "RebootOnly" },
+        },
+      });
+    }
+    // i1 is down for its reboot, or its Node or its BootcNode says it is in a slot: then w1
+    // must not be. Checked every 50 ms for the whole test.
+    const i1Disrupted = async () => {
+      const node = (await nodes.list()).items.find((n) => n.metadata?.name === "i1");
+      const bn = (await bootcNodes.list()).items.find((b) => b.metadata.name === "i1");
+      const rebooting = bn?.status?.conditions?.some((c) =>
+        c.type === "Idle" && c.reason === "Rebooting"
+      );
+      return !node || node.metadata?.annotations?.[ANNOTATION_IN_REBOOT_SLOT] !== undefined ||
+        bn?.metadata.annotations?.[ANNOTATION_WAS_CORDONED] !== undefined || rebooting === true;
+    };
+    checker = (async () => {
+      while (watching) {
+        const w1 = await nodes.get("w1");
+        if (w1.metadata?.annotations?.[ANNOTATION_IN_REBOOT_SLOT] && await i1Disrupted()) {
+          violations.push(`w1 in a slot beside i1 at ${new Date().toISOString()}`);
+        }
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })();
+    await waitFor(async () => {
+      const bn = (await bootcNodes.list()).items.find((b) => b.metadata.name === "i1");
+      return bn?.status?.conditions?.some((c) => c.type === "Idle" && c.reason === "Rebooting");
+    }, { timeoutMs: 30_000, intervalMs: 200, message: "i1 rebooting" });
+    // Its Node object is deleted (an admin cleaning up a machine that seems dead); workers
+    // resumes. w1 must wait: i1 may be down right now.
+    await cp.deleteNode("i1");
+    await poolsApi.patch("workers", { spec: { rollout: { paused: false } } }, { type: "merge" });
+    const waiting = await waitFor(async () => {
+      const p = await poolsApi.get("workers");
+      const m = p.status?.conditions?.find((c) => c.type === "UpToDate")?.message ?? "";
+      return /one-down: 1 of 1 allowed nodes disrupted.*counted: i1/.test(m) ? m : undefined;
+    }, { timeoutMs: 20_000, intervalMs: 200, message: "workers says it waits for i1" });
+    assert.match(waiting, /Node object gone/);
+    const budget = await cp.client.resource<BootcDisruptionBudget>(
+      Resources.bootcDisruptionBudgets,
+    ).get("one-down");
+    assert.deepEqual(budget.status?.disrupted, ["i1"], "the budget's status names i1");
+    await new Promise((r) => setTimeout(r, 2000));
+    assert.equal(
+      (await nodes.get("w1")).metadata?.annotations?.[ANNOTATION_IN_REBOOT_SLOT],
+      undefined,
+      "w1 waits while i1's Node is gone",
+    );
+    // The machine boots: its kubelet registers the Node again (no record on it), then its
+    // daemon reports the reboot over. Infra finishes i1; only then w1 goes.
+    await cp.createNode("i1", { labels: labels("infra") });
+    await new Promise((r) => setTimeout(r, 1000));
+    behaviours.delete("i1");
+    for (const name of ["infra", "workers"]) {
+      await waitFor(async () => {
+        const p = await poolsApi.get(name);
+        const up = p.status?.conditions?.find((c) => c.type === "UpToDate");
+        return up?.status === "True" && p.status?.slotsInUse === 0;
+      }, { timeoutMs: 60_000, intervalMs: 200, message: `pool ${name} updated` });
+    }
+    assert.deepEqual(violations, []);
+  } finally {
+    watching = false;
+    await checker?.catch(() => {});
+    ac.abort();
+    await workers.catch(() => {});
     await caches;
     await daemon.stop();
     await cp.stop();

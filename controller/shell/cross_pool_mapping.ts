@@ -8,11 +8,15 @@
  */
 import type { INode } from "kubernetes-models/v1/Node";
 import {
+  type BootcNode,
   type BootcNodePool,
   findCondition,
+  IdleReason,
   isDisrupted,
+  NodeConditionType,
   PoolConditionType,
 } from "../../lib/api/mod.ts";
+import { mirrorOf } from "../model/disruption.ts";
 import { rolloutAfter } from "../gates/mod.ts";
 
 /** Names of every pool. */
@@ -62,4 +66,31 @@ export function nodeRecordWakes(
     ? isDisrupted(changed as { metadata?: { annotations?: Record<string, string> } })
     : false;
   return before === after ? [] : allPools(pools);
+}
+
+/**
+ * What of a BootcNode makes it count as disrupted without its Node's record
+ * (`unrecordedDisruptions`): its prior-cordon mirror, and its daemon saying Rebooting.
+ */
+export function unrecordedSignal(bn: BootcNode | undefined): string {
+  if (!bn) return "";
+  const idle = findCondition(bn.status?.conditions, NodeConditionType.Idle);
+  const rebooting = idle?.status === "False" && idle.reason === IdleReason.Rebooting;
+  return `${mirrorOf(bn) ?? "-"}/${rebooting}`;
+}
+
+/**
+ * Pools to wake when a BootcNode's {@linkcode unrecordedSignal} changes (or it goes) while
+ * cluster budgets exist: a node counted without its Node's record (its Node deleted while
+ * rebooting, say) stops counting then, and pools sharing a budget with it may go on. The
+ * owner lets go of such a node by deleting its BootcNode, which wakes nobody else.
+ */
+export function bootcNodeHoldWakes(
+  old: BootcNode | undefined,
+  changed: BootcNode | undefined,
+  pools: Iterable<BootcNodePool>,
+  budgetsExist: boolean,
+): string[] {
+  if (!budgetsExist || unrecordedSignal(old) === unrecordedSignal(changed)) return [];
+  return allPools(pools);
 }

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import type { INode } from "kubernetes-models/v1/Node";
 import { ANNOTATION_IN_REBOOT_SLOT } from "../../lib/api/mod.ts";
-import { nodeRecordWakes, poolStatusWakes } from "./cross_pool_mapping.ts";
-import { pool } from "../testing/fixtures.ts";
+import { bootcNodeHoldWakes, nodeRecordWakes, poolStatusWakes } from "./cross_pool_mapping.ts";
+import { bootcNode, pool } from "../testing/fixtures.ts";
 
 const infra = pool({ name: "infra" });
 const workers = pool({ name: "workers" });
@@ -51,4 +51,27 @@ Deno.test("nodeRecordWakes: a freed place wakes every pool only while budgets ex
   assert.deepEqual(nodeRecordWakes(held, free, [infra, workers], true), ["infra", "workers"]);
   assert.deepEqual(nodeRecordWakes(held, held, [infra, workers], true), []);
   assert.deepEqual(nodeRecordWakes(undefined, held, [infra], true), ["infra"]);
+});
+
+Deno.test("bootcNodeHoldWakes: a BootcNode's slot mirror or Rebooting changing wakes every pool under budgets", () => {
+  const pools = [infra, workers, other];
+  const inSlot = bootcNode("n1", {
+    pool: "infra",
+    phase: "rebooting",
+    slotAt: "2026-01-01T00:00:00Z",
+  });
+  const rebooting = bootcNode("n1", { pool: "infra", phase: "rebooting" });
+  const idle = bootcNode("n1", { pool: "infra", phase: "idle" });
+  // The owner lets go of it: deleted, or its mirror removed.
+  assert.deepEqual(bootcNodeHoldWakes(inSlot, undefined, pools, true), [
+    "infra",
+    "workers",
+    "other",
+  ]);
+  assert.equal(bootcNodeHoldWakes(inSlot, rebooting, pools, true).length, 3);
+  // Its daemon no longer says Rebooting.
+  assert.equal(bootcNodeHoldWakes(rebooting, idle, pools, true).length, 3);
+  // Nothing that counts changed, or no budgets.
+  assert.deepEqual(bootcNodeHoldWakes(idle, { ...idle }, pools, true), []);
+  assert.deepEqual(bootcNodeHoldWakes(inSlot, undefined, pools, false), []);
 });

@@ -42,6 +42,7 @@ import { ControllerCaches } from "./caches.ts";
 import { DaemonAccessSync } from "./daemon_access_sync.ts";
 import { type PodLike, summarizePod } from "../model/drain.ts";
 import { planGonePool } from "../planner/membership.ts";
+import { unrecordedDisruptions } from "../planner/leaving.ts";
 import { foldNodeAnnotations, withoutNodeInfo } from "../planner/node_annotations.ts";
 import { foldBootcNodeDisplay } from "../planner/bootc_node_display.ts";
 import type { ControllerMetrics } from "./metrics.ts";
@@ -253,6 +254,14 @@ export class PoolReconciler {
       nodes: this.nodes,
       onWrite: () => count("budgetStatus"),
       externalDisruptions: (nodes) => externalDisruptions(this.#poolMembers(), nodes),
+      unrecordedDisruptions: (nodes) =>
+        unrecordedDisruptions({
+          pools: this.pools.store.list(),
+          bootcNodes: this.bootcNodes.store.list(),
+          nodes,
+          now: this.#clock.now(),
+        }),
+      bootcNodes: this.bootcNodes,
       ...common,
     });
     caches.wire({
