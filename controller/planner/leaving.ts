@@ -151,9 +151,9 @@ export function deletedNodeHold(facts: DeletedNodeFacts): LeavingHold {
  * Nodes disrupted by their BootcNode's account while their Node carries no disruption
  * record, over every pool's members. Pure. Pools sharing a cluster budget count
  * disruption by the Node's record; these would be missed:
- * - the BootcNode still mirrors a prior cordon (`mirrorOf`): the node is in a slot by its
- *   pool's account (its Node deleted, back without its record, or the record removed; the
- *   pool restores or finishes it), the one rule of `nodeDisrupted`;
+ * - the BootcNode still mirrors a prior cordon (`mirrorOf`) and its pool exists: the node is
+ *   in a slot by its pool's account (its Node deleted, back without its record, or the
+ *   record removed; the pool restores or finishes it), the one rule of `nodeDisrupted`;
  * - or its Node object is gone while {@linkcode deletedNodeHold} holds it (its daemon said
  *   Rebooting, within its pool's reboot timeout; an unknown pool's is the default).
  */
@@ -170,9 +170,10 @@ export function unrecordedDisruptions(input: {
     const node = input.nodes.get(name);
     if (node && isDisrupted({ metadata: { annotations: node.annotations } })) continue;
     const pool = byName.get(owningPool(bn) ?? "");
-    if (!(mirrorOf(bn) !== undefined || (!node && heldWithoutNode(bn, pool, input.now)))) {
-      continue;
-    }
+    // A mirror counts while its pool exists to restore the record or let the node go (so
+    // the count ends); without a pool only a bounded Rebooting hold does.
+    const mirrored = pool !== undefined && mirrorOf(bn) !== undefined;
+    if (!mirrored && !(!node && heldWithoutNode(bn, pool, input.now))) continue;
     if (node) out.push({ node: name, labels: node.labels });
     else out.push({ node: name, ...(pool ? { poolSelector: pool.spec.nodeSelector } : {}) });
   }

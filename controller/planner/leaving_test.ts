@@ -220,6 +220,8 @@ Deno.test("unrecordedDisruptions: disrupted by the BootcNode's account, no recor
     bootcNode("has-node", { pool: "infra", phase: "rebooting" }),
     bootcNode("staged", { pool: "infra", phase: "staged" }),
     bootcNode("no-pool", { pool: "gone-pool", phase: "rebooting" }),
+    // A mirror no existing pool will ever resolve does not count for ever.
+    bootcNode("orphan-mirror", { pool: "gone-pool", phase: "idle", ...inSlot }),
   ];
   const nodes = new Map([
     ["back", node("back", { labels: { zone: "a" }, ready: false })],
