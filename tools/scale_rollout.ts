@@ -2,7 +2,8 @@
  * A rollout at scale on the real control plane: kube-apiserver, etcd,
  * kube-controller-manager and kwok (tests/harness/control_plane.ts), a real OCI
  * registry, the install manifests, the REAL controller executable in its own
- * process (with its own least-privilege token), N kwok nodes in one or more
+ * process (with its own least-privilege token, on a private copy of the Deno executable
+ * as in its image), N kwok nodes in one or more
  * pools with one workload pod each, and each node's daemon side played by an
  * in-process stand-in running the real decision core against a simulated bootc
  * host (tools/scale_standin.ts). Every apply is judged by the invariant tracker
@@ -292,7 +293,13 @@ export async function runScale(o: ScaleOptions): Promise<void> {
       expirationSeconds: 24 * 3600,
     });
     const metricsPort = freePort();
-    const [command, ...prefix] = executables.controller;
+    // As in its image, the controller's Deno executable is its own: the start-up pages its
+    // trim gives back (lib/memory_trim.ts) are not shared with other Deno processes here.
+    const privateDeno = `${logDir}/deno`;
+    await Deno.copyFile(Deno.execPath(), privateDeno);
+    const [command, ...prefix] = executables.controller.map((arg) =>
+      arg.startsWith("DENO=") ? `DENO=${privateDeno}` : arg
+    );
     controller = startProcess({
       name: "controller",
       command,

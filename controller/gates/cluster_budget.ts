@@ -396,6 +396,12 @@ function addUnrecorded(t: Tally, unrecorded: ClusterView["unrecorded"]): void {
   }
 }
 
+/** The earliest time a node counted without its Node's record stops counting by itself. */
+function unrecordedUntil(cluster: ClusterView): Date | undefined {
+  const times = (cluster.unrecorded ?? []).flatMap((u) => u.until ? [u.until.getTime()] : []);
+  return times.length > 0 ? new Date(Math.min(...times)) : undefined;
+}
+
 /**
  * Baselines per view and pool: the planner asks once for the whole set and
  * then once per candidate on the same view, and preparing walks every Node.
@@ -519,12 +525,15 @@ export const clusterBudgetGate: Gate = {
       for (const t of current) t.add(cand.name, cand.labels);
     }
     if (holds.length === 0) return { admit };
+    const until = unrecordedUntil(input.cluster);
     return {
       admit,
       wait: {
         reason: CLUSTER_BUDGET_EXHAUSTED,
         message: summarize(holds),
         routine: holds.every((h) => h.routine),
+        // A node counted off its record until a time that no write marks: planned again then.
+        ...(until ? { until } : {}),
       },
     };
   },

@@ -70,6 +70,11 @@ export interface UnrecordedDisruption {
   labels?: Record<string, string>;
   /** The owning pool's node selector, when the Node is gone (absent: the pool is unknown). */
   poolSelector?: LabelSelector;
+  /**
+   * When it stops counting by itself (a Rebooting hold's reboot timeout), when nothing its
+   * pool writes marks that moment (no pool, or only the daemon's Rebooting holds it).
+   */
+  until?: Date;
 }
 
 /** The spec of a cluster-scoped BootcDisruptionBudget (node.bootc.dev/v1alpha1). */

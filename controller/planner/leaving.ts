@@ -173,21 +173,33 @@ export function unrecordedDisruptions(input: {
     // A mirror counts while its pool exists to restore the record or let the node go (so
     // the count ends); without a pool only a bounded Rebooting hold does.
     const mirrored = pool !== undefined && mirrorOf(bn) !== undefined;
-    if (!mirrored && !(!node && heldWithoutNode(bn, pool, input.now))) continue;
+    const hold = node || mirrored ? undefined : heldWithoutNode(bn, pool, input.now);
+    if (!mirrored && !hold) continue;
     if (node) out.push({ node: name, labels: node.labels });
-    else out.push({ node: name, ...(pool ? { poolSelector: pool.spec.nodeSelector } : {}) });
+    else {
+      out.push({
+        node: name,
+        ...(pool ? { poolSelector: pool.spec.nodeSelector } : {}),
+        ...(hold ? { until: hold } : {}),
+      });
+    }
   }
   return out.sort((a, b) => a.node < b.node ? -1 : a.node > b.node ? 1 : 0);
 }
 
-function heldWithoutNode(bn: BootcNode, pool: BootcNodePool | undefined, now: Date): boolean {
+/** The deadline of a {@linkcode deletedNodeHold} not yet overdue, if one holds `bn`. */
+function heldWithoutNode(
+  bn: BootcNode,
+  pool: BootcNodePool | undefined,
+  now: Date,
+): Date | undefined {
   const seconds = pool?.spec.rollout?.rebootTimeoutSeconds;
   const hold = deletedNodeHold({
     bn,
     rebootTimeoutMs: seconds !== undefined ? seconds * 1000 : undefined,
     now,
   });
-  return hold.waitsFor !== undefined && !hold.overdue;
+  return hold.waitsFor !== undefined && !hold.overdue ? hold.deadline : undefined;
 }
 
 /**

@@ -237,7 +237,12 @@ Deno.test("unrecordedDisruptions: disrupted by the BootcNode's account, no recor
   assert.deepEqual(out, [
     // The Node is back without its record: counted by its labels.
     { node: "back", labels: nodes.get("back")!.labels },
-    { node: "held", poolSelector: infra.spec.nodeSelector },
+    // Held by its daemon's Rebooting alone: until infra's reboot timeout, which no write marks.
+    {
+      node: "held",
+      poolSelector: infra.spec.nodeSelector,
+      until: new Date("2026-01-01T02:00:00Z"),
+    },
     // The mirror says it is in a slot, whatever the time.
     { node: "mirror-no-node", poolSelector: quick.spec.nodeSelector },
     // "no-pool" (its pool gone): the default reboot timeout, 30 min, has passed.

@@ -876,8 +876,11 @@ Deno.test("cluster budget: another pool's node rebooting after its Node was dele
     upToDate(held.status)?.message ?? "",
     /BootcDisruptionBudget one-down: 1 of 1 allowed nodes disrupted .*counted: n1, disrupted with its Node object gone/,
   );
-  // Its mirror removed too, the daemon's Rebooting keeps it counted within infra's timeout...
-  assert.deepEqual(withWhy(otherPoolHoldsDeletedNode(7200, { mirror: false }), "assign slot"), []);
+  // Its mirror removed too, the daemon's Rebooting keeps it counted within infra's timeout,
+  // and workers is planned again when that passes (02:00, an hour from now): no write marks it.
+  const unmirrored = otherPoolHoldsDeletedNode(7200, { mirror: false });
+  assert.deepEqual(withWhy(unmirrored, "assign slot"), []);
+  assert.equal(unmirrored.requeueAfterMs, 3_600_000);
   // ... and not past it.
   assert.deepEqual(
     withWhy(otherPoolHoldsDeletedNode(1800, { mirror: false }), "assign slot"),
