@@ -285,6 +285,13 @@ Deno.test("pageOutFileMappings advises this process's executable and libraries",
     .reduce((n, m) => n + Number(m.end - m.start), 0);
   assert.ok(exeBytes > 0, "the executable is mapped");
   assert.ok(advised >= exeBytes, `advised ${advised} bytes, executable maps ${exeBytes}`);
+  // Refaults come back one page at a time (MADV_RANDOM: "rr" in the mapping's VmFlags).
+  const smaps = Deno.readTextFileSync("/proc/self/smaps").split(/\n(?=[0-9a-f]+-[0-9a-f]+ )/);
+  const exeCode = smaps.filter((m) => m.split("\n")[0].endsWith(exe) && / r-xp /.test(m));
+  assert.ok(exeCode.length > 0, "the executable's code is mapped");
+  for (const m of exeCode) {
+    assert.match(/^VmFlags:(.*)$/m.exec(m)?.[1] ?? "", /\brr\b/, m.split("\n")[0]);
+  }
   // What stays resident is not asserted: test files run in parallel in this one process, and
   // the others fault pages in meanwhile (tools/measure_*.ts measure the effect in processes of
   // their own).
