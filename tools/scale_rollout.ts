@@ -473,6 +473,21 @@ export async function runScale(o: ScaleOptions): Promise<void> {
         `${secs(cycle)} per-node cycle (median) + ${secs(firstSlot)} until the first slot` +
         ` (${(makespan / Math.max(1, ideal)).toFixed(2)}×)`,
     );
+    // Where the time beyond the ideal goes: the cycle's spread (the ideal takes the median
+    // for every node) and slots left empty (hand-offs, and the last wave running out).
+    const slotCount = poolNames.reduce((n, p) => n + limits[p].maxUnavailable, 0);
+    const heldMs = cycles.reduce((a, b) => a + b, 0);
+    const meanCycle = heldMs / Math.max(1, cycles.length);
+    const windowMs = Math.max(1, makespan - firstSlot);
+    out(
+      `  where the time goes:     per-node cycle mean ${secs(meanCycle)}, p90 ${
+        secs(percentile(cycles, 90) ?? 0)
+      }, max ${secs(Math.max(0, ...cycles))}; slots held ${
+        (100 * heldMs / (slotCount * windowMs)).toFixed(0)
+      }% of the time from the first grant to the end (${secs(heldMs / slotCount)} of ${
+        secs(windowMs)
+      } per slot)`,
+    );
     out(
       `  slot hand-off:           median ${percentile(handoffs, 50) ?? "-"} ms, p99 ${
         percentile(handoffs, 99) ?? "-"
