@@ -180,12 +180,13 @@ function pageOutWith(libc: Libc, maps: string): number {
   let advised = 0n;
   let failed = 0;
   for (const m of reclaimableMappings(maps)) {
-    // A page the process needs again then comes back alone: with read-ahead each refault
-    // reads (and maps) its neighbours too, and an idle loop's few pages refill the mapping.
-    libc.madvise(m.start, m.end - m.start, MADV_RANDOM);
     const ok = libc.madvise(m.start, m.end - m.start, MADV_PAGEOUT) === 0;
-    if (ok) advised += m.end - m.start;
-    else failed++;
+    if (ok) {
+      advised += m.end - m.start;
+      // A page the process needs again then comes back alone: with read-ahead each refault
+      // reads (and maps) its neighbours too, and an idle loop's few pages refill the mapping.
+      libc.madvise(m.start, m.end - m.start, MADV_RANDOM);
+    } else failed++;
   }
   if (advised === 0n) throw new Error(`madvise(MADV_PAGEOUT) failed on all ${failed} mappings`);
   return Number(advised);

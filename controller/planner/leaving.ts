@@ -151,11 +151,13 @@ export function deletedNodeHold(facts: DeletedNodeFacts): LeavingHold {
  * Nodes disrupted by their BootcNode's account while their Node carries no disruption
  * record, over every pool's members. Pure. Pools sharing a cluster budget count
  * disruption by the Node's record; these would be missed:
- * - the BootcNode still mirrors a prior cordon (`mirrorOf`) and its pool exists: the node is
- *   in a slot by its pool's account (its Node deleted, back without its record, or the
- *   record removed; the pool restores or finishes it), the one rule of `nodeDisrupted`;
+ * - its Node exists and its BootcNode still mirrors a prior cordon (`mirrorOf`) and its pool
+ *   exists: the node is in a slot by its pool's account (back from its reboot without its
+ *   record, or the record removed; the pool restores or finishes it), the rule of
+ *   `nodeDisrupted`;
  * - or its Node object is gone while {@linkcode deletedNodeHold} holds it (its daemon said
- *   Rebooting, within its pool's reboot timeout; an unknown pool's is the default).
+ *   Rebooting, within its pool's reboot timeout; an unknown pool's is the default): bounded,
+ *   with `until`.
  */
 export function unrecordedDisruptions(input: {
   pools: readonly BootcNodePool[];
@@ -172,8 +174,10 @@ export function unrecordedDisruptions(input: {
     const pool = byName.get(owningPool(bn) ?? "");
     // A mirror counts while its pool exists to restore the record or let the node go (so
     // the count ends); without a pool only a bounded Rebooting hold does.
-    const mirrored = pool !== undefined && mirrorOf(bn) !== undefined;
-    const hold = node || mirrored ? undefined : heldWithoutNode(bn, pool, input.now);
+    // With its Node gone, only the bounded Rebooting hold counts: a mirror alone could
+    // count for as long as its pool does not act (an invalid spec), with nothing to end it.
+    const mirrored = node !== undefined && pool !== undefined && mirrorOf(bn) !== undefined;
+    const hold = node ? undefined : heldWithoutNode(bn, pool, input.now);
     if (!mirrored && !hold) continue;
     if (node) out.push({ node: name, labels: node.labels });
     else {

@@ -243,8 +243,8 @@ Deno.test("unrecordedDisruptions: disrupted by the BootcNode's account, no recor
       poolSelector: infra.spec.nodeSelector,
       until: new Date("2026-01-01T02:00:00Z"),
     },
-    // The mirror says it is in a slot, whatever the time.
-    { node: "mirror-no-node", poolSelector: quick.spec.nodeSelector },
+    // "mirror-no-node": its Node gone and not rebooting, a mirror alone does not count (its
+    // pool releases it; an invalid pool would not, and nothing would end the count).
     // "no-pool" (its pool gone): the default reboot timeout, 30 min, has passed.
   ]);
   const early = unrecordedDisruptions({

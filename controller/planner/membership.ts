@@ -9,10 +9,12 @@
 import {
   ANNOTATION_DESIRED_SINCE,
   ANNOTATION_FAILED_IMAGE,
+  ANNOTATION_WAS_CORDONED,
   API_VERSION,
   type BootcNode,
   type BootcNodePool,
   type BootcNodeSpec,
+  isDisrupted,
   LABEL_MANAGED,
   LABEL_POOL,
   MAX_STAGING,
@@ -265,10 +267,26 @@ function restoreOrphan(
   }
   const patch = releasePatch(node, bn, { unlabel: false });
   if (!patch) return { counted: false, out: NO_OUTPUT };
+  // The record goes with its mirror (first, as in every release): a mirror left on the
+  // BootcNode would read as a lost record to a pool that adopts it later, which would
+  // restore a slot no gate granted.
+  const bnPatch = mirrorOf(bn) !== undefined && !bn?.metadata.deletionTimestamp
+    ? releaseBootcNodePatch(bn)
+    : undefined;
   return {
     counted: true,
     out: stepOutput({
-      actions: [{ kind: "patchNode", node: node.name, patch, why: "restore orphaned node" }],
+      actions: [
+        ...(bnPatch
+          ? [{
+            kind: "patchBootcNode" as const,
+            node: node.name,
+            patch: bnPatch,
+            why: "drop mirror",
+          }]
+          : []),
+        { kind: "patchNode", node: node.name, patch, why: "restore orphaned node" },
+      ],
       events: [poolEvent(
         poolName,
         "Warning",
@@ -658,9 +676,25 @@ function syncMember(
       ));
     }
   }
+  const stale = staleMirror(input.pool, node, bn);
+  const changes: Record<string, string | null> = {
+    ...newImage?.annotations,
+    ...(stale ? { [ANNOTATION_WAS_CORDONED]: null } : {}),
+  };
   const annotations = { ...bn.metadata.annotations ?? {}, ...newImage?.annotations };
+  if (stale) {
+    delete annotations[ANNOTATION_WAS_CORDONED];
+    events.push(nodeEvent(
+      name,
+      "Warning",
+      "StaleMirrorDropped",
+      `node ${name}'s BootcNode, adopted by pool ${input.pool.metadata.name}, mirrored a prior ` +
+        `cordon state while its Node carries no disruption record; dropped (a slot is only ` +
+        `ever granted through the gates)`,
+    ));
+  }
   const view: BootcNode = { ...bn, metadata: { ...bn.metadata, annotations }, spec: wanted };
-  const patch = syncPatch(input.pool, bn, wanted, newImage?.annotations ?? {});
+  const patch = syncPatch(input.pool, bn, wanted, changes);
   const actions: Action[] = newImage?.undrain ? [newImage.undrain] : [];
   // No event per node for a new desired image: the pool's TargetChanged says it once, and
   // the BootcNode's spec and conditions carry each node's phase (events mark what people act on).
@@ -729,7 +763,7 @@ function syncPatch(
   pool: BootcNodePool,
   bn: BootcNode,
   wanted: BootcNodeSpec,
-  annotations: Record<string, string>,
+  annotations: Record<string, string | null>,
 ): MergePatch | undefined {
   const specPatch: MergePatch = {};
   for (
@@ -745,15 +779,28 @@ function syncPatch(
   const poolName = pool.metadata.name ?? "";
   const metaPatch: MergePatch = {};
   if (bn.metadata.labels?.[LABEL_POOL] !== poolName) metaPatch.labels = { [LABEL_POOL]: poolName };
-  const controller = bn.metadata.ownerReferences?.find((o) => o.kind === POOL.kind && o.controller);
-  if (owningPool(bn) === undefined || controller?.uid !== pool.metadata.uid) {
-    metaPatch.ownerReferences = [ownerReference(pool)];
-  }
+  if (adopting(pool, bn)) metaPatch.ownerReferences = [ownerReference(pool)];
   if (Object.keys(annotations).length > 0) metaPatch.annotations = annotations;
   const patch: MergePatch = {};
   if (Object.keys(specPatch).length > 0) patch.spec = specPatch;
   if (Object.keys(metaPatch).length > 0) patch.metadata = metaPatch;
   return Object.keys(patch).length > 0 ? patch : undefined;
+}
+
+/** True when `bn` is not `pool`'s yet (an orphan, or an earlier pool's of the same name). */
+function adopting(pool: BootcNodePool, bn: BootcNode): boolean {
+  const controller = bn.metadata.ownerReferences?.find((o) => o.kind === POOL.kind && o.controller);
+  return owningPool(bn) === undefined || controller?.uid !== pool.metadata.uid;
+}
+
+/**
+ * A prior-cordon mirror `pool` did not write and no record on the Node backs: left by the
+ * pool the BootcNode was orphaned from. Read as a lost record it would be "repaired" into
+ * a slot no gate granted; it is dropped instead.
+ */
+function staleMirror(pool: BootcNodePool, node: NodeSummary, bn: BootcNode): boolean {
+  return adopting(pool, bn) && mirrorOf(bn) !== undefined &&
+    !isDisrupted({ metadata: { annotations: node.annotations } });
 }
 
 /** The units the pool's health check lists (copied to each BootcNode for its daemon). */

@@ -886,8 +886,8 @@ Deno.test("cluster budget: another pool's node rebooting after its Node was dele
     withWhy(otherPoolHoldsDeletedNode(1800, { mirror: false }), "assign slot"),
     ["n2"],
   );
-  // With its mirror, until infra lets it go (deletes its BootcNode: ReleasedUnfinished).
-  assert.deepEqual(withWhy(otherPoolHoldsDeletedNode(1800), "assign slot"), []);
+  // With its mirror too: its Node gone, only the bounded hold counts (infra lets it go then).
+  assert.deepEqual(withWhy(otherPoolHoldsDeletedNode(1800), "assign slot"), ["n2"]);
   assert.deepEqual(withWhy(otherPoolHoldsDeletedNode(1800, { n1: false }), "assign slot"), ["n2"]);
 });
 
@@ -909,4 +909,58 @@ Deno.test("cluster budget: another pool's node back without its record still cou
   });
   assert.deepEqual(withWhy(plan, "assign slot"), []);
   assert.match(upToDate(plan.status)?.message ?? "", /one-down: 1 of 1 allowed nodes disrupted/);
+});
+
+Deno.test("membership: an orphaned node's record goes with its BootcNode's mirror, mirror first", () => {
+  // n1 carries this pool's record but no longer matches (its label changed); its BootcNode
+  // is still there (orphaned). The mirror left on it would read as a lost record to a pool
+  // adopting it later, and be "repaired" into a slot no gate granted.
+  const plan = planPool(input(pool(), {
+    nodes: [
+      node("n1", {
+        labels: { role: "infra", [LABEL_MANAGED]: "" },
+        unschedulable: true,
+        annotations: {
+          [ANNOTATION_IN_REBOOT_SLOT]: EARLIER,
+          [ANNOTATION_SLOT_POOL]: "workers",
+          [ANNOTATION_WAS_CORDONED]: "false",
+        },
+      }),
+    ],
+    bootcNodes: [{
+      ...bootcNode("n1", { phase: "idle", slotAt: EARLIER, wasCordoned: false }),
+      metadata: {
+        ...bootcNode("n1", { slotAt: EARLIER, wasCordoned: false }).metadata,
+        ownerReferences: [],
+      },
+    }],
+  }));
+  const n1 = plan.actions.filter((a) => "node" in a && a.node === "n1");
+  const kinds = n1.map((a) => `${a.kind}/${"why" in a ? a.why : ""}`);
+  const mirror = kinds.indexOf("patchBootcNode/drop mirror");
+  const restore = kinds.indexOf("patchNode/restore orphaned node");
+  assert.ok(mirror >= 0 && restore > mirror, kinds.join(", "));
+});
+
+Deno.test("membership: a pool adopting a BootcNode drops a mirror no record backs (no ungated slot)", () => {
+  // n1's BootcNode was left by an earlier pool (orphaned mid-rollout) with its mirror; its
+  // Node carries no record. Read as a lost record, the mirror would be repaired into a slot.
+  const orphan = bootcNode("n1", { phase: "staged" });
+  const metadata = {
+    ...orphan.metadata,
+    annotations: { ...orphan.metadata.annotations, [ANNOTATION_WAS_CORDONED]: "false" },
+    ownerReferences: [],
+  };
+  const plan = planPool(input(pool({ paused: true }), {
+    nodes: [node("n1")],
+    bootcNodes: [{ ...orphan, metadata }],
+  }));
+  assert.deepEqual(ofKind(plan, "patchNode").filter((a) => a.why === "repair record"), []);
+  assert.deepEqual(withWhy(plan, "assign slot"), []);
+  const sync = ofKind(plan, "patchBootcNode").find((a) => a.node === "n1");
+  const annotations = (sync?.patch.metadata as { annotations?: Record<string, unknown> })
+    ?.annotations;
+  assert.equal(annotations?.[ANNOTATION_WAS_CORDONED], null, JSON.stringify(sync));
+  assert.ok(plan.events.some((e) => e.reason === "StaleMirrorDropped"));
+  assert.equal(plan.status?.slotsInUse, 0);
 });
