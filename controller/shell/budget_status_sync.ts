@@ -87,6 +87,8 @@ export class BudgetStatusSync {
   #memo = new Map<string, Memo>();
   #dirty = true;
   #wake?: () => void;
+  /** When a counted node stops counting by itself (its `until`): a pass is due then. */
+  #due?: number;
 
   /** Subscribes to the informers; nothing is written until {@linkcode run} or {@linkcode sync}. */
   constructor(options: BudgetStatusSyncOptions) {
@@ -128,6 +130,7 @@ export class BudgetStatusSync {
 
   /** One pass: every budget's status computed from the caches, the changed ones written. */
   async sync(): Promise<void> {
+    this.#due = undefined;
     const budgets = this.#budgets.store.list();
     if (budgets.length === 0) return;
     const nodes = new Map<string, NodeSummary>();
@@ -135,6 +138,9 @@ export class BudgetStatusSync {
     const now = this.#clock.now();
     const external = this.#external?.(nodes);
     const unrecorded = this.#unrecorded?.(nodes);
+    // A node counted until a time no write marks: pass again then.
+    const untils = (unrecorded ?? []).flatMap((u) => u.until ? [u.until.getTime()] : []);
+    this.#due = untils.length > 0 ? Math.min(...untils) : undefined;
     for (const budget of budgets) {
       const next = budgetStatus({
         budget,
@@ -187,7 +193,15 @@ export class BudgetStatusSync {
     let last = -Infinity;
     let failures = 0;
     while (!signal.aborted) {
-      if (!this.#dirty) await this.#sleep(Infinity, signal);
+      if (!this.#dirty) {
+        const due = this.#due;
+        await this.#sleep(
+          due === undefined ? Infinity : Math.max(0, due - this.#clock.now().getTime()),
+          signal,
+        );
+        if (due !== undefined && this.#clock.now().getTime() >= due) this.#dirty = true;
+        if (!this.#dirty) continue;
+      }
       if (signal.aborted) break;
       const now = this.#clock.now().getTime();
       const backoff = failures > 0 ? Math.min(1000 * 2 ** (failures - 1), 60_000) : 0;

@@ -1,0 +1,70 @@
+import assert from "node:assert/strict";
+import type { BootcDisruptionBudget, BootcDisruptionBudgetStatus } from "../../lib/api/mod.ts";
+import { FakeClock } from "../../lib/clock.ts";
+import type { Informer, KubeClient, KubeObject } from "../../lib/kube/mod.ts";
+import type { UnrecordedDisruption } from "../gates/mod.ts";
+import { BudgetStatusSync } from "./budget_status_sync.ts";
+import type { Node } from "./object_views.ts";
+
+/** An informer over a fixed list that never fires. */
+function staticInformer<T extends KubeObject>(items: T[]): Informer<T> {
+  const none = () => {};
+  return {
+    store: { list: () => items },
+    onAdd: none,
+    onUpdate: none,
+    onDelete: none,
+  } as unknown as Informer<T>;
+}
+
+const flush = async () => {
+  for (let i = 0; i < 20; i++) await new Promise((r) => setTimeout(r, 0));
+};
+
+Deno.test("BudgetStatusSync passes again when a node counted off its record stops counting by itself", async () => {
+  const clock = new FakeClock("2026-01-01T00:00:00Z");
+  const until = new Date("2026-01-01T00:01:00Z");
+  const written: BootcDisruptionBudgetStatus[] = [];
+  let rv = 100;
+  const client = {
+    resource: () => ({
+      patch: (_name: string, body: { status: BootcDisruptionBudgetStatus }) => {
+        written.push(body.status);
+        return Promise.resolve({ metadata: { resourceVersion: String(++rv) } });
+      },
+    }),
+  } as unknown as KubeClient;
+  const budget: BootcDisruptionBudget = {
+    apiVersion: "node.bootc.dev/v1alpha1",
+    kind: "BootcDisruptionBudget",
+    metadata: { name: "one-down", generation: 1, resourceVersion: "1" },
+    spec: { maxUnavailable: 1 },
+  };
+  // "gone" (its Node deleted while rebooting) counts until its pool's reboot timeout, which
+  // nothing the pool writes marks.
+  const unrecorded = (): UnrecordedDisruption[] =>
+    clock.now() < until ? [{ node: "gone", until }] : [];
+  const sync = new BudgetStatusSync({
+    client,
+    budgets: staticInformer([budget]),
+    nodes: staticInformer<Node>([]),
+    unrecordedDisruptions: unrecorded,
+    clock,
+  });
+  const ac = new AbortController();
+  const running = sync.run(ac.signal);
+  try {
+    await flush();
+    clock.advance(250);
+    await flush();
+    assert.deepEqual(written.map((s) => s.disrupted), [["gone"]]);
+    clock.advance(59_750); // 00:01:00: "gone" stops counting; no event says so
+    await flush();
+    clock.advance(1_000);
+    await flush();
+    assert.deepEqual(written.map((s) => s.disrupted), [["gone"], []]);
+  } finally {
+    ac.abort();
+    await running;
+  }
+});
