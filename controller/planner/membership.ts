@@ -14,11 +14,14 @@ import {
   type BootcNode,
   type BootcNodePool,
   type BootcNodeSpec,
+  findCondition,
+  IdleReason,
   isDisrupted,
   LABEL_MANAGED,
   LABEL_POOL,
   MAX_STAGING,
   NODE,
+  NodeConditionType,
   owningPool,
   POOL,
   PoolDegradedReason,
@@ -677,6 +680,9 @@ function syncMember(
     }
   }
   const stale = staleMirror(input.pool, node, bn);
+  // The release the mirror was kept for, finished: the cordon as it was before (first, so a
+  // failed write leaves the mirror to try again).
+  const uncordon = stale && mirrorOf(bn) === "false" && node.unschedulable;
   const changes: Record<string, string | null> = {
     ...newImage?.annotations,
     ...(stale ? { [ANNOTATION_WAS_CORDONED]: null } : {}),
@@ -689,13 +695,22 @@ function syncMember(
       "Warning",
       "StaleMirrorDropped",
       `node ${name}'s BootcNode, adopted by pool ${input.pool.metadata.name}, mirrored a prior ` +
-        `cordon state while its Node carries no disruption record; dropped (a slot is only ` +
-        `ever granted through the gates)`,
+        `cordon state while its Node carries no disruption record and no reboot is under way; ` +
+        `dropped${uncordon ? " and the node uncordoned as it was before" : ""} (a slot is ` +
+        `only ever granted through the gates)`,
     ));
   }
   const view: BootcNode = { ...bn, metadata: { ...bn.metadata, annotations }, spec: wanted };
   const patch = syncPatch(input.pool, bn, wanted, changes);
   const actions: Action[] = newImage?.undrain ? [newImage.undrain] : [];
+  if (uncordon) {
+    actions.push({
+      kind: "patchNode",
+      node: name,
+      patch: { spec: { unschedulable: null } },
+      why: "restore cordon (stale mirror)",
+    });
+  }
   // No event per node for a new desired image: the pool's TargetChanged says it once, and
   // the BootcNode's spec and conditions carry each node's phase (events mark what people act on).
   if (patch) actions.push({ kind: "patchBootcNode", node: name, patch, why: "sync spec" });
@@ -800,7 +815,17 @@ function adopting(pool: BootcNodePool, bn: BootcNode): boolean {
  */
 function staleMirror(pool: BootcNodePool, node: NodeSummary, bn: BootcNode): boolean {
   return adopting(pool, bn) && mirrorOf(bn) !== undefined &&
-    !isDisrupted({ metadata: { annotations: node.annotations } });
+    !isDisrupted({ metadata: { annotations: node.annotations } }) && !rebootUnderWay(bn);
+}
+
+/**
+ * The node may be down for its reboot: its reboot was asked for or its daemon says
+ * Rebooting. A mirror then stands for a record that was lost, and is repaired as one.
+ */
+function rebootUnderWay(bn: BootcNode): boolean {
+  const idle = findCondition(bn.status?.conditions, NodeConditionType.Idle);
+  return bn.spec.desiredImageState === "Booted" ||
+    (idle?.status === "False" && idle.reason === IdleReason.Rebooting);
 }
 
 /** The units the pool's health check lists (copied to each BootcNode for its daemon). */

@@ -964,3 +964,43 @@ Deno.test("membership: a pool adopting a BootcNode drops a mirror no record back
   assert.ok(plan.events.some((e) => e.reason === "StaleMirrorDropped"));
   assert.equal(plan.status?.slotsInUse, 0);
 });
+
+Deno.test("membership: adopting a stale mirror finishes its release: uncordoned as before, then dropped", () => {
+  // n1 was cordoned by an earlier pool's grant (it was not cordoned before: mirror "false");
+  // that pool is gone, the record on the Node removed, no reboot under way.
+  const orphan = bootcNode("n1", { phase: "staged" });
+  const metadata = {
+    ...orphan.metadata,
+    annotations: { ...orphan.metadata.annotations, [ANNOTATION_WAS_CORDONED]: "false" },
+    ownerReferences: [],
+  };
+  const plan = planPool(input(pool({ paused: true }), {
+    nodes: [node("n1", { unschedulable: true })],
+    bootcNodes: [{ ...orphan, metadata }],
+  }));
+  const n1 = plan.actions.filter((a) => "node" in a && a.node === "n1");
+  const whys = n1.map((a) => ("why" in a ? a.why : a.kind));
+  assert.deepEqual(whys.slice(0, 2), ["restore cordon (stale mirror)", "sync spec"], whys.join());
+  const uncordon = ofKind(plan, "patchNode").find((a) => a.why === "restore cordon (stale mirror)");
+  assert.deepEqual(uncordon?.patch, { spec: { unschedulable: null } });
+  assert.deepEqual(withWhy(plan, "assign slot"), []);
+});
+
+Deno.test("membership: adopting a mirror while its reboot is under way repairs the record (it may be down)", () => {
+  const orphan = bootcNode("n1", { phase: "rebooting", state: "Booted" });
+  const metadata = {
+    ...orphan.metadata,
+    annotations: { ...orphan.metadata.annotations, [ANNOTATION_WAS_CORDONED]: "false" },
+    ownerReferences: [],
+  };
+  const plan = planPool(input(pool(), {
+    nodes: [node("n1", { unschedulable: true })],
+    bootcNodes: [{ ...orphan, metadata }],
+  }));
+  assert.ok(!plan.events.some((e) => e.reason === "StaleMirrorDropped"));
+  assert.ok(
+    ofKind(plan, "patchNode").some((a) => a.why === "repair record"),
+    JSON.stringify(plan.actions.map((a) => "why" in a ? a.why : a.kind)),
+  );
+  assert.equal(plan.status?.slotsInUse, 1);
+});

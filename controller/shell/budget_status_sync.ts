@@ -239,7 +239,8 @@ export class BudgetStatusSync {
     signal.addEventListener("abort", stop, { once: true });
     this.#wake = stop;
     try {
-      await this.#clock.sleep(ms === Infinity ? 2 ** 31 - 1 : ms, ac.signal);
+      // A timer longer than 2^31-1 ms fires at once: a far `#due` would spin.
+      await this.#clock.sleep(Math.min(ms, 2 ** 31 - 1), ac.signal);
     } catch {
       // woken or aborted
     } finally {
