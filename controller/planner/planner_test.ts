@@ -6,6 +6,7 @@ import {
   ANNOTATION_IN_REBOOT_SLOT,
   ANNOTATION_SLOT_POOL,
   ANNOTATION_WAS_CORDONED,
+  type BootcNode,
   type BootcNodePoolStatus,
   findCondition,
   LABEL_MANAGED,
@@ -942,18 +943,25 @@ Deno.test("membership: an orphaned node's record goes with its BootcNode's mirro
   assert.ok(mirror >= 0 && restore > mirror, kinds.join(", "));
 });
 
+/** n1's BootcNode left ownerless by an earlier pool, still mirroring a prior cordon ("false"). */
+function ownerlessWithMirror(opts: Parameters<typeof bootcNode>[1]): BootcNode {
+  const orphan = bootcNode("n1", opts);
+  return {
+    ...orphan,
+    metadata: {
+      ...orphan.metadata,
+      annotations: { ...orphan.metadata.annotations, [ANNOTATION_WAS_CORDONED]: "false" },
+      ownerReferences: [],
+    },
+  };
+}
+
 Deno.test("membership: a pool adopting a BootcNode drops a mirror no record backs (no ungated slot)", () => {
   // n1's BootcNode was left by an earlier pool (orphaned mid-rollout) with its mirror; its
   // Node carries no record. Read as a lost record, the mirror would be repaired into a slot.
-  const orphan = bootcNode("n1", { phase: "staged" });
-  const metadata = {
-    ...orphan.metadata,
-    annotations: { ...orphan.metadata.annotations, [ANNOTATION_WAS_CORDONED]: "false" },
-    ownerReferences: [],
-  };
   const plan = planPool(input(pool({ paused: true }), {
     nodes: [node("n1")],
-    bootcNodes: [{ ...orphan, metadata }],
+    bootcNodes: [ownerlessWithMirror({ phase: "staged" })],
   }));
   assert.deepEqual(ofKind(plan, "patchNode").filter((a) => a.why === "repair record"), []);
   assert.deepEqual(withWhy(plan, "assign slot"), []);
@@ -968,15 +976,9 @@ Deno.test("membership: a pool adopting a BootcNode drops a mirror no record back
 Deno.test("membership: adopting a stale mirror finishes its release: uncordoned as before, then dropped", () => {
   // n1 was cordoned by an earlier pool's grant (it was not cordoned before: mirror "false");
   // that pool is gone, the record on the Node removed, no reboot under way.
-  const orphan = bootcNode("n1", { phase: "staged" });
-  const metadata = {
-    ...orphan.metadata,
-    annotations: { ...orphan.metadata.annotations, [ANNOTATION_WAS_CORDONED]: "false" },
-    ownerReferences: [],
-  };
   const plan = planPool(input(pool({ paused: true }), {
     nodes: [node("n1", { unschedulable: true })],
-    bootcNodes: [{ ...orphan, metadata }],
+    bootcNodes: [ownerlessWithMirror({ phase: "staged" })],
   }));
   const n1 = plan.actions.filter((a) => "node" in a && a.node === "n1");
   const whys = n1.map((a) => ("why" in a ? a.why : a.kind));
@@ -987,15 +989,9 @@ Deno.test("membership: adopting a stale mirror finishes its release: uncordoned 
 });
 
 Deno.test("membership: adopting a mirror while its reboot is under way repairs the record (it may be down)", () => {
-  const orphan = bootcNode("n1", { phase: "rebooting", state: "Booted" });
-  const metadata = {
-    ...orphan.metadata,
-    annotations: { ...orphan.metadata.annotations, [ANNOTATION_WAS_CORDONED]: "false" },
-    ownerReferences: [],
-  };
   const plan = planPool(input(pool(), {
     nodes: [node("n1", { unschedulable: true })],
-    bootcNodes: [{ ...orphan, metadata }],
+    bootcNodes: [ownerlessWithMirror({ phase: "rebooting", state: "Booted" })],
   }));
   assert.ok(!plan.events.some((e) => e.reason === "StaleMirrorDropped"));
   assert.ok(

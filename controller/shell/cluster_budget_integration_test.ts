@@ -12,7 +12,7 @@ import {
   type BootcNodePool,
 } from "../../lib/api/mod.ts";
 import { isConflict, Resources } from "../../lib/kube/mod.ts";
-import { startControlPlane } from "../../tests/harness/control_plane.ts";
+import { type ControlPlane, startControlPlane } from "../../tests/harness/control_plane.ts";
 import { waitFor } from "../../tests/harness/wait.ts";
 import { type Node, PoolReconciler } from "./reconciler.ts";
 import type { ImageResolver } from "../pollers/resolver.ts";
@@ -22,6 +22,20 @@ const REPO = "registry.test/os";
 const OLD = `${REPO}@sha256:${"a".repeat(64)}`;
 const NEW = `${REPO}@sha256:${"b".repeat(64)}`;
 const resolver: ImageResolver = { resolve: () => Promise.reject(new Error("no tags here")) };
+
+/** Applies the operator's CRDs and waits until the pool and budget kinds are served. */
+async function installCrds(cp: ControlPlane): Promise<void> {
+  for await (const entry of Deno.readDir(new URL("../../crds/", import.meta.url))) {
+    await cp.applyYaml(
+      await Deno.readTextFile(new URL(`../../crds/${entry.name}`, import.meta.url)),
+    );
+  }
+  await waitFor(async () => {
+    await cp.client.resource(Resources.bootcDisruptionBudgets).list();
+    await cp.client.resource(Resources.bootcNodePools).list();
+    return true;
+  }, { timeoutMs: 30_000, message: "CRDs served" });
+}
 
 Deno.test("cluster budget: pools reconciled concurrently never exceed it together", async () => {
   const cp = await startControlPlane();
@@ -35,16 +49,7 @@ Deno.test("cluster budget: pools reconciled concurrently never exceed it togethe
   const reconciler = new PoolReconciler({ client: cp.client, resolver });
   const caches = reconciler.startCaches(ac.signal);
   try {
-    for await (const entry of Deno.readDir(new URL("../../crds/", import.meta.url))) {
-      await cp.applyYaml(
-        await Deno.readTextFile(new URL(`../../crds/${entry.name}`, import.meta.url)),
-      );
-    }
-    await waitFor(async () => {
-      await cp.client.resource(Resources.bootcDisruptionBudgets).list();
-      await cp.client.resource(Resources.bootcNodePools).list();
-      return true;
-    }, { timeoutMs: 30_000, message: "CRDs served" });
+    await installCrds(cp);
     const nodes = cp.client.resource<Node>(Resources.nodes);
     for (const n of names) await cp.createNode(n, { labels: { pool: n[0], fleet: "cb" } });
     await cp.client.resource<BootcDisruptionBudget>(Resources.bootcDisruptionBudgets).create({
@@ -160,16 +165,7 @@ Deno.test("cluster budget: a node whose Node is deleted while rebooting keeps an
   let watching = true;
   let checker: Promise<void> | undefined;
   try {
-    for await (const entry of Deno.readDir(new URL("../../crds/", import.meta.url))) {
-      await cp.applyYaml(
-        await Deno.readTextFile(new URL(`../../crds/${entry.name}`, import.meta.url)),
-      );
-    }
-    await waitFor(async () => {
-      await cp.client.resource(Resources.bootcDisruptionBudgets).list();
-      await poolsApi.list();
-      return true;
-    }, { timeoutMs: 30_000, message: "CRDs served" });
+    await installCrds(cp);
     const labels = (pool: string) => ({ pool, fleet: "held" });
     await cp.createNode("i1", { labels: labels("infra") });
     await cp.createNode("w1", { labels: labels("workers") });
