@@ -157,11 +157,13 @@ function poolWaiting(
   let disrupted = 0;
   const waiting: WaitingNode[] = [];
   for (const bn of members) {
-    const node = nodes.get(bn.metadata.name ?? "");
-    if (!node || unrecorded.has(node.name)) {
-      if (unrecorded.has(bn.metadata.name ?? "")) disrupted++;
+    const nodeName = bn.metadata.name ?? "";
+    if (unrecorded.has(nodeName)) {
+      disrupted++;
       continue;
     }
+    const node = nodes.get(nodeName);
+    if (!node) continue;
     const platforms = bn.spec.desiredImage === pool.status?.targetImage
       ? pool.status?.targetPlatforms
       : undefined;

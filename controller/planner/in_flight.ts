@@ -45,7 +45,11 @@ import {
 import { type DrainContext, drainPolicyOf, evictionGrace } from "../model/drain_policy.ts";
 import { reportDrain } from "./drain_report.ts";
 import { shortReference } from "../../lib/api/display.ts";
-import { type DesiredImage, EffectiveState } from "../../lib/api/node_state.ts";
+import {
+  daemonSaysRebooting,
+  type DesiredImage,
+  EffectiveState,
+} from "../../lib/api/node_state.ts";
 import type { HealthFailure } from "./failure_policy.ts";
 import { evaluateHealth, type HealthVerdict } from "../model/health.ts";
 import type { Member } from "./membership.ts";
@@ -887,12 +891,6 @@ function rebootPhase(m: Member, f: NodeFacts & { drainedAt: Date }, env: InFligh
     rebootTimedOut: true,
     out: mergeOutputs([stepOutput({ actions: request }), t.out ?? NO_OUTPUT]),
   };
-}
-
-/** True while the BootcNode's daemon reports `Idle=False/Rebooting`. */
-function daemonSaysRebooting(bn: BootcNode): boolean {
-  const idle = findCondition(bn.status?.conditions, NodeConditionType.Idle);
-  return idle?.status === "False" && idle.reason === IdleReason.Rebooting;
 }
 
 /**

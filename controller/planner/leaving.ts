@@ -172,10 +172,9 @@ export function unrecordedDisruptions(input: {
     const node = input.nodes.get(name);
     if (node && isDisrupted({ metadata: { annotations: node.annotations } })) continue;
     const pool = byName.get(owningPool(bn) ?? "");
-    // A mirror counts while its pool exists to restore the record or let the node go (so
-    // the count ends); without a pool only a bounded Rebooting hold does.
-    // With its Node gone, only the bounded Rebooting hold counts: a mirror alone could
-    // count for as long as its pool does not act (an invalid spec), with nothing to end it.
+    // A mirror counts while its Node and its pool exist (the pool restores the record or
+    // lets the node go, so the count ends). With its Node gone only the bounded Rebooting
+    // hold counts: a mirror alone could count for as long as an invalid pool does not act.
     const mirrored = node !== undefined && pool !== undefined && mirrorOf(bn) !== undefined;
     const hold = node ? undefined : heldWithoutNode(bn, pool, input.now);
     if (!mirrored && !hold) continue;

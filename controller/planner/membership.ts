@@ -14,14 +14,11 @@ import {
   type BootcNode,
   type BootcNodePool,
   type BootcNodeSpec,
-  findCondition,
-  IdleReason,
   isDisrupted,
   LABEL_MANAGED,
   LABEL_POOL,
   MAX_STAGING,
   NODE,
-  NodeConditionType,
   owningPool,
   POOL,
   PoolDegradedReason,
@@ -30,6 +27,7 @@ import {
 import {
   classifyNode,
   daemonProgress,
+  daemonSaysRebooting,
   type DesiredImage,
   EffectiveState,
   type NodeClassification,
@@ -823,9 +821,7 @@ function staleMirror(pool: BootcNodePool, node: NodeSummary, bn: BootcNode): boo
  * Rebooting. A mirror then stands for a record that was lost, and is repaired as one.
  */
 function rebootUnderWay(bn: BootcNode): boolean {
-  const idle = findCondition(bn.status?.conditions, NodeConditionType.Idle);
-  return bn.spec.desiredImageState === "Booted" ||
-    (idle?.status === "False" && idle.reason === IdleReason.Rebooting);
+  return bn.spec.desiredImageState === "Booted" || daemonSaysRebooting(bn);
 }
 
 /** The units the pool's health check lists (copied to each BootcNode for its daemon). */

@@ -11,11 +11,10 @@ import {
   type BootcNode,
   type BootcNodePool,
   findCondition,
-  IdleReason,
   isDisrupted,
-  NodeConditionType,
   PoolConditionType,
 } from "../../lib/api/mod.ts";
+import { daemonSaysRebooting } from "../../lib/api/node_state.ts";
 import { mirrorOf } from "../model/disruption.ts";
 import { rolloutAfter } from "../gates/mod.ts";
 
@@ -74,9 +73,7 @@ export function nodeRecordWakes(
  */
 export function unrecordedSignal(bn: BootcNode | undefined): string {
   if (!bn) return "";
-  const idle = findCondition(bn.status?.conditions, NodeConditionType.Idle);
-  const rebooting = idle?.status === "False" && idle.reason === IdleReason.Rebooting;
-  return `${mirrorOf(bn) ?? "-"}/${rebooting}`;
+  return `${mirrorOf(bn) ?? "-"}/${daemonSaysRebooting(bn)}`;
 }
 
 /**

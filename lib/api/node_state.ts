@@ -344,6 +344,12 @@ export function fellBackFrom(bn: BootcNodeFacts, target: DesiredImage): boolean 
   return idle?.status === "False" && idle.reason === IdleReason.Rebooting;
 }
 
+/** True while a BootcNode's daemon reports `Idle=False/Rebooting` (its machine may be down). */
+export function daemonSaysRebooting(bn: Pick<BootcNodeFacts, "status"> | undefined): boolean {
+  const idle = findCondition(bn?.status?.conditions, NodeConditionType.Idle);
+  return idle?.status === "False" && idle.reason === IdleReason.Rebooting;
+}
+
 /** Classifies one node (see the module doc). Pure. */
 export function classifyNode(input: ClassifyInput): NodeClassification {
   const bn = input.bootcNode;
