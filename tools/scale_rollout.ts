@@ -435,6 +435,9 @@ export async function runScale(o: ScaleOptions): Promise<void> {
     ];
 
     const intervals = tracker.intervals.filter((i) => i.start >= t0);
+    if (o.keepLogs) {
+      await Deno.writeTextFile(`${logDir}/intervals.json`, JSON.stringify({ t0, intervals }));
+    }
     const cycles = intervals.filter((i) => i.end !== undefined).map((i) => i.end! - i.start);
     const cycle = percentile(cycles, 50) ?? 0;
     const firstSlot = intervals.length ? Math.min(...intervals.map((i) => i.start)) - t0 : 0;

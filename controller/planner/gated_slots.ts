@@ -52,7 +52,10 @@ export interface GatedSlotsInput {
   input: PlanInput;
   members: readonly Member[];
   /** What step 3 found (read-only): slots in use, unhealthy slot nodes, drains. */
-  inFlight: Pick<InFlightResult, "inUse" | "unhealthy" | "drainingNodes" | "drainingDemand">;
+  inFlight: Pick<
+    InFlightResult,
+    "inUse" | "unhealthy" | "drainingNodes" | "drainingDemand" | "released"
+  >;
   /** Nodes leaving the pool that still count as disrupted. */
   releasing: readonly string[];
   target: Target | undefined;
@@ -107,6 +110,14 @@ export function planGatedSlots(step: GatedSlotsInput): GatedSlots {
   ];
   const limit = slotLimitStatus(input, members, cluster, disrupted);
   const all = slotCandidates(members);
+  // A node this plan releases hands its slot on in this plan: the shell applies every
+  // release before the first grant (shell/apply_order.ts), so the pool's own gates count
+  // it neither disrupted nor waiting for it; released on the target, it is updated (the
+  // canary's count stays whole). Cluster budgets still count it from its Node till then.
+  const released = new Set(inFlight.released);
+  const releasedUpdated = members.filter((m) =>
+    released.has(m.node.name) && target !== undefined && m.bn?.spec.desiredImage === target.image
+  ).length;
   const inUse = step.releasing.length + inFlight.inUse;
   const approval = target
     ? approvalFacts({
@@ -134,7 +145,14 @@ export function planGatedSlots(step: GatedSlotsInput): GatedSlots {
   } else if (!target) {
     decided = { held: new Map(), granted: [], inUse, out: stepOutput() };
   } else {
-    decided = throughGates(step, all, { cluster, disrupted, target, inUse, approval });
+    decided = throughGates(step, all, {
+      cluster,
+      disrupted: disrupted.filter((n) => !released.has(n)),
+      updated: step.updated + releasedUpdated,
+      target,
+      inUse,
+      approval,
+    });
   }
   const queue = queueOf(all, decided.held);
   const approvalOut = mergeOutputs([
@@ -181,7 +199,9 @@ function throughGates(
   all: readonly Member[],
   view: {
     cluster: ClusterView;
+    /** The pool's nodes the gates count as disrupted, and as updated. */
     disrupted: readonly string[];
+    updated: number;
     target: Target;
     inUse: number;
     approval?: ApprovalView;
@@ -200,7 +220,7 @@ function throughGates(
     candidates: candidates.map((m) => toCandidate(m, image)),
     disrupted: view.disrupted,
     memberCount: step.members.length,
-    updated: step.updated,
+    updated: view.updated,
     canary: gatePhase(step.canary),
     ...(view.approval ? { approval: view.approval } : {}),
     cluster: view.cluster,

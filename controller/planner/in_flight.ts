@@ -94,6 +94,12 @@ export interface InFlightResult {
   failures: readonly HealthFailure[];
   /** Nodes still being checked after their reboot, with what they wait for. */
   verifying: readonly string[];
+  /**
+   * Members this plan releases (verified; undone in `undoUndrained` mode), in member
+   * order. They no longer count in `inUse`: the shell applies every release before
+   * the plan's first grant (controller/shell/apply_order.ts).
+   */
+  released: readonly string[];
   out: StepOutput;
 }
 
@@ -280,6 +286,7 @@ function reduceOutcomes(
     drainingDemand,
     failures: outcomes.flatMap((o) => o.failures ?? []),
     verifying: outcomes.flatMap((o) => o.verifying ?? []),
+    released: outcomes.flatMap((o) => o.released && o.name !== undefined ? [o.name] : []),
     out: mergeOutputs(outs),
   };
 }
@@ -962,7 +969,13 @@ function releaseOutput(
   const actions: Action[] = [];
   const bnPatch = releaseBootcNodePatch(bn);
   if (bnPatch) {
-    actions.push({ kind: "patchBootcNode", node: name, patch: bnPatch, why: "release slot" });
+    actions.push({
+      kind: "patchBootcNode",
+      node: name,
+      patch: bnPatch,
+      why: "release slot",
+      release: true,
+    });
   }
   const patch = releasePatch(node, bn, { unlabel: false });
   if (patch) {
@@ -971,6 +984,7 @@ function releaseOutput(
       node: name,
       patch,
       why: "release slot",
+      release: true,
       observe: slotAt
         ? { metric: "update_seconds", seconds: (now.getTime() - slotAt.getTime()) / 1000 }
         : undefined,

@@ -103,6 +103,8 @@ export type Action =
      * (`bootc_node_display.ts`): read-only facts, counted apart.
      */
     info?: true;
+    /** Set on the writes that hand a node's slot back (see {@linkcode isSlotRelease}). */
+    release?: true;
   }
   /**
    * A merge patch of the BootcNode's status subresource; `patch.metadata.resourceVersion`
@@ -122,6 +124,12 @@ export type Action =
      * record is no grant, so the patch alone cannot tell.
      */
     grant?: true;
+    /**
+     * Set on the writes that hand a node's slot back (`in_flight.ts`): the planner
+     * counts the room they free for grants of the same plan, which the shell applies
+     * only after them (controller/shell/apply_order.ts).
+     */
+    release?: true;
     /**
      * The Node's cordon (`spec.unschedulable`) the write was planned on, and the cached
      * `resourceVersion` it was read at. Set on the grant, which records that cordon as the
@@ -156,6 +164,12 @@ export interface PodRef {
 /** True for the action that grants a node a reboot slot: the one marked `grant`. */
 export function isSlotGrant(action: Action): boolean {
   return action.kind === "patchNode" && action.grant === true;
+}
+
+/** True for a write that hands a node's slot back (the Node's record, or the BootcNode's mirror). */
+export function isSlotRelease(action: Action): boolean {
+  return (action.kind === "patchNode" || action.kind === "patchBootcNode") &&
+    action.release === true;
 }
 
 /** A Kubernetes Event to record. */

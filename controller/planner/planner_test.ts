@@ -516,6 +516,46 @@ for (const c of releaseCases) {
   });
 }
 
+/** n1 verified on the target and Ready (released by the plan), and staged nodes waiting. */
+function handOffScene(p: ReturnType<typeof pool>, waiting: string[]) {
+  return input(p, {
+    nodes: [
+      node("n1", { unschedulable: true, readySince: "2026-01-01T00:00:00Z" }),
+      ...waiting.map((n) => node(n)),
+    ],
+    bootcNodes: [
+      bootcNode("n1", {
+        booted: image("b"),
+        slotAt: "2026-01-01T00:50:00Z",
+        drainedAt: EARLIER,
+        wasCordoned: false,
+        state: "Booted",
+        verifiedAt: "2026-01-01T00:00:00Z",
+      }),
+      ...waiting.map((n) => bootcNode(n, { phase: "staged" })),
+    ],
+  });
+}
+
+Deno.test("hand-off: a slot this plan releases goes to the next node in the same plan, after the release", () => {
+  const plan = planPool(handOffScene(pool({ maxUnavailable: 1 }), ["n2", "n3"]));
+  const release = plan.actions.findIndex((a) => a.kind === "patchNode" && a.why === "release slot");
+  const grant = plan.actions.findIndex((a) => a.kind === "patchNode" && a.grant === true);
+  assert.ok(release >= 0 && grant > release, `release at ${release}, grant at ${grant}`);
+  assert.deepEqual(withWhy(plan, "assign slot"), ["n2"]);
+  assert.equal(plan.status?.slotsInUse, 1);
+  assert.equal(plan.status?.slots?.inUse, 1);
+  assert.deepEqual(plan.status?.queue?.map((q) => q.node), ["n3"]);
+});
+
+Deno.test("hand-off: a canary node released by this plan counts as updated, not as room for one more", () => {
+  const p = pool({ maxUnavailable: 2 });
+  p.spec.rollout = { ...p.spec.rollout, canary: { nodes: 1, soakSeconds: 60 } };
+  const plan = planPool(handOffScene(p, ["n2", "n3"]));
+  assert.ok(plan.actions.some((a) => a.kind === "patchNode" && a.why === "release slot"));
+  assert.deepEqual(withWhy(plan, "assign slot"), []);
+});
+
 Deno.test("halt: two unhealthy slot nodes stop new assignments", () => {
   const plan = planPool(input(pool({ maxUnavailable: 3 }), {
     nodes: [node("a", { unschedulable: true }), node("b", { unschedulable: true }), node("c")],

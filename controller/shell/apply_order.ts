@@ -5,9 +5,11 @@
  * the slots it hands out. Writes to different nodes do not depend on each
  * other, with two exceptions kept here:
  *
- * - a new slot is handed out only after everything planned before it (the
- *   releases and drains that made room for it) succeeded: a failed release must
- *   not leave the pool with one node more disrupted than its budget;
+ * - a new slot is handed out only after the releases planned before it (the
+ *   room it takes: `isSlotRelease`) succeeded: a failed release must not leave
+ *   the pool with one node more disrupted than its budget. Releases go first,
+ *   alone; then the grants, ahead of the other nodes' writes (a drain's next
+ *   step, a display), which free no room and so need not hold them;
  * - a pool-level action (the finalizer) runs alone, after everything before it
  *   and before everything after it.
  *
@@ -16,7 +18,7 @@
  *
  * @module
  */
-import { type Action, isSlotGrant } from "../planner/plan.ts";
+import { type Action, isSlotGrant, isSlotRelease } from "../planner/plan.ts";
 
 /** The actions of one node, in planned order. */
 export type Lane = Action[];
@@ -31,31 +33,43 @@ function nodeOf(action: Action): string | undefined {
 /** Splits a plan's actions into stages of per-node lanes (see the module comment). */
 export function applyStages(actions: readonly Action[]): Stage[] {
   const stages: Stage[] = [];
-  let lanes = new Map<string, Lane>();
-  let granting = false;
-  const close = () => {
-    if (lanes.size > 0) stages.push([...lanes.values()]);
-    lanes = new Map();
-  };
+  let run: Action[] = [];
   for (const action of actions) {
-    const node = nodeOf(action);
-    if (node === undefined) {
-      close();
-      stages.push([[action]]);
-      granting = false;
+    if (nodeOf(action) !== undefined) {
+      run.push(action);
       continue;
     }
-    const grant = isSlotGrant(action);
-    if (grant && !granting) {
-      close();
-      granting = true;
-    }
+    stages.push(...nodeStages(run), [[action]]);
+    run = [];
+  }
+  stages.push(...nodeStages(run));
+  return stages;
+}
+
+/**
+ * The stages of a run of node actions: with grants, the lanes of the nodes released
+ * before the first grant, then every other lane, the granted nodes' first.
+ */
+function nodeStages(run: readonly Action[]): Stage[] {
+  const lanes = new Map<string, Lane>();
+  const releasing = new Set<string>();
+  const granted = new Set<string>();
+  for (const action of run) {
+    const node = nodeOf(action)!;
     const lane = lanes.get(node);
     if (lane) lane.push(action);
     else lanes.set(node, [action]);
+    if (isSlotGrant(action)) granted.add(node);
+    else if (granted.size === 0 && isSlotRelease(action)) releasing.add(node);
   }
-  close();
-  return stages;
+  if (lanes.size === 0) return [];
+  const all = [...lanes.entries()];
+  if (granted.size === 0) return [all.map(([, lane]) => lane)];
+  const first = all.filter(([n]) => releasing.has(n)).map(([, lane]) => lane);
+  const grants = all.filter(([n]) => granted.has(n)).map(([, lane]) => lane);
+  const rest = all.filter(([n]) => !releasing.has(n) && !granted.has(n)).map(([, lane]) => lane);
+  const after = [...grants, ...rest];
+  return first.length > 0 ? [first, after] : [after];
 }
 
 /**

@@ -1,13 +1,14 @@
 import assert from "node:assert/strict";
 import { ANNOTATION_IN_REBOOT_SLOT } from "../../lib/api/mod.ts";
 import { applyStages, runStages } from "./apply_order.ts";
-import { type Action, isSlotGrant } from "../planner/plan.ts";
+import { type Action, isSlotGrant, isSlotRelease } from "../planner/plan.ts";
 
 const release = (node: string): Action => ({
   kind: "patchNode",
   node,
   patch: { metadata: { annotations: { [ANNOTATION_IN_REBOOT_SLOT]: null } } },
   why: "release slot",
+  release: true,
 });
 const grant = (node: string): Action => ({
   kind: "patchNode",
@@ -74,11 +75,42 @@ Deno.test("applyStages: releases before grants, a lane per node, the finalizer a
     [["removeFinalizer:-"]],
   ]);
   assert.deepEqual(shape([]), []);
-  // A repaired record is not a grant: the release after it still runs before the grant.
+  // A repaired record is neither a grant nor a release (the node was counted all along):
+  // the release after it still runs before the grant; the repair beside the grant.
   assert.deepEqual(shape([repair("a"), release("b"), grant("c")]), [
-    [["patchNode:a"], ["patchNode:b"]],
-    [["patchNode:c"]],
+    [["patchNode:b"]],
+    [["patchNode:c"], ["patchNode:a"]],
   ]);
+});
+
+const drained = (node: string): Action => ({
+  kind: "patchNode",
+  node,
+  patch: { metadata: { annotations: { "bootc.dev/drained-at": "2026-11-23T00:00:00Z" } } },
+  why: "drain finished",
+});
+
+Deno.test("isSlotRelease: the marked writes that hand a slot back, not words alike", () => {
+  assert.equal(isSlotRelease(release("a")), true);
+  assert.equal(isSlotRelease({ ...mirror("a"), release: true } as Action), true);
+  assert.equal(isSlotRelease(grant("a")), false);
+  const { release: _, ...unmarked } = release("a") as Extract<Action, { kind: "patchNode" }>;
+  assert.equal(isSlotRelease(unmarked), false);
+});
+
+Deno.test("applyStages: writes that free no room run beside the grants, after them", () => {
+  // a's drain step and b's display free no slot: the grant waits only for c's release.
+  assert.deepEqual(
+    shape([drained("a"), mirror("b"), release("c"), grant("d"), mirror("d"), evict("e")]),
+    [
+      [["patchNode:c"]],
+      [["patchNode:d", "patchBootcNode:d"], ["patchNode:a"], ["patchBootcNode:b"], ["evict:e"]],
+    ],
+  );
+  // Without a release there is one stage, the grants first.
+  assert.deepEqual(shape([drained("a"), grant("d")]), [[["patchNode:d"], ["patchNode:a"]]]);
+  // Without a grant, one stage in planned order.
+  assert.deepEqual(shape([drained("a"), release("c")]), [[["patchNode:a"], ["patchNode:c"]]]);
 });
 
 Deno.test("runStages: a failed release stops the grants; other lanes of its stage finish", async () => {

@@ -57,6 +57,7 @@ import {
 } from "./object_views.ts";
 import { type EventSink, PlannedEvents, withoutEventsAbout } from "./planned_events.ts";
 import { type Plan, type PlannerOptions, planPool } from "../planner/planner.ts";
+import { isSlotGrant } from "../planner/plan.ts";
 import { PoolSources, type PoolSourcesOptions } from "./pool_sources.ts";
 import type { ImageResolver } from "../pollers/resolver.ts";
 import { nextRequeue } from "./requeue.ts";
@@ -406,7 +407,10 @@ export class PoolReconciler {
       await this.#releaseGonePool(name, log);
       return;
     }
+    const t0 = performance.now();
     const plan = await this.#plan(pool);
+    const tPlanned = performance.now();
+    let tApplied = tPlanned, tStatus = tPlanned, tEvents = tPlanned, tGrant = 0;
     const hookPhases = this.#hooks.phases(pool, plan, () => this.#view());
     // The approval webhook is asked beside the work queue; its answers wake the pool.
     this.#sources.wantApprovals(pool, plan.approvalAsks);
@@ -419,23 +423,42 @@ export class PoolReconciler {
           foldNodeAnnotations(plan.actions, plan.nodeAnnotations),
           plan.bootcNodeDisplay,
         )),
-        (action) => this.#writer.apply(pool, action, written, log),
+        (action) => {
+          if (isSlotGrant(action) && tGrant === 0) tGrant = performance.now();
+          return this.#writer.apply(pool, action, written, log);
+        },
         this.#applyConcurrency,
       );
       refused = refusals.reduce((sum, n) => sum + n, 0);
+      tApplied = performance.now();
       if (plan.status) {
         this.#fence();
         await this.#status.write(pool, this.#hooks.withStatus(pool, plan.status), written);
       }
+      tStatus = performance.now();
     } catch (e) {
       if (!(e instanceof StalePlanError)) throw e;
       stale = e;
     } finally {
       // A write the plan's view of a node no longer allowed did not happen: nor did its events.
       await this.#events.record(pool, withoutEventsAbout(plan.events, stale?.node));
+      tEvents = performance.now();
       this.#hooks.send(pool, hookPhases, written);
       this.#observe(name, plan);
       await this.#guard.settle(written, log);
+      log.debug("reconciled", {
+        actions: plan.actions.length,
+        grants: plan.actions.filter(isSlotGrant).length,
+        inUse: plan.status?.slots?.inUse,
+        waiting: plan.status?.slots?.waiting,
+        events: plan.events.length,
+        planMs: Math.round(tPlanned - t0),
+        applyMs: Math.round(tApplied - tPlanned),
+        grantAtMs: tGrant ? Math.round(tGrant - tPlanned) : undefined,
+        statusMs: Math.round(tStatus - tApplied),
+        eventsMs: Math.round(tEvents - tStatus),
+        settleMs: Math.round(performance.now() - tEvents),
+      });
     }
     if (stale) {
       log.info("a node changed under the plan; planning again", { reason: stale.message });
