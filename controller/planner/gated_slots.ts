@@ -115,9 +115,10 @@ export function planGatedSlots(step: GatedSlotsInput): GatedSlots {
   // it neither disrupted nor waiting for it; released on the target, it is updated (the
   // canary's count stays whole). Cluster budgets still count it from its Node till then.
   const released = new Set(inFlight.released);
-  const releasedUpdated = members.filter((m) =>
-    released.has(m.node.name) && target !== undefined && m.bn?.spec.desiredImage === target.image
-  ).length;
+  const releasedUpdated =
+    members.filter((m) =>
+      released.has(m.node.name) && target !== undefined && m.bn?.spec.desiredImage === target.image
+    ).length;
   const inUse = step.releasing.length + inFlight.inUse;
   const approval = target
     ? approvalFacts({

@@ -5,16 +5,18 @@
  * the slots it hands out. Writes to different nodes do not depend on each
  * other, with two exceptions kept here:
  *
- * - a new slot is handed out only after the releases planned before it (the
- *   room it takes: `isSlotRelease`) succeeded: a failed release must not leave
- *   the pool with one node more disrupted than its budget. Releases go first,
- *   alone; then the grants, ahead of the other nodes' writes (a drain's next
- *   step, a display), which free no room and so need not hold them;
+ * - a new slot is handed out only when the pool has room for it: the planner
+ *   counts the slots its releases (`isSlotRelease`) free for its grants, so of G
+ *   grants beside R releases the first G − R fit at once and each further one
+ *   waits for one release to have succeeded. A failed release frees nothing: the
+ *   pool is never left with one node more disrupted than its budget. The
+ *   releases' lanes go first, then the grants', then the writes that free no room
+ *   (a drain's next step, a display);
  * - a pool-level action (the finalizer) runs alone, after everything before it
  *   and before everything after it.
  *
- * Within a stage, each node's actions keep their planned order (cordon, then
- * the mirror, then the evictions).
+ * Within a lane, a node's actions keep their planned order (cordon, then the
+ * mirror, then the evictions).
  *
  * @module
  */
@@ -30,52 +32,95 @@ function nodeOf(action: Action): string | undefined {
   return "node" in action ? action.node : undefined;
 }
 
+/** True for a lane that hands its node a slot. */
+function takesRoom(lane: Lane): boolean {
+  return lane.some(isSlotGrant);
+}
+
+/** True for a lane that hands its node's slot back (and takes none). */
+function freesRoom(lane: Lane): boolean {
+  return !takesRoom(lane) && lane.some(isSlotRelease);
+}
+
 /** Splits a plan's actions into stages of per-node lanes (see the module comment). */
 export function applyStages(actions: readonly Action[]): Stage[] {
   const stages: Stage[] = [];
   let run: Action[] = [];
+  const flush = () => {
+    const lanes = nodeLanes(run);
+    if (lanes.length > 0) stages.push(lanes);
+    run = [];
+  };
   for (const action of actions) {
     if (nodeOf(action) !== undefined) {
       run.push(action);
       continue;
     }
-    stages.push(...nodeStages(run), [[action]]);
-    run = [];
+    flush();
+    stages.push([[action]]);
   }
-  stages.push(...nodeStages(run));
+  flush();
   return stages;
 }
 
-/**
- * The stages of a run of node actions: with grants, the lanes of the nodes released
- * before the first grant, then every other lane, the granted nodes' first.
- */
-function nodeStages(run: readonly Action[]): Stage[] {
+/** A run of node actions as lanes: the releasing nodes', the granted nodes', the rest. */
+function nodeLanes(run: readonly Action[]): Lane[] {
   const lanes = new Map<string, Lane>();
-  const releasing = new Set<string>();
-  const granted = new Set<string>();
   for (const action of run) {
     const node = nodeOf(action)!;
     const lane = lanes.get(node);
     if (lane) lane.push(action);
     else lanes.set(node, [action]);
-    if (isSlotGrant(action)) granted.add(node);
-    else if (granted.size === 0 && isSlotRelease(action)) releasing.add(node);
   }
-  if (lanes.size === 0) return [];
-  const all = [...lanes.entries()];
-  if (granted.size === 0) return [all.map(([, lane]) => lane)];
-  const first = all.filter(([n]) => releasing.has(n)).map(([, lane]) => lane);
-  const grants = all.filter(([n]) => granted.has(n)).map(([, lane]) => lane);
-  const rest = all.filter(([n]) => !releasing.has(n) && !granted.has(n)).map(([, lane]) => lane);
-  const after = [...grants, ...rest];
-  return first.length > 0 ? [first, after] : [after];
+  const all = [...lanes.values()];
+  return [
+    ...all.filter(freesRoom),
+    ...all.filter(takesRoom),
+    ...all.filter((l) => !freesRoom(l) && !takesRoom(l)),
+  ];
+}
+
+/**
+ * The room a stage's grants may take: `take()` resolves true when a grant may go
+ * (false when every release ended and none is left for it), `freed()` and
+ * `ended()` report a release that succeeded or ended.
+ */
+class Room {
+  #free: number;
+  #pending: number;
+  #waiting: (() => void)[] = [];
+
+  constructor(stage: Stage) {
+    const grants = stage.filter(takesRoom).length;
+    this.#pending = stage.filter(freesRoom).length;
+    this.#free = Math.max(0, grants - this.#pending);
+  }
+
+  async take(): Promise<boolean> {
+    while (this.#free === 0 && this.#pending > 0) {
+      await new Promise<void>((wake) => this.#waiting.push(wake));
+    }
+    if (this.#free === 0) return false;
+    this.#free--;
+    return true;
+  }
+
+  freed(): void {
+    this.#free++;
+  }
+
+  ended(): void {
+    this.#pending--;
+    for (const wake of this.#waiting.splice(0)) wake();
+  }
 }
 
 /**
  * Runs `stages` in order, each stage's lanes at most `concurrency` at a time and
- * each lane's actions in order. A failing action ends its lane; the other lanes
- * of its stage finish, no later stage starts, and the first error is thrown.
+ * each lane's actions in order; a grant's lane starts only with room for it (see
+ * the module comment). A failing action ends its lane; the other lanes of its
+ * stage finish (a grant left without room is skipped), no later stage starts,
+ * and the first error is thrown.
  */
 export async function runStages<T>(
   stages: readonly Stage[],
@@ -86,11 +131,21 @@ export async function runStages<T>(
   for (const stage of stages) {
     let next = 0;
     let failure: { error: unknown } | undefined;
+    const room = new Room(stage);
+    const runLane = async (lane: Lane) => {
+      if (takesRoom(lane) && !await room.take()) return;
+      const frees = freesRoom(lane);
+      try {
+        for (const action of lane) results.push(await apply(action));
+        if (frees) room.freed();
+      } finally {
+        if (frees) room.ended();
+      }
+    };
     const worker = async () => {
       while (next < stage.length) {
-        const lane = stage[next++];
         try {
-          for (const action of lane) results.push(await apply(action));
+          await runLane(stage[next++]);
         } catch (error) {
           failure ??= { error };
         }

@@ -45,44 +45,6 @@ Deno.test("isSlotGrant: the grant, not a release nor a repair that rewrites the 
   assert.equal(isSlotGrant(unmarked), false);
 });
 
-Deno.test("applyStages: releases before grants, a lane per node, the finalizer alone", () => {
-  assert.deepEqual(
-    shape([
-      { kind: "addFinalizer" },
-      release("a"),
-      mirror("b"),
-      release("b"),
-      grant("c"),
-      mirror("c"),
-      evict("c"),
-      grant("d"),
-      mirror("d"),
-      evict("d"),
-    ]),
-    [
-      [["addFinalizer:-"]],
-      [["patchNode:a"], ["patchBootcNode:b", "patchNode:b"]],
-      [["patchNode:c", "patchBootcNode:c", "evict:c"], [
-        "patchNode:d",
-        "patchBootcNode:d",
-        "evict:d",
-      ]],
-    ],
-  );
-  // The last finalizer removal waits for every release before it.
-  assert.deepEqual(shape([release("a"), release("b"), { kind: "removeFinalizer" }]), [
-    [["patchNode:a"], ["patchNode:b"]],
-    [["removeFinalizer:-"]],
-  ]);
-  assert.deepEqual(shape([]), []);
-  // A repaired record is neither a grant nor a release (the node was counted all along):
-  // the release after it still runs before the grant; the repair beside the grant.
-  assert.deepEqual(shape([repair("a"), release("b"), grant("c")]), [
-    [["patchNode:b"]],
-    [["patchNode:c"], ["patchNode:a"]],
-  ]);
-});
-
 const drained = (node: string): Action => ({
   kind: "patchNode",
   node,
@@ -98,33 +60,98 @@ Deno.test("isSlotRelease: the marked writes that hand a slot back, not words ali
   assert.equal(isSlotRelease(unmarked), false);
 });
 
-Deno.test("applyStages: writes that free no room run beside the grants, after them", () => {
-  // a's drain step and b's display free no slot: the grant waits only for c's release.
+Deno.test("applyStages: a lane per node, releases then grants then the rest, the finalizer alone", () => {
   assert.deepEqual(
-    shape([drained("a"), mirror("b"), release("c"), grant("d"), mirror("d"), evict("e")]),
+    shape([
+      { kind: "addFinalizer" },
+      release("a"),
+      mirror("b"),
+      release("b"),
+      grant("c"),
+      mirror("c"),
+      evict("c"),
+      grant("d"),
+      mirror("d"),
+      evict("d"),
+    ]),
     [
-      [["patchNode:c"]],
-      [["patchNode:d", "patchBootcNode:d"], ["patchNode:a"], ["patchBootcNode:b"], ["evict:e"]],
+      [["addFinalizer:-"]],
+      [
+        ["patchNode:a"],
+        ["patchBootcNode:b", "patchNode:b"],
+        ["patchNode:c", "patchBootcNode:c", "evict:c"],
+        ["patchNode:d", "patchBootcNode:d", "evict:d"],
+      ],
     ],
   );
-  // Without a release there is one stage, the grants first.
-  assert.deepEqual(shape([drained("a"), grant("d")]), [[["patchNode:d"], ["patchNode:a"]]]);
-  // Without a grant, one stage in planned order.
-  assert.deepEqual(shape([drained("a"), release("c")]), [[["patchNode:a"], ["patchNode:c"]]]);
+  // The last finalizer removal waits for every release before it.
+  assert.deepEqual(shape([release("a"), release("b"), { kind: "removeFinalizer" }]), [
+    [["patchNode:a"], ["patchNode:b"]],
+    [["removeFinalizer:-"]],
+  ]);
+  assert.deepEqual(shape([]), []);
+  // A repaired record is neither a grant nor a release (the node was counted all along).
+  assert.deepEqual(shape([repair("a"), release("b"), grant("c")]), [
+    [["patchNode:b"], ["patchNode:c"], ["patchNode:a"]],
+  ]);
+  // Writes that free no room (a's drain step, b's display) come after the grants.
+  assert.deepEqual(
+    shape([drained("a"), mirror("b"), release("c"), grant("d"), mirror("d"), evict("e")]),
+    [[
+      ["patchNode:c"],
+      ["patchNode:d", "patchBootcNode:d"],
+      ["patchNode:a"],
+      ["patchBootcNode:b"],
+      ["evict:e"],
+    ]],
+  );
 });
 
-Deno.test("runStages: a failed release stops the grants; other lanes of its stage finish", async () => {
+/** Runs `actions`, failing the labels in `fail`: what was applied, in order, and the error. */
+async function runRecorded(actions: Action[], fail: string[]) {
   const applied: string[] = [];
-  const stages = applyStages([release("a"), release("b"), mirror("b"), grant("c"), mirror("c")]);
-  await assert.rejects(
-    runStages(stages, async (action) => {
-      await Promise.resolve();
-      if (label(action) === "patchNode:a") throw new Error("conflict");
-      applied.push(label(action));
-    }, 4),
-    /conflict/,
+  const error = await runStages(applyStages(actions), async (action) => {
+    await new Promise((r) => setTimeout(r, 1));
+    if (fail.includes(label(action))) throw new Error(`${label(action)} failed`);
+    applied.push(label(action));
+  }, 4).then(() => undefined, (e: Error) => e.message);
+  return { applied, error };
+}
+
+Deno.test("runStages: a grant takes only the room a succeeded release freed", async () => {
+  // Two grants on the room of two releases: a's release fails, so only one grant goes.
+  const one = await runRecorded(
+    [release("a"), release("b"), grant("c"), mirror("c"), grant("d"), mirror("d")],
+    ["patchNode:a"],
   );
-  assert.deepEqual(applied, ["patchNode:b", "patchBootcNode:b"]);
+  assert.equal(one.error, "patchNode:a failed");
+  assert.deepEqual(one.applied, ["patchNode:b", "patchNode:c", "patchBootcNode:c"]);
+  // Both releases fail: no grant at all.
+  const none = await runRecorded(
+    [release("a"), release("b"), grant("c"), grant("d")],
+    ["patchNode:a", "patchNode:b"],
+  );
+  assert.deepEqual(none.applied, []);
+  // A lane that frees no room failing stops no grant.
+  const other = await runRecorded([drained("a"), release("b"), grant("c")], ["patchNode:a"]);
+  assert.equal(other.error, "patchNode:a failed");
+  assert.deepEqual(other.applied, ["patchNode:b", "patchNode:c"]);
+});
+
+Deno.test("runStages: grants within the room there was go at once; each other one waits for a release", async () => {
+  const done: string[] = [];
+  let finishA!: () => void;
+  const aReleased = new Promise<void>((r) => finishA = r);
+  // Two grants beside one release: one fits without it, the other waits for it.
+  const run = runStages(applyStages([release("a"), grant("b"), grant("c")]), async (action) => {
+    if (label(action) === "patchNode:a") await aReleased;
+    done.push(label(action));
+  }, 4);
+  await new Promise((r) => setTimeout(r, 20));
+  assert.deepEqual(done, ["patchNode:b"]);
+  finishA();
+  await run;
+  assert.deepEqual(done, ["patchNode:b", "patchNode:a", "patchNode:c"]);
 });
 
 Deno.test("runStages: a lane stops at its failure; at most `concurrency` lanes at once", async () => {
