@@ -304,10 +304,10 @@ Deno.test("isSlotGrant knows the planner's grants and nothing else", () => {
     ],
     now: NOW,
   }));
-  // n3's release still counts in this pass: one grant, to the first candidate.
+  // n3's release hands its slot on in this plan: two grants, the release no grant.
   const grants = plan.actions.filter(isSlotGrant).map((a) => "node" in a ? a.node : "");
-  assert.deepEqual(grants, ["n1"]);
-  assert.equal(plan.events.filter((e) => e.reason === "SlotAssigned").length, 1);
+  assert.deepEqual(grants, ["n1", "n2"]);
+  assert.equal(plan.events.filter((e) => e.reason === "SlotAssigned").length, 2);
   assert.ok(plan.actions.some((a) => a.kind === "patchNode" && a.why === "release slot"));
   assert.ok(plan.actions.some((a) => a.kind === "patchBootcNode" && a.node === "n1"));
 });
