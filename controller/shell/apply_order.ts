@@ -10,8 +10,9 @@
  *   grants beside R releases the first G − R fit at once and each further one
  *   waits for one release to have succeeded. A failed release frees nothing: the
  *   pool is never left with one node more disrupted than its budget. The
- *   releases' lanes go first, then the grants', then the writes that free no room
- *   (a drain's next step, a display);
+ *   releases' lanes go first, then the others in planned order (the nodes in
+ *   flight moving on, then the grants): no barrier between them, a grant waits
+ *   only for its room and a free lane;
  * - a pool-level action (the finalizer) runs alone, after everything before it
  *   and before everything after it.
  *
@@ -63,7 +64,7 @@ export function applyStages(actions: readonly Action[]): Stage[] {
   return stages;
 }
 
-/** A run of node actions as lanes: the releasing nodes', the granted nodes', the rest. */
+/** A run of node actions as lanes: the releasing nodes' first, then the others in planned order. */
 function nodeLanes(run: readonly Action[]): Lane[] {
   const lanes = new Map<string, Lane>();
   for (const action of run) {
@@ -73,11 +74,7 @@ function nodeLanes(run: readonly Action[]): Lane[] {
     else lanes.set(node, [action]);
   }
   const all = [...lanes.values()];
-  return [
-    ...all.filter(freesRoom),
-    ...all.filter(takesRoom),
-    ...all.filter((l) => !freesRoom(l) && !takesRoom(l)),
-  ];
+  return [...all.filter(freesRoom), ...all.filter((l) => !freesRoom(l))];
 }
 
 /**

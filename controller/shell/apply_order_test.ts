@@ -60,7 +60,7 @@ Deno.test("isSlotRelease: the marked writes that hand a slot back, not words ali
   assert.equal(isSlotRelease(unmarked), false);
 });
 
-Deno.test("applyStages: a lane per node, releases then grants then the rest, the finalizer alone", () => {
+Deno.test("applyStages: a lane per node, releases first then planned order, the finalizer alone", () => {
   assert.deepEqual(
     shape([
       { kind: "addFinalizer" },
@@ -92,16 +92,16 @@ Deno.test("applyStages: a lane per node, releases then grants then the rest, the
   assert.deepEqual(shape([]), []);
   // A repaired record is neither a grant nor a release (the node was counted all along).
   assert.deepEqual(shape([repair("a"), release("b"), grant("c")]), [
-    [["patchNode:b"], ["patchNode:c"], ["patchNode:a"]],
+    [["patchNode:b"], ["patchNode:a"], ["patchNode:c"]],
   ]);
-  // Writes that free no room (a's drain step, b's display) come after the grants.
+  // Writes that free no room (a's drain step, b's display) keep their planned place.
   assert.deepEqual(
     shape([drained("a"), mirror("b"), release("c"), grant("d"), mirror("d"), evict("e")]),
     [[
       ["patchNode:c"],
-      ["patchNode:d", "patchBootcNode:d"],
       ["patchNode:a"],
       ["patchBootcNode:b"],
+      ["patchNode:d", "patchBootcNode:d"],
       ["evict:e"],
     ]],
   );
