@@ -503,7 +503,8 @@ export const clusterBudgetGate: Gate = {
     }
 
     // This decision: disrupted now, granted earlier, admitted so far.
-    const own = new Set(input.disrupted);
+    // The pool's own, released ones included: a hold on them is the pool's own pace.
+    const own = new Set([...input.disrupted, ...input.released ?? []]);
     const current = base.map((t) => {
       const c = t.clone();
       for (const name of input.disrupted) {

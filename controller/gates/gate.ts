@@ -113,6 +113,11 @@ export interface GateInput {
   candidates: readonly Candidate[];
   /** This pool's members that are disrupted now (they hold slots). */
   disrupted: readonly string[];
+  /**
+   * This pool's members the plan releases: no longer in `disrupted` (their slots go on
+   * once the releases succeed), still on their Nodes for the cluster budgets till then.
+   */
+  released?: readonly string[];
   /** Number of members of the pool. */
   memberCount: number;
   /** Members running the target and no longer disrupted (the canary counts them). */

@@ -150,6 +150,7 @@ export function planGatedSlots(step: GatedSlotsInput): GatedSlots {
       cluster,
       disrupted: disrupted.filter((n) => !released.has(n)),
       updated: step.updated + releasedUpdated,
+      released: [...released],
       target,
       inUse,
       approval,
@@ -203,6 +204,8 @@ function throughGates(
     /** The pool's nodes the gates count as disrupted, and as updated. */
     disrupted: readonly string[];
     updated: number;
+    /** The pool's nodes this plan releases (left out of `disrupted`). */
+    released: readonly string[];
     target: Target;
     inUse: number;
     approval?: ApprovalView;
@@ -220,6 +223,7 @@ function throughGates(
     pool: input.pool,
     candidates: candidates.map((m) => toCandidate(m, image)),
     disrupted: view.disrupted,
+    ...(view.released.length > 0 ? { released: view.released } : {}),
     memberCount: step.members.length,
     updated: view.updated,
     canary: gatePhase(step.canary),

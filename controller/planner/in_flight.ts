@@ -403,7 +403,13 @@ function repairPhase(
   const events: PlannedEvent[] = [];
   const degraded: string[] = [];
   if (repair.patch) {
-    actions.push({ kind: "patchNode", node: name, patch: repair.patch, why: "repair record" });
+    actions.push({
+      kind: "patchNode",
+      node: name,
+      patch: repair.patch,
+      why: "repair record",
+      repair: true,
+    });
   }
   if (repair.fixed.length > 0) {
     events.push(nodeObjectEvent(

@@ -131,6 +131,11 @@ export type Action =
      */
     release?: true;
     /**
+     * Set on the write that restores a damaged or removed disruption record
+     * (`in_flight.ts`): the shell applies it before any grant of the plan.
+     */
+    repair?: true;
+    /**
      * The Node's cordon (`spec.unschedulable`) the write was planned on, and the cached
      * `resourceVersion` it was read at. Set on the grant, which records that cordon as the
      * node's prior state: the shell makes the write conditional, and a Node whose cordon
@@ -170,6 +175,11 @@ export function isSlotGrant(action: Action): boolean {
 export function isSlotRelease(action: Action): boolean {
   return (action.kind === "patchNode" || action.kind === "patchBootcNode") &&
     action.release === true;
+}
+
+/** True for the write that restores a node's disruption record. */
+export function isRecordRepair(action: Action): boolean {
+  return action.kind === "patchNode" && action.repair === true;
 }
 
 /** A Kubernetes Event to record. */

@@ -556,6 +556,16 @@ Deno.test("hand-off: a canary node released by this plan counts as updated, not 
   assert.deepEqual(withWhy(plan, "assign slot"), []);
 });
 
+Deno.test("hand-off under a cluster budget: the released node still counts there, and the wait stays the pool's own pace", () => {
+  const i = handOffScene(pool({ maxUnavailable: 1 }), ["n2"]);
+  i.budgets = [{ name: "all", spec: { maxUnavailable: 1 } }];
+  const plan = planPool(i);
+  assert.deepEqual(withWhy(plan, "assign slot"), []);
+  const upToDate = plan.status?.conditions?.find((c) => c.type === "UpToDate");
+  assert.equal(upToDate?.reason, "RolloutInProgress");
+  assert.deepEqual(plan.events.filter((e) => e.type === "Warning" || e.reason === "Waiting"), []);
+});
+
 Deno.test("halt: two unhealthy slot nodes stop new assignments", () => {
   const plan = planPool(input(pool({ maxUnavailable: 3 }), {
     nodes: [node("a", { unschedulable: true }), node("b", { unschedulable: true }), node("c")],

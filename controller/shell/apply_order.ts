@@ -13,6 +13,9 @@
  *   releases' lanes go first, then the others in planned order (the nodes in
  *   flight moving on, then the grants): no barrier between them, a grant waits
  *   only for its room and a free lane;
+ * - a restored disruption record (`isRecordRepair`) is written before any slot
+ *   is handed out: its lane runs in a stage of its own before the grants, and a
+ *   failed repair stops them;
  * - a pool-level action (the finalizer) runs alone, after everything before it
  *   and before everything after it.
  *
@@ -21,7 +24,7 @@
  *
  * @module
  */
-import { type Action, isSlotGrant, isSlotRelease } from "../planner/plan.ts";
+import { type Action, isRecordRepair, isSlotGrant, isSlotRelease } from "../planner/plan.ts";
 
 /** The actions of one node, in planned order. */
 export type Lane = Action[];
@@ -49,7 +52,10 @@ export function applyStages(actions: readonly Action[]): Stage[] {
   let run: Action[] = [];
   const flush = () => {
     const lanes = nodeLanes(run);
-    if (lanes.length > 0) stages.push(lanes);
+    // Restored records first, when the run hands out slots.
+    const repairs = lanes.some(takesRoom) ? lanes.filter((l) => l.some(isRecordRepair)) : [];
+    const rest = lanes.filter((l) => !repairs.includes(l));
+    for (const stage of [repairs, rest]) if (stage.length > 0) stages.push(stage);
     run = [];
   };
   for (const action of actions) {
@@ -80,7 +86,11 @@ function nodeLanes(run: readonly Action[]): Lane[] {
 /**
  * The room a stage's grants may take: `take()` resolves true when a grant may go
  * (false when every release ended and none is left for it), `freed()` and
- * `ended()` report a release that succeeded or ended.
+ * `ended()` report a release that succeeded or ended. The planner's grants fit
+ * G − R ≤ limit − D (D the disrupted nodes, the R released among them), so the
+ * room starts at G − R, below zero for a pool over its limit (a budget lowered
+ * with nodes in flight): then each grant waits for as many releases as it takes
+ * to be within the limit again.
  */
 class Room {
   #free: number;
@@ -90,14 +100,14 @@ class Room {
   constructor(stage: Stage) {
     const grants = stage.filter(takesRoom).length;
     this.#pending = stage.filter(freesRoom).length;
-    this.#free = Math.max(0, grants - this.#pending);
+    this.#free = grants - this.#pending;
   }
 
   async take(): Promise<boolean> {
-    while (this.#free === 0 && this.#pending > 0) {
+    while (this.#free <= 0 && this.#pending > 0) {
       await new Promise<void>((wake) => this.#waiting.push(wake));
     }
-    if (this.#free === 0) return false;
+    if (this.#free <= 0) return false;
     this.#free--;
     return true;
   }

@@ -32,6 +32,7 @@ const repair = (node: string): Action => ({
   node,
   patch: { metadata: { annotations: { [ANNOTATION_IN_REBOOT_SLOT]: "2026-11-23T00:00:00Z" } } },
   why: "repair record",
+  repair: true,
 });
 
 Deno.test("isSlotGrant: the grant, not a release nor a repair that rewrites the slot record", () => {
@@ -90,10 +91,13 @@ Deno.test("applyStages: a lane per node, releases first then planned order, the 
     [["removeFinalizer:-"]],
   ]);
   assert.deepEqual(shape([]), []);
-  // A repaired record is neither a grant nor a release (the node was counted all along).
+  // A restored record is written before any grant, in a stage of its own; without a
+  // grant it needs none.
   assert.deepEqual(shape([repair("a"), release("b"), grant("c")]), [
-    [["patchNode:b"], ["patchNode:a"], ["patchNode:c"]],
+    [["patchNode:a"]],
+    [["patchNode:b"], ["patchNode:c"]],
   ]);
+  assert.deepEqual(shape([repair("a"), release("b")]), [[["patchNode:b"], ["patchNode:a"]]]);
   // Writes that free no room (a's drain step, b's display) keep their planned place.
   assert.deepEqual(
     shape([drained("a"), mirror("b"), release("c"), grant("d"), mirror("d"), evict("e")]),
@@ -132,6 +136,15 @@ Deno.test("runStages: a grant takes only the room a succeeded release freed", as
     ["patchNode:a", "patchNode:b"],
   );
   assert.deepEqual(none.applied, []);
+  // A pool over its limit (2 in flight beside the released a and b, limit 2): the one grant
+  // the plan made needs both releases; with b's failing it never goes.
+  const over = await runRecorded([release("a"), release("b"), grant("c")], ["patchNode:b"]);
+  assert.deepEqual(over.applied, ["patchNode:a"]);
+  const overOk = await runRecorded([release("a"), release("b"), grant("c")], []);
+  assert.deepEqual(overOk.applied, ["patchNode:a", "patchNode:b", "patchNode:c"]);
+  // A failed repair of a record stops every grant.
+  const repairFailed = await runRecorded([repair("a"), release("b"), grant("c")], ["patchNode:a"]);
+  assert.deepEqual(repairFailed.applied, []);
   // A lane that frees no room failing stops no grant.
   const other = await runRecorded([drained("a"), release("b"), grant("c")], ["patchNode:a"]);
   assert.equal(other.error, "patchNode:a failed");
