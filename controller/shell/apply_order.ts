@@ -127,12 +127,14 @@ class Room {
  * each lane's actions in order; a grant's lane starts only with room for it (see
  * the module comment). A failing action ends its lane; the other lanes of its
  * stage finish (a grant left without room is skipped), no later stage starts,
- * and the first error is thrown.
+ * and the first error is thrown, one `minor` says is (a plan gone stale) only
+ * when no other failed.
  */
 export async function runStages<T>(
   stages: readonly Stage[],
   apply: (action: Action) => Promise<T>,
   concurrency: number,
+  minor: (error: unknown) => boolean = () => false,
 ): Promise<T[]> {
   const results: T[] = [];
   for (const stage of stages) {
@@ -154,7 +156,7 @@ export async function runStages<T>(
         try {
           await runLane(stage[next++]);
         } catch (error) {
-          failure ??= { error };
+          if (!failure || (minor(failure.error) && !minor(error))) failure = { error };
         }
       }
     };

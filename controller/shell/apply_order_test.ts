@@ -167,6 +167,30 @@ Deno.test("runStages: grants within the room there was go at once; each other on
   assert.deepEqual(done, ["patchNode:b", "patchNode:a", "patchNode:c"]);
 });
 
+Deno.test("runStages: a minor error (a plan gone stale) is thrown only when nothing else failed", async () => {
+  class Minor extends Error {}
+  const run = (failures: Record<string, Error>) =>
+    runStages(
+      applyStages([grant("a"), drained("b")]),
+      async (action) => {
+        await new Promise((r) => setTimeout(r, label(action) === "patchNode:b" ? 5 : 1));
+        const e = failures[label(action)];
+        if (e) throw e;
+      },
+      4,
+      (e) => e instanceof Minor,
+    );
+  await assert.rejects(
+    run({ "patchNode:a": new Minor("stale"), "patchNode:b": new Error("boom") }),
+    /boom/,
+  );
+  await assert.rejects(run({ "patchNode:a": new Minor("stale") }), /stale/);
+  await assert.rejects(
+    run({ "patchNode:a": new Error("first"), "patchNode:b": new Error("second") }),
+    /first/,
+  );
+});
+
 Deno.test("runStages: a lane stops at its failure; at most `concurrency` lanes at once", async () => {
   const applied: string[] = [];
   let running = 0;

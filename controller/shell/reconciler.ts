@@ -428,6 +428,8 @@ export class PoolReconciler {
           return this.#writer.apply(pool, action, written, log);
         },
         this.#applyConcurrency,
+        // A failed write says more than a node that changed under the plan.
+        (e) => e instanceof StalePlanError,
       );
       refused = refusals.reduce((sum, n) => sum + n, 0);
       tApplied = performance.now();
