@@ -3,13 +3,13 @@
  * same time. A plan for a large pool holds hundreds of writes (a wave of 100
  * grants is 300); applied one at a time they made a reconcile take longer than
  * the slots it hands out. Writes to different nodes do not depend on each
- * other, with two exceptions kept here:
+ * other, with three exceptions kept here:
  *
  * - a new slot is handed out only when the pool has room for it: the planner
  *   counts the slots its releases (`isSlotRelease`) free for its grants, so of G
- *   grants beside R releases the first G − R fit at once and each further one
- *   waits for one release to have succeeded. A failed release frees nothing: the
- *   pool is never left with one node more disrupted than its budget. The
+ *   grants beside R releases the room starts at G − R (below zero for a pool over
+ *   its limit) and each release that succeeded adds one. A failed release frees
+ *   nothing: the pool is never left with one node more disrupted than its budget. The
  *   releases' lanes go first, then the others in planned order (the nodes in
  *   flight moving on, then the grants): no barrier between them, a grant waits
  *   only for its room and a free lane;
