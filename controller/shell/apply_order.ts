@@ -122,6 +122,16 @@ class Room {
   }
 }
 
+/** Options of {@linkcode runStages}. */
+export interface RunOptions {
+  /** Lanes of a stage at most running at once. */
+  concurrency: number;
+  /** True for an error thrown only when no other failed (a plan gone stale). */
+  minor?: (error: unknown) => boolean;
+  /** Told of each grant's lane left without room (never started). */
+  skipped?: (lane: Lane) => void;
+}
+
 /**
  * Runs `stages` in order, each stage's lanes at most `concurrency` at a time and
  * each lane's actions in order; a grant's lane starts only with room for it (see
@@ -133,16 +143,16 @@ class Room {
 export async function runStages<T>(
   stages: readonly Stage[],
   apply: (action: Action) => Promise<T>,
-  concurrency: number,
-  minor: (error: unknown) => boolean = () => false,
+  options: RunOptions,
 ): Promise<T[]> {
+  const { concurrency, minor = () => false, skipped } = options;
   const results: T[] = [];
   for (const stage of stages) {
     let next = 0;
     let failure: { error: unknown } | undefined;
     const room = new Room(stage);
     const runLane = async (lane: Lane) => {
-      if (takesRoom(lane) && !await room.take()) return;
+      if (takesRoom(lane) && !await room.take()) return skipped?.(lane);
       const frees = freesRoom(lane);
       try {
         for (const action of lane) results.push(await apply(action));

@@ -118,7 +118,7 @@ async function runRecorded(actions: Action[], fail: string[]) {
     await new Promise((r) => setTimeout(r, 1));
     if (fail.includes(label(action))) throw new Error(`${label(action)} failed`);
     applied.push(label(action));
-  }, 4).then(() => undefined, (e: Error) => e.message);
+  }, { concurrency: 4 }).then(() => undefined, (e: Error) => e.message);
   return { applied, error };
 }
 
@@ -159,7 +159,7 @@ Deno.test("runStages: grants within the room there was go at once; each other on
   const run = runStages(applyStages([release("a"), grant("b"), grant("c")]), async (action) => {
     if (label(action) === "patchNode:a") await aReleased;
     done.push(label(action));
-  }, 4);
+  }, { concurrency: 4 });
   await new Promise((r) => setTimeout(r, 20));
   assert.deepEqual(done, ["patchNode:b"]);
   finishA();
@@ -177,8 +177,7 @@ Deno.test("runStages: a minor error (a plan gone stale) is thrown only when noth
         const e = failures[label(action)];
         if (e) throw e;
       },
-      4,
-      (e) => e instanceof Minor,
+      { concurrency: 4, minor: (e) => e instanceof Minor },
     );
   await assert.rejects(
     run({ "patchNode:a": new Minor("stale"), "patchNode:b": new Error("boom") }),
@@ -189,6 +188,21 @@ Deno.test("runStages: a minor error (a plan gone stale) is thrown only when noth
     run({ "patchNode:a": new Error("first"), "patchNode:b": new Error("second") }),
     /first/,
   );
+});
+
+Deno.test("runStages: a grant left without room is told to `skipped`, never started", async () => {
+  const skipped: string[] = [];
+  const applied: string[] = [];
+  await assert.rejects(
+    runStages(applyStages([release("a"), grant("b"), mirror("b")]), async (action) => {
+      await Promise.resolve();
+      if (label(action) === "patchNode:a") throw new Error("denied");
+      applied.push(label(action));
+    }, { concurrency: 4, skipped: (lane) => skipped.push(...lane.map(label)) }),
+    /denied/,
+  );
+  assert.deepEqual(applied, []);
+  assert.deepEqual(skipped, ["patchNode:b", "patchBootcNode:b"]);
 });
 
 Deno.test("runStages: a lane stops at its failure; at most `concurrency` lanes at once", async () => {
@@ -204,7 +218,7 @@ Deno.test("runStages: a lane stops at its failure; at most `concurrency` lanes a
       running--;
       if (label(action) === "patchBootcNode:b") throw new Error("gone");
       applied.push(label(action));
-    }, 2),
+    }, { concurrency: 2 }),
     /gone/,
   );
   assert.equal(most, 2);

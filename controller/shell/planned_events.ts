@@ -83,13 +83,38 @@ export class PlannedEvents {
 }
 
 /**
- * `events` but for those about node `node` (its Node or BootcNode): what a plan said it did
- * to a node whose writes did not happen. All of them when `node` is undefined.
+ * `events` but for those about the nodes `nodes` (their Node or BootcNode): what a plan
+ * said it did to nodes whose writes did not happen. All of them when there are none.
  */
 export function withoutEventsAbout(
   events: readonly PlannedEvent[],
-  node: string | undefined,
+  nodes: string | ReadonlySet<string> | undefined,
 ): PlannedEvent[] {
-  if (node === undefined) return [...events];
-  return events.filter((e) => e.regarding.kind === "BootcNodePool" || e.regarding.name !== node);
+  const left = typeof nodes === "string" ? new Set([nodes]) : nodes ?? new Set<string>();
+  return events.filter((e) => e.regarding.kind === "BootcNodePool" || !left.has(e.regarding.name));
+}
+
+/**
+ * The pool's Warning when a reconcile's writes failed (its status is then not written):
+ * the error, and the nodes whose planned writes did not all happen.
+ */
+export function applyFailedEvent(
+  pool: string,
+  error: unknown,
+  nodes: ReadonlySet<string>,
+): PlannedEvent {
+  const names = [...nodes].sort();
+  const which = names.length === 0
+    ? ""
+    : ` (nodes left as they were: ${names.slice(0, 5).join(", ")}${
+      names.length > 5 ? ` and ${names.length - 5} more` : ""
+    })`;
+  const why = error instanceof Error ? error.message : String(error);
+  return {
+    regarding: { kind: "BootcNodePool", name: pool },
+    type: "Warning",
+    reason: "WritesFailed",
+    message: `a write of this pool's plan failed, tried again within a minute${which}: ${why}`
+      .slice(0, 1024),
+  };
 }

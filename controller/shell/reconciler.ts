@@ -55,7 +55,12 @@ import {
   type Secret,
   summarizePdb,
 } from "./object_views.ts";
-import { type EventSink, PlannedEvents, withoutEventsAbout } from "./planned_events.ts";
+import {
+  applyFailedEvent,
+  type EventSink,
+  PlannedEvents,
+  withoutEventsAbout,
+} from "./planned_events.ts";
 import { type Plan, type PlannerOptions, planPool } from "../planner/planner.ts";
 import { isSlotGrant } from "../planner/plan.ts";
 import { PoolSources, type PoolSourcesOptions } from "./pool_sources.ts";
@@ -118,6 +123,8 @@ export interface PoolReconcilerOptions extends
 
 /** How soon a pool whose plan met a changed node (StalePlanError) is planned again. */
 const STALE_PLAN_RETRY_MS = 1_000;
+/** The longest a pool whose reconcile failed waits before it is tried again. */
+const FAILED_RECONCILE_MAX_DELAY_MS = 60_000;
 
 /** Counts of the writes a reconciler made, by kind (for tests and reports). */
 export type WriteCounts = Record<string, number>;
@@ -330,7 +337,13 @@ export class PoolReconciler {
     if (this.#queue) throw new Error("workers already running");
     this.#holdsLease = options.holdsLease;
     await this.waitForSync(signal);
-    const queue = new WorkQueue<string>({ clock: this.#clock, logger: this.#log });
+    // A pool whose writes fail is tried again within a minute at the latest: its nodes may
+    // hold slots meanwhile, and nothing else may wake it once the API takes them again.
+    const queue = new WorkQueue<string>({
+      clock: this.#clock,
+      logger: this.#log,
+      maxDelayMs: FAILED_RECONCILE_MAX_DELAY_MS,
+    });
     this.#queue = queue;
     this.#metrics?.setLeading(true);
     const stop = () => void queue.shutDown();
@@ -417,19 +430,30 @@ export class PoolReconciler {
     const written: Written[] = [];
     let refused = 0;
     let stale: StalePlanError | undefined;
+    let failed: unknown;
+    // Nodes whose planned writes did not all happen: what the plan says of them did not either.
+    const unapplied = new Set<string>();
     try {
       const refusals = await runStages(
         applyStages(foldBootcNodeDisplay(
           foldNodeAnnotations(plan.actions, plan.nodeAnnotations),
           plan.bootcNodeDisplay,
         )),
-        (action) => {
+        async (action) => {
           if (isSlotGrant(action) && tGrant === 0) tGrant = performance.now();
-          return this.#writer.apply(pool, action, written, log);
+          try {
+            return await this.#writer.apply(pool, action, written, log);
+          } catch (e) {
+            if ("node" in action) unapplied.add(action.node);
+            throw e;
+          }
         },
-        this.#applyConcurrency,
-        // A failed write says more than a node that changed under the plan.
-        (e) => e instanceof StalePlanError,
+        {
+          concurrency: this.#applyConcurrency,
+          // A failed write says more than a node that changed under the plan.
+          minor: (e) => e instanceof StalePlanError,
+          skipped: (lane) => lane.forEach((a) => "node" in a && unapplied.add(a.node)),
+        },
       );
       refused = refusals.reduce((sum, n) => sum + n, 0);
       tApplied = performance.now();
@@ -439,11 +463,17 @@ export class PoolReconciler {
       }
       tStatus = performance.now();
     } catch (e) {
-      if (!(e instanceof StalePlanError)) throw e;
-      stale = e;
+      if (!(e instanceof StalePlanError)) failed = e;
+      else stale = e;
     } finally {
-      // A write the plan's view of a node no longer allowed did not happen: nor did its events.
-      await this.#events.record(pool, withoutEventsAbout(plan.events, stale?.node));
+      // A write that failed, or the plan's view of a node no longer allowed, did not happen:
+      // nor did its events. A failure is said on the pool (the status is not written then).
+      if (stale) unapplied.add(stale.node);
+      const events = withoutEventsAbout(plan.events, unapplied);
+      if (failed !== undefined && !(failed instanceof NotLeadingError)) {
+        events.push(applyFailedEvent(name, failed, unapplied));
+      }
+      await this.#events.record(pool, events);
       tEvents = performance.now();
       this.#hooks.send(pool, hookPhases, written);
       this.#observe(name, plan);
@@ -462,6 +492,7 @@ export class PoolReconciler {
         settleMs: Math.round(performance.now() - tEvents),
       });
     }
+    if (failed !== undefined) throw failed;
     if (stale) {
       log.info("a node changed under the plan; planning again", { reason: stale.message });
       this.#queue?.addAfter(name, STALE_PLAN_RETRY_MS);
@@ -549,7 +580,7 @@ export class PoolReconciler {
           node: "node" in action ? action.node : "",
         });
         return this.#writer.apply(gone, action, written, log);
-      }, this.#applyConcurrency);
+      }, { concurrency: this.#applyConcurrency });
     } finally {
       await this.#guard.settle(written, log);
     }

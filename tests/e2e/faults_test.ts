@@ -7,7 +7,9 @@
  */
 import assert from "node:assert/strict";
 import type { INode } from "kubernetes-models/v1/Node";
-import { ANNOTATION_DRAINED_AT } from "../../lib/api/mod.ts";
+import type { IEvent as CoreEvent } from "kubernetes-models/v1/Event";
+import { ANNOTATION_DRAINED_AT, ANNOTATION_IN_REBOOT_SLOT } from "../../lib/api/mod.ts";
+import { waitFor } from "../harness/wait.ts";
 import { waitSlots } from "./slots.ts";
 import { Resources } from "../../lib/kube/mod.ts";
 import { type Stack, startStack } from "../harness/stack.ts";
@@ -23,6 +25,48 @@ import {
   waitNodes,
   waitPool,
 } from "./scenario.ts";
+
+/** A policy refusing the controller's Node writes that drop `node`'s slot record. */
+function denyReleasePolicy(node: string): string {
+  return `
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: deny-release}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+      - apiGroups: [""]
+        apiVersions: ["v1"]
+        operations: ["UPDATE"]
+        resources: ["nodes"]
+  matchConditions:
+    - name: controller
+      expression: "request.userInfo.username.endsWith(':bootc-operator-controller')"
+  validations:
+    - expression: >-
+        !(object.metadata.name == '${node}' && has(oldObject.metadata.annotations) &&
+          '${ANNOTATION_IN_REBOOT_SLOT}' in oldObject.metadata.annotations &&
+          (!has(object.metadata.annotations) ||
+           !('${ANNOTATION_IN_REBOOT_SLOT}' in object.metadata.annotations)))
+      message: the test denies the release
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: deny-release}
+spec:
+  policyName: deny-release
+  validationActions: [Deny]
+`;
+}
+
+/** Events with `reason` about `name` (a pool, a Node or a BootcNode), stored in "default". */
+async function eventsAbout(stack: Stack, name: string, reason: string): Promise<CoreEvent[]> {
+  const list = await stack.cp.client.resource<CoreEvent>(Resources.events, "default").list({
+    fieldSelector: `involvedObject.name=${name},reason=${reason}`,
+  });
+  return list.items;
+}
 
 async function restartControllerAfterKill(stack: Stack, phase: string): Promise<void> {
   await stack.killController();
@@ -183,6 +227,41 @@ Deno.test("faults: controller killed in every phase, daemon killed, API server r
         assert.notEqual(node.spec?.unschedulable, true);
         await patchPoolSpec(stack, "faults", { rollout: { paused: false } });
         await waitConverged(stack, "faults", v4.digest, 4, 180_000);
+        await assertInvariants(stack, nodes);
+      },
+    );
+
+    await step(
+      t,
+      "a release the API refuses keeps the slot, says WritesFailed, and finishes once allowed",
+      async () => {
+        const v5 = await stack.registry.pushImage({
+          repository: "bootc/os",
+          tag: "v5",
+          version: "5.0",
+        });
+        // The controller may not drop faults-2's slot record (its release) while this stands.
+        await stack.cp.applyYaml(denyReleasePolicy("faults-2"));
+        await new Promise((r) => setTimeout(r, 2_000)); // the API server loads the policy
+        await patchPoolSpec(stack, "faults", { image: { ref: `${repository}@${v5.digest}` } });
+        const refused = await waitFor(async () => {
+          const events = await eventsAbout(stack, "faults", "WritesFailed");
+          return events.find((e) => e.message?.includes("faults-2"));
+        }, { timeoutMs: 120_000, message: "a WritesFailed event naming faults-2" });
+        assert.match(refused.message ?? "", /denies the release/);
+        // What did not happen is not told: no NodeUpdated for faults-2 on v5 while refused.
+        const updated = await eventsAbout(stack, "faults-2", "NodeUpdated");
+        assert.ok(!updated.some((e) => e.message?.includes(v5.digest.slice(7, 19))));
+        const node = await stack.cp.client.resource<INode>(Resources.nodes).get("faults-2");
+        assert.equal(node.spec?.unschedulable, true, "faults-2 keeps its slot and cordon");
+        const deleted = await stack.cp.kubectl([
+          "delete",
+          "validatingadmissionpolicybinding,validatingadmissionpolicy",
+          "deny-release",
+        ]);
+        assert.equal(deleted.code, 0, deleted.stderr);
+        // Tried again within a minute (the backoff's cap), then the rollout goes on.
+        await waitConverged(stack, "faults", v5.digest, 4, 180_000);
         await assertInvariants(stack, nodes);
       },
     );
