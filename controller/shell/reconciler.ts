@@ -28,6 +28,7 @@ import { type Clock, systemClock } from "../../lib/clock.ts";
 import { externalDisruptions } from "../gates/cluster_budget.ts";
 import {
   type Informer,
+  isConflict,
   type KubeClient,
   type KubeObject,
   Resources,
@@ -470,7 +471,8 @@ export class PoolReconciler {
       // nor did its events. A failure is said on the pool (the status is not written then).
       if (stale) unapplied.add(stale.node);
       const events = withoutEventsAbout(plan.events, unapplied);
-      if (failed !== undefined && !(failed instanceof NotLeadingError)) {
+      // A conflict is optimistic concurrency (the pool edited meanwhile): retried, not news.
+      if (failed !== undefined && !(failed instanceof NotLeadingError) && !isConflict(failed)) {
         events.push(applyFailedEvent(name, failed, unapplied));
       }
       await this.#events.record(pool, events);
