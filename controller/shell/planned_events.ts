@@ -6,7 +6,7 @@
  * @module
  */
 import type { BootcNodePool } from "../../lib/api/mod.ts";
-import type { KubeObject } from "../../lib/kube/mod.ts";
+import { isConflict, type KubeObject } from "../../lib/kube/mod.ts";
 import type { PlannedEvent } from "../planner/planner.ts";
 
 /** Where events go (lib/kube's EventRecorder fits). */
@@ -96,13 +96,15 @@ export function withoutEventsAbout(
 
 /**
  * The pool's Warning when a reconcile's writes failed (its status is then not written):
- * the error, and the nodes whose planned writes did not all happen.
+ * the error, and the nodes whose planned writes did not all happen. None for a conflict:
+ * optimistic concurrency (the pool edited meanwhile), retried at once, is no news.
  */
 export function applyFailedEvent(
   pool: string,
   error: unknown,
   nodes: ReadonlySet<string>,
-): PlannedEvent {
+): PlannedEvent | undefined {
+  if (isConflict(error)) return undefined;
   const names = [...nodes].sort();
   const which = names.length === 0
     ? ""

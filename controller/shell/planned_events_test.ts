@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { KubeObject } from "../../lib/kube/mod.ts";
+import { ConflictError, type KubeObject } from "../../lib/kube/mod.ts";
 import { applyFailedEvent, PlannedEvents, withoutEventsAbout } from "./planned_events.ts";
 import type { PlannedEvent } from "../planner/plan.ts";
 import { pool } from "../testing/fixtures.ts";
@@ -109,7 +109,7 @@ Deno.test("withoutEventsAbout drops what a plan said about one node, keeps the p
 });
 
 Deno.test("applyFailedEvent: a Warning on the pool with the error and the nodes left as they were", () => {
-  const e = applyFailedEvent("p", new Error("admission denied"), new Set(["n2", "n1"]));
+  const e = applyFailedEvent("p", new Error("admission denied"), new Set(["n2", "n1"]))!;
   assert.deepEqual(e.regarding, { kind: "BootcNodePool", name: "p" });
   assert.equal(e.type, "Warning");
   assert.equal(e.reason, "WritesFailed");
@@ -122,7 +122,12 @@ Deno.test("applyFailedEvent: a Warning on the pool with the error and the nodes 
     "p",
     "x".repeat(2000),
     new Set(["a", "b", "c", "d", "e", "f", "g"]),
-  );
+  )!;
   assert.match(many.message, /a, b, c, d, e and 2 more\): x+$/);
   assert.equal(many.message.length, 1024);
+  // A conflict (the pool edited meanwhile) is retried at once: no event.
+  assert.equal(
+    applyFailedEvent("p", new ConflictError({ status: 409, message: "modified" }), new Set()),
+    undefined,
+  );
 });

@@ -471,9 +471,9 @@ export class PoolReconciler {
       // nor did its events. A failure is said on the pool (the status is not written then).
       if (stale) unapplied.add(stale.node);
       const events = withoutEventsAbout(plan.events, unapplied);
-      // A conflict is optimistic concurrency (the pool edited meanwhile): retried, not news.
-      if (failed !== undefined && !(failed instanceof NotLeadingError) && !isConflict(failed)) {
-        events.push(applyFailedEvent(name, failed, unapplied));
+      if (failed !== undefined && !(failed instanceof NotLeadingError)) {
+        const said = applyFailedEvent(name, failed, unapplied);
+        if (said) events.push(said);
       }
       await this.#events.record(pool, events);
       tEvents = performance.now();
