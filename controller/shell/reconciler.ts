@@ -28,7 +28,6 @@ import { type Clock, systemClock } from "../../lib/clock.ts";
 import { externalDisruptions } from "../gates/cluster_budget.ts";
 import {
   type Informer,
-  isConflict,
   type KubeClient,
   type KubeObject,
   Resources,
