@@ -110,8 +110,8 @@ export function planGatedSlots(step: GatedSlotsInput): GatedSlots {
   ];
   const limit = slotLimitStatus(input, members, cluster, disrupted);
   const all = slotCandidates(members);
-  // A node this plan releases hands its slot on in this plan: the shell applies every
-  // release before the first grant (shell/apply_order.ts), so the pool's own gates count
+  // A node this plan releases hands its slot on in this plan: the shell applies a grant
+  // only once the releases giving it room succeeded (shell/apply_order.ts), so the pool's own gates count
   // it neither disrupted nor waiting for it; released on the target, it is updated (the
   // canary's count stays whole). Cluster budgets still count it from its Node till then.
   const released = new Set(inFlight.released);
@@ -150,7 +150,7 @@ export function planGatedSlots(step: GatedSlotsInput): GatedSlots {
       cluster,
       disrupted: disrupted.filter((n) => !released.has(n)),
       updated: step.updated + releasedUpdated,
-      released: [...released],
+      released: inFlight.released,
       target,
       inUse,
       approval,

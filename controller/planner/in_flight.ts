@@ -96,8 +96,8 @@ export interface InFlightResult {
   verifying: readonly string[];
   /**
    * Members this plan releases (verified; undone in `undoUndrained` mode), in member
-   * order. They no longer count in `inUse`: the shell applies every release before
-   * the plan's first grant (controller/shell/apply_order.ts).
+   * order. They no longer count in `inUse`: the shell applies a grant of the plan only
+   * once the releases it takes the room of succeeded (controller/shell/apply_order.ts).
    */
   released: readonly string[];
   out: StepOutput;

@@ -88,10 +88,9 @@ export class PlannedEvents {
  */
 export function withoutEventsAbout(
   events: readonly PlannedEvent[],
-  nodes: string | ReadonlySet<string> | undefined,
+  nodes: ReadonlySet<string>,
 ): PlannedEvent[] {
-  const left = typeof nodes === "string" ? new Set([nodes]) : nodes ?? new Set<string>();
-  return events.filter((e) => e.regarding.kind === "BootcNodePool" || !left.has(e.regarding.name));
+  return events.filter((e) => e.regarding.kind === "BootcNodePool" || !nodes.has(e.regarding.name));
 }
 
 /**
@@ -99,10 +98,11 @@ export function withoutEventsAbout(
  * the error, and the nodes whose planned writes did not all happen. None for a conflict:
  * optimistic concurrency (the pool edited meanwhile), retried at once, is no news.
  */
-export function applyFailedEvent(
+export function writesFailedEvent(
   pool: string,
   error: unknown,
   nodes: ReadonlySet<string>,
+  retryWithinMs: number,
 ): PlannedEvent | undefined {
   if (isConflict(error)) return undefined;
   const names = [...nodes].sort();
@@ -116,7 +116,9 @@ export function applyFailedEvent(
     regarding: { kind: "BootcNodePool", name: pool },
     type: "Warning",
     reason: "WritesFailed",
-    message: `a write of this pool's plan failed, tried again within a minute${which}: ${why}`
+    message: `a write of this pool's plan failed, tried again within ${
+      retryWithinMs / 1000
+    } s${which}: ${why}`
       .slice(0, 1024),
   };
 }

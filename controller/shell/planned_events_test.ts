@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { ConflictError, type KubeObject } from "../../lib/kube/mod.ts";
-import { applyFailedEvent, PlannedEvents, withoutEventsAbout } from "./planned_events.ts";
+import { PlannedEvents, withoutEventsAbout, writesFailedEvent } from "./planned_events.ts";
 import type { PlannedEvent } from "../planner/plan.ts";
 import { pool } from "../testing/fixtures.ts";
 
@@ -97,37 +97,42 @@ Deno.test("withoutEventsAbout drops what a plan said about one node, keeps the p
       message: "",
     },
   ];
-  assert.deepEqual(withoutEventsAbout(events, "n1").map((e) => e.regarding), [
+  assert.deepEqual(withoutEventsAbout(events, new Set(["n1"])).map((e) => e.regarding), [
     { kind: "Node", name: "n2" },
     { kind: "BootcNodePool", name: "n1" },
   ]);
-  assert.deepEqual(withoutEventsAbout(events, undefined), events);
+  assert.deepEqual(withoutEventsAbout(events, new Set()), events);
   assert.deepEqual(withoutEventsAbout(events, new Set(["n1", "n2"])).map((e) => e.regarding), [
     { kind: "BootcNodePool", name: "n1" },
   ]);
-  assert.deepEqual(withoutEventsAbout(events, new Set()), events);
 });
 
-Deno.test("applyFailedEvent: a Warning on the pool with the error and the nodes left as they were", () => {
-  const e = applyFailedEvent("p", new Error("admission denied"), new Set(["n2", "n1"]))!;
+Deno.test("writesFailedEvent: a Warning on the pool with the error and the nodes left as they were", () => {
+  const e = writesFailedEvent("p", new Error("admission denied"), new Set(["n2", "n1"]), 60_000)!;
   assert.deepEqual(e.regarding, { kind: "BootcNodePool", name: "p" });
   assert.equal(e.type, "Warning");
   assert.equal(e.reason, "WritesFailed");
   assert.equal(
     e.message,
-    "a write of this pool's plan failed, tried again within a minute (nodes left as they were: " +
+    "a write of this pool's plan failed, tried again within 60 s (nodes left as they were: " +
       "n1, n2): admission denied",
   );
-  const many = applyFailedEvent(
+  const many = writesFailedEvent(
     "p",
     "x".repeat(2000),
     new Set(["a", "b", "c", "d", "e", "f", "g"]),
+    60_000,
   )!;
   assert.match(many.message, /a, b, c, d, e and 2 more\): x+$/);
   assert.equal(many.message.length, 1024);
   // A conflict (the pool edited meanwhile) is retried at once: no event.
   assert.equal(
-    applyFailedEvent("p", new ConflictError({ status: 409, message: "modified" }), new Set()),
+    writesFailedEvent(
+      "p",
+      new ConflictError({ status: 409, message: "modified" }),
+      new Set(),
+      60_000,
+    ),
     undefined,
   );
 });

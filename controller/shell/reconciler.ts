@@ -56,10 +56,10 @@ import {
   summarizePdb,
 } from "./object_views.ts";
 import {
-  applyFailedEvent,
   type EventSink,
   PlannedEvents,
   withoutEventsAbout,
+  writesFailedEvent,
 } from "./planned_events.ts";
 import { type Plan, type PlannerOptions, planPool } from "../planner/planner.ts";
 import { isSlotGrant } from "../planner/plan.ts";
@@ -423,7 +423,7 @@ export class PoolReconciler {
     const t0 = performance.now();
     const plan = await this.#plan(pool);
     const tPlanned = performance.now();
-    let tApplied = tPlanned, tStatus = tPlanned, tEvents = tPlanned, tGrant = 0;
+    let tApplied = tPlanned, tStatus = tPlanned, tEvents = tPlanned;
     const hookPhases = this.#hooks.phases(pool, plan, () => this.#view());
     // The approval webhook is asked beside the work queue; its answers wake the pool.
     this.#sources.wantApprovals(pool, plan.approvalAsks);
@@ -440,7 +440,6 @@ export class PoolReconciler {
           plan.bootcNodeDisplay,
         )),
         async (action) => {
-          if (isSlotGrant(action) && tGrant === 0) tGrant = performance.now();
           try {
             return await this.#writer.apply(pool, action, written, log);
           } catch (e) {
@@ -471,7 +470,7 @@ export class PoolReconciler {
       if (stale) unapplied.add(stale.node);
       const events = withoutEventsAbout(plan.events, unapplied);
       if (failed !== undefined && !(failed instanceof NotLeadingError)) {
-        const said = applyFailedEvent(name, failed, unapplied);
+        const said = writesFailedEvent(name, failed, unapplied, FAILED_RECONCILE_MAX_DELAY_MS);
         if (said) events.push(said);
       }
       await this.#events.record(pool, events);
@@ -487,7 +486,6 @@ export class PoolReconciler {
         events: plan.events.length,
         planMs: Math.round(tPlanned - t0),
         applyMs: Math.round(tApplied - tPlanned),
-        grantAtMs: tGrant ? Math.round(tGrant - tPlanned) : undefined,
         statusMs: Math.round(tStatus - tApplied),
         eventsMs: Math.round(tEvents - tStatus),
         settleMs: Math.round(performance.now() - tEvents),
