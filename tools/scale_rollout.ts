@@ -338,7 +338,12 @@ export async function runScale(o: ScaleOptions): Promise<void> {
         spec: {
           nodeSelector: { matchLabels: { [POOL_LABEL]: name } },
           image: { ref: bootImage },
-          rollout: { maxUnavailable: o.maxUnavailable },
+          // An integer is a count, as in the CRD's int-or-string.
+          rollout: {
+            maxUnavailable: /^\d+$/.test(o.maxUnavailable)
+              ? Number(o.maxUnavailable)
+              : o.maxUnavailable,
+          },
           disruption: { rebootPolicy: "RebootOnly" },
         },
       } as unknown as BootcNodePool);

@@ -15,8 +15,8 @@
  * the values are those the node has **after** the plan's writes (a granted node
  * is Draining in its grant's mirror write, a released one Updated in its
  * release), so they ride along with the BootcNode writes the plan makes anyway;
- * only changes the daemon makes (staged, booted) cost a write of their own, and
- * not its passing Staging (`RIDE_ALONG_STATES`). The shell folds them in
+ * only changes the daemon makes (booted) cost a write of their own, not its
+ * Staging and Staged (`RIDE_ALONG_STATES`: the Phase column shows them). The shell folds them in
  * ({@linkcode foldBootcNodeDisplay}).
  *
  * @module
@@ -93,7 +93,7 @@ export function bootcNodeDisplay(input: BootcNodeDisplayInput): Map<string, Disp
     const short = desiredShort(bn.spec.desiredImage, input.target, input.label);
     if (have[ANNOTATION_TARGET_SHORT] !== short) changes[ANNOTATION_TARGET_SHORT] = short;
     if (Object.keys(changes).length === 0) continue;
-    // A passing state with no BootcNode write to ride along with waits for the next one.
+    // A daemon-reached state (RIDE_ALONG_STATES) with no BootcNode write to ride along waits.
     if (!written.has(m.node.name) && ridesAlongOnly(changes, have[ANNOTATION_NODE_STATE])) {
       continue;
     }

@@ -65,16 +65,23 @@ Deno.test("display: a new member's BootcNode is created saying Pending, no write
   assert.deepEqual(bnPatches(applied(plan), "a"), []);
 });
 
-Deno.test("display: the daemon's Staged costs a write of its own, once per change", () => {
+Deno.test("display: the daemon's Staged after Pending costs no write of its own", () => {
   const plan = planPool(input(pool({ paused: true }), {
     nodes: [node("a")],
     bootcNodes: [shown(bootcNode("a", { phase: "staged" }), "Pending")],
   }));
-  assert.deepEqual(plan.bootcNodeDisplay?.get("a"), {
+  assert.equal(plan.bootcNodeDisplay, undefined);
+  assert.deepEqual(bnPatches(applied(plan), "a"), []);
+  // From a worse state it is written at once, and once only.
+  const recovered = planPool(input(pool({ paused: true }), {
+    nodes: [node("a")],
+    bootcNodes: [shown(bootcNode("a", { phase: "staged" }), "Failed")],
+  }));
+  assert.deepEqual(recovered.bootcNodeDisplay?.get("a"), {
     [ANNOTATION_NODE_STATE]: "Staged",
     [ANNOTATION_STATE_SINCE]: NOW,
   });
-  const writes = bnPatches(applied(plan), "a");
+  const writes = bnPatches(applied(recovered), "a");
   assert.deepEqual(writes.map((w) => [w.why, w.info]), [[BOOTC_NODE_DISPLAY_WHY, true]]);
   const again = planPool(input(pool({ paused: true }), {
     nodes: [node("a")],

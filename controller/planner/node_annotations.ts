@@ -15,8 +15,8 @@
  * the plan grants a slot is already Draining in the grant's own write, one it
  * releases is Updated in the release's. So the writes that carry the disruption
  * record carry the annotations too, and only changes the daemon makes (a new
- * desired image acknowledged, staged, booted) cost a Node write of their own;
- * its passing Staging waits for a write made anyway ({@linkcode RIDE_ALONG_STATES}).
+ * desired image acknowledged, booted) cost a Node write of their own; its
+ * Staging and Staged wait for a write made anyway ({@linkcode RIDE_ALONG_STATES}).
  * A value is written only when it differs from the Node's.
  *
  * @module
@@ -227,7 +227,7 @@ export function nodeAnnotations(input: NodeAnnotationsInput): Map<string, Annota
     const { cls, bn } = classifiedAfter(m, t);
     const changes = infoChanges(node.annotations, nodeInfo(bn, cls.state));
     if (!changes) continue;
-    // A passing state with no Node write to ride along with waits for the next one.
+    // A daemon-reached state (RIDE_ALONG_STATES) with no Node write to ride along waits.
     const shown = node.annotations?.[ANNOTATION_NODE_STATE];
     if (!t?.nodePatches.length && ridesAlongOnly(changes, shown)) continue;
     out.set(name, changes);
@@ -241,15 +241,18 @@ export function nodeAnnotations(input: NodeAnnotationsInput): Map<string, Annota
 }
 
 /**
- * States the daemon passes through on its own, briefly, that are worth no
- * display write of their own when shown after the state named (a Node or
- * BootcNode write made anyway carries them): Staging, between Pending and
- * Staged. The daemon's own report shows it meanwhile (the Idle condition, the
- * BootcNode's Phase column). From any other state (Degraded, Failed, …) it is
- * written: a stale view must not keep saying something worse.
+ * States the daemon reaches on its own that are worth no display write of
+ * their own when shown after one of the states named (a Node or BootcNode
+ * write made anyway carries them): Staging and Staged, after Pending. Staging
+ * passes in seconds; a staged node waits for its slot, which is what Pending
+ * says, and its grant's write shows the next state. The daemon's own report
+ * shows them at once (the Idle condition, the BootcNode's Phase column, the
+ * plugin's classification). From any other state (Degraded, Failed, …) they
+ * are written: a stale view must not keep saying something worse.
  */
-export const RIDE_ALONG_STATES: ReadonlyMap<string, string> = new Map([
-  [NodeState.Staging, NodeState.Pending],
+export const RIDE_ALONG_STATES: ReadonlyMap<string, ReadonlySet<string>> = new Map([
+  [NodeState.Staging, new Set<string>([NodeState.Pending])],
+  [NodeState.Staged, new Set<string>([NodeState.Pending, NodeState.Staging])],
 ]);
 
 /**
@@ -262,7 +265,8 @@ export function ridesAlongOnly(
   shown: string | undefined,
 ): boolean {
   const state = changes[ANNOTATION_NODE_STATE];
-  if (typeof state !== "string" || RIDE_ALONG_STATES.get(state) !== shown) return false;
+  if (typeof state !== "string" || shown === undefined) return false;
+  if (!RIDE_ALONG_STATES.get(state)?.has(shown)) return false;
   return Object.keys(changes).every((k) =>
     k === ANNOTATION_NODE_STATE || k === ANNOTATION_STATE_SINCE
   );

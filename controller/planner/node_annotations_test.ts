@@ -152,16 +152,21 @@ Deno.test("annotations: a new member says Pending for the target, in the label w
   assert.equal(writes[0].why, "label managed");
 });
 
-Deno.test("annotations: the daemon's Staged costs a write of its own, once per change", () => {
-  const staged = input(pool({ paused: true }), {
+Deno.test("annotations: the daemon's Staged after Pending costs no write of its own", () => {
+  const plan = planPool(input(pool({ paused: true }), {
     nodes: [node("a", { annotations: info("Pending") })],
     bootcNodes: [bootcNode("a", { phase: "staged" })],
-  });
-  const plan = planPool(staged);
-  assert.deepEqual(plan.nodeAnnotations?.get("a"), { [ANNOTATION_NODE_STATE]: "Staged" });
-  const writes = nodePatches(applied(plan), "a");
+  }));
+  assert.equal(plan.nodeAnnotations, undefined);
+  assert.deepEqual(nodePatches(applied(plan), "a"), []);
+  // From a worse state it is written at once, and once only.
+  const recovered = planPool(input(pool({ paused: true }), {
+    nodes: [node("a", { annotations: info("Failed") })],
+    bootcNodes: [bootcNode("a", { phase: "staged" })],
+  }));
+  assert.deepEqual(recovered.nodeAnnotations?.get("a"), { [ANNOTATION_NODE_STATE]: "Staged" });
+  const writes = nodePatches(applied(recovered), "a");
   assert.deepEqual(writes.map((w) => [w.why, w.info]), [[NODE_ANNOTATIONS_WHY, true]]);
-  // Once the Node says so, nothing more is written.
   const again = planPool(input(pool({ paused: true }), {
     nodes: [node("a", { annotations: info("Staged") })],
     bootcNodes: [bootcNode("a", { phase: "staged" })],

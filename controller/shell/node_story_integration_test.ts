@@ -14,6 +14,7 @@ import {
   ANNOTATION_IN_REBOOT_SLOT,
   ANNOTATION_NODE_STATE,
   type BootcDisruptionBudget,
+  type BootcNode,
   type BootcNodePool,
   findCondition,
   NODE_INFO_ANNOTATIONS,
@@ -143,11 +144,15 @@ Deno.test("the Node tells its story; the BootcDisruptionBudget says what it hold
     assert.ok(inSlot[ANNOTATION_IN_REBOOT_SLOT]);
     assert.equal(inSlot[ANNOTATION_DESIRED_IMAGE], SHORT_NEW);
     assert.equal(inSlot[ANNOTATION_CURRENT_IMAGE], SHORT_OLD);
-    // The other waits its turn: staged, the cluster budget holds it back.
+    // The other waits its turn, the cluster budget holding it back: staged (its daemon says),
+    // Pending on its Node (Staged costs no Node write of its own) and no slot.
+    const bootcNodes = cp.client.resource<BootcNode>(Resources.bootcNodes);
     await waitFor(async () => {
       const a = (await nodes.get(other)).metadata?.annotations ?? {};
-      return a[ANNOTATION_NODE_STATE] === "Staged" && a[ANNOTATION_IN_REBOOT_SLOT] === undefined;
-    }, { timeoutMs: 30_000, intervalMs: 200, message: `${other} says Staged, no slot` });
+      const phase = findCondition((await bootcNodes.get(other)).status?.conditions, "Idle");
+      return a[ANNOTATION_NODE_STATE] === "Pending" && phase?.reason === "Staged" &&
+        a[ANNOTATION_IN_REBOOT_SLOT] === undefined;
+    }, { timeoutMs: 30_000, intervalMs: 200, message: `${other} staged, Pending, no slot` });
 
     // Let both come back: the rollout finishes one at a time.
     behaviours.clear();

@@ -175,8 +175,8 @@ const annotation = (key: string) => `.metadata.annotations.${key.replaceAll(".",
 
 /**
  * The BootcNode CRD. The default columns (the node's state from the one
- * classification, its version, its desired image in short form) fit a row in
- * 120 columns; the full references and the daemon's conditions are in `-o wide`.
+ * classification, the daemon's phase, its version, its desired image in short
+ * form) fit a row in 120 columns; the full references and the daemon's conditions are in `-o wide`.
  */
 export function bootcNodeCrd(): Record<string, unknown> {
   return crd({
@@ -185,11 +185,12 @@ export function bootcNodeCrd(): Record<string, unknown> {
     columns: [
       { name: "Pool", type: "string", jsonPath: ".metadata.ownerReferences[0].name" },
       { name: "State", type: "string", jsonPath: annotation(ANNOTATION_NODE_STATE) },
+      // The daemon's own phase: Staging and Staged show here at once (State says Pending).
+      { name: "Phase", type: "string", jsonPath: condition("Idle", "reason") },
       { name: "Version", type: "string", jsonPath: ".status.booted.version" },
       { name: "Target", type: "string", jsonPath: annotation(ANNOTATION_TARGET_SHORT) },
       { name: "Since", type: "date", jsonPath: annotation(ANNOTATION_STATE_SINCE) },
       { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" },
-      { name: "Phase", type: "string", jsonPath: condition("Idle", "reason"), priority: 1 },
       { name: "DesiredState", type: "string", jsonPath: ".spec.desiredImageState", priority: 1 },
       { name: "Desired", type: "string", jsonPath: ".spec.desiredImage", priority: 1 },
       { name: "Booted", type: "string", jsonPath: ".status.booted.imageDigest", priority: 1 },
