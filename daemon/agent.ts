@@ -62,6 +62,7 @@ import {
 } from "./decide.ts";
 import { checkHostHealth, type HealthCheck } from "./health.ts";
 import { AUTH_FILE, PullSecretInstaller } from "./pull_secret.ts";
+import { runReportingIfSlow } from "./report_if_slow.ts";
 
 /** What the daemon reads of its own core/v1 Node. */
 export type CoreNode = KubeObject & NodeForReboot;
@@ -680,12 +681,38 @@ export class Agent {
         deadlines.push(await this.#apply(action, secret.error, signal));
         break;
       }
-      await this.#runAction(action, signal);
+      if (action.type === "stage" && decision.changed && decision.reportAfterMs !== undefined) {
+        await runReportingIfSlow({
+          work: () => this.#runAction(action, signal),
+          afterMs: decision.reportAfterMs,
+          report: () => this.#reportStaging(action.image, host, secret.error),
+          clock: this.#clock,
+        });
+      } else {
+        await this.#runAction(action, signal);
+      }
       host = await this.#readHost(signal);
       if (round === MAX_ROUNDS - 1) this.kick();
     }
     const due = deadlines.filter((d): d is Date => d !== undefined);
     return due.length ? new Date(Math.min(...due.map((d) => d.getTime()))) : undefined;
+  }
+
+  /**
+   * A pull still running: writes what deciding again now says (Staging, with
+   * the BootcNode as it is now), if that is still this pull.
+   */
+  async #reportStaging(
+    image: string,
+    host: HostObservation,
+    pullSecretError: string | undefined,
+  ) {
+    if (!this.#current) return;
+    const decision = this.#decide(host, pullSecretError);
+    const still = decision.action.type === "stage" && decision.action.image === image;
+    if (!still || !decision.changed) return;
+    const before = this.#current?.status;
+    if (await this.#write(decision.status)) this.#logTransition(before, decision.status);
   }
 
   async #runAction(

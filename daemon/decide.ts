@@ -236,6 +236,14 @@ export const DEFAULT_STATUS_BUSY_GRACE_MS = 10 * 60_000;
  */
 export const DEFAULT_REBOOT_RECHECK_MS = 30_000;
 
+/**
+ * How long a pull runs before its Staging is written (5 s): a quick pull (a
+ * small delta, layers already on the host) is reported once, by the next
+ * decision (Staged, or the failure), since no reader needs the passing
+ * Staging separately; a longer one says Staging while it runs.
+ */
+export const STAGING_REPORT_DELAY_MS = 5_000;
+
 /** Message of Idle True/NotOwned. */
 export const NOT_OWNED_MESSAGE = "This BootcNode is not controlled by a BootcNodePool (no " +
   "controller ownerReference): nothing is staged or applied until a pool adopts it";
@@ -359,11 +367,16 @@ export interface Decision {
   /** The action to run. */
   action: Action;
   /**
-   * True when `status` must be persisted before `action` runs (Staging before
-   * a pull, Rebooting before the reboot); otherwise run the action first and
-   * write what the next decision says.
+   * True when `status` must be persisted before `action` runs (Rebooting
+   * before the reboot); otherwise run the action first and write what the
+   * next decision says.
    */
   persistFirst: boolean;
+  /**
+   * For a pull: write `status` (Staging) only once the pull has run this long
+   * ({@linkcode STAGING_REPORT_DELAY_MS}), deciding again then.
+   */
+  reportAfterMs?: number;
   /** When a backed-off action may be retried: decide again then. */
   retryAt?: Date;
   /** The action keys this decision looked at (the shell forgets failures of others). */
@@ -1133,8 +1146,8 @@ export function decide(input: DecideInput): Decision {
     status: changed ? status : previous,
     changed,
     action,
-    persistFirst: action.type === "stage" || action.type === "apply" ||
-      action.type === "rollback",
+    persistFirst: action.type === "apply" || action.type === "rollback",
+    ...(action.type === "stage" ? { reportAfterMs: STAGING_REPORT_DELAY_MS } : {}),
     retryAt,
     keys,
   };

@@ -22,6 +22,7 @@ import {
   mirrorEntry,
   NOT_A_BOOTC_HOST_MESSAGE,
   NOT_OWNED_MESSAGE,
+  STAGING_REPORT_DELAY_MS,
   statusEqual,
 } from "./decide.ts";
 
@@ -220,7 +221,7 @@ const cases: Case[] = [
     idle: ["False", "Staging"],
     degraded: ["False", "Healthy"],
     action: { type: "stage", image: B, method: "switch-download-only" },
-    persistFirst: true,
+    persistFirst: false,
   },
   {
     name: "bootc 1.12–1.16.9 stages with switch + upgrade --download-only",
@@ -228,7 +229,7 @@ const cases: Case[] = [
     idle: ["False", "Staging"],
     degraded: ["False", "Healthy"],
     action: { type: "stage", image: B, method: "switch-then-upgrade-download-only" },
-    persistFirst: true,
+    persistFirst: false,
   },
   {
     name: "bootc older than 1.12: Degraded 'bootc too old', never stages unlocked",
@@ -416,7 +417,7 @@ const cases: Case[] = [
     idle: ["False", "Staging"],
     degraded: ["False", "Healthy"],
     action: { type: "stage", image: C, method: "switch-download-only" },
-    persistFirst: true,
+    persistFirst: false,
   },
   {
     name: "re-stage when desiredImage changes while staged",
@@ -428,7 +429,7 @@ const cases: Case[] = [
     idle: ["False", "Staging"],
     degraded: ["False", "Healthy"],
     action: { type: "stage", image: C, method: "switch-download-only" },
-    persistFirst: true,
+    persistFirst: false,
   },
   {
     name: "Rebooting with the apply command running: wait (no Node read)",
@@ -519,7 +520,7 @@ const cases: Case[] = [
     idle: ["False", "Staging"],
     degraded: ["False", "Healthy"],
     action: { type: "stage", image: B, method: "switch-download-only" },
-    persistFirst: true,
+    persistFirst: false,
   },
   {
     name: "unexpected reboot discarded the locked stage (Staged persisted): re-stage",
@@ -527,7 +528,7 @@ const cases: Case[] = [
     idle: ["False", "Staging"],
     degraded: ["False", "Healthy"],
     action: { type: "stage", image: B, method: "switch-download-only" },
-    persistFirst: true,
+    persistFirst: false,
   },
   {
     name: "killed mid-stage (Staging persisted, nothing staged): stage again",
@@ -535,7 +536,7 @@ const cases: Case[] = [
     idle: ["False", "Staging"],
     degraded: ["False", "Healthy"],
     action: { type: "stage", image: B, method: "switch-download-only" },
-    persistFirst: true,
+    persistFirst: false,
   },
   {
     name: "hazard: booted A, staged B unlocked, desired A: stage a copy of A to discard B",
@@ -547,7 +548,7 @@ const cases: Case[] = [
     idle: ["False", "Staging"],
     degraded: ["False", "Healthy"],
     action: { type: "stage", image: A, method: "switch-download-only" },
-    persistFirst: true,
+    persistFirst: false,
   },
   {
     name: "hazard: booted A, staged B locked, desired A (rollout cancelled): replace B too",
@@ -559,7 +560,7 @@ const cases: Case[] = [
     idle: ["False", "Staging"],
     degraded: ["False", "Healthy"],
     action: { type: "stage", image: A, method: "switch-download-only" },
-    persistFirst: true,
+    persistFirst: false,
   },
   {
     name: "booted A with a staged copy of A: Idle (the next boot keeps A)",
@@ -655,7 +656,7 @@ const cases: Case[] = [
     idle: ["False", "Staging"],
     degraded: ["True", "Error", /Access denied/],
     action: { type: "stage", image: B, method: "switch-download-only" },
-    persistFirst: true,
+    persistFirst: false,
   },
   {
     name: "stage failed recently: Degraded with bootc's error line, waits for backoff",
@@ -691,7 +692,7 @@ const cases: Case[] = [
     idle: ["False", "Staging"],
     degraded: ["True", "Error", /error: boom/],
     action: { type: "stage", image: B, method: "switch-download-only" },
-    persistFirst: true,
+    persistFirst: false,
   },
   {
     name: "failure of a previous desired image does not delay the new one",
@@ -703,7 +704,7 @@ const cases: Case[] = [
     idle: ["False", "Staging"],
     degraded: ["False", "Healthy"],
     action: { type: "stage", image: C, method: "switch-download-only" },
-    persistFirst: true,
+    persistFirst: false,
   },
   {
     name: "missing pull Secret: Degraded naming it, no stage",
@@ -1155,6 +1156,11 @@ for (const c of cases) {
     const out = decide(c.input);
     assert.deepEqual(out.action, c.action);
     if (c.persistFirst !== undefined) assert.equal(out.persistFirst, c.persistFirst);
+    // A pull's Staging is written only once the pull is slow; nothing else waits to be written.
+    assert.equal(
+      out.reportAfterMs,
+      c.action.type === "stage" ? STAGING_REPORT_DELAY_MS : undefined,
+    );
     const idleCond = condition(out.status, "Idle");
     if (c.idle === "unchanged") {
       assert.deepEqual(idleCond, condition(c.input.status ?? {}, "Idle"));

@@ -37,6 +37,7 @@ import {
 import type { BootcNode, BootcNodeStatus } from "../lib/api/schema.ts";
 import { parseHost } from "../lib/bootc/parse.ts";
 import { type BootcCapabilities, capabilitiesFromVersion } from "../lib/bootc/version.ts";
+import { systemClock } from "../lib/clock.ts";
 import { EventRecorder } from "../lib/kube/events.ts";
 import { Informer } from "../lib/kube/informer.ts";
 import type { KubeClient } from "../lib/kube/client.ts";
@@ -50,6 +51,7 @@ import {
   type Decision,
 } from "../daemon/decide.ts";
 import { assessSystem } from "../daemon/health.ts";
+import { runReportingIfSlow } from "../daemon/report_if_slow.ts";
 import {
   checksumFor,
   DEFAULT_SETTINGS,
@@ -368,10 +370,29 @@ export class StandInFleet {
       if (action.type === "apply" || action.type === "rollback") {
         return await this.#apply(m, action);
       }
-      await this.#run(m, action);
+      if (action.type === "stage" && decision.changed && decision.reportAfterMs !== undefined) {
+        await runReportingIfSlow({
+          work: () => this.#run(m, action),
+          afterMs: decision.reportAfterMs,
+          report: () => this.#reportStaging(m, action.image),
+          clock: systemClock,
+        });
+      } else {
+        await this.#run(m, action);
+      }
       if (round === MAX_ROUNDS - 1) m.kicked = true;
     }
     return next;
+  }
+
+  /** Agent.#reportStaging: a pull still running says Staging. */
+  async #reportStaging(m: Member, image: string) {
+    if (!m.current) return;
+    const decision = this.#decide(m);
+    const still = decision.action.type === "stage" && decision.action.image === image;
+    if (!still || !decision.changed) return;
+    const before = m.current.status;
+    if (await this.#write(m, decision.status)) this.#logTransition(m, before, decision.status);
   }
 
   async #run(

@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import type { INode } from "kubernetes-models/v1/Node";
 import type { IEvent as CoreEvent } from "kubernetes-models/v1/Event";
 import { ANNOTATION_DRAINED_AT, ANNOTATION_IN_REBOOT_SLOT } from "../../lib/api/mod.ts";
+import { STAGING_REPORT_DELAY_MS } from "../../daemon/decide.ts";
 import { waitFor } from "../harness/wait.ts";
 import { waitSlots } from "./slots.ts";
 import { Resources } from "../../lib/kube/mod.ts";
@@ -113,7 +114,10 @@ Deno.test("faults: controller killed in every phase, daemon killed, API server r
       t,
       "controller SIGKILLed while staging, draining, rebooting and uncordoning",
       async () => {
-        for (const name of nodes) await stack.fleet.nodes.get(name)!.host.setPullDelayMs(1500);
+        // Pulls slow enough to be reported as Staging (a quick one says Staged at once).
+        for (const name of nodes) {
+          await stack.fleet.nodes.get(name)!.host.setPullDelayMs(STAGING_REPORT_DELAY_MS + 1500);
+        }
         await patchPoolSpec(stack, "faults", { image: { ref: `${repository}@${v2.digest}` } });
         await waitNodes(
           stack,
@@ -153,7 +157,7 @@ Deno.test("faults: controller killed in every phase, daemon killed, API server r
     );
 
     await step(t, "a daemon SIGKILLed mid-stage restages and the rollout finishes", async () => {
-      await stack.fleet.nodes.get("faults-2")!.host.setPullDelayMs(4000);
+      await stack.fleet.nodes.get("faults-2")!.host.setPullDelayMs(STAGING_REPORT_DELAY_MS + 3000);
       await patchPoolSpec(stack, "faults", { image: { ref: `${repository}@${v3.digest}` } });
       await waitNodes(
         stack,
