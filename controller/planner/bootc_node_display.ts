@@ -16,7 +16,8 @@
  * is Draining in its grant's mirror write, a released one Updated in its
  * release), so they ride along with the BootcNode writes the plan makes anyway;
  * only changes the daemon makes (booted) cost a write of their own, not its
- * Staging and Staged (`RIDE_ALONG_STATES`: the Phase column shows them). The shell folds them in
+ * Staging, nor its Staged while slots are handed out (`RIDE_ALONG_STATES`: the
+ * PHASE column shows them). The shell folds them in
  * ({@linkcode foldBootcNodeDisplay}).
  *
  * @module
@@ -52,6 +53,8 @@ export interface BootcNodeDisplayInput {
   target?: Target;
   label?: TargetLabel;
   now: Date;
+  /** True while a gate holds the pool's slots (no grant coming): Staged is written at once. */
+  held?: boolean;
 }
 
 /**
@@ -94,7 +97,10 @@ export function bootcNodeDisplay(input: BootcNodeDisplayInput): Map<string, Disp
     if (have[ANNOTATION_TARGET_SHORT] !== short) changes[ANNOTATION_TARGET_SHORT] = short;
     if (Object.keys(changes).length === 0) continue;
     // A daemon-reached state (RIDE_ALONG_STATES) with no BootcNode write to ride along waits.
-    if (!written.has(m.node.name) && ridesAlongOnly(changes, have[ANNOTATION_NODE_STATE])) {
+    const held = input.held === true;
+    if (
+      !written.has(m.node.name) && ridesAlongOnly(changes, have[ANNOTATION_NODE_STATE], { held })
+    ) {
       continue;
     }
     out.set(m.node.name, changes);

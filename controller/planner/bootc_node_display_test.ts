@@ -65,33 +65,44 @@ Deno.test("display: a new member's BootcNode is created saying Pending, no write
   assert.deepEqual(bnPatches(applied(plan), "a"), []);
 });
 
-Deno.test("display: the daemon's Staged after Pending costs no write of its own", () => {
-  const plan = planPool(input(pool({ paused: true }), {
-    nodes: [node("a")],
-    bootcNodes: [shown(bootcNode("a", { phase: "staged" }), "Pending")],
+/** `a` staged (its BootcNode showing `state`) while `x` holds the pool's one slot. */
+function stagedBehind(state: string, o: { paused?: boolean } = {}) {
+  return planPool(input(pool({ maxUnavailable: 1, paused: o.paused ?? false }), {
+    nodes: [node("x", { unschedulable: true }), node("a")],
+    bootcNodes: [
+      shown(
+        bootcNode("x", { phase: "rebooting", slotAt: EARLIER, drainedAt: EARLIER }),
+        "Rebooting",
+      ),
+      shown(bootcNode("a", { phase: "staged" }), state),
+    ],
   }));
-  assert.equal(plan.bootcNodeDisplay, undefined);
+}
+
+Deno.test("display: the daemon's Staged after Pending, slots handed out: no write of its own", () => {
+  const plan = stagedBehind("Pending");
+  assert.equal(plan.bootcNodeDisplay?.get("a"), undefined);
   assert.deepEqual(bnPatches(applied(plan), "a"), []);
-  // From a worse state it is written at once, and once only.
-  const recovered = planPool(input(pool({ paused: true }), {
-    nodes: [node("a")],
-    bootcNodes: [shown(bootcNode("a", { phase: "staged" }), "Failed")],
-  }));
-  assert.deepEqual(recovered.bootcNodeDisplay?.get("a"), {
-    [ANNOTATION_NODE_STATE]: "Staged",
-    [ANNOTATION_STATE_SINCE]: NOW,
-  });
-  const writes = bnPatches(applied(recovered), "a");
-  assert.deepEqual(writes.map((w) => [w.why, w.info]), [[BOOTC_NODE_DISPLAY_WHY, true]]);
-  const again = planPool(input(pool({ paused: true }), {
-    nodes: [node("a")],
-    bootcNodes: [shown(bootcNode("a", { phase: "staged" }), "Staged")],
-  }));
-  assert.equal(again.bootcNodeDisplay, undefined);
+});
+
+Deno.test("display: Staged is written at once when no grant is coming, after Staging, or from worse", () => {
+  for (
+    const [state, paused] of [["Pending", true], ["Staging", false], ["Failed", false]] as const
+  ) {
+    const plan = stagedBehind(state, { paused });
+    assert.deepEqual(plan.bootcNodeDisplay?.get("a"), {
+      [ANNOTATION_NODE_STATE]: "Staged",
+      [ANNOTATION_STATE_SINCE]: NOW,
+    }, `${state}, paused ${paused}`);
+    const writes = bnPatches(applied(plan), "a");
+    assert.deepEqual(writes.map((w) => [w.why, w.info]), [[BOOTC_NODE_DISPLAY_WHY, true]]);
+  }
+  const again = stagedBehind("Staged", { paused: true });
+  assert.equal(again.bootcNodeDisplay?.get("a"), undefined);
   assert.deepEqual(bnPatches(applied(again), "a"), []);
 });
 
-Deno.test("display: the daemon's passing Staging costs no write of its own", () => {
+Deno.test("display: the daemon's Staging costs no write of its own", () => {
   const plan = planPool(input(pool(), {
     nodes: [node("a")],
     bootcNodes: [shown(bootcNode("a", { phase: "staging" }), "Pending")],

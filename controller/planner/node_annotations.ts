@@ -207,6 +207,8 @@ export interface NodeAnnotationsInput {
   actions: readonly Action[];
   /** Every Node, by name, as the caches see it. */
   nodes: ReadonlyMap<string, NodeSummary>;
+  /** True while a gate holds the pool's slots (no grant coming): Staged is written at once. */
+  held?: boolean;
 }
 
 /**
@@ -229,7 +231,9 @@ export function nodeAnnotations(input: NodeAnnotationsInput): Map<string, Annota
     if (!changes) continue;
     // A daemon-reached state (RIDE_ALONG_STATES) with no Node write to ride along waits.
     const shown = node.annotations?.[ANNOTATION_NODE_STATE];
-    if (!t?.nodePatches.length && ridesAlongOnly(changes, shown)) continue;
+    if (!t?.nodePatches.length && ridesAlongOnly(changes, shown, { held: input.held === true })) {
+      continue;
+    }
     out.set(name, changes);
   }
   for (const name of touched.keys()) {
@@ -242,31 +246,42 @@ export function nodeAnnotations(input: NodeAnnotationsInput): Map<string, Annota
 
 /**
  * States the daemon reaches on its own that are worth no display write of
- * their own when shown after one of the states named (a Node or BootcNode
- * write made anyway carries them): Staging and Staged, after Pending. Staging
- * passes in seconds; a staged node waits for its slot, which is what Pending
+ * their own when shown after Pending (a Node or BootcNode write made anyway
+ * carries them): Staging, which passes, and Staged while slots are being
+ * handed out, since the node then waits for its slot, which is what Pending
  * says, and its grant's write shows the next state. The daemon's own report
- * shows them at once (the Idle condition, the BootcNode's Phase column, the
- * plugin's classification). From any other state (Degraded, Failed, …) they
- * are written: a stale view must not keep saying something worse.
+ * shows them meanwhile (the Idle condition, the BootcNode's PHASE column, the
+ * plugin's classification). Staged is written at once while no grant is coming
+ * (a gate holds the pool: paused, a closed window, an approval; or an external
+ * orchestrator reboots), after Staging (a shown Staging must not outlive the
+ * download), and from any other state (Degraded, Failed, …): a stale view must
+ * not keep saying something worse, or something else for long.
  */
-export const RIDE_ALONG_STATES: ReadonlyMap<string, ReadonlySet<string>> = new Map([
-  [NodeState.Staging, new Set<string>([NodeState.Pending])],
-  [NodeState.Staged, new Set<string>([NodeState.Pending, NodeState.Staging])],
+export const RIDE_ALONG_STATES: ReadonlyMap<string, { whileHeld: boolean }> = new Map([
+  [NodeState.Staging, { whileHeld: true }],
+  [NodeState.Staged, { whileHeld: false }],
 ]);
 
+/** When display states may wait for a write made anyway. */
+export interface RideAlong {
+  /** True while no grant is coming (a gate holds the pool's slots: paused, External, …). */
+  held: boolean;
+}
+
 /**
- * True when display `changes` to annotations showing state `shown` only move
- * it into a {@linkcode RIDE_ALONG_STATES} one (with its `state-since`, on a
- * BootcNode).
+ * True when display `changes` to annotations showing `shown` (Pending) only
+ * move it into a {@linkcode RIDE_ALONG_STATES} one (with its `state-since`,
+ * on a BootcNode) that may wait.
  */
 export function ridesAlongOnly(
   changes: Readonly<Record<string, string | null>>,
   shown: string | undefined,
+  o: RideAlong,
 ): boolean {
   const state = changes[ANNOTATION_NODE_STATE];
-  if (typeof state !== "string" || shown === undefined) return false;
-  if (!RIDE_ALONG_STATES.get(state)?.has(shown)) return false;
+  if (typeof state !== "string" || shown !== NodeState.Pending) return false;
+  const rule = RIDE_ALONG_STATES.get(state);
+  if (!rule || (o.held && !rule.whileHeld)) return false;
   return Object.keys(changes).every((k) =>
     k === ANNOTATION_NODE_STATE || k === ANNOTATION_STATE_SINCE
   );

@@ -152,30 +152,46 @@ Deno.test("annotations: a new member says Pending for the target, in the label w
   assert.equal(writes[0].why, "label managed");
 });
 
-Deno.test("annotations: the daemon's Staged after Pending costs no write of its own", () => {
-  const plan = planPool(input(pool({ paused: true }), {
-    nodes: [node("a", { annotations: info("Pending") })],
-    bootcNodes: [bootcNode("a", { phase: "staged" })],
+/** `a` staged (its Node showing `shown`) while `x` holds the pool's one slot, rebooting. */
+function stagedBehind(shown: string, o: { paused?: boolean } = {}) {
+  return planPool(input(pool({ maxUnavailable: 1, paused: o.paused ?? false }), {
+    nodes: [
+      node("x", { unschedulable: true, annotations: info("Rebooting") }),
+      node("a", { annotations: info(shown) }),
+    ],
+    bootcNodes: [
+      bootcNode("x", { phase: "rebooting", slotAt: EARLIER, drainedAt: EARLIER }),
+      bootcNode("a", { phase: "staged" }),
+    ],
   }));
-  assert.equal(plan.nodeAnnotations, undefined);
+}
+
+Deno.test("annotations: the daemon's Staged after Pending, slots handed out: no write of its own", () => {
+  const plan = stagedBehind("Pending");
+  assert.equal(plan.nodeAnnotations?.get("a"), undefined);
   assert.deepEqual(nodePatches(applied(plan), "a"), []);
-  // From a worse state it is written at once, and once only.
-  const recovered = planPool(input(pool({ paused: true }), {
-    nodes: [node("a", { annotations: info("Failed") })],
-    bootcNodes: [bootcNode("a", { phase: "staged" })],
-  }));
-  assert.deepEqual(recovered.nodeAnnotations?.get("a"), { [ANNOTATION_NODE_STATE]: "Staged" });
-  const writes = nodePatches(applied(recovered), "a");
-  assert.deepEqual(writes.map((w) => [w.why, w.info]), [[NODE_ANNOTATIONS_WHY, true]]);
-  const again = planPool(input(pool({ paused: true }), {
-    nodes: [node("a", { annotations: info("Staged") })],
-    bootcNodes: [bootcNode("a", { phase: "staged" })],
-  }));
-  assert.equal(again.nodeAnnotations, undefined);
+});
+
+Deno.test("annotations: Staged is written at once when no grant is coming, after Staging, or from worse", () => {
+  for (
+    const [shown, paused] of [["Pending", true], ["Staging", false], ["Failed", false]] as const
+  ) {
+    const plan = stagedBehind(shown, { paused });
+    assert.deepEqual(
+      plan.nodeAnnotations?.get("a"),
+      { [ANNOTATION_NODE_STATE]: "Staged" },
+      `${shown}, paused ${paused}`,
+    );
+    const writes = nodePatches(applied(plan), "a");
+    assert.deepEqual(writes.map((w) => [w.why, w.info]), [[NODE_ANNOTATIONS_WHY, true]]);
+  }
+  // Once the Node says so, nothing more is written.
+  const again = stagedBehind("Staged", { paused: true });
+  assert.equal(again.nodeAnnotations?.get("a"), undefined);
   assert.deepEqual(nodePatches(applied(again), "a"), []);
 });
 
-Deno.test("annotations: the daemon's passing Staging costs no write of its own", () => {
+Deno.test("annotations: the daemon's Staging costs no write of its own", () => {
   const plan = planPool(input(pool(), {
     nodes: [node("a", { annotations: info("Pending") })],
     bootcNodes: [bootcNode("a", { phase: "staging" })],
@@ -296,4 +312,14 @@ Deno.test("annotations are never read back: the plan's writes and status ignore 
   assert.deepEqual(lying.actions, plain.actions);
   assert.deepEqual(lying.status, plain.status);
   assert.deepEqual(lying.events, plain.events);
+});
+
+Deno.test("annotations: under an external orchestrator Staged is written at once", () => {
+  const p = pool();
+  (p.spec.rollout as Record<string, unknown>).strategy = "External";
+  const plan = planPool(input(p, {
+    nodes: [node("a", { annotations: info("Pending") })],
+    bootcNodes: [bootcNode("a", { phase: "staged" })],
+  }));
+  assert.deepEqual(plan.nodeAnnotations?.get("a"), { [ANNOTATION_NODE_STATE]: "Staged" });
 });

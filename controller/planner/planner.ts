@@ -166,7 +166,14 @@ function planRollout(
   const all = mergeOutputs([out, conditionEvents(input, status, wait)]);
   const plan = finish(all, status, gated.slots.limit, counts);
   if (gated.approvalAsks) plan.approvalAsks = gated.approvalAsks;
-  return withNodeAnnotations(withDisplay(plan, input, members, target), input, members);
+  // No grant is coming while a gate holds the slots: Staged is then shown at once.
+  const held = gated.wait !== undefined;
+  return withNodeAnnotations(
+    withDisplay(plan, input, members, { ...target, held }),
+    input,
+    members,
+    held,
+  );
 }
 
 /** Step 8: the pool's status from what steps 1 to 7 found (`out`: their folded output). */
@@ -427,8 +434,12 @@ function planInvalid(input: PlanInput, start: StepOutput, specErrors: string[]):
     now,
   });
   const out = mergeOutputs([start, inFlight.out, conditionEvents(input, status)]);
-  const plan = withDisplay(finish(out, status, 0, counts), input, members, { target, label });
-  return withNodeAnnotations(plan, input, members);
+  const plan = withDisplay(finish(out, status, 0, counts), input, members, {
+    target,
+    label,
+    held: true,
+  });
+  return withNodeAnnotations(plan, input, members, true);
 }
 
 /** The plan with its members' BootcNode annotations for people (`bootc_node_display.ts`). */
@@ -436,7 +447,7 @@ function withDisplay(
   plan: Plan,
   input: PlanInput,
   members: readonly AnnotatedMember[],
-  t: { target?: Target; label?: TargetLabel },
+  t: { target?: Target; label?: TargetLabel; held: boolean },
 ): Plan {
   const changes = bootcNodeDisplay({
     members,
@@ -444,6 +455,7 @@ function withDisplay(
     target: t.target,
     label: t.label,
     now: input.now,
+    held: t.held,
   });
   return changes.size > 0 ? { ...plan, bootcNodeDisplay: changes } : plan;
 }
@@ -453,8 +465,9 @@ function withNodeAnnotations(
   plan: Plan,
   input: PlanInput,
   members: readonly AnnotatedMember[],
+  held = false,
 ): Plan {
-  const changes = nodeAnnotations({ members, actions: plan.actions, nodes: input.nodes });
+  const changes = nodeAnnotations({ members, actions: plan.actions, nodes: input.nodes, held });
   return changes.size > 0 ? { ...plan, nodeAnnotations: changes } : plan;
 }
 
