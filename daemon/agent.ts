@@ -685,6 +685,7 @@ export class Agent {
         await runReportingIfSlow({
           work: () => this.#runAction(action, signal),
           afterMs: decision.reportAfterMs,
+          retryMs: this.#retry.initialMs,
           report: () => this.#reportStaging(action.image, host, secret.error),
           clock: this.#clock,
         });
@@ -700,19 +701,22 @@ export class Agent {
 
   /**
    * A pull still running: writes what deciding again now says (Staging, with
-   * the BootcNode as it is now), if that is still this pull.
+   * the BootcNode as it is now), if that is still this pull. False when the
+   * write failed (tried again while the pull runs).
    */
   async #reportStaging(
     image: string,
     host: HostObservation,
     pullSecretError: string | undefined,
-  ) {
-    if (!this.#current) return;
+  ): Promise<boolean> {
+    if (!this.#current) return true;
     const decision = this.#decide(host, pullSecretError);
     const still = decision.action.type === "stage" && decision.action.image === image;
-    if (!still || !decision.changed) return;
+    if (!still || !decision.changed) return true;
     const before = this.#current?.status;
-    if (await this.#write(decision.status)) this.#logTransition(before, decision.status);
+    if (!(await this.#write(decision.status))) return false;
+    this.#logTransition(before, decision.status);
+    return true;
   }
 
   async #runAction(

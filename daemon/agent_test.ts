@@ -208,6 +208,25 @@ Deno.test("agent: a slow pull says Staging once it has run 5 s, then Staged", as
   }
 });
 
+Deno.test("agent: a slow pull's Staging that fails to write is tried again while the pull runs", async () => {
+  const h = await start({ desiredImage: B });
+  try {
+    const release = h.host.holdStages();
+    await waitFor(() => h.host.calls.includes(`stage ${B}`), "stage");
+    h.nodes.failPatch = new Error("etcdserver: request timed out");
+    h.clock.advance(STAGING_REPORT_DELAY_MS);
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal(h.idle(), undefined, "the first report failed");
+    h.nodes.failPatch = undefined;
+    await advanceUntil(h, () => h.idle() === "False/Staging", "Staging on a later try");
+    assert.equal(h.nodes.peek(NODE)?.status?.observedGeneration, 1);
+    release();
+    await waitFor(() => h.idle() === "False/Staged", "Staged");
+  } finally {
+    await h.close();
+  }
+});
+
 Deno.test("agent: Idle → Staged in one write for a quick pull, writing only transitions", async () => {
   const h = await start({ desiredImage: B });
   try {

@@ -153,6 +153,7 @@ import {
   NodeConditionType,
   NodeDegradedReason,
   RebootAllowedReason,
+  STAGING_REPORT_DELAY_MS,
 } from "../lib/api/constants.ts";
 // Whether the phase conditions are about an image: the one test the controller and the
 // plugin read too.
@@ -186,7 +187,7 @@ export type Action =
   | { type: "none" }
   /** `systemctl mask --runtime --now bootc-fetch-apply-updates.timer`. */
   | { type: "maskAutoUpdates" }
-  /** Pull and stage `image` locked. Persist the status first. */
+  /** Pull and stage `image` locked (the Decision says when its Staging is written). */
   | { type: "stage"; image: string; method: StageMethod }
   /** Lock the staged deployment (`bootc upgrade --download-only`). */
   | { type: "lockStaged" }
@@ -236,13 +237,8 @@ export const DEFAULT_STATUS_BUSY_GRACE_MS = 10 * 60_000;
  */
 export const DEFAULT_REBOOT_RECHECK_MS = 30_000;
 
-/**
- * How long a pull runs before its Staging is written (5 s): a quick pull (a
- * small delta, layers already on the host) is reported once, by the next
- * decision (Staged, or the failure), since no reader needs the passing
- * Staging separately; a longer one says Staging while it runs.
- */
-export const STAGING_REPORT_DELAY_MS = 5_000;
+/** Re-exported: the daemon's part of the report protocol (`lib/api/constants.ts`). */
+export { STAGING_REPORT_DELAY_MS };
 
 /** Message of Idle True/NotOwned. */
 export const NOT_OWNED_MESSAGE = "This BootcNode is not controlled by a BootcNodePool (no " +
@@ -368,12 +364,14 @@ export interface Decision {
   action: Action;
   /**
    * True when `status` must be persisted before `action` runs (Rebooting
-   * before the reboot); otherwise run the action first and write what the
-   * next decision says.
+   * before the reboot, Staging before a pull the stored status claims to
+   * describe); otherwise run the action first and write what the next
+   * decision says.
    */
   persistFirst: boolean;
   /**
-   * For a pull: write `status` (Staging) only once the pull has run this long
+   * For a pull of a spec the stored status has not acknowledged: write
+   * `status` (Staging) only once the pull has run this long
    * ({@linkcode STAGING_REPORT_DELAY_MS}), deciding again then.
    */
   reportAfterMs?: number;
@@ -1142,12 +1140,18 @@ export function decide(input: DecideInput): Decision {
   if (conditions) status.conditions = conditions;
 
   const changed = !statusEqual(previous, status);
+  // A pull of a spec the stored status has not acknowledged is reported only once it is slow:
+  // until then every reader sees that status is about an older spec. One the status claims to
+  // describe (a re-stage after a lost stage, a retry) is said at once: it is wrong now.
+  const deferReport = input.generation !== undefined &&
+    previous?.observedGeneration !== input.generation;
   return {
     status: changed ? status : previous,
     changed,
     action,
-    persistFirst: action.type === "apply" || action.type === "rollback",
-    ...(action.type === "stage" ? { reportAfterMs: STAGING_REPORT_DELAY_MS } : {}),
+    persistFirst: action.type === "apply" || action.type === "rollback" ||
+      (action.type === "stage" && !deferReport),
+    ...(action.type === "stage" && deferReport ? { reportAfterMs: STAGING_REPORT_DELAY_MS } : {}),
     retryAt,
     keys,
   };

@@ -221,7 +221,7 @@ const cases: Case[] = [
     idle: ["False", "Staging"],
     degraded: ["False", "Healthy"],
     action: { type: "stage", image: B, method: "switch-download-only" },
-    persistFirst: false,
+    persistFirst: true,
   },
   {
     name: "bootc 1.12–1.16.9 stages with switch + upgrade --download-only",
@@ -229,7 +229,7 @@ const cases: Case[] = [
     idle: ["False", "Staging"],
     degraded: ["False", "Healthy"],
     action: { type: "stage", image: B, method: "switch-then-upgrade-download-only" },
-    persistFirst: false,
+    persistFirst: true,
   },
   {
     name: "bootc older than 1.12: Degraded 'bootc too old', never stages unlocked",
@@ -417,7 +417,7 @@ const cases: Case[] = [
     idle: ["False", "Staging"],
     degraded: ["False", "Healthy"],
     action: { type: "stage", image: C, method: "switch-download-only" },
-    persistFirst: false,
+    persistFirst: true,
   },
   {
     name: "re-stage when desiredImage changes while staged",
@@ -429,7 +429,7 @@ const cases: Case[] = [
     idle: ["False", "Staging"],
     degraded: ["False", "Healthy"],
     action: { type: "stage", image: C, method: "switch-download-only" },
-    persistFirst: false,
+    persistFirst: true,
   },
   {
     name: "Rebooting with the apply command running: wait (no Node read)",
@@ -520,7 +520,7 @@ const cases: Case[] = [
     idle: ["False", "Staging"],
     degraded: ["False", "Healthy"],
     action: { type: "stage", image: B, method: "switch-download-only" },
-    persistFirst: false,
+    persistFirst: true,
   },
   {
     name: "unexpected reboot discarded the locked stage (Staged persisted): re-stage",
@@ -528,7 +528,7 @@ const cases: Case[] = [
     idle: ["False", "Staging"],
     degraded: ["False", "Healthy"],
     action: { type: "stage", image: B, method: "switch-download-only" },
-    persistFirst: false,
+    persistFirst: true,
   },
   {
     name: "killed mid-stage (Staging persisted, nothing staged): stage again",
@@ -536,7 +536,7 @@ const cases: Case[] = [
     idle: ["False", "Staging"],
     degraded: ["False", "Healthy"],
     action: { type: "stage", image: B, method: "switch-download-only" },
-    persistFirst: false,
+    persistFirst: true,
   },
   {
     name: "hazard: booted A, staged B unlocked, desired A: stage a copy of A to discard B",
@@ -548,7 +548,7 @@ const cases: Case[] = [
     idle: ["False", "Staging"],
     degraded: ["False", "Healthy"],
     action: { type: "stage", image: A, method: "switch-download-only" },
-    persistFirst: false,
+    persistFirst: true,
   },
   {
     name: "hazard: booted A, staged B locked, desired A (rollout cancelled): replace B too",
@@ -560,7 +560,7 @@ const cases: Case[] = [
     idle: ["False", "Staging"],
     degraded: ["False", "Healthy"],
     action: { type: "stage", image: A, method: "switch-download-only" },
-    persistFirst: false,
+    persistFirst: true,
   },
   {
     name: "booted A with a staged copy of A: Idle (the next boot keeps A)",
@@ -656,7 +656,7 @@ const cases: Case[] = [
     idle: ["False", "Staging"],
     degraded: ["True", "Error", /Access denied/],
     action: { type: "stage", image: B, method: "switch-download-only" },
-    persistFirst: false,
+    persistFirst: true,
   },
   {
     name: "stage failed recently: Degraded with bootc's error line, waits for backoff",
@@ -692,7 +692,7 @@ const cases: Case[] = [
     idle: ["False", "Staging"],
     degraded: ["True", "Error", /error: boom/],
     action: { type: "stage", image: B, method: "switch-download-only" },
-    persistFirst: false,
+    persistFirst: true,
   },
   {
     name: "failure of a previous desired image does not delay the new one",
@@ -704,7 +704,7 @@ const cases: Case[] = [
     idle: ["False", "Staging"],
     degraded: ["False", "Healthy"],
     action: { type: "stage", image: C, method: "switch-download-only" },
-    persistFirst: false,
+    persistFirst: true,
   },
   {
     name: "missing pull Secret: Degraded naming it, no stage",
@@ -1156,11 +1156,8 @@ for (const c of cases) {
     const out = decide(c.input);
     assert.deepEqual(out.action, c.action);
     if (c.persistFirst !== undefined) assert.equal(out.persistFirst, c.persistFirst);
-    // A pull's Staging is written only once the pull is slow; nothing else waits to be written.
-    assert.equal(
-      out.reportAfterMs,
-      c.action.type === "stage" ? STAGING_REPORT_DELAY_MS : undefined,
-    );
+    // No case here has a spec its status has not acknowledged: nothing waits to be written.
+    assert.equal(out.reportAfterMs, undefined);
     const idleCond = condition(out.status, "Idle");
     if (c.idle === "unchanged") {
       assert.deepEqual(idleCond, condition(c.input.status ?? {}, "Idle"));
@@ -1815,4 +1812,27 @@ Deno.test("decide: External: the orchestrator booted the target and rolled back:
   assert.equal(condition(r.status, "Idle")?.reason, "Staged");
   assert.equal(condition(r.status, "Degraded")?.status, "False");
   assert.notEqual(condition(r.status, "Rebooted")?.reason, "FellBack");
+});
+
+Deno.test("decide: a pull of a new spec says Staging only once slow; a re-stage says it at once", () => {
+  const fresh = decide(input({
+    spec: spec(B),
+    generation: 2,
+    status: { ...persisted("Idle"), observedGeneration: 1 },
+    host: host(entry(A)),
+  }));
+  assert.equal(fresh.action.type, "stage");
+  assert.equal(fresh.persistFirst, false);
+  assert.equal(fresh.reportAfterMs, STAGING_REPORT_DELAY_MS);
+  assert.equal(fresh.status.observedGeneration, 2, "the report, when written, acknowledges it");
+  // The status claims to describe this spec (staged, then the stage was lost): said at once.
+  const lost = decide(input({
+    spec: spec(B),
+    generation: 2,
+    status: { ...persisted("Staged"), observedGeneration: 2 },
+    host: host(entry(A)),
+  }));
+  assert.equal(lost.action.type, "stage");
+  assert.equal(lost.persistFirst, true);
+  assert.equal(lost.reportAfterMs, undefined);
 });

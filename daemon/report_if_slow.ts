@@ -1,8 +1,10 @@
 /**
  * Runs a long action (a pull) and reports it only if it is slow: the status
  * saying it runs is written once the action has run `afterMs`, never for a
- * quick one (whose outcome the next decision reports in one write). Shared by
- * the daemon's loop and the scale tool's stand-in daemons.
+ * quick one (whose outcome the next decision reports in one write). A report
+ * that fails is tried again every `retryMs` while the action runs, so a slow
+ * pull is never left unreported. Shared by the daemon's loop and the scale
+ * tool's stand-in daemons.
  *
  * @module
  */
@@ -14,8 +16,10 @@ export interface ReportIfSlowOptions<T> {
   work: () => Promise<T>;
   /** How long it runs before `report` is called. */
   afterMs: number;
-  /** Writes that it runs (called at most once; its errors are its own to handle). */
-  report: () => Promise<unknown>;
+  /** How long after a failed report it is tried again (default `afterMs`). */
+  retryMs?: number;
+  /** Writes that it runs; false (or a rejection) when that failed. */
+  report: () => Promise<boolean>;
   clock: Pick<Clock, "sleep">;
 }
 
@@ -25,18 +29,18 @@ export interface ReportIfSlowOptions<T> {
  */
 export async function runReportingIfSlow<T>(o: ReportIfSlowOptions<T>): Promise<T> {
   const stop = new AbortController();
-  let reported: Promise<unknown> | undefined;
-  const timer = o.clock.sleep(o.afterMs, stop.signal).then(
-    () => {
-      reported = o.report().catch(() => undefined);
-    },
-    () => undefined,
-  );
+  const reporting = (async () => {
+    let wait = o.afterMs;
+    while (true) {
+      await o.clock.sleep(wait, stop.signal);
+      if (await o.report().catch(() => false)) return;
+      wait = o.retryMs ?? o.afterMs;
+    }
+  })().catch(() => undefined);
   try {
     return await o.work();
   } finally {
     stop.abort();
-    await timer;
-    await reported;
+    await reporting;
   }
 }

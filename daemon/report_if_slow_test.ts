@@ -15,7 +15,7 @@ Deno.test("runReportingIfSlow: a quick action is not reported", async () => {
   const out = await runReportingIfSlow({
     work: () => Promise.resolve("staged"),
     afterMs: 5_000,
-    report: () => Promise.resolve(reports++),
+    report: () => Promise.resolve(reports++ >= 0),
     clock,
   });
   assert.equal(out, "staged");
@@ -34,7 +34,7 @@ Deno.test("runReportingIfSlow: a slow action is reported once, and the report is
     afterMs: 5_000,
     report: () => {
       calls.push("report");
-      return write.promise;
+      return write.promise.then(() => true);
     },
     clock,
   });
@@ -68,4 +68,40 @@ Deno.test("runReportingIfSlow: a failing action still ends the timer; a failed r
   await new Promise((r) => setTimeout(r, 0));
   work.resolve("x");
   await assert.rejects(run, /pull failed/);
+});
+
+Deno.test("runReportingIfSlow: a failed report is tried again while the action runs", async () => {
+  const clock = new FakeClock();
+  const work = deferred<string>();
+  const results = [false, false, true];
+  let calls = 0;
+  const run = runReportingIfSlow({
+    work: () => work.promise,
+    afterMs: 5_000,
+    retryMs: 2_000,
+    report: () => {
+      calls++;
+      const ok = results.shift();
+      return ok === false && calls === 2
+        ? Promise.reject(new Error("timeout"))
+        : Promise.resolve(ok!);
+    },
+    clock,
+  });
+  const tick = async (ms: number) => {
+    clock.advance(ms);
+    for (let i = 0; i < 5; i++) await new Promise((r) => setTimeout(r, 0));
+  };
+  await tick(5_000);
+  assert.equal(calls, 1);
+  await tick(1_999);
+  assert.equal(calls, 1, "not before retryMs");
+  await tick(1);
+  assert.equal(calls, 2, "a failed write is tried again");
+  await tick(2_000);
+  assert.equal(calls, 3, "a rejection is a failure too");
+  await tick(60_000);
+  assert.equal(calls, 3, "once written, no more");
+  work.resolve("staged");
+  assert.equal(await run, "staged");
 });

@@ -386,13 +386,15 @@ export class StandInFleet {
   }
 
   /** Agent.#reportStaging: a pull still running says Staging. */
-  async #reportStaging(m: Member, image: string) {
-    if (!m.current) return;
+  async #reportStaging(m: Member, image: string): Promise<boolean> {
+    if (!m.current) return true;
     const decision = this.#decide(m);
     const still = decision.action.type === "stage" && decision.action.image === image;
-    if (!still || !decision.changed) return;
+    if (!still || !decision.changed) return true;
     const before = m.current.status;
-    if (await this.#write(m, decision.status)) this.#logTransition(m, before, decision.status);
+    if (!(await this.#write(m, decision.status))) return false;
+    this.#logTransition(m, before, decision.status);
+    return true;
   }
 
   async #run(

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { MIN_DAEMON_REPORT_MS } from "../../lib/api/constants.ts";
 
 /** Default of `spec.rollout.stagingTimeoutSeconds`. */
 export const DEFAULT_STAGING_TIMEOUT_SECONDS = 1800;
@@ -25,7 +26,11 @@ export function stallDeadlines(rollout: Record<string, unknown> | undefined): St
   const n = (v: unknown, d: number) => (typeof v === "number" && v > 0 ? v : d) * 1000;
   return {
     stagingMs: n(rollout?.stagingTimeoutSeconds, DEFAULT_STAGING_TIMEOUT_SECONDS),
-    daemonReportMs: n(rollout?.daemonReportTimeoutSeconds, DEFAULT_DAEMON_REPORT_TIMEOUT_SECONDS),
+    // A daemon reports a pull of a new spec once it has run a few seconds: never sooner.
+    daemonReportMs: Math.max(
+      MIN_DAEMON_REPORT_MS,
+      n(rollout?.daemonReportTimeoutSeconds, DEFAULT_DAEMON_REPORT_TIMEOUT_SECONDS),
+    ),
     progressMs: n(rollout?.progressTimeoutSeconds, DEFAULT_PROGRESS_TIMEOUT_SECONDS),
   };
 }

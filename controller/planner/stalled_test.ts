@@ -27,8 +27,10 @@ Deno.test("stallDeadlines: pool fields, else defaults", () => {
       daemonReportTimeoutSeconds: 5,
       progressTimeoutSeconds: 30,
     }),
-    { stagingMs: 60_000, daemonReportMs: 5_000, progressMs: 30_000 },
+    // A daemon reports a pull of a new spec once it has run 5 s: 5 s counts as 15.
+    { stagingMs: 60_000, daemonReportMs: 15_000, progressMs: 30_000 },
   );
+  assert.equal(stallDeadlines({ daemonReportTimeoutSeconds: 20 }).daemonReportMs, 20_000);
 });
 
 Deno.test("stalled: no daemon ever reported past the deadline: DaemonNotReporting", () => {

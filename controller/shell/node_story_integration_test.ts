@@ -225,6 +225,10 @@ Deno.test("the Node tells its story; the BootcDisruptionBudget says what it hold
         `states: ${[...seen].map(([n, s]) => `${n} ${s.join(" > ")}`).join("; ")}`,
     );
 
+    // Staging and Staged ride along: at most one annotation-only Node write per node (its
+    // booted image while its verification waits), none for the phases before its slot.
+    assert.ok((delta.patchNodeAnnotations ?? 0) <= NAMES.length, JSON.stringify(delta));
+
     // A rollout of nodes already in the pool: what the annotations cost a retarget.
     const retargetBefore = { ...reconciler.writes };
     await pools.patch("story", { spec: { image: { ref: NEWER } } }, { type: "merge" });
@@ -240,6 +244,8 @@ Deno.test("the Node tells its story; the BootcDisruptionBudget says what it hold
     console.log(
       `retarget of 2 nodes: ${(retarget / 2).toFixed(1)} annotation-only Node writes per node`,
     );
+    // The new desired image (Pending) is the one a retarget costs on its own.
+    assert.ok(retarget <= NAMES.length, `${retarget} annotation-only Node writes`);
 
     // A node that leaves the pool loses the annotations (the budget no longer selects it).
     await nodes.patch(other, { metadata: { labels: { suite: null } } }, { type: "merge" });

@@ -398,3 +398,17 @@ export type HookPhase = typeof HookPhaseValues[number];
 export const HookResultValues = ["Delivered", "Failed"] as const;
 /** One hook delivery result. */
 export type HookResult = typeof HookResultValues[number];
+
+/**
+ * How long a daemon's pull of a new spec runs before it reports it (Staging):
+ * a quick pull is reported once, staged or failed, with the spec's
+ * `observedGeneration`. Until then the BootcNode's status visibly describes an
+ * older spec. The controller waits at least {@linkcode MIN_DAEMON_REPORT_MS}
+ * for a report.
+ */
+export const STAGING_REPORT_DELAY_MS = 5_000;
+/**
+ * The least time the controller waits for a daemon to report on a new spec
+ * (a shorter `daemonReportTimeoutSeconds` counts as this): three report delays.
+ */
+export const MIN_DAEMON_REPORT_MS = 3 * STAGING_REPORT_DELAY_MS;

@@ -606,7 +606,8 @@ export const BootcNodePoolSpec = Type.Object({
       minimum: 1,
       default: 300,
       description: "How long the controller waits for a node's daemon to report on a new " +
-        "spec before the node is reported Stalled with reason DaemonNotReporting.",
+        "spec before the node is reported Stalled with reason DaemonNotReporting (at least " +
+        "15: a daemon reports a pull once it has run 5 seconds; less counts as 15).",
     })),
     progressTimeoutSeconds: Type.Optional(Type.Integer({
       minimum: 1,

@@ -116,7 +116,7 @@ Deno.test("faults: controller killed in every phase, daemon killed, API server r
       async () => {
         // Pulls slow enough to be reported as Staging (a quick one says Staged at once).
         for (const name of nodes) {
-          await stack.fleet.nodes.get(name)!.host.setPullDelayMs(STAGING_REPORT_DELAY_MS + 1500);
+          await stack.fleet.nodes.get(name)!.host.setPullDelayMs(STAGING_REPORT_DELAY_MS + 4000);
         }
         await patchPoolSpec(stack, "faults", { image: { ref: `${repository}@${v2.digest}` } });
         await waitNodes(
@@ -157,7 +157,7 @@ Deno.test("faults: controller killed in every phase, daemon killed, API server r
     );
 
     await step(t, "a daemon SIGKILLed mid-stage restages and the rollout finishes", async () => {
-      await stack.fleet.nodes.get("faults-2")!.host.setPullDelayMs(STAGING_REPORT_DELAY_MS + 3000);
+      await stack.fleet.nodes.get("faults-2")!.host.setPullDelayMs(STAGING_REPORT_DELAY_MS + 4000);
       await patchPoolSpec(stack, "faults", { image: { ref: `${repository}@${v3.digest}` } });
       await waitNodes(
         stack,

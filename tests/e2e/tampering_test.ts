@@ -267,7 +267,10 @@ Deno.test("tampering: hand edits and deletions mid-flight keep every invariant",
 
     await step(t, "a silent daemon is reported Stalled/DaemonNotReporting", async () => {
       const nodes = await addNodes(stack, "silent", 2);
-      await stack.createPool("silent", poolSpec("silent", ref1, { daemonReportTimeoutSeconds: 5 }));
+      await stack.createPool(
+        "silent",
+        poolSpec("silent", ref1, { daemonReportTimeoutSeconds: 15 }),
+      );
       await waitConverged(stack, "silent", v1.digest, 2);
       await stack.fleet.killDaemon("silent-2", { keepDown: true });
       await patchPoolSpec(stack, "silent", { image: { ref: ref2 } });
