@@ -36,6 +36,7 @@ import {
   IdleReason,
   NodeConditionType,
   RebootAllowedReason,
+  STAGING_REPORT_RETRY_MS,
 } from "../lib/api/constants.ts";
 import type { BootcNode, BootcNodeStatus } from "../lib/api/schema.ts";
 import type { BootcExecutor } from "../lib/bootc/executor.ts";
@@ -685,7 +686,7 @@ export class Agent {
         await runReportingIfSlow({
           work: () => this.#runAction(action, signal),
           afterMs: decision.reportAfterMs,
-          retryMs: this.#retry.initialMs,
+          retryMs: STAGING_REPORT_RETRY_MS,
           report: () => this.#reportStaging(action.image, host, secret.error),
           clock: this.#clock,
         });

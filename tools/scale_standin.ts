@@ -37,6 +37,7 @@ import {
 import type { BootcNode, BootcNodeStatus } from "../lib/api/schema.ts";
 import { parseHost } from "../lib/bootc/parse.ts";
 import { type BootcCapabilities, capabilitiesFromVersion } from "../lib/bootc/version.ts";
+import { STAGING_REPORT_RETRY_MS } from "../lib/api/constants.ts";
 import { systemClock } from "../lib/clock.ts";
 import { EventRecorder } from "../lib/kube/events.ts";
 import { Informer } from "../lib/kube/informer.ts";
@@ -374,6 +375,7 @@ export class StandInFleet {
         await runReportingIfSlow({
           work: () => this.#run(m, action),
           afterMs: decision.reportAfterMs,
+          retryMs: STAGING_REPORT_RETRY_MS,
           report: () => this.#reportStaging(m, action.image),
           clock: systemClock,
         });

@@ -323,3 +323,24 @@ Deno.test("annotations: under an external orchestrator Staged is written at once
   }));
   assert.deepEqual(plan.nodeAnnotations?.get("a"), { [ANNOTATION_NODE_STATE]: "Staged" });
 });
+
+Deno.test("annotations: a halted rollout (two unhealthy slots) shows Staged at once", () => {
+  const plan = planPool(input(pool({ maxUnavailable: 3 }), {
+    nodes: [
+      node("x", { unschedulable: true }),
+      node("y", { unschedulable: true }),
+      node("a", { annotations: info("Pending") }),
+    ],
+    bootcNodes: [
+      bootcNode("x", { phase: "degraded", slotAt: EARLIER, drainedAt: EARLIER, state: "Booted" }),
+      bootcNode("y", { phase: "degraded", slotAt: EARLIER, drainedAt: EARLIER, state: "Booted" }),
+      bootcNode("a", { phase: "staged" }),
+    ],
+  }));
+  assert.equal(
+    plan.status?.conditions?.find((c) => c.type === "Degraded")?.reason,
+    "RolloutHalted",
+  );
+  assert.deepEqual(plan.nodeAnnotations?.get("a"), { [ANNOTATION_NODE_STATE]: "Staged" });
+  assert.equal(plan.bootcNodeDisplay?.get("a")?.[ANNOTATION_NODE_STATE], "Staged");
+});

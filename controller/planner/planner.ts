@@ -74,6 +74,8 @@ import {
 } from "./resolution.ts";
 import { rolloutRecord } from "./rollout_record.ts";
 import { specErrors } from "./spec_check.ts";
+import { stampSpecChanges } from "./spec_since.ts";
+import { QueueWait } from "./slot_grant.ts";
 import { poolTimeZone, windowState } from "../gates/mod.ts";
 import { reportStalled } from "./stalled.ts";
 import type { Target } from "../model/types.ts";
@@ -164,10 +166,12 @@ function planRollout(
   const haltFor = rollout.health.haltFor;
   const status = rolloutStatus(input, { need, target, gated, counts, wait, out, record, haltFor });
   const all = mergeOutputs([out, conditionEvents(input, status, wait)]);
-  const plan = finish(all, status, gated.slots.limit, counts);
+  const plan = finish(all, status, gated.slots.limit, counts, input.now);
   if (gated.approvalAsks) plan.approvalAsks = gated.approvalAsks;
-  // No grant is coming while a gate holds the slots: Staged is then shown at once.
-  const held = gated.wait !== undefined;
+  // No grant is coming while a gate holds the slots or the rollout is halted: Staged is
+  // then shown at once.
+  const held = gated.wait !== undefined ||
+    gated.queue.some((q) => q.waitingFor === QueueWait.RolloutHalted);
   return withNodeAnnotations(
     withDisplay(plan, input, members, { ...target, held }),
     input,
@@ -395,7 +399,7 @@ function planDeletion(input: PlanInput, hasFinalizer: boolean): Plan {
     orphans.out,
     stepOutput({ actions: done ? [{ kind: "removeFinalizer" }] : [] }),
   ]);
-  return withNodeAnnotations(finish(out, undefined, 0, emptyCounts()), input, []);
+  return withNodeAnnotations(finish(out, undefined, 0, emptyCounts(), input.now), input, []);
 }
 
 /**
@@ -434,7 +438,7 @@ function planInvalid(input: PlanInput, start: StepOutput, specErrors: string[]):
     now,
   });
   const out = mergeOutputs([start, inFlight.out, conditionEvents(input, status)]);
-  const plan = withDisplay(finish(out, status, 0, counts), input, members, {
+  const plan = withDisplay(finish(out, status, 0, counts, now), input, members, {
     target,
     label,
     held: true,
@@ -515,9 +519,10 @@ function finish(
   status: BootcNodePoolStatus | undefined,
   slots: number,
   counts: Plan["counts"],
+  now: Date,
 ): Plan {
   return {
-    actions: [...out.actions],
+    actions: stampSpecChanges(out.actions, now),
     events: [...out.events],
     status,
     requeueAfterMs: out.requeueAfterMs,

@@ -5,6 +5,7 @@ import {
   ANNOTATION_DRAINED_FOR,
   ANNOTATION_IN_REBOOT_SLOT,
   ANNOTATION_SLOT_POOL,
+  ANNOTATION_SPEC_SINCE,
   ANNOTATION_WAS_CORDONED,
   type BootcNode,
   type BootcNodePoolStatus,
@@ -217,7 +218,9 @@ Deno.test("sync: a new target resets desiredImageState to Staged and drops drain
   }));
   const sync = ofKind(plan, "patchBootcNode").find((a) => a.why === "sync spec");
   assert.deepEqual(sync?.patch.spec, { desiredImage: image("c"), desiredImageState: "Staged" });
-  assert.deepEqual(sync?.patch.metadata, { annotations: { [ANNOTATION_DESIRED_SINCE]: NOW } });
+  assert.deepEqual(sync?.patch.metadata, {
+    annotations: { [ANNOTATION_DESIRED_SINCE]: NOW, [ANNOTATION_SPEC_SINCE]: NOW },
+  });
   const undrain = ofKind(plan, "patchNode").find((a) => a.why === "withdraw drain (new image)");
   assert.deepEqual(undrain?.patch, {
     metadata: { annotations: { [ANNOTATION_DRAINED_AT]: null, [ANNOTATION_DRAINED_FOR]: null } },
@@ -355,7 +358,10 @@ Deno.test("drain: evicts only what must leave, and requests the reboot once drai
   });
   assert.deepEqual(drained?.observe, { metric: "drain_seconds", seconds: 60 });
   const reboot = ofKind(done, "patchBootcNode").find((a) => a.why === "request reboot");
-  assert.deepEqual(reboot?.patch, { spec: { desiredImageState: "Booted" } });
+  assert.deepEqual(reboot?.patch, {
+    spec: { desiredImageState: "Booted" },
+    metadata: { annotations: { [ANNOTATION_SPEC_SINCE]: NOW } },
+  });
   // The Node records the finished drain before Booted is asked for.
   assert.ok(done.actions.indexOf(drained!) < done.actions.indexOf(reboot!));
 
@@ -502,8 +508,11 @@ for (const c of releaseCases) {
         ),
       });
       // The mirror and the reboot request go first, then the Node record.
+      // The revoke carries its time: the daemon's report on it is due from then.
       assert.deepEqual(bnRelease?.patch, {
-        metadata: { annotations: { [ANNOTATION_WAS_CORDONED]: null } },
+        metadata: {
+          annotations: { [ANNOTATION_WAS_CORDONED]: null, [ANNOTATION_SPEC_SINCE]: NOW },
+        },
         spec: { desiredImageState: "Staged" },
       });
       // Verified and Updated are recorded on the BootcNode's status first.

@@ -10,6 +10,7 @@
  */
 import {
   ANNOTATION_DESIRED_SINCE,
+  ANNOTATION_SPEC_SINCE,
   type BootcNode,
   type Condition,
   findCondition,
@@ -52,6 +53,8 @@ export function findStall(
   const times = [
     parseTime(bn.metadata.creationTimestamp),
     parseTime(bn.metadata.annotations?.[ANNOTATION_DESIRED_SINCE]),
+    // The controller's own last spec change (a release's revoke, a synced pull Secret).
+    parseTime(bn.metadata.annotations?.[ANNOTATION_SPEC_SINCE]),
     record.drainedFor === bn.spec.desiredImage ? parseTime(record.drainedAt) : undefined,
   ].filter((t): t is Date => t !== undefined);
   if (times.length === 0) return {};

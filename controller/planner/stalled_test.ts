@@ -1,5 +1,9 @@
 import assert from "node:assert/strict";
-import { ANNOTATION_DESIRED_SINCE, findCondition } from "../../lib/api/mod.ts";
+import {
+  ANNOTATION_DESIRED_SINCE,
+  ANNOTATION_SPEC_SINCE,
+  findCondition,
+} from "../../lib/api/mod.ts";
 import { type Action, type Plan, planPool } from "./planner.ts";
 import { stallDeadlines } from "./stalled.ts";
 import { bootcNode, input, node, pool } from "../testing/fixtures.ts";
@@ -27,10 +31,10 @@ Deno.test("stallDeadlines: pool fields, else defaults", () => {
       daemonReportTimeoutSeconds: 5,
       progressTimeoutSeconds: 30,
     }),
-    // A daemon reports a pull of a new spec once it has run 5 s: 5 s counts as 15.
-    { stagingMs: 60_000, daemonReportMs: 15_000, progressMs: 30_000 },
+    // A daemon reports a pull of a new spec once it has run 5 s: 5 s counts as 30.
+    { stagingMs: 60_000, daemonReportMs: 30_000, progressMs: 30_000 },
   );
-  assert.equal(stallDeadlines({ daemonReportTimeoutSeconds: 20 }).daemonReportMs, 20_000);
+  assert.equal(stallDeadlines({ daemonReportTimeoutSeconds: 40 }).daemonReportMs, 40_000);
 });
 
 Deno.test("stalled: no daemon ever reported past the deadline: DaemonNotReporting", () => {
@@ -88,4 +92,24 @@ Deno.test("stalled: a node that catches up gets Stalled=False once, then nothing
   bn.status!.conditions = bn.status!.conditions!.filter((c) => c.type !== "Stalled");
   const quiet = planPool(input(pool({ paused: true }), { nodes: [node("n1")], bootcNodes: [bn] }));
   assert.equal(statusPatches(quiet).length, 0);
+});
+
+Deno.test("stalled: the controller's own spec change restarts the daemon's report clock", () => {
+  // Updated on the target, released 1 s ago (the revoke bumped the generation); its image
+  // was set long before the report deadline: not a silent daemon.
+  const bn = bootcNode("n1", { phase: "idle" });
+  bn.metadata.annotations = {
+    ...bn.metadata.annotations,
+    [ANNOTATION_DESIRED_SINCE]: "2026-01-01T00:30:00Z",
+    [ANNOTATION_SPEC_SINCE]: "2026-01-01T00:59:59Z",
+  };
+  bn.metadata.generation = 4;
+  bn.status!.observedGeneration = 3;
+  const plan = planPool(input(pool(), { nodes: [node("n1")], bootcNodes: [bn] }));
+  assert.equal(stalledOf(plan), undefined);
+  assert.ok(!plan.events.some((e) => e.reason === "DaemonNotReporting"));
+  // Without the time of that change the old image time counts: reported stalled.
+  delete bn.metadata.annotations[ANNOTATION_SPEC_SINCE];
+  const stale = planPool(input(pool(), { nodes: [node("n1")], bootcNodes: [bn] }));
+  assert.equal(stalledOf(stale)?.reason, "DaemonNotReporting");
 });

@@ -126,6 +126,13 @@ export const BOOTC_NODE_INFO_ANNOTATIONS = [
  * the staging and daemon-report deadlines are measured from it.
  */
 export const ANNOTATION_DESIRED_SINCE = "bootc.dev/desired-since";
+/**
+ * Annotation on a BootcNode: RFC 3339 time the controller last changed its spec (any
+ * field: a new image, the reboot request and its revoke, a synced pull Secret), set in
+ * the same write; the daemon-report deadline is measured from it, so the controller's
+ * own change never reads as a daemon that has not reported for long.
+ */
+export const ANNOTATION_SPEC_SINCE = "bootc.dev/spec-since";
 
 /**
  * Annotation on a BootcNode (written by the controller under `onFailure: RollbackNode`):
@@ -407,8 +414,11 @@ export type HookResult = typeof HookResultValues[number];
  * for a report.
  */
 export const STAGING_REPORT_DELAY_MS = 5_000;
+/** How soon a daemon tries a failed report of a running pull again. */
+export const STAGING_REPORT_RETRY_MS = 2_000;
 /**
  * The least time the controller waits for a daemon to report on a new spec
- * (a shorter `daemonReportTimeoutSeconds` counts as this): three report delays.
+ * (a shorter `daemonReportTimeoutSeconds` counts as this): room for the report
+ * delay, a few failed tries, and the end of a pull the new spec made obsolete.
  */
-export const MIN_DAEMON_REPORT_MS = 3 * STAGING_REPORT_DELAY_MS;
+export const MIN_DAEMON_REPORT_MS = 30_000;

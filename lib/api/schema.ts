@@ -607,7 +607,7 @@ export const BootcNodePoolSpec = Type.Object({
       default: 300,
       description: "How long the controller waits for a node's daemon to report on a new " +
         "spec before the node is reported Stalled with reason DaemonNotReporting (at least " +
-        "15: a daemon reports a pull once it has run 5 seconds; less counts as 15).",
+        "30: a daemon reports a pull once it has run 5 seconds; less counts as 30).",
     })),
     progressTimeoutSeconds: Type.Optional(Type.Integer({
       minimum: 1,

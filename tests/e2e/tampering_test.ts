@@ -269,7 +269,7 @@ Deno.test("tampering: hand edits and deletions mid-flight keep every invariant",
       const nodes = await addNodes(stack, "silent", 2);
       await stack.createPool(
         "silent",
-        poolSpec("silent", ref1, { daemonReportTimeoutSeconds: 15 }),
+        poolSpec("silent", ref1, { daemonReportTimeoutSeconds: 30 }),
       );
       await waitConverged(stack, "silent", v1.digest, 2);
       await stack.fleet.killDaemon("silent-2", { keepDown: true });
