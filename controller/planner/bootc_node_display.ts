@@ -53,7 +53,7 @@ export interface BootcNodeDisplayInput {
   target?: Target;
   label?: TargetLabel;
   now: Date;
-  /** True while a gate holds the pool's slots (no grant coming): Staged is written at once. */
+  /** True while no grant is coming (a gate holds the slots, a halt): Staged is written at once. */
   held?: boolean;
 }
 

@@ -16,7 +16,8 @@
  * releases is Updated in the release's. So the writes that carry the disruption
  * record carry the annotations too, and only changes the daemon makes (a new
  * desired image acknowledged, booted) cost a Node write of their own; its
- * Staging and Staged wait for a write made anyway ({@linkcode RIDE_ALONG_STATES}).
+ * Staging, and its Staged while slots are handed out, wait for a write made
+ * anyway ({@linkcode RIDE_ALONG_STATES}).
  * A value is written only when it differs from the Node's.
  *
  * @module
@@ -207,7 +208,7 @@ export interface NodeAnnotationsInput {
   actions: readonly Action[];
   /** Every Node, by name, as the caches see it. */
   nodes: ReadonlyMap<string, NodeSummary>;
-  /** True while a gate holds the pool's slots (no grant coming): Staged is written at once. */
+  /** True while no grant is coming (a gate holds the slots, a halt): Staged is written at once. */
   held?: boolean;
 }
 
@@ -252,8 +253,8 @@ export function nodeAnnotations(input: NodeAnnotationsInput): Map<string, Annota
  * says, and its grant's write shows the next state. The daemon's own report
  * shows them meanwhile (the Idle condition, the BootcNode's PHASE column, the
  * plugin's classification). Staged is written at once while no grant is coming
- * (a gate holds the pool: paused, a closed window, an approval; or an external
- * orchestrator reboots), after Staging (a shown Staging must not outlive the
+ * (a gate holds the pool: paused, a closed window, an approval, an external
+ * orchestrator; or the rollout is halted), after Staging (a shown Staging must not outlive the
  * download), and from any other state (Degraded, Failed, …): a stale view must
  * not keep saying something worse, or something else for long.
  */
