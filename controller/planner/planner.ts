@@ -166,7 +166,7 @@ function planRollout(
   const haltFor = rollout.health.haltFor;
   const status = rolloutStatus(input, { need, target, gated, counts, wait, out, record, haltFor });
   const all = mergeOutputs([out, conditionEvents(input, status, wait)]);
-  const plan = finish(all, status, gated.slots.limit, counts, input.now);
+  const plan = finish(all, status, gated.slots.limit, counts, input);
   if (gated.approvalAsks) plan.approvalAsks = gated.approvalAsks;
   // No grant is coming while a gate holds the slots or the rollout is halted: Staged is
   // then shown at once.
@@ -399,7 +399,7 @@ function planDeletion(input: PlanInput, hasFinalizer: boolean): Plan {
     orphans.out,
     stepOutput({ actions: done ? [{ kind: "removeFinalizer" }] : [] }),
   ]);
-  return withNodeAnnotations(finish(out, undefined, 0, emptyCounts(), input.now), input, []);
+  return withNodeAnnotations(finish(out, undefined, 0, emptyCounts(), input), input, []);
 }
 
 /**
@@ -438,7 +438,7 @@ function planInvalid(input: PlanInput, start: StepOutput, specErrors: string[]):
     now,
   });
   const out = mergeOutputs([start, inFlight.out, conditionEvents(input, status)]);
-  const plan = withDisplay(finish(out, status, 0, counts, now), input, members, {
+  const plan = withDisplay(finish(out, status, 0, counts, input), input, members, {
     target,
     label,
     held: true,
@@ -519,10 +519,10 @@ function finish(
   status: BootcNodePoolStatus | undefined,
   slots: number,
   counts: Plan["counts"],
-  now: Date,
+  input: PlanInput,
 ): Plan {
   return {
-    actions: stampSpecChanges(out.actions, now),
+    actions: stampSpecChanges(out.actions, input.now, input.bootcNodes),
     events: [...out.events],
     status,
     requeueAfterMs: out.requeueAfterMs,

@@ -1,21 +1,48 @@
 /**
- * Every BootcNode spec change a plan makes carries the time it was made
- * (`bootc.dev/spec-since`, in the same write): the daemon has to report on a
- * new spec within `daemonReportTimeoutSeconds` of it (`stalled.ts`), whatever
- * the change (a new image, the reboot request, the release's revoke, a synced
- * pull Secret). Without it a release of a node that waited longer than that
- * deadline read as a silent daemon until the daemon acknowledged it.
+ * A BootcNode spec change a plan makes carries the time it was made
+ * (`bootc.dev/spec-since`, in the same write) when the node's daemon had
+ * reported on the spec before it: the daemon has to report on the new spec
+ * within `daemonReportTimeoutSeconds` of it (`stalled.ts`), whatever the change
+ * (a new image, the reboot request, the release's revoke, a synced pull
+ * Secret). Without it a release of a node that waited longer than that deadline
+ * read as a silent daemon until the daemon acknowledged it. A daemon already
+ * behind keeps its clock: a change made meanwhile never restarts it, so a dead
+ * daemon is reported however often its spec changes.
  *
  * @module
  */
-import { ANNOTATION_SPEC_SINCE } from "../../lib/api/mod.ts";
+import { ANNOTATION_SPEC_SINCE, type BootcNode } from "../../lib/api/mod.ts";
 import { formatTime } from "../model/slots.ts";
 import type { Action, MergePatch } from "./plan.ts";
 
-/** `actions` with each BootcNode patch that changes the spec stamped with `now`. */
-export function stampSpecChanges(actions: readonly Action[], now: Date): Action[] {
+/** True when the daemon has reported on `bn`'s current spec. */
+function caughtUp(bn: BootcNode): boolean {
+  const generation = bn.metadata.generation;
+  const observed = bn.status?.observedGeneration;
+  return generation !== undefined && observed !== undefined && observed >= generation;
+}
+
+/** True when `patch` changes a field of `bn`'s spec. */
+function changesSpec(bn: BootcNode, patch: MergePatch): boolean {
+  const spec = bn.spec as unknown as Record<string, unknown>;
+  return Object.entries(patch).some(([k, v]) =>
+    JSON.stringify(spec[k] ?? null) !== JSON.stringify(v ?? null)
+  );
+}
+
+/**
+ * `actions` with each BootcNode patch that changes the spec of a node whose
+ * daemon had caught up (its BootcNode in `bootcNodes`) stamped with `now`.
+ */
+export function stampSpecChanges(
+  actions: readonly Action[],
+  now: Date,
+  bootcNodes: ReadonlyMap<string, BootcNode>,
+): Action[] {
   return actions.map((a) => {
     if (a.kind !== "patchBootcNode" || a.patch.spec === undefined) return a;
+    const bn = bootcNodes.get(a.node);
+    if (!bn || !caughtUp(bn) || !changesSpec(bn, a.patch.spec as MergePatch)) return a;
     const metadata = (a.patch.metadata ?? {}) as MergePatch;
     const annotations = {
       ...(metadata.annotations as MergePatch | undefined),

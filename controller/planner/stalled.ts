@@ -49,14 +49,7 @@ export function findStall(
 ): { finding?: StallFinding; nextAt?: Date } {
   const bn = m.bn;
   if (!bn) return {};
-  const record = recordOf(m.node);
-  const times = [
-    parseTime(bn.metadata.creationTimestamp),
-    parseTime(bn.metadata.annotations?.[ANNOTATION_DESIRED_SINCE]),
-    // The controller's own last spec change (a release's revoke, a synced pull Secret).
-    parseTime(bn.metadata.annotations?.[ANNOTATION_SPEC_SINCE]),
-    record.drainedFor === bn.spec.desiredImage ? parseTime(record.drainedAt) : undefined,
-  ].filter((t): t is Date => t !== undefined);
+  const times = reportClockAnchors(m, now);
   if (times.length === 0) return {};
   const since = new Date(Math.max(...times.map((t) => t.getTime())));
   const generation = bn.metadata.generation;
@@ -89,6 +82,35 @@ export function findStall(
   return next.length > 0 ? { nextAt: new Date(Math.min(...next.map((t) => t.getTime()))) } : {};
 }
 
+/** How far ahead of now a recorded time may be (clock skew); a later one is ignored. */
+const MAX_SKEW_MS = 60_000;
+
+/** The annotation's time, unless it lies in the future (an edit must not silence a deadline). */
+function pastTime(text: string | undefined, now: Date): Date | undefined {
+  const t = parseTime(text);
+  return t && t.getTime() <= now.getTime() + MAX_SKEW_MS ? t : undefined;
+}
+
+/**
+ * Where the daemon-report clock starts: the controller's first spec change the
+ * daemon has not reported on (`spec-since`, `spec_since.ts`), else, for a
+ * BootcNode written before it existed, the newest of its image time and its
+ * drain record.
+ */
+function reportClockAnchors(m: Member, now: Date): Date[] {
+  const bn = m.bn!;
+  const annotations = bn.metadata.annotations;
+  const created = parseTime(bn.metadata.creationTimestamp);
+  const specSince = pastTime(annotations?.[ANNOTATION_SPEC_SINCE], now);
+  if (specSince) return [specSince, ...(created ? [created] : [])];
+  const record = recordOf(m.node);
+  return [
+    created,
+    pastTime(annotations?.[ANNOTATION_DESIRED_SINCE], now),
+    record.drainedFor === bn.spec.desiredImage ? pastTime(record.drainedAt, now) : undefined,
+  ].filter((t): t is Date => t !== undefined);
+}
+
 /** StagingTimeout: a node that has not staged its desired image within the staging deadline. */
 function findStagingTimeout(
   m: Member,
@@ -99,7 +121,7 @@ function findStagingTimeout(
   if (m.state !== EffectiveState.Pending && m.state !== EffectiveState.Staging) return {};
   // Held back by a gate (the staging limit, a closed window): waiting, not stalled.
   if (m.cls.waitsOn === "gate") return {};
-  const desiredSince = parseTime(bn.metadata.annotations?.[ANNOTATION_DESIRED_SINCE]) ??
+  const desiredSince = pastTime(bn.metadata.annotations?.[ANNOTATION_DESIRED_SINCE], now) ??
     parseTime(bn.metadata.creationTimestamp);
   if (!desiredSince) return {};
   const at = new Date(desiredSince.getTime() + deadlines.stagingMs);

@@ -113,3 +113,17 @@ Deno.test("stalled: the controller's own spec change restarts the daemon's repor
   const stale = planPool(input(pool(), { nodes: [node("n1")], bootcNodes: [bn] }));
   assert.equal(stalledOf(stale)?.reason, "DaemonNotReporting");
 });
+
+Deno.test("stalled: a report clock anchored in the future is ignored", () => {
+  const bn = bootcNode("n1", { phase: "idle" });
+  bn.metadata.creationTimestamp = "2026-01-01T00:30:00Z";
+  bn.metadata.annotations = {
+    ...bn.metadata.annotations,
+    [ANNOTATION_SPEC_SINCE]: "2099-01-01T00:00:00Z",
+    [ANNOTATION_DESIRED_SINCE]: "2099-01-01T00:00:00Z",
+  };
+  bn.metadata.generation = 4;
+  bn.status!.observedGeneration = 3;
+  const plan = planPool(input(pool(), { nodes: [node("n1")], bootcNodes: [bn] }));
+  assert.equal(stalledOf(plan)?.reason, "DaemonNotReporting");
+});

@@ -127,10 +127,11 @@ export const BOOTC_NODE_INFO_ANNOTATIONS = [
  */
 export const ANNOTATION_DESIRED_SINCE = "bootc.dev/desired-since";
 /**
- * Annotation on a BootcNode: RFC 3339 time the controller last changed its spec (any
- * field: a new image, the reboot request and its revoke, a synced pull Secret), set in
- * the same write; the daemon-report deadline is measured from it, so the controller's
- * own change never reads as a daemon that has not reported for long.
+ * Annotation on a BootcNode: RFC 3339 time of the controller's first change to its spec
+ * (any field: a new image, the reboot request and its revoke, a synced pull Secret)
+ * that the daemon has not reported on, set in the same write; the daemon-report
+ * deadline is measured from it, so the controller's own change never reads as a daemon
+ * that has not reported for long, and a daemon already behind keeps its clock.
  */
 export const ANNOTATION_SPEC_SINCE = "bootc.dev/spec-since";
 
@@ -419,6 +420,7 @@ export const STAGING_REPORT_RETRY_MS = 2_000;
 /**
  * The least time the controller waits for a daemon to report on a new spec
  * (a shorter `daemonReportTimeoutSeconds` counts as this): room for the report
- * delay, a few failed tries, and the end of a pull the new spec made obsolete.
+ * delay, a few failed tries, and the end of a short pull the new spec made
+ * obsolete (a daemon reports on a new spec only once the pull it is in ends).
  */
 export const MIN_DAEMON_REPORT_MS = 30_000;
