@@ -157,7 +157,7 @@ import {
 } from "../lib/api/constants.ts";
 // Whether the phase conditions are about an image: the one test the controller and the
 // plugin read too.
-import { phaseTargetIs } from "../lib/api/node_state.ts";
+import { daemonUnreported, phaseTargetIs } from "../lib/api/node_state.ts";
 import type {
   BootcNodeSpec,
   BootcNodeStatus,
@@ -1144,7 +1144,7 @@ export function decide(input: DecideInput): Decision {
   // until then every reader sees that status is about an older spec. One the status claims to
   // describe (a re-stage after a lost stage, a retry) is said at once: it is wrong now.
   const deferReport = input.generation !== undefined &&
-    previous?.observedGeneration !== input.generation;
+    daemonUnreported({ metadata: { generation: input.generation }, status: input.status });
   return {
     status: changed ? status : previous,
     changed,

@@ -218,7 +218,10 @@ Deno.test("sync: a new target resets desiredImageState to Staged and drops drain
   }));
   const sync = ofKind(plan, "patchBootcNode").find((a) => a.why === "sync spec");
   assert.deepEqual(sync?.patch.spec, { desiredImage: image("c"), desiredImageState: "Staged" });
-  assert.deepEqual(sync?.patch.metadata, { annotations: { [ANNOTATION_DESIRED_SINCE]: NOW } });
+  // The daemon had reported on the spec before: the change carries its time too.
+  assert.deepEqual(sync?.patch.metadata, {
+    annotations: { [ANNOTATION_DESIRED_SINCE]: NOW, [ANNOTATION_SPEC_SINCE]: NOW },
+  });
   const undrain = ofKind(plan, "patchNode").find((a) => a.why === "withdraw drain (new image)");
   assert.deepEqual(undrain?.patch, {
     metadata: { annotations: { [ANNOTATION_DRAINED_AT]: null, [ANNOTATION_DRAINED_FOR]: null } },
@@ -356,7 +359,10 @@ Deno.test("drain: evicts only what must leave, and requests the reboot once drai
   });
   assert.deepEqual(drained?.observe, { metric: "drain_seconds", seconds: 60 });
   const reboot = ofKind(done, "patchBootcNode").find((a) => a.why === "request reboot");
-  assert.deepEqual(reboot?.patch, { spec: { desiredImageState: "Booted" } });
+  assert.deepEqual(reboot?.patch, {
+    spec: { desiredImageState: "Booted" },
+    metadata: { annotations: { [ANNOTATION_SPEC_SINCE]: NOW } },
+  });
   // The Node records the finished drain before Booted is asked for.
   assert.ok(done.actions.indexOf(drained!) < done.actions.indexOf(reboot!));
 

@@ -11,16 +11,9 @@
  *
  * @module
  */
-import { ANNOTATION_SPEC_SINCE, type BootcNode } from "../../lib/api/mod.ts";
+import { ANNOTATION_SPEC_SINCE, type BootcNode, daemonUnreported } from "../../lib/api/mod.ts";
 import { formatTime } from "../model/slots.ts";
 import type { Action, MergePatch } from "./plan.ts";
-
-/** True when the daemon has reported on `bn`'s current spec. */
-function caughtUp(bn: BootcNode): boolean {
-  const generation = bn.metadata.generation;
-  const observed = bn.status?.observedGeneration;
-  return generation !== undefined && observed !== undefined && observed >= generation;
-}
 
 /** True when `patch` changes a field of `bn`'s spec. */
 function changesSpec(bn: BootcNode, patch: MergePatch): boolean {
@@ -42,7 +35,7 @@ export function stampSpecChanges(
   return actions.map((a) => {
     if (a.kind !== "patchBootcNode" || a.patch.spec === undefined) return a;
     const bn = bootcNodes.get(a.node);
-    if (!bn || !caughtUp(bn) || !changesSpec(bn, a.patch.spec as MergePatch)) return a;
+    if (!bn || daemonUnreported(bn) || !changesSpec(bn, a.patch.spec as MergePatch)) return a;
     const metadata = (a.patch.metadata ?? {}) as MergePatch;
     const annotations = {
       ...(metadata.annotations as MergePatch | undefined),

@@ -13,6 +13,7 @@ import {
   ANNOTATION_SPEC_SINCE,
   type BootcNode,
   type Condition,
+  daemonUnreported,
   findCondition,
   NodeConditionType,
   PoolDegradedReason,
@@ -52,10 +53,7 @@ export function findStall(
   const times = reportClockAnchors(m, now);
   if (times.length === 0) return {};
   const since = new Date(Math.max(...times.map((t) => t.getTime())));
-  const generation = bn.metadata.generation;
-  const observed = bn.status?.observedGeneration;
-  const unreported = !bn.status || (generation !== undefined && (observed ?? -1) < generation);
-  if (unreported) {
+  if (daemonUnreported(bn)) {
     const at = new Date(since.getTime() + deadlines.daemonReportMs);
     if (now < at) return { nextAt: at };
     return {

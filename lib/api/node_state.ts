@@ -650,7 +650,7 @@ function waitingStep(f: Facts): Step {
         `the controller to set desiredImage to ${shortReference(target.image)}`,
       );
   }
-  return unreported(bn)
+  return daemonUnreported(bn)
     ? step(
       NodeState.Pending,
       NodeStateReason.AwaitingReport,
@@ -665,7 +665,13 @@ function waitingStep(f: Facts): Step {
     );
 }
 
-function unreported(bn: BootcNodeFacts): boolean {
+/**
+ * True while the daemon has not reported on the BootcNode's current spec (no
+ * status, or an `observedGeneration` behind its `generation`): the one rule the
+ * classification, the stall deadline, the spec-change clock and the daemon's own
+ * report timing read.
+ */
+export function daemonUnreported(bn: Pick<BootcNodeFacts, "metadata" | "status">): boolean {
   const generation = bn.metadata?.generation;
   const observed = bn.status?.observedGeneration;
   return !bn.status || (generation !== undefined && (observed ?? -1) < generation);
