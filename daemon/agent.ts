@@ -39,7 +39,7 @@ import {
   STAGING_REPORT_RETRY_MS,
 } from "../lib/api/constants.ts";
 import type { BootcNode, BootcNodeStatus } from "../lib/api/schema.ts";
-import type { BootcExecutor } from "../lib/bootc/executor.ts";
+import { BootcCommandStopped, type BootcExecutor } from "../lib/bootc/executor.ts";
 import { type BootcCapabilities, capabilitiesFromVersion } from "../lib/bootc/version.ts";
 import { type Clock, systemClock } from "../lib/clock.ts";
 import { isNotFound } from "../lib/kube/errors.ts";
@@ -57,6 +57,7 @@ import {
   DEFAULT_STATUS_BUSY_GRACE_MS,
   type HostObservation,
   nextHostHealth,
+  pullSuperseded,
   retryDelay,
   type RetryPolicy,
   statusEqual,
@@ -206,6 +207,8 @@ export class Agent {
   #hostFailSince?: Date;
   #hostFailures = 0;
   #applyInFlight = false;
+  /** The pull under way and how to stop it once the spec wants another image. */
+  #pull?: { image: string; stop: AbortController };
   #writeFailures = 0;
   #kicked = false;
   #wake?: () => void;
@@ -366,7 +369,21 @@ export class Agent {
       return; // Older than what our own write returned.
     }
     this.#current = node;
+    this.#stopSupersededPull();
     if (kick) this.kick();
+  }
+
+  /** Stops the pull under way if the BootcNode now asks for another image. */
+  #stopSupersededPull(): void {
+    const pull = this.#pull;
+    if (!pull || pull.stop.signal.aborted || !pullSuperseded(pull.image, this.#current?.spec)) {
+      return;
+    }
+    this.#log.info("stopping a pull the spec no longer wants", {
+      image: pull.image,
+      desiredImage: this.#current?.spec.desiredImage,
+    });
+    pull.stop.abort();
   }
 
   /** Sleeps until `until` (ms since the epoch), a kick or the abort. */
@@ -733,7 +750,7 @@ export class Agent {
           this.#masked = true;
           break;
         case "stage":
-          await raceAbort(ex.stage(action.image, action.method), signal);
+          if (!(await this.#stage(action, signal))) return;
           break;
         case "lockStaged":
           await raceAbort(ex.lockStaged(), signal);
@@ -753,6 +770,29 @@ export class Agent {
           `Staging ${shortReference(action.image)} failed: ${message(e)}`,
         );
       }
+    }
+  }
+
+  /**
+   * Runs a pull, stoppable while it runs (see {@linkcode pullSuperseded}). False when it
+   * was stopped: not a failure (no backoff, no event); the next round stages what the
+   * spec wants now, with the sysroot lock free again.
+   */
+  async #stage(action: Extract<Action, { type: "stage" }>, signal: AbortSignal): Promise<boolean> {
+    const stop = new AbortController();
+    this.#pull = { image: action.image, stop };
+    // The spec may have moved on while this round decided.
+    this.#stopSupersededPull();
+    try {
+      const pulling = this.#o.executor.stage(action.image, action.method, { signal: stop.signal });
+      await raceAbort(pulling, signal);
+      return true;
+    } catch (e) {
+      if (signal.aborted || !(e instanceof BootcCommandStopped) || !stop.signal.aborted) throw e;
+      this.#log.info("pull stopped", { image: action.image });
+      return false;
+    } finally {
+      this.#pull = undefined;
     }
   }
 

@@ -383,6 +383,43 @@ Deno.test({
       );
     });
 
+    await t.step(
+      "a hung pull the spec no longer wants is stopped: the revert settles",
+      async () => {
+        const failedBefore = (await eventsOf(a, "StagingFailed")).length;
+        const v4 = `${repo}@${
+          (await registry!.pushImage({ repository: "os", tag: "v4", version: "4" })).digest
+        }`;
+        // A pull that would hang for 10 minutes (a registry that stopped answering).
+        await a.host.setPullDelayMs(600_000);
+        await setSpec(a, { desiredImage: v4 });
+        await waitForNode(
+          a,
+          (n) =>
+            condition(n, "Idle") === "False/Staging" &&
+            n.status?.observedGeneration === n.metadata.generation,
+          "Staging v4",
+        );
+        assert.ok(await a.host.lockHolder(), "the pull holds the sysroot lock");
+        await a.host.setPullDelayMs(0);
+        // Back to v2, staged before: the v4 pull is stopped, and the node is Staged again at once.
+        await setSpec(a, { desiredImage: v2 });
+        const n = await waitForNode(
+          a,
+          (n) =>
+            condition(n, "Idle") === "False/Staged" && n.status?.staged?.image === v2 &&
+            n.status?.observedGeneration === n.metadata.generation,
+          "Staged v2 without waiting for the v4 pull",
+          30_000,
+        );
+        assert.equal(condition(n, "Degraded"), "False/Healthy");
+        assert.equal(await a.host.lockHolder(), null, "no bootc process left holding the lock");
+        assert.equal((await a.host.readState()).state.staged?.downloadOnly, true, "still locked");
+        assert.equal((await eventsOf(a, "StagingFailed")).length, failedBefore);
+        assert.ok(a.daemon!.log.some((l) => l.includes("pull stopped")), a.daemon!.tail());
+      },
+    );
+
     await t.step("idle: one watch, no writes; RSS", async () => {
       await new Promise((r) => setTimeout(r, 4_000)); // settle
       const before = await apiMetrics(api);

@@ -391,6 +391,31 @@ Deno.test("agent: desiredImage changed while staging → re-stage, never apply t
   }
 });
 
+Deno.test("agent: a pull the spec no longer wants is stopped, not waited for", async () => {
+  const h = await start({ desiredImage: B });
+  try {
+    h.host.holdStages(); // a pull hung on its registry: never released
+    await waitFor(() => h.host.calls.includes(`stage ${B}`), "stage B");
+    h.clock.advance(STAGING_REPORT_DELAY_MS);
+    await waitFor(() => h.idle() === "False/Staging", "Staging (a slow pull)");
+    // The pool is reverted to what the node runs: the hung pull is stopped and the node settles.
+    h.nodes.put(bootcNode({ desiredImage: A }));
+    await waitFor(() => h.idle() === "True/Idle", "Idle on the booted image");
+    assert.equal(h.host.staged, null, "the stopped pull staged nothing");
+    assert.equal(h.degraded().status, "False", "a stopped pull is no failure");
+    assert.deepEqual(h.events.of("StagingFailed"), []);
+    // A retarget mid-pull: the old pull is stopped and the new image pulled at once.
+    h.nodes.put(bootcNode({ desiredImage: B }));
+    await waitFor(() => h.host.calls.filter((c) => c === `stage ${B}`).length === 2, "stage B");
+    h.nodes.put(bootcNode({ desiredImage: C }));
+    await waitFor(() => h.host.calls.includes(`stage ${C}`), "stage C without waiting for B");
+    assert.equal(h.host.staged, null);
+    assert.deepEqual(h.events.of("StagingFailed"), []);
+  } finally {
+    await h.close();
+  }
+});
+
 Deno.test("agent: killed mid-stage, the restarted daemon stages again", async () => {
   const h = await start({ desiredImage: B });
   try {

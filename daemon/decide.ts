@@ -1026,6 +1026,17 @@ export function statusEqual(
   return canonical(ra) === canonical(rb) && conditionsEqual(ca, cb);
 }
 
+/**
+ * True when a pull of `pulling` under way is no longer wanted: the BootcNode now asks for
+ * another image (a retarget, or a revert to what is booted or staged). The pull is stopped
+ * rather than finished: a pull hung on a registry would otherwise hold the sysroot lock and
+ * the node for up to the stage timeout (60 min) after the pool moved on. A deleted BootcNode
+ * (`spec` undefined) stops nothing: it comes back with the same image.
+ */
+export function pullSuperseded(pulling: string, spec: BootcNodeSpec | undefined): boolean {
+  return spec !== undefined && spec.desiredImage !== pulling;
+}
+
 /** Computes the next status and action; pure. */
 export function decide(input: DecideInput): Decision {
   const { now } = input;

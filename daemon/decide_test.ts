@@ -22,6 +22,7 @@ import {
   mirrorEntry,
   NOT_A_BOOTC_HOST_MESSAGE,
   NOT_OWNED_MESSAGE,
+  pullSuperseded,
   STAGING_REPORT_DELAY_MS,
   statusEqual,
 } from "./decide.ts";
@@ -1835,4 +1836,12 @@ Deno.test("decide: a pull of a new spec says Staging only once slow; a re-stage 
   assert.equal(lost.action.type, "stage");
   assert.equal(lost.persistFirst, true);
   assert.equal(lost.reportAfterMs, undefined);
+});
+
+Deno.test("pullSuperseded: a pull is stopped only when the BootcNode wants another image", () => {
+  assert.equal(pullSuperseded(B, spec(B)), false, "still wanted");
+  assert.equal(pullSuperseded(B, { ...spec(B), desiredImageState: "Booted" }), false);
+  assert.equal(pullSuperseded(B, spec(C)), true, "retargeted");
+  assert.equal(pullSuperseded(B, spec(A)), true, "reverted to the booted image");
+  assert.equal(pullSuperseded(B, undefined), false, "a deleted BootcNode comes back");
 });

@@ -12,8 +12,10 @@ import {
   type ApplyHandle,
   type ApplyOptions,
   BootcCommandError,
+  BootcCommandStopped,
   type BootcExecutor,
   type RollbackOptions,
+  type StageOptions,
 } from "../lib/bootc/executor.ts";
 import type { BootEntry, Host } from "../lib/bootc/types.ts";
 import type { StageMethod } from "../lib/bootc/version.ts";
@@ -356,9 +358,22 @@ export class FakeBootcHost implements BootcExecutor {
     }));
   }
 
-  async stage(image: string, method: StageMethod): Promise<void> {
+  async stage(image: string, method: StageMethod, options: StageOptions = {}): Promise<void> {
     this.#call(`stage ${image}`);
-    await this.#gate;
+    if (this.#gate) {
+      // A held pull ends when released, or stops (changing nothing) when its signal aborts.
+      const signal = options.signal;
+      await new Promise<void>((resolve, reject) => {
+        const onAbort = () =>
+          reject(new BootcCommandStopped("bootc switch --download-only: stopped"));
+        if (signal?.aborted) return onAbort();
+        signal?.addEventListener("abort", onAbort, { once: true });
+        this.#gate!.then(() => {
+          signal?.removeEventListener("abort", onAbort);
+          resolve();
+        });
+      });
+    }
     if (this.stageError) {
       throw new BootcCommandError(`bootc switch --download-only: ${this.stageError}`);
     }

@@ -58,6 +58,26 @@ export class BootcCommandError extends Error {
   }
 }
 
+/** A command stopped on request (its abort signal), not because it failed. */
+export class BootcCommandStopped extends BootcCommandError {
+  /** Creates the error from the stopped command's result. */
+  constructor(message: string, result?: CommandResult) {
+    super(message, result);
+    this.name = "BootcCommandStopped";
+  }
+}
+
+/** Options of {@linkcode BootcExecutor.stage}. */
+export interface StageOptions {
+  /**
+   * Stops the pull when aborted (the spec moved on): the command is terminated and waited
+   * for, so the sysroot lock is free again; rejects with {@linkcode BootcCommandStopped}.
+   * A two-step stage (1.12 – 1.16.9) is stoppable only in its pull, never between the
+   * pull and the lock (an unlocked stage would be applied by any reboot).
+   */
+  signal?: AbortSignal;
+}
+
 /** Options of {@linkcode BootcExecutor.apply}. */
 export interface ApplyOptions {
   /** Pass `--soft-reboot=auto` (soft reboot when the staged entry allows it). */
@@ -82,7 +102,7 @@ export interface BootcExecutor {
   /** Parsed `bootc status --format=json --format-version=1`. */
   status(): Promise<Host>;
   /** Pulls and stages `image` locked, with the given method. */
-  stage(image: string, method: StageMethod): Promise<void>;
+  stage(image: string, method: StageMethod, options?: StageOptions): Promise<void>;
   /** Locks the staged deployment of the current spec (`bootc upgrade --download-only`). */
   lockStaged(): Promise<void>;
   /** Starts the detached apply + reboot; call only after `Rebooting` is persisted. */
@@ -230,14 +250,27 @@ export class HostBootcExecutor implements BootcExecutor {
     return [...this.#prefix, ...this.#bootc, ...args];
   }
 
-  async #run(argv: string[], timeoutMs: number, what: string): Promise<CommandResult> {
+  async #run(
+    argv: string[],
+    timeoutMs: number,
+    what: string,
+    signal?: AbortSignal,
+  ): Promise<CommandResult> {
     let result: CommandResult;
     try {
-      result = await runCommand(argv, { timeoutMs, killGraceMs: this.#grace, env: this.#env });
+      result = await runCommand(argv, {
+        timeoutMs,
+        killGraceMs: this.#grace,
+        env: this.#env,
+        signal,
+      });
     } catch (e) {
       throw new BootcCommandError(
         `${what}: cannot run ${argv[0]}: ${e instanceof Error ? e.message : String(e)}`,
       );
+    }
+    if (result.timedOut && signal?.aborted) {
+      throw new BootcCommandStopped(`${what}: stopped`, result);
     }
     if (result.timedOut) {
       throw new BootcCommandError(
@@ -288,23 +321,43 @@ export class HostBootcExecutor implements BootcExecutor {
   }
 
   /** @inheritdoc */
-  async stage(image: string, method: StageMethod): Promise<void> {
+  async stage(image: string, method: StageMethod, options: StageOptions = {}): Promise<void> {
     if (method === "switch-download-only") {
-      await this.#run(
-        this.bootcArgv(["switch", "--download-only", image], TRANSIENT_UNITS.stage),
-        this.#timeouts.stageMs,
+      await this.#pull(
+        ["switch", "--download-only", image],
         "bootc switch --download-only",
+        options,
       );
       return;
     }
     // 1.12 – 1.16.9: see version.ts. `switch` makes `image` the spec and stages
     // it (unlocked); `upgrade --download-only` then locks that staged spec.
-    await this.#run(
-      this.bootcArgv(["switch", image], TRANSIENT_UNITS.stage),
-      this.#timeouts.stageMs,
-      "bootc switch",
-    );
+    await this.#pull(["switch", image], "bootc switch", options);
     await this.lockStaged();
+  }
+
+  /**
+   * A pull command, stoppable by `options.signal`. Run as a transient unit, killing
+   * `systemd-run` need not end the unit: a pull that was stopped or timed out has its
+   * unit stopped too, so it cannot hold the sysroot lock behind our back.
+   */
+  async #pull(args: string[], what: string, options: StageOptions): Promise<void> {
+    try {
+      await this.#run(
+        this.bootcArgv(args, TRANSIENT_UNITS.stage),
+        this.#timeouts.stageMs,
+        what,
+        options.signal,
+      );
+    } catch (e) {
+      if (this.#transient && e instanceof BootcCommandError && e.timedOut) {
+        await runCommand(
+          [...this.#prefix, ...this.#systemctl, "stop", `${TRANSIENT_UNITS.stage}.service`],
+          { timeoutMs: this.#timeouts.systemctlMs, killGraceMs: this.#grace, env: this.#env },
+        ).catch(() => undefined);
+      }
+      throw e;
+    }
   }
 
   /** @inheritdoc */

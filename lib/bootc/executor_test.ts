@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { BootcCommandError, HostBootcExecutor } from "./executor.ts";
+import { BootcCommandError, BootcCommandStopped, HostBootcExecutor } from "./executor.ts";
 
 const STATUS = JSON.stringify({
   apiVersion: "org.containers.bootc/v1",
@@ -32,6 +32,7 @@ async function fakeHost(mode: string) {
 echo "prefix=\${PREFIXED-no} container=\${container-unset} $*" >> ${log}
 case "${mode}:$*" in
   slow:*) sleep 30 ;;
+  slowpull:switch*) sleep 30 ;;
   nobus:systemctl*) echo "Failed to connect to bus: No such file or directory" >&2; exit 1 ;;
   *:--version) echo "bootc 1.16.10" ;;
   *:systemctl\\ is-enabled*) echo "masked-runtime"; exit 1 ;;
@@ -249,6 +250,79 @@ Deno.test("executor reads systemd's health answers whatever the exit code", asyn
     await assert.rejects(f.executor.failedUnits(), /list-units --state=failed: Failed to connect/);
   } finally {
     await f.cleanup();
+  }
+});
+
+Deno.test("executor stops a pull on request and waits for it to end", async () => {
+  const h = await fakeHost("slow");
+  try {
+    const stop = new AbortController();
+    const started = Date.now();
+    setTimeout(() => stop.abort(), 300);
+    await assert.rejects(
+      () =>
+        h.executor.stage("q/os@sha256:" + "b".repeat(64), "switch-download-only", {
+          signal: stop.signal,
+        }),
+      (e: unknown) => {
+        assert.ok(e instanceof BootcCommandStopped, String(e));
+        assert.equal(e.message, "bootc switch --download-only: stopped");
+        return true;
+      },
+    );
+    assert.ok(Date.now() - started < 10_000, "the 30 s pull did not run to its end");
+    // The two-step method: the pull is stopped and nothing locks afterwards.
+    const again = new AbortController();
+    setTimeout(() => again.abort(), 300);
+    await assert.rejects(
+      () =>
+        h.executor.stage("q/os@sha256:" + "c".repeat(64), "switch-then-upgrade-download-only", {
+          signal: again.signal,
+        }),
+      BootcCommandStopped,
+    );
+    assert.deepEqual((await h.lines()).map((l) => l.split(" ").slice(2).join(" ")), [
+      "switch --download-only q/os@sha256:" + "b".repeat(64),
+      "switch q/os@sha256:" + "c".repeat(64),
+    ]);
+  } finally {
+    await h.cleanup();
+  }
+});
+
+Deno.test("executor stops the transient unit of a pull it stopped", async () => {
+  const h = await fakeHost("slowpull");
+  try {
+    const executor = new HostBootcExecutor({
+      bootcCommand: [`${h.dir}/bootc`],
+      systemctlCommand: [`${h.dir}/bootc`, "systemctl"],
+      // systemd-run stand-in: drop its options up to `--`, run the rest.
+      systemdRunCommand: [
+        "bash",
+        "-c",
+        'while [ "$1" != "--" ]; do shift; done; shift; exec "$@"',
+        "-",
+      ],
+      hostExecPrefix: [],
+      transientUnits: true,
+      env: { PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin" },
+      killGraceMs: 200,
+    });
+    const stop = new AbortController();
+    setTimeout(() => stop.abort(), 300);
+    await assert.rejects(
+      () =>
+        executor.stage("q/os@sha256:" + "b".repeat(64), "switch-download-only", {
+          signal: stop.signal,
+        }),
+      BootcCommandStopped,
+    );
+    assert.deepEqual((await h.lines()).map((l) => l.split(" ").slice(2).join(" ")), [
+      "switch --download-only q/os@sha256:" + "b".repeat(64),
+      "systemctl stop bootc-operator-stage.service",
+    ]);
+  } finally {
+    await h.cleanup();
   }
 });
 

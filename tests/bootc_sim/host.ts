@@ -370,6 +370,11 @@ export class SimulatedHost {
     await this.updateSettings({ badBoot: overrides });
   }
 
+  /** The live bootc process holding the sysroot lock (a pull, an `--apply`), or null. */
+  lockHolder(): Promise<{ pid: number; argv: string[] } | null> {
+    return lockOwner(this.paths);
+  }
+
   /**
    * SIGKILLs the bootc process holding the sysroot lock (a pending `--apply`), as systemd does at
    * reboot, and waits until it is gone. Returns its pid, or null when no process held the lock.
