@@ -1,7 +1,8 @@
 /**
  * Keeps every BootcDisruptionBudget's status current (the imperative shell of
- * `planner/budget_status.ts`): while this replica leads, a change of a budget
- * or of a Node's labels or disruption record schedules a pass; a pass computes
+ * `planner/budget_status.ts`): while this replica leads, a change of a budget,
+ * of a Node's labels or disruption record, or of a pool (added, deleted, a new
+ * spec) schedules a pass; a pass computes
  * each budget's status from the caches and writes, through the status
  * subresource, only those that changed.
  *
@@ -18,6 +19,7 @@ import {
   type BootcDisruptionBudget,
   type BootcDisruptionBudgetStatus,
   type BootcNode,
+  type BootcNodePool,
   CONTROLLER_FIELD_MANAGER,
 } from "../../lib/api/mod.ts";
 import type { UnrecordedDisruption } from "../gates/mod.ts";
@@ -62,6 +64,11 @@ export interface BudgetStatusSyncOptions {
     nodes: ReadonlyMap<string, NodeSummary>,
   ) => readonly UnrecordedDisruption[];
   bootcNodes?: Informer<BootcNode>;
+  /**
+   * The pools: one added, deleted or with a new spec changes what counts (an External
+   * pool's members, the reboot timeout an unrecorded disruption counts for).
+   */
+  pools?: Informer<BootcNodePool>;
   clock?: Clock;
   logger?: Logger;
 }
@@ -120,6 +127,11 @@ export class BudgetStatusSync {
     options.bootcNodes?.onAdd((bn) => signalChanged(undefined, bn));
     options.bootcNodes?.onUpdate(signalChanged);
     options.bootcNodes?.onDelete((bn) => signalChanged(bn, undefined));
+    options.pools?.onAdd(notify);
+    options.pools?.onDelete(notify);
+    options.pools?.onUpdate((old, pool) => {
+      if (old.metadata?.generation !== pool.metadata?.generation) this.notify();
+    });
   }
 
   /** Says a status may have changed; a running {@linkcode run} passes soon. */

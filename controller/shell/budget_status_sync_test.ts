@@ -1,5 +1,9 @@
 import assert from "node:assert/strict";
-import type { BootcDisruptionBudget, BootcDisruptionBudgetStatus } from "../../lib/api/mod.ts";
+import type {
+  BootcDisruptionBudget,
+  BootcDisruptionBudgetStatus,
+  BootcNodePool,
+} from "../../lib/api/mod.ts";
 import { FakeClock } from "../../lib/clock.ts";
 import type { Informer, KubeClient, KubeObject } from "../../lib/kube/mod.ts";
 import type { UnrecordedDisruption } from "../gates/mod.ts";
@@ -63,6 +67,94 @@ Deno.test("BudgetStatusSync passes again when a node counted off its record stop
     clock.advance(1_000);
     await flush();
     assert.deepEqual(written.map((s) => s.disrupted), [["gone"], []]);
+  } finally {
+    ac.abort();
+    await running;
+  }
+});
+
+/** An informer over a list whose add/update/delete handlers a test fires by hand. */
+function firingInformer<T extends KubeObject>(items: T[]) {
+  const handlers = {
+    add: [] as ((o: T) => void)[],
+    update: [] as ((old: T, o: T) => void)[],
+    delete: [] as ((o: T) => void)[],
+  };
+  const informer = {
+    store: { list: () => items },
+    onAdd: (h: (o: T) => void) => handlers.add.push(h),
+    onUpdate: (h: (old: T, o: T) => void) => handlers.update.push(h),
+    onDelete: (h: (o: T) => void) => handlers.delete.push(h),
+  } as unknown as Informer<T>;
+  return { informer, handlers };
+}
+
+Deno.test("BudgetStatusSync passes again when a pool is added, deleted or respecified", async () => {
+  const clock = new FakeClock("2026-01-01T00:00:00Z");
+  const written: BootcDisruptionBudgetStatus[] = [];
+  let rv = 100;
+  const client = {
+    resource: () => ({
+      patch: (_name: string, body: { status: BootcDisruptionBudgetStatus }) => {
+        written.push(body.status);
+        budget.status = body.status;
+        budget.metadata.resourceVersion = String(++rv);
+        return Promise.resolve({ metadata: { resourceVersion: String(rv) } });
+      },
+    }),
+  } as unknown as KubeClient;
+  const budget: BootcDisruptionBudget = {
+    apiVersion: "node.bootc.dev/v1alpha1",
+    kind: "BootcDisruptionBudget",
+    metadata: { name: "one-down", generation: 1, resourceVersion: "1" },
+    spec: { maxUnavailable: 1 },
+  };
+  const pool = (generation: number): BootcNodePool => ({
+    apiVersion: "node.bootc.dev/v1alpha1",
+    kind: "BootcNodePool",
+    metadata: { name: "ext", generation },
+    spec: { nodeSelector: {}, image: { ref: "q/os:1" } } as unknown as BootcNodePool["spec"],
+  });
+  // An External pool's orchestrator has "n1" down: it counts while the pool exists.
+  const pools: BootcNodePool[] = [];
+  const { informer, handlers } = firingInformer(pools);
+  const sync = new BudgetStatusSync({
+    client,
+    budgets: staticInformer([budget]),
+    nodes: staticInformer<Node>([]),
+    externalDisruptions: () => new Set(pools.length > 0 ? ["n1"] : []),
+    pools: informer,
+    clock,
+  });
+  const ac = new AbortController();
+  const running = sync.run(ac.signal);
+  const settle = async () => {
+    await flush();
+    clock.advance(1_000);
+    await flush();
+  };
+  try {
+    await settle();
+    const disrupted = () => written.map((s) => s.disrupted);
+    assert.deepEqual(disrupted(), [[]]);
+    pools.push(pool(1));
+    handlers.add.forEach((h) => h(pools[0]));
+    await settle();
+    assert.deepEqual(disrupted(), [[], ["n1"]], "an added pool counts at once");
+    pools.pop();
+    handlers.delete.forEach((h) => h(pool(1)));
+    await settle();
+    assert.deepEqual(disrupted(), [[], ["n1"], []], "a deleted pool stops counting");
+    // A new spec (generation) passes again; a status-only update does not.
+    const passes = written.length;
+    handlers.update.forEach((h) => h(pool(1), pool(1)));
+    await settle();
+    assert.equal(written.length, passes);
+    pools.push(pool(2));
+    handlers.update.forEach((h) => h(pool(1), pool(2)));
+    await settle();
+    assert.equal(written.length, passes + 1);
+    assert.deepEqual(disrupted().at(-1), ["n1"]);
   } finally {
     ac.abort();
     await running;

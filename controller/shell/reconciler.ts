@@ -270,6 +270,7 @@ export class PoolReconciler {
           now: this.#clock.now(),
         }),
       bootcNodes: this.bootcNodes,
+      pools: this.pools,
       ...common,
     });
     caches.wire({
