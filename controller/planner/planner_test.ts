@@ -5,6 +5,7 @@ import {
   ANNOTATION_DRAINED_FOR,
   ANNOTATION_IN_REBOOT_SLOT,
   ANNOTATION_SLOT_POOL,
+  ANNOTATION_SPEC_GENERATION,
   ANNOTATION_SPEC_SINCE,
   ANNOTATION_WAS_CORDONED,
   type BootcNode,
@@ -220,7 +221,11 @@ Deno.test("sync: a new target resets desiredImageState to Staged and drops drain
   assert.deepEqual(sync?.patch.spec, { desiredImage: image("c"), desiredImageState: "Staged" });
   // The daemon had reported on the spec before: the change carries its time too.
   assert.deepEqual(sync?.patch.metadata, {
-    annotations: { [ANNOTATION_DESIRED_SINCE]: NOW, [ANNOTATION_SPEC_SINCE]: NOW },
+    annotations: {
+      [ANNOTATION_DESIRED_SINCE]: NOW,
+      [ANNOTATION_SPEC_GENERATION]: "1",
+      [ANNOTATION_SPEC_SINCE]: NOW,
+    },
   });
   const undrain = ofKind(plan, "patchNode").find((a) => a.why === "withdraw drain (new image)");
   assert.deepEqual(undrain?.patch, {
@@ -361,7 +366,7 @@ Deno.test("drain: evicts only what must leave, and requests the reboot once drai
   const reboot = ofKind(done, "patchBootcNode").find((a) => a.why === "request reboot");
   assert.deepEqual(reboot?.patch, {
     spec: { desiredImageState: "Booted" },
-    metadata: { annotations: { [ANNOTATION_SPEC_SINCE]: NOW } },
+    metadata: { annotations: { [ANNOTATION_SPEC_GENERATION]: "1", [ANNOTATION_SPEC_SINCE]: NOW } },
   });
   // The Node records the finished drain before Booted is asked for.
   assert.ok(done.actions.indexOf(drained!) < done.actions.indexOf(reboot!));
@@ -516,7 +521,11 @@ for (const c of releaseCases) {
       // The revoke carries its time: the daemon's report on it is due from then.
       assert.deepEqual(bnRelease?.patch, {
         metadata: {
-          annotations: { [ANNOTATION_WAS_CORDONED]: null, [ANNOTATION_SPEC_SINCE]: NOW },
+          annotations: {
+            [ANNOTATION_WAS_CORDONED]: null,
+            [ANNOTATION_SPEC_GENERATION]: "4",
+            [ANNOTATION_SPEC_SINCE]: NOW,
+          },
         },
         spec: { desiredImageState: "Staged" },
       });

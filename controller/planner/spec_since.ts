@@ -9,9 +9,20 @@
  * behind keeps its clock: a change made meanwhile never restarts it, so a dead
  * daemon is reported however often its spec changes.
  *
+ * Every spec change also records the generation it produces
+ * (`bootc.dev/spec-generation`): a spec someone else wrote after it (a hand edit
+ * the plan reverts) is not held against a daemon that had reported on the
+ * controller's (`daemonBehindController`), so the revert starts a clock of its own
+ * and the edit never reads as a silent daemon.
+ *
  * @module
  */
-import { ANNOTATION_SPEC_SINCE, type BootcNode, daemonUnreported } from "../../lib/api/mod.ts";
+import {
+  ANNOTATION_SPEC_GENERATION,
+  ANNOTATION_SPEC_SINCE,
+  type BootcNode,
+  daemonBehindController,
+} from "../../lib/api/mod.ts";
 import { formatTime } from "../model/slots.ts";
 import type { Action, MergePatch } from "./plan.ts";
 
@@ -24,8 +35,9 @@ function changesSpec(bn: BootcNode, patch: MergePatch): boolean {
 }
 
 /**
- * `actions` with each BootcNode patch that changes the spec of a node whose
- * daemon had caught up (its BootcNode in `bootcNodes`) stamped with `now`.
+ * `actions` with each BootcNode patch that changes the spec (its BootcNode in
+ * `bootcNodes`) stamped with the generation it produces, and with `now` when the
+ * node's daemon had caught up with the controller's spec.
  */
 export function stampSpecChanges(
   actions: readonly Action[],
@@ -35,12 +47,13 @@ export function stampSpecChanges(
   return actions.map((a) => {
     if (a.kind !== "patchBootcNode" || a.patch.spec === undefined) return a;
     const bn = bootcNodes.get(a.node);
-    if (!bn || daemonUnreported(bn) || !changesSpec(bn, a.patch.spec as MergePatch)) return a;
+    if (!bn || !changesSpec(bn, a.patch.spec as MergePatch)) return a;
     const metadata = (a.patch.metadata ?? {}) as MergePatch;
-    const annotations = {
+    const annotations: MergePatch = {
       ...(metadata.annotations as MergePatch | undefined),
-      [ANNOTATION_SPEC_SINCE]: formatTime(now),
+      [ANNOTATION_SPEC_GENERATION]: String((bn.metadata.generation ?? 0) + 1),
     };
+    if (!daemonBehindController(bn)) annotations[ANNOTATION_SPEC_SINCE] = formatTime(now);
     return { ...a, patch: { ...a.patch, metadata: { ...metadata, annotations } } };
   });
 }

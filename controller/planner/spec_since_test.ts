@@ -1,5 +1,9 @@
 import assert from "node:assert/strict";
-import { ANNOTATION_SPEC_SINCE, type BootcNode } from "../../lib/api/mod.ts";
+import {
+  ANNOTATION_SPEC_GENERATION,
+  ANNOTATION_SPEC_SINCE,
+  type BootcNode,
+} from "../../lib/api/mod.ts";
 import type { Action } from "./plan.ts";
 import { stampSpecChanges } from "./spec_since.ts";
 import { bootcNode } from "../testing/fixtures.ts";
@@ -27,14 +31,26 @@ Deno.test("stampSpecChanges: a spec change to a caught-up daemon's node carries 
     ...revoke("a"),
     patch: {
       spec: { desiredImageState: "Staged" },
-      metadata: { annotations: { x: null, [ANNOTATION_SPEC_SINCE]: "2026-01-01T01:00:00Z" } },
+      metadata: {
+        annotations: {
+          x: null,
+          [ANNOTATION_SPEC_GENERATION]: "4",
+          [ANNOTATION_SPEC_SINCE]: "2026-01-01T01:00:00Z",
+        },
+      },
     },
   });
 });
 
 Deno.test("stampSpecChanges: a daemon already behind keeps its clock; no-op and other writes are left", () => {
   const behind = stampSpecChanges([revoke("a")], NOW, new Map([["a", at("a", 4, 3)]]));
-  assert.deepEqual(behind, [revoke("a")], "a dead daemon is not hidden by the next change");
+  assert.deepEqual(behind, [{
+    ...revoke("a"),
+    patch: {
+      spec: { desiredImageState: "Staged" },
+      metadata: { annotations: { x: null, [ANNOTATION_SPEC_GENERATION]: "5" } },
+    },
+  }], "a dead daemon is not hidden by the next change (only the generation is recorded)");
   const unchanged: Action = {
     kind: "patchBootcNode",
     node: "a",
@@ -53,4 +69,30 @@ Deno.test("stampSpecChanges: a daemon already behind keeps its clock; no-op and 
     revoke("unknown"),
   ];
   assert.deepEqual(stampSpecChanges(others, NOW, new Map([["a", at("a", 3, 3)]])), others);
+});
+
+Deno.test("stampSpecChanges: the revert of a hand edit starts a clock when the daemon had reported on the controller's spec", () => {
+  // The controller's last change produced generation 3, the daemon reported on it; a
+  // person's edit made it 4: the plan's revert is the controller's change, timed.
+  const edited = at("a", 4, 3);
+  edited.metadata.annotations = {
+    ...edited.metadata.annotations,
+    [ANNOTATION_SPEC_GENERATION]: "3",
+  };
+  const [revert] = stampSpecChanges([revoke("a")], NOW, new Map([["a", edited]]));
+  const annotations =
+    (revert as unknown as { patch: { metadata: { annotations: Record<string, unknown> } } })
+      .patch.metadata.annotations;
+  assert.equal(annotations[ANNOTATION_SPEC_SINCE], "2026-01-01T01:00:00Z");
+  assert.equal(annotations[ANNOTATION_SPEC_GENERATION], "5");
+  // A daemon behind the controller's own spec (2 < 3) keeps its clock, edit or not.
+  const dead = at("a", 4, 2);
+  dead.metadata.annotations = { ...dead.metadata.annotations, [ANNOTATION_SPEC_GENERATION]: "3" };
+  const [kept] = stampSpecChanges([revoke("a")], NOW, new Map([["a", dead]]));
+  assert.equal(
+    (kept as unknown as { patch: { metadata: { annotations: Record<string, unknown> } } }).patch
+      .metadata
+      .annotations[ANNOTATION_SPEC_SINCE],
+    undefined,
+  );
 });

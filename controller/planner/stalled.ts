@@ -13,7 +13,7 @@ import {
   ANNOTATION_SPEC_SINCE,
   type BootcNode,
   type Condition,
-  daemonUnreported,
+  daemonBehindController,
   findCondition,
   NodeConditionType,
   PoolDegradedReason,
@@ -53,7 +53,7 @@ export function findStall(
   const times = reportClockAnchors(m, now);
   if (times.length === 0) return {};
   const since = new Date(Math.max(...times.map((t) => t.getTime())));
-  if (daemonUnreported(bn)) {
+  if (daemonBehindController(bn)) {
     const at = new Date(since.getTime() + deadlines.daemonReportMs);
     if (now < at) return { nextAt: at };
     return {

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import {
   ANNOTATION_DESIRED_SINCE,
+  ANNOTATION_SPEC_GENERATION,
   ANNOTATION_SPEC_SINCE,
   findCondition,
 } from "../../lib/api/mod.ts";
@@ -126,4 +127,41 @@ Deno.test("stalled: a report clock anchored in the future is ignored", () => {
   bn.status!.observedGeneration = 3;
   const plan = planPool(input(pool(), { nodes: [node("n1")], bootcNodes: [bn] }));
   assert.equal(stalledOf(plan)?.reason, "DaemonNotReporting");
+});
+
+Deno.test("stalled: a hand edit of the spec is no silent daemon; its revert starts a clock", () => {
+  // The daemon reported on the controller's last spec (generation 3) long ago; a person
+  // edited the spec since (generation 4).
+  const edited = (observed: number, written?: string) => {
+    const bn = bootcNode("n1", { phase: "idle" });
+    bn.metadata.annotations = {
+      ...bn.metadata.annotations,
+      [ANNOTATION_SPEC_SINCE]: "2026-01-01T00:30:00Z",
+      ...(written ? { [ANNOTATION_SPEC_GENERATION]: written } : {}),
+    };
+    bn.spec.desiredImageState = "Booted"; // the edit (no slot, no drain: reverted)
+    bn.metadata.generation = 4;
+    bn.status!.observedGeneration = observed;
+    return bn;
+  };
+  const plan = planPool(input(pool(), { nodes: [node("n1")], bootcNodes: [edited(3, "3")] }));
+  assert.equal(stalledOf(plan), undefined);
+  assert.ok(!plan.events.some((e) => e.reason === "DaemonNotReporting"));
+  const revert = plan.actions.find((a) => a.kind === "patchBootcNode" && a.why === "sync spec");
+  assert.deepEqual(
+    (revert as Extract<Action, { kind: "patchBootcNode" }>).patch.metadata,
+    {
+      annotations: {
+        [ANNOTATION_SPEC_GENERATION]: "5",
+        [ANNOTATION_SPEC_SINCE]: "2026-01-01T01:00:00Z",
+      },
+    },
+    "the revert is the controller's change: its own generation and clock",
+  );
+  // Not known whose the change was: judged as before.
+  const unknown = planPool(input(pool(), { nodes: [node("n1")], bootcNodes: [edited(3)] }));
+  assert.equal(stalledOf(unknown)?.reason, "DaemonNotReporting");
+  // A daemon behind the controller's own spec is reported, edit or not.
+  const dead = planPool(input(pool(), { nodes: [node("n1")], bootcNodes: [edited(2, "3")] }));
+  assert.equal(stalledOf(dead)?.reason, "DaemonNotReporting");
 });

@@ -134,6 +134,13 @@ export const ANNOTATION_DESIRED_SINCE = "bootc.dev/desired-since";
  * that has not reported for long, and a daemon already behind keeps its clock.
  */
 export const ANNOTATION_SPEC_SINCE = "bootc.dev/spec-since";
+/**
+ * Annotation on a BootcNode: the `metadata.generation` the controller's last spec change
+ * produced, set in the same write. A later generation means someone else changed the
+ * spec since (a hand edit the controller reverts): the daemon is judged on the
+ * controller's spec, not on that edit.
+ */
+export const ANNOTATION_SPEC_GENERATION = "bootc.dev/spec-generation";
 
 /**
  * Annotation on a BootcNode (written by the controller under `onFailure: RollbackNode`):

@@ -43,6 +43,7 @@ import { findCondition } from "./conditions.ts";
 import { shortReference } from "./display.ts";
 import {
   ANNOTATION_FAILED_IMAGE,
+  ANNOTATION_SPEC_GENERATION,
   ANNOTATION_WAS_CORDONED,
   IdleReason,
   NodeConditionType,
@@ -675,6 +676,24 @@ export function daemonUnreported(bn: Pick<BootcNodeFacts, "metadata" | "status">
   const generation = bn.metadata?.generation;
   const observed = bn.status?.observedGeneration;
   return !bn.status || (generation !== undefined && (observed ?? -1) < generation);
+}
+
+/**
+ * True while the daemon has not reported on the spec the controller last wrote
+ * (`bootc.dev/spec-generation`): {@linkcode daemonUnreported}, except that a spec
+ * someone else wrote since (a hand edit, reverted by the next plan) is not held
+ * against a daemon that had reported on the controller's. Without the annotation (or
+ * with one ahead of the object), the same as {@linkcode daemonUnreported}.
+ */
+export function daemonBehindController(
+  bn: Pick<BootcNodeFacts, "metadata" | "status">,
+): boolean {
+  if (!daemonUnreported(bn)) return false;
+  const text = bn.metadata?.annotations?.[ANNOTATION_SPEC_GENERATION];
+  const written = text !== undefined && /^[0-9]{1,15}$/.test(text) ? Number(text) : undefined;
+  const generation = bn.metadata?.generation;
+  if (written === undefined || generation === undefined || written >= generation) return true;
+  return (bn.status?.observedGeneration ?? -1) < written;
 }
 
 /** What is shown over the phase: the node rolled back, or found stalled. */

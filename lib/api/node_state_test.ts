@@ -5,12 +5,14 @@ import {
   ANNOTATION_FAILED_IMAGE,
   ANNOTATION_IN_REBOOT_SLOT,
   ANNOTATION_SLOT_POOL,
+  ANNOTATION_SPEC_GENERATION,
   ANNOTATION_WAS_CORDONED,
 } from "./constants.ts";
 import {
   type BootcNodeFacts,
   type ClassifyInput,
   classifyNode,
+  daemonBehindController,
   EffectiveState,
   entryMatches,
   failedCheckOf,
@@ -750,4 +752,22 @@ Deno.test("entryMatches: pullspec digest, imageDigest or per-arch index digest",
   );
   assert.ok(!entryMatches({ image: `${REPO}:v1`, imageDigest: digest("9") }, desired));
   assert.ok(!entryMatches(undefined, desired));
+});
+
+Deno.test("daemonBehindController: a spec someone else wrote after the controller's is not held against the daemon", () => {
+  const bn = (generation: number, observed: number | undefined, written?: string) => ({
+    metadata: {
+      generation,
+      ...(written === undefined ? {} : { annotations: { [ANNOTATION_SPEC_GENERATION]: written } }),
+    },
+    status: observed === undefined ? {} : { observedGeneration: observed },
+  });
+  assert.equal(daemonBehindController(bn(3, 3, "3")), false, "caught up");
+  assert.equal(daemonBehindController(bn(4, 3, "4")), true, "the controller's change, unreported");
+  assert.equal(daemonBehindController(bn(4, 3, "3")), false, "a hand edit after the controller's");
+  assert.equal(daemonBehindController(bn(5, 2, "3")), true, "behind the controller's own spec");
+  assert.equal(daemonBehindController(bn(4, 3)), true, "no record: unreported as before");
+  assert.equal(daemonBehindController(bn(4, 3, "9")), true, "a record ahead of the object");
+  assert.equal(daemonBehindController(bn(4, 3, "x")), true, "a garbled record");
+  assert.equal(daemonBehindController(bn(4, undefined, "3")), true, "no report at all");
 });
