@@ -68,6 +68,8 @@ import type { ImageResolver } from "../pollers/resolver.ts";
 import { nextRequeue } from "./requeue.ts";
 import type { CoalesceOptions } from "./status_coalesce.ts";
 import { StatusWriter } from "./status_writer.ts";
+import { writesFailingStatus } from "./writes_failing.ts";
+import { stallDeadlines } from "../planner/deadlines.ts";
 import type { PodSummary } from "../model/types.ts";
 import { poolsForNode } from "./watch_mapping.ts";
 import type { RetryOptions } from "../hooks/delivery_policy.ts";
@@ -187,6 +189,8 @@ export class PoolReconciler {
   #maxDrainBackoffMs: number;
   #daemonAccess: DaemonAccessSync;
   #budgetStatus: BudgetStatusSync;
+  /** Per pool: since when its reconciles' writes have failed in a row (`writes_failing.ts`). */
+  #failingSince = new Map<string, Date>();
   #queue?: WorkQueue<string>;
   /** Hook deliveries while leading (controller/hooks/). */
   #hooks: HookWiring;
@@ -279,6 +283,7 @@ export class PoolReconciler {
         this.#sources.forget(name);
         this.#metrics?.forgetPool(name);
         this.#status.forget(name);
+        this.#failingSince.delete(name);
         this.#hooks.forget(name);
       },
     });
@@ -472,7 +477,12 @@ export class PoolReconciler {
       const events = withoutEventsAbout(plan.events, unapplied);
       if (failed !== undefined && !(failed instanceof NotLeadingError)) {
         const said = writesFailedEvent(name, failed, unapplied, FAILED_RECONCILE_MAX_DELAY_MS);
-        if (said) events.push(said);
+        if (said) {
+          events.push(said);
+          await this.#sayWritesFailing(pool, failed, unapplied, written, log);
+        }
+      } else if (failed === undefined && !stale) {
+        this.#failingSince.delete(name);
       }
       await this.#events.record(pool, events);
       tEvents = performance.now();
@@ -499,6 +509,38 @@ export class PoolReconciler {
       return;
     }
     this.#requeue(name, plan, refused);
+  }
+
+  /**
+   * A failed reconcile's writes: past the pool's progress timeout of failures in a row,
+   * its status says so (`writes_failing.ts`); a failure to say it is only logged.
+   */
+  async #sayWritesFailing(
+    pool: BootcNodePool,
+    error: unknown,
+    nodes: ReadonlySet<string>,
+    written: Written[],
+    log: Logger,
+  ): Promise<void> {
+    const name = pool.metadata.name ?? "";
+    const now = this.#clock.now();
+    const since = this.#failingSince.get(name) ?? now;
+    this.#failingSince.set(name, since);
+    const status = writesFailingStatus(
+      pool.status,
+      { since, error: error instanceof Error ? error.message : String(error), nodes: [...nodes] },
+      now,
+      stallDeadlines(pool.spec.rollout as Record<string, unknown> | undefined).progressMs,
+    );
+    if (!status) return;
+    try {
+      this.#fence();
+      await this.#status.write(pool, status, written);
+    } catch (e) {
+      log.warn("cannot say in the pool's status that its writes fail", {
+        error: e instanceof Error ? e.message : String(e),
+      });
+    }
   }
 
   /** Gathers the planner's inputs from the caches and the pollers, and plans the pool. */

@@ -388,6 +388,12 @@ export const PoolDegradedReason = {
    * `progressTimeoutSeconds` (message names the endpoint and the last error).
    */
   ApprovalWebhookFailing: "ApprovalWebhookFailing",
+  /**
+   * The writes of this pool's plans (Node, BootcNode, eviction) have failed for longer than
+   * its `progressTimeoutSeconds` (an admission policy or webhook refusing them, lost
+   * permissions): the message names the last error and the nodes left as they were.
+   */
+  WritesFailing: "WritesFailing",
   /** No issues. */
   Healthy: "Healthy",
 } as const;

@@ -912,7 +912,8 @@ export const BootcNodePoolStatus = Type.Object({
     description: "One headline, the most important first: a problem (InvalidSpec, " +
       "PullSecretInvalid, ImageResolutionFailed, Halted, RolledBack, CircuitOpen, " +
       "ImageFailedBefore, HealthCheckFailed, NodeConflict, NodeStalled, NodeDegraded, " +
-      "ApprovalWebhookFailing), else the " +
+      "ApprovalWebhookFailing; WritesFailing while the controller's writes for the pool " +
+      "have failed for progressTimeoutSeconds), else the " +
       "gate that holds reboots back (Paused, Blackout, OutsideMaintenanceWindow, " +
       "BudgetExhausted, WaitingForPool, AwaitingApproval, ApprovalRefused, " +
       "ClusterBudgetExhausted, a canary reason, StagingLimit), " +

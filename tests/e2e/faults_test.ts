@@ -17,6 +17,7 @@ import { type Stack, startStack } from "../harness/stack.ts";
 import {
   addNodes,
   assertInvariants,
+  getPool,
   idleReason,
   patchPoolSpec,
   poolSpec,
@@ -244,6 +245,8 @@ Deno.test("faults: controller killed in every phase, daemon killed, API server r
           tag: "v5",
           version: "5.0",
         });
+        // Writes failing this long make the pool Degraded (the default is 10 minutes).
+        await patchPoolSpec(stack, "faults", { rollout: { progressTimeoutSeconds: 10 } });
         // The controller may not drop faults-2's slot record (its release) while this stands.
         await stack.cp.applyYaml(denyReleasePolicy("faults-2"));
         await new Promise((r) => setTimeout(r, 2_000)); // the API server loads the policy
@@ -258,6 +261,21 @@ Deno.test("faults: controller killed in every phase, daemon killed, API server r
         assert.ok(!updated.some((e) => e.message?.includes(v5.digest.slice(7, 19))));
         const node = await stack.cp.client.resource<INode>(Resources.nodes).get("faults-2");
         assert.equal(node.spec?.unschedulable, true, "faults-2 keeps its slot and cordon");
+        // Refused past the pool's progress timeout: its status says so, naming node and error.
+        const failing = await waitPool(
+          stack,
+          "faults",
+          async () => {
+            const pool = await getPool(stack, "faults");
+            const degraded = pool.status?.conditions?.find((c) => c.type === "Degraded");
+            return degraded?.reason === "WritesFailing" ? { pool, degraded } : undefined;
+          },
+          "the pool Degraded with WritesFailing",
+          120_000,
+        );
+        assert.equal(failing.degraded.status, "True");
+        assert.equal(failing.pool.status?.state, "WritesFailing");
+        assert.match(failing.degraded.message ?? "", /faults-2.*denies the release/);
         const deleted = await stack.cp.kubectl([
           "delete",
           "validatingadmissionpolicybinding,validatingadmissionpolicy",
@@ -266,6 +284,12 @@ Deno.test("faults: controller killed in every phase, daemon killed, API server r
         assert.equal(deleted.code, 0, deleted.stderr);
         // Tried again within a minute (the backoff's cap), then the rollout goes on.
         await waitConverged(stack, "faults", v5.digest, 4, 180_000);
+        const after = await getPool(stack, "faults");
+        assert.notEqual(
+          after.status?.conditions?.find((c) => c.type === "Degraded")?.reason,
+          "WritesFailing",
+          "the first plan whose writes succeed drops it",
+        );
         await assertInvariants(stack, nodes);
       },
     );

@@ -1,0 +1,37 @@
+import assert from "node:assert/strict";
+import { type BootcNodePoolStatus, findCondition } from "../../lib/api/mod.ts";
+import { writesFailingStatus } from "./writes_failing.ts";
+
+const since = new Date("2026-01-01T00:00:00Z");
+const stored: BootcNodePoolStatus = {
+  state: "RollingOut",
+  updatedCount: 2,
+  conditions: [{
+    type: "Degraded",
+    status: "False",
+    reason: "Healthy",
+    message: "",
+    lastTransitionTime: "2025-12-31T00:00:00Z",
+  }],
+};
+
+Deno.test("writesFailingStatus: nothing before the bound, then Degraded on the stored status", () => {
+  const failure = { since, error: "admission denied: no cordons", nodes: ["n2", "n1"] };
+  const early = writesFailingStatus(stored, failure, new Date("2026-01-01T00:09:59Z"), 600_000);
+  assert.equal(early, undefined);
+  const late = writesFailingStatus(stored, failure, new Date("2026-01-01T00:10:00Z"), 600_000)!;
+  assert.equal(late.state, "WritesFailing");
+  assert.equal(late.updatedCount, 2, "the rest is the status as last written");
+  const degraded = findCondition(late.conditions, "Degraded")!;
+  assert.equal(degraded.status, "True");
+  assert.equal(degraded.reason, "WritesFailing");
+  assert.equal(degraded.lastTransitionTime, "2026-01-01T00:10:00Z");
+  assert.equal(
+    degraded.message,
+    "the controller's writes for this pool have failed since 2026-01-01T00:00:00Z " +
+      "(nodes left as they were: n1, n2): admission denied: no cordons",
+  );
+  // Later in the same streak: the same status, so no new write.
+  const later = writesFailingStatus(late, failure, new Date("2026-01-01T00:20:00Z"), 600_000)!;
+  assert.deepEqual(later, late);
+});
