@@ -774,13 +774,14 @@ export class Agent {
   }
 
   /**
-   * Runs a pull, stoppable while it runs (see {@linkcode pullSuperseded}). False when it
-   * was stopped: not a failure (no backoff, no event); the next round stages what the
-   * spec wants now, with the sysroot lock free again.
+   * Runs a pull, stoppable while it runs (see {@linkcode pullSuperseded}; on bootc
+   * 1.16.10+ only). False when it was stopped: not a failure (no backoff, no event); the
+   * next round stages what the spec wants now, with the sysroot lock free again.
    */
   async #stage(action: Extract<Action, { type: "stage" }>, signal: AbortSignal): Promise<boolean> {
     const stop = new AbortController();
-    this.#pull = { image: action.image, stop };
+    // Only a stage that is locked or not there at all is stopped (see StageOptions).
+    if (action.method === "switch-download-only") this.#pull = { image: action.image, stop };
     // The spec may have moved on while this round decided.
     this.#stopSupersededPull();
     try {

@@ -13,12 +13,12 @@
  * | host (booted / staged / rollback vs D)          | desiredImageState | Idle            | action           |
  * |-------------------------------------------------|-------------------|-----------------|------------------|
  * | booted D, nothing (or a copy of D) staged       | any               | True/Idle       | none             |
- * | booted D, other image B staged                  | any               | False/Staging   | stage D ¹        |
+ * | booted D, other image B staged                  | any               | False/Staging   | stage D ¹ ¹¹     |
  * | booted ≠ D, D staged, locked                    | Staged            | False/Staged    | none             |
  * | booted ≠ D, D staged, unlocked                  | Staged            | False/Staging   | lock ²           |
  * | booted ≠ D, D staged, reboot authorized ⁶       | Booted            | False/Rebooting | apply ³          |
  * | booted ≠ D, D staged, reboot not authorized ⁶   | Booted            | False/Staged    | none (or lock ²) |
- * | booted ≠ D, nothing or other image staged       | any               | False/Staging   | stage D ⁴        |
+ * | booted ≠ D, nothing or other image staged       | any               | False/Staging   | stage D ⁴ ¹¹     |
  * | after Rebooting: booted ≠ D, rollback = D       | any               | unchanged       | none, Degraded ⁵ |
  * | booted ≠ D, rollback = D ⁷, B staged unlocked   | any ⁸             | False/Staging   | lock ²           |
  * | booted ≠ D, rollback = D ⁷, nothing/B locked    | Staged            | False/Staged    | none             |
@@ -71,6 +71,11 @@
  *    rollback` toggles the boot order back (it also discards a staged
  *    deployment); the next round proceeds as above. Not while this process's
  *    own rollback command runs.
+ * 11. Another image B staged unlocked (a `bootc switch B` stopped once it had
+ *    staged but before its lock, because the spec moved on; a crash between the
+ *    two commands; someone else's switch) is locked first: the pull of D may
+ *    take long or never succeed, and B must not boot on an unexpected reboot
+ *    meanwhile. If the lock fails, D is staged all the same (it replaces B).
  * 12. While the apply (or rollback) this process started still runs and the spec
  *    no longer asks for that reboot (desiredImage changed, even to the booted
  *    image, or Booted withdrawn), Idle stays Rebooting and nothing is done: the
@@ -434,6 +439,8 @@ interface Plan {
   idle?: IdleState;
   action: Action;
   problems: string[];
+  /** Failures of other actions this plan still reads (kept, not forgotten). */
+  keepFailures?: string[];
   /** The RebootAllowed condition to set; undefined applies the default rule (see decide). */
   rebootAllowed?: ConditionInput;
   /** An apply is due but the Node has not been read: the shell must read it first. */
@@ -485,7 +492,7 @@ function planUpdate(input: DecideInput, host: Host, spec: BootcNodeSpec): Plan {
         problems: [],
       };
     }
-    return {
+    return lockOtherFirst(input, staged, want, {
       idle: idle(
         "False",
         IdleReason.Staging,
@@ -494,7 +501,7 @@ function planUpdate(input: DecideInput, host: Host, spec: BootcNodeSpec): Plan {
       ),
       action: stage(),
       problems: [],
-    };
+    });
   }
 
   // Footnote 5: after an apply of a staged D (not after a rollback, whose Rebooted reason is
@@ -584,7 +591,49 @@ function planUpdate(input: DecideInput, host: Host, spec: BootcNodeSpec): Plan {
   const why = !staged
     ? `Staging ${want}`
     : `Staging ${want} (replacing staged ${describeEntry(staged)})`;
-  return { idle: idle("False", IdleReason.Staging, why), action: stage(), problems: [] };
+  return lockOtherFirst(input, staged, want, {
+    idle: idle("False", IdleReason.Staging, why),
+    action: stage(),
+    problems: [],
+  });
+}
+
+/**
+ * Footnote 11: an unlocked staged image the spec does not want is locked before D is
+ * pulled (`then`). While locking it failed and waits for its retry (its registry may be
+ * gone), `then` goes on, as staging D replaces it, with the failure named and kept.
+ */
+function lockOtherFirst(
+  input: DecideInput,
+  staged: BootEntry | null,
+  want: string,
+  then: Plan,
+): Plan {
+  if (!staged || staged.downloadOnly !== false) return then;
+  const key = actionKey({ type: "lockStaged" });
+  const failed = input.failures?.[key];
+  const retryAt = failed &&
+    failed.at.getTime() + retryDelay(failed.attempts, input.retry ?? DEFAULT_RETRY);
+  if (failed && retryAt! > input.now.getTime()) {
+    return {
+      ...then,
+      problems: [
+        ...then.problems,
+        `${describeEntry(staged)} is staged unlocked and locking it failed: ${failed.message}`,
+      ],
+      keepFailures: [key],
+    };
+  }
+  return {
+    idle: idle(
+      "False",
+      IdleReason.Staging,
+      `${describeEntry(staged)} is staged unlocked (an unexpected reboot would apply it); ` +
+        `locking it before staging ${want}`,
+    ),
+    action: input.capabilities?.apply ? { type: "lockStaged" } : NONE,
+    problems: [],
+  };
 }
 
 /**
@@ -1052,6 +1101,7 @@ export function decide(input: DecideInput): Decision {
   if (input.pullSecretError) problems.push(input.pullSecretError);
   if (caps?.problem) problems.push(caps.problem);
   problems.push(...p.problems);
+  keys.push(...(p.keepFailures ?? []));
 
   /** Reports a failed action; true when its backoff has not elapsed yet. */
   const backedOff = (action: Action): boolean => {

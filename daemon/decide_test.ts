@@ -540,7 +540,7 @@ const cases: Case[] = [
     persistFirst: true,
   },
   {
-    name: "hazard: booted A, staged B unlocked, desired A: stage a copy of A to discard B",
+    name: "hazard: booted A, staged B unlocked, desired A: lock B first (footnote 11)",
     input: input({
       spec: spec(A),
       status: persisted("Staged"),
@@ -548,8 +548,31 @@ const cases: Case[] = [
     }),
     idle: ["False", "Staging"],
     degraded: ["False", "Healthy"],
+    action: { type: "lockStaged" },
+  },
+  {
+    name: "hazard: booted A, staged B unlocked, locking B failed: stage a copy of A to discard B",
+    input: input({
+      spec: spec(A),
+      status: persisted("Staged"),
+      host: host(entry(A), entry(B, { downloadOnly: false })),
+      failures: { lockStaged: { message: "error: Pulling: timed out", attempts: 1, at: NOW } },
+    }),
+    idle: ["False", "Staging"],
+    degraded: ["True", "Error", /timed out/],
     action: { type: "stage", image: A, method: "switch-download-only" },
     persistFirst: true,
+  },
+  {
+    name: "another image staged unlocked (a switch stopped once it had staged): lock it, then D",
+    input: input({
+      spec: spec(C),
+      status: persisted("Staging"),
+      host: host(entry(A), entry(B, { downloadOnly: false })),
+    }),
+    idle: ["False", "Staging"],
+    degraded: ["False", "Healthy"],
+    action: { type: "lockStaged" },
   },
   {
     name: "hazard: booted A, staged B locked, desired A (rollout cancelled): replace B too",
@@ -1844,4 +1867,24 @@ Deno.test("pullSuperseded: a pull is stopped only when the BootcNode wants anoth
   assert.equal(pullSuperseded(B, spec(C)), true, "retargeted");
   assert.equal(pullSuperseded(B, spec(A)), true, "reverted to the booted image");
   assert.equal(pullSuperseded(B, undefined), false, "a deleted BootcNode comes back");
+});
+
+Deno.test("decide: a failed lock of another unlocked stage is kept while D is staged, and retried after its backoff", () => {
+  const failed = { lockStaged: { message: "error: Pulling: timed out", attempts: 1, at: NOW } };
+  const meanwhile = decide(input({
+    spec: spec(C),
+    status: persisted("Staging"),
+    host: host(entry(A), entry(B, { downloadOnly: false })),
+    failures: failed,
+  }));
+  assert.deepEqual(meanwhile.action, { type: "stage", image: C, method: "switch-download-only" });
+  assert.ok(meanwhile.keys.includes("lockStaged"), "the lock's failure is not forgotten");
+  const later = decide(input({
+    spec: spec(C),
+    status: persisted("Staging"),
+    host: host(entry(A), entry(B, { downloadOnly: false })),
+    failures: failed,
+    now: new Date(NOW.getTime() + 60_000),
+  }));
+  assert.deepEqual(later.action, { type: "lockStaged" });
 });

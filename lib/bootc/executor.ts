@@ -71,9 +71,11 @@ export class BootcCommandStopped extends BootcCommandError {
 export interface StageOptions {
   /**
    * Stops the pull when aborted (the spec moved on): the command is terminated and waited
-   * for, so the sysroot lock is free again; rejects with {@linkcode BootcCommandStopped}.
-   * A two-step stage (1.12 – 1.16.9) is stoppable only in its pull, never between the
-   * pull and the lock (an unlocked stage would be applied by any reboot).
+   * for, so the sysroot lock is free again; rejects with {@linkcode BootcCommandStopped}
+   * (unless it had ended by itself: then it succeeded). Only `switch --download-only`
+   * (1.16.10+) is stopped: it stages locked, or not at all. The two-step stage
+   * (1.12 – 1.16.9) is never stopped: its `switch` stages unlocked before it exits, and a
+   * stopped one could leave an unlocked stage that any reboot would apply.
    */
   signal?: AbortSignal;
 }
@@ -269,6 +271,8 @@ export class HostBootcExecutor implements BootcExecutor {
         `${what}: cannot run ${argv[0]}: ${e instanceof Error ? e.message : String(e)}`,
       );
     }
+    // Ended on its own just as it was stopped (or timed out): what it did stands.
+    if (result.code === 0 && result.signal === null) return result;
     if (result.timedOut && signal?.aborted) {
       throw new BootcCommandStopped(`${what}: stopped`, result);
     }
@@ -331,8 +335,9 @@ export class HostBootcExecutor implements BootcExecutor {
       return;
     }
     // 1.12 – 1.16.9: see version.ts. `switch` makes `image` the spec and stages
-    // it (unlocked); `upgrade --download-only` then locks that staged spec.
-    await this.#pull(["switch", image], "bootc switch", options);
+    // it (unlocked); `upgrade --download-only` then locks that staged spec. Not
+    // stoppable (see StageOptions).
+    await this.#pull(["switch", image], "bootc switch", {});
     await this.lockStaged();
   }
 

@@ -33,6 +33,8 @@ echo "prefix=\${PREFIXED-no} container=\${container-unset} $*" >> ${log}
 case "${mode}:$*" in
   slow:*) sleep 30 ;;
   slowpull:switch*) sleep 30 ;;
+  quickpull:switch*) sleep 1 ;;
+  trapterm:switch*) trap 'exit 0' TERM; sleep 30 & wait ;;
   nobus:systemctl*) echo "Failed to connect to bus: No such file or directory" >&2; exit 1 ;;
   *:--version) echo "bootc 1.16.10" ;;
   *:systemctl\\ is-enabled*) echo "masked-runtime"; exit 1 ;;
@@ -271,19 +273,8 @@ Deno.test("executor stops a pull on request and waits for it to end", async () =
       },
     );
     assert.ok(Date.now() - started < 10_000, "the 30 s pull did not run to its end");
-    // The two-step method: the pull is stopped and nothing locks afterwards.
-    const again = new AbortController();
-    setTimeout(() => again.abort(), 300);
-    await assert.rejects(
-      () =>
-        h.executor.stage("q/os@sha256:" + "c".repeat(64), "switch-then-upgrade-download-only", {
-          signal: again.signal,
-        }),
-      BootcCommandStopped,
-    );
     assert.deepEqual((await h.lines()).map((l) => l.split(" ").slice(2).join(" ")), [
       "switch --download-only q/os@sha256:" + "b".repeat(64),
-      "switch q/os@sha256:" + "c".repeat(64),
     ]);
   } finally {
     await h.cleanup();
@@ -355,4 +346,36 @@ Deno.test("executor can wrap stage commands in a transient unit", () => {
     "bootc",
     "status",
   ]);
+});
+
+Deno.test("executor never stops a two-step stage: its switch stages unlocked before it exits", async () => {
+  const h = await fakeHost("quickpull");
+  try {
+    const stop = new AbortController();
+    setTimeout(() => stop.abort(), 100);
+    // The switch takes 1 s; stopping it would leave an unlocked stage: it runs on, then locks.
+    await h.executor.stage("q/os@sha256:" + "c".repeat(64), "switch-then-upgrade-download-only", {
+      signal: stop.signal,
+    });
+    assert.deepEqual((await h.lines()).map((l) => l.split(" ").slice(2).join(" ")), [
+      "switch q/os@sha256:" + "c".repeat(64),
+      "upgrade --download-only",
+    ]);
+  } finally {
+    await h.cleanup();
+  }
+});
+
+Deno.test("executor: a pull that ended by itself as it was stopped succeeded", async () => {
+  const h = await fakeHost("trapterm");
+  try {
+    const stop = new AbortController();
+    setTimeout(() => stop.abort(), 300);
+    // It finishes its work on SIGTERM and exits 0, as a command whose exit raced the stop.
+    await h.executor.stage("q/os@sha256:" + "b".repeat(64), "switch-download-only", {
+      signal: stop.signal,
+    });
+  } finally {
+    await h.cleanup();
+  }
 });
