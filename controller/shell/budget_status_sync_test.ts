@@ -21,6 +21,33 @@ function staticInformer<T extends KubeObject>(items: T[]): Informer<T> {
   } as unknown as Informer<T>;
 }
 
+/** A budget allowing one node down. */
+function oneDown(): BootcDisruptionBudget {
+  return {
+    apiVersion: "node.bootc.dev/v1alpha1",
+    kind: "BootcDisruptionBudget",
+    metadata: { name: "one-down", generation: 1, resourceVersion: "1" },
+    spec: { maxUnavailable: 1 },
+  };
+}
+
+/** A client whose status writes land on `budget` (as the cache would show) and are recorded. */
+function recordingClient(budget: BootcDisruptionBudget) {
+  const written: BootcDisruptionBudgetStatus[] = [];
+  let rv = 100;
+  const client = {
+    resource: () => ({
+      patch: (_name: string, body: { status: BootcDisruptionBudgetStatus }) => {
+        written.push(body.status);
+        budget.status = body.status;
+        budget.metadata.resourceVersion = String(++rv);
+        return Promise.resolve({ metadata: { resourceVersion: String(rv) } });
+      },
+    }),
+  } as unknown as KubeClient;
+  return { client, written };
+}
+
 const flush = async () => {
   for (let i = 0; i < 20; i++) await new Promise((r) => setTimeout(r, 0));
 };
@@ -28,22 +55,8 @@ const flush = async () => {
 Deno.test("BudgetStatusSync passes again when a node counted off its record stops counting by itself", async () => {
   const clock = new FakeClock("2026-01-01T00:00:00Z");
   const until = new Date("2026-01-01T00:01:00Z");
-  const written: BootcDisruptionBudgetStatus[] = [];
-  let rv = 100;
-  const client = {
-    resource: () => ({
-      patch: (_name: string, body: { status: BootcDisruptionBudgetStatus }) => {
-        written.push(body.status);
-        return Promise.resolve({ metadata: { resourceVersion: String(++rv) } });
-      },
-    }),
-  } as unknown as KubeClient;
-  const budget: BootcDisruptionBudget = {
-    apiVersion: "node.bootc.dev/v1alpha1",
-    kind: "BootcDisruptionBudget",
-    metadata: { name: "one-down", generation: 1, resourceVersion: "1" },
-    spec: { maxUnavailable: 1 },
-  };
+  const budget = oneDown();
+  const { client, written } = recordingClient(budget);
   // "gone" (its Node deleted while rebooting) counts until its pool's reboot timeout, which
   // nothing the pool writes marks.
   const unrecorded = (): UnrecordedDisruption[] =>
@@ -91,24 +104,8 @@ function firingInformer<T extends KubeObject>(items: T[]) {
 
 Deno.test("BudgetStatusSync passes again when a pool is added, deleted or respecified", async () => {
   const clock = new FakeClock("2026-01-01T00:00:00Z");
-  const written: BootcDisruptionBudgetStatus[] = [];
-  let rv = 100;
-  const client = {
-    resource: () => ({
-      patch: (_name: string, body: { status: BootcDisruptionBudgetStatus }) => {
-        written.push(body.status);
-        budget.status = body.status;
-        budget.metadata.resourceVersion = String(++rv);
-        return Promise.resolve({ metadata: { resourceVersion: String(rv) } });
-      },
-    }),
-  } as unknown as KubeClient;
-  const budget: BootcDisruptionBudget = {
-    apiVersion: "node.bootc.dev/v1alpha1",
-    kind: "BootcDisruptionBudget",
-    metadata: { name: "one-down", generation: 1, resourceVersion: "1" },
-    spec: { maxUnavailable: 1 },
-  };
+  const budget = oneDown();
+  const { client, written } = recordingClient(budget);
   const pool = (generation: number): BootcNodePool => ({
     apiVersion: "node.bootc.dev/v1alpha1",
     kind: "BootcNodePool",
