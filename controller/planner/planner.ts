@@ -138,7 +138,15 @@ function planRollout(
   const { gated, members } = rollout;
 
   // 6. Nodes that do not keep up; 7. history, failure record, channel, canary.
-  const stalled = reportStalled(members, input, inFlight.stalled);
+  const stalled = reportStalled(
+    members,
+    input,
+    inFlight.stalled,
+    specRewrites([
+      membership.out,
+      inFlight.out,
+    ]),
+  );
   // (the members after the grants; onTarget, health, canary and updated from steps 4-5)
   const record = rolloutRecord({
     ...rollout,
@@ -512,6 +520,15 @@ function countStates(
     counts[stuck.some((s) => s.has(m.node.name)) ? "Degraded" : counted]++;
   }
   return counts;
+}
+
+/** The nodes whose BootcNode spec these outputs write. */
+function specRewrites(outputs: readonly StepOutput[]): Set<string> {
+  return new Set(
+    outputs.flatMap((o) =>
+      o.actions.flatMap((a) => a.kind === "patchBootcNode" && a.patch.spec ? [a.node] : [])
+    ),
+  );
 }
 
 function finish(

@@ -13,7 +13,9 @@
  * (`bootc.dev/spec-generation`): a spec someone else wrote after it (a hand edit
  * the plan reverts) is not held against a daemon that had reported on the
  * controller's (`daemonBehindController`), so the revert starts a clock of its own
- * and the edit never reads as a silent daemon.
+ * and the edit never reads as a silent daemon. The exemption holds only in the
+ * plan that writes the controller's spec back (`stalled.ts`): an edited record
+ * alone never hides a silent daemon.
  *
  * @module
  */
@@ -44,14 +46,18 @@ export function stampSpecChanges(
   now: Date,
   bootcNodes: ReadonlyMap<string, BootcNode>,
 ): Action[] {
+  // A node's k-th spec change in this plan produces the generation k after the cached one.
+  const changes = new Map<string, number>();
   return actions.map((a) => {
     if (a.kind !== "patchBootcNode" || a.patch.spec === undefined) return a;
     const bn = bootcNodes.get(a.node);
     if (!bn || !changesSpec(bn, a.patch.spec as MergePatch)) return a;
+    const k = (changes.get(a.node) ?? 0) + 1;
+    changes.set(a.node, k);
     const metadata = (a.patch.metadata ?? {}) as MergePatch;
     const annotations: MergePatch = {
       ...(metadata.annotations as MergePatch | undefined),
-      [ANNOTATION_SPEC_GENERATION]: String((bn.metadata.generation ?? 0) + 1),
+      [ANNOTATION_SPEC_GENERATION]: String((bn.metadata.generation ?? 0) + k),
     };
     if (!daemonBehindController(bn)) annotations[ANNOTATION_SPEC_SINCE] = formatTime(now);
     return { ...a, patch: { ...a.patch, metadata: { ...metadata, annotations } } };

@@ -96,3 +96,18 @@ Deno.test("stampSpecChanges: the revert of a hand edit starts a clock when the d
     undefined,
   );
 });
+
+Deno.test("stampSpecChanges: two spec changes of one node in a plan record the generations they produce", () => {
+  const policy: Action = {
+    kind: "patchBootcNode",
+    node: "a",
+    patch: { spec: { rebootPolicy: "AllowSoftReboot" } },
+    why: "sync spec",
+  };
+  const out = stampSpecChanges([policy, revoke("a")], NOW, new Map([["a", at("a", 7, 7)]]));
+  const generations = out.map((a) =>
+    (a as unknown as { patch: { metadata: { annotations: Record<string, unknown> } } }).patch
+      .metadata.annotations[ANNOTATION_SPEC_GENERATION]
+  );
+  assert.deepEqual(generations, ["8", "9"]);
+});

@@ -14,6 +14,7 @@ import {
   type BootcNode,
   type Condition,
   daemonBehindController,
+  daemonUnreported,
   findCondition,
   NodeConditionType,
   PoolDegradedReason,
@@ -47,13 +48,16 @@ export function findStall(
   m: Member,
   deadlines: StallDeadlines,
   now: Date,
+  rewritesSpec = false,
 ): { finding?: StallFinding; nextAt?: Date } {
   const bn = m.bn;
   if (!bn) return {};
   const times = reportClockAnchors(m, now);
   if (times.length === 0) return {};
   const since = new Date(Math.max(...times.map((t) => t.getTime())));
-  if (daemonBehindController(bn)) {
+  // Someone else's spec is excused only in the plan that puts the controller's back (an
+  // edited record alone never hides a silent daemon).
+  if (rewritesSpec ? daemonBehindController(bn) : daemonUnreported(bn)) {
     const at = new Date(since.getTime() + deadlines.daemonReportMs);
     if (now < at) return { nextAt: at };
     return {
@@ -171,12 +175,15 @@ export interface StalledResult {
 
 /**
  * Step 6: Stalled conditions, events and the pool's NodeStalled issue. `found`
- * are the in-flight step's findings (RebootTimeout), which come first.
+ * are the in-flight step's findings (RebootTimeout), which come first;
+ * `specRewritten` the nodes whose spec this plan writes (a hand edit it reverts is
+ * not held against their daemon).
  */
 export function reportStalled(
   members: readonly Member[],
   input: PlanInput,
   found: ReadonlyMap<string, StallFinding>,
+  specRewritten: ReadonlySet<string> = new Set(),
 ): StalledResult {
   const deadlines = stallDeadlines(input.pool.spec.rollout as Record<string, unknown> | undefined);
   const w = new StepWriter(input.pool.metadata.name ?? "", input.now);
@@ -189,7 +196,7 @@ export function reportStalled(
     const name = m.node.name;
     let finding = found.get(name);
     if (!finding) {
-      const stall = findStall(m, deadlines, input.now);
+      const stall = findStall(m, deadlines, input.now, specRewritten.has(name));
       if (stall.nextAt) w.wakeAt(stall.nextAt);
       finding = stall.finding;
       if (finding) {

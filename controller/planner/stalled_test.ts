@@ -164,4 +164,11 @@ Deno.test("stalled: a hand edit of the spec is no silent daemon; its revert star
   // A daemon behind the controller's own spec is reported, edit or not.
   const dead = planPool(input(pool(), { nodes: [node("n1")], bootcNodes: [edited(2, "3")] }));
   assert.equal(stalledOf(dead)?.reason, "DaemonNotReporting");
+  // The record edited down, the spec untouched (nothing to revert): a silent daemon is
+  // reported all the same.
+  const tampered = edited(3, "3");
+  tampered.spec.desiredImageState = "Staged";
+  const plain = planPool(input(pool(), { nodes: [node("n1")], bootcNodes: [tampered] }));
+  assert.ok(!plain.actions.some((a) => a.kind === "patchBootcNode" && a.patch.spec));
+  assert.equal(stalledOf(plain)?.reason, "DaemonNotReporting");
 });
