@@ -108,5 +108,6 @@ export function conditionEvents(
   if (upAfter?.status === "True" && upBefore?.status !== "True") {
     w.poolEvent("Normal", "RolloutComplete", upAfter.message);
   }
-  return w.output();
+  const out = w.output();
+  return { ...out, events: out.events.map((e) => ({ ...e, ofStatus: true as const })) };
 }

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import type { Condition } from "../../lib/api/mod.ts";
-import { STAGING_LIMIT, WAIT_REASONS, waitEvents } from "./condition_events.ts";
+import { conditionEvents, STAGING_LIMIT, WAIT_REASONS, waitEvents } from "./condition_events.ts";
+import { input, pool } from "../testing/fixtures.ts";
 
 function upToDate(status: "True" | "False", reason: string, message = ""): Condition {
   return { type: "UpToDate", status, reason, message, lastTransitionTime: "2026-01-01T00:00:00Z" };
@@ -107,4 +108,27 @@ Deno.test("waitEvents: without the gate's wait the condition's message is named"
   assert.deepEqual(events.map((e) => e.message), [
     "waiting on StagingLimit: 0/6 updated; staging limit: 2/2 downloading, 4 queued",
   ]);
+});
+
+Deno.test("conditionEvents: what tells of the status turning is marked as such", () => {
+  const p = pool();
+  p.status = {
+    conditions: [{
+      type: "Degraded",
+      status: "True",
+      reason: "WritesFailing",
+      message: "refused",
+      lastTransitionTime: "2026-01-01T00:00:00Z",
+    }],
+  };
+  const out = conditionEvents(input(p), {
+    conditions: [{
+      type: "Degraded",
+      status: "False",
+      reason: "Healthy",
+      message: "",
+      lastTransitionTime: "2026-01-01T00:01:00Z",
+    }],
+  });
+  assert.deepEqual(out.events.map((e) => [e.reason, e.ofStatus]), [["Recovered", true]]);
 });

@@ -198,6 +198,11 @@ export interface PlannedEvent {
    * shell records each key once, so a level-triggered loop does not repeat them.
    */
   onceKey?: string;
+  /**
+   * Set for events that tell of the plan's status turning (a condition's change): the
+   * shell records them only along with that status, never after a failed write.
+   */
+  ofStatus?: true;
 }
 
 /** The planner's answer. */

@@ -48,6 +48,17 @@ interface WriteContext {
   poolName: string;
   written: Written[];
   log: Logger;
+  failedEvictions?: FailedEviction[];
+}
+
+/**
+ * An eviction that failed other than by a budget's refusal (forbidden, an admission
+ * policy, a server error): not thrown, so the rest of the node's lane (a forced deletion,
+ * its drain report) still runs; the shell says it like a failed write.
+ */
+export interface FailedEviction {
+  node: string;
+  error: unknown;
 }
 
 /** How often a conditional Node write is retried on conflicts its precondition survives. */
@@ -92,8 +103,15 @@ export class ActionWriter {
     action: Action,
     written: Written[],
     log: Logger,
+    failedEvictions?: FailedEviction[],
   ): Promise<number> {
-    const ctx: WriteContext = { pool, poolName: pool.metadata.name ?? "", written, log };
+    const ctx: WriteContext = {
+      pool,
+      poolName: pool.metadata.name ?? "",
+      written,
+      log,
+      failedEvictions,
+    };
     this.#o.fence?.();
     switch (action.kind) {
       case "createBootcNode":
@@ -245,6 +263,10 @@ export class ActionWriter {
       } else if (o.result === "failed") {
         log.warn("eviction failed", { node: action.node, pod: o.pod, error: o.error });
       }
+    }
+    const failed = outcomes.find((o) => o.result === "failed");
+    if (failed?.result === "failed") {
+      ctx.failedEvictions?.push({ node: action.node, error: failed.error });
     }
     const evicted = outcomes.filter((o) => o.result === "evicted").length;
     if (evicted > 0) log.info("evicted pods", { node: action.node, count: evicted });

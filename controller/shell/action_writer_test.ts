@@ -3,7 +3,7 @@ import { FakeClock } from "../../lib/clock.ts";
 import { KubeClient } from "../../lib/kube/mod.ts";
 import { fakeTransport, jsonResponse, statusResponse } from "../../lib/kube/testing.ts";
 import { silentLogger } from "../../lib/log.ts";
-import { ActionWriter, StalePlanError } from "./action_writer.ts";
+import { ActionWriter, type FailedEviction, StalePlanError } from "./action_writer.ts";
 import type { Written } from "./cache_guard.ts";
 import type { Action } from "../planner/plan.ts";
 import { bootcNode, pool } from "../testing/fixtures.ts";
@@ -240,4 +240,39 @@ Deno.test("ActionWriter: conflicts that keep coming end in the conflict after th
   const w = nodeWorld({ cordoned: false, conflicts: 5 });
   await assert.rejects(w.apply(grant), (e: Error) => e.name === "ConflictError");
   assert.deepEqual(sentVersions(w), ["7", "9", "9"]);
+});
+
+Deno.test("ActionWriter: an eviction refused by a budget waits; one forbidden is told to the shell, not thrown", async () => {
+  const w = world((_method, path) =>
+    path.includes("/pods/pdb/")
+      ? statusResponse(429, "TooManyRequests")
+      : path.includes("/pods/web/")
+      ? statusResponse(403, "Forbidden")
+      : jsonResponse({})
+  );
+  const failed: FailedEviction[] = [];
+  const pods = [
+    { namespace: "a", name: "pdb" },
+    { namespace: "a", name: "web" },
+    { namespace: "a", name: "db" },
+  ];
+  const writer = new ActionWriter({
+    client: new KubeClient({ transport: w.transport }),
+    clock: new FakeClock(),
+    count: () => {},
+    requeue: () => {},
+  });
+  const refused = await writer.apply(
+    pool(),
+    { kind: "evict", node: "n1", pods },
+    [],
+    silentLogger,
+    failed,
+  );
+  assert.equal(refused, 1, "a refusal by a budget is the drain's wait");
+  assert.equal(w.transport.requests.length, 3, "every pod had its try");
+  assert.deepEqual(failed.map((f) => [f.node, (f.error as { status?: number }).status]), [[
+    "n1",
+    403,
+  ]]);
 });

@@ -21,6 +21,7 @@ import {
   type BootcNode,
   type BootcNodePool,
   CONTROLLER_FIELD_MANAGER,
+  owningPool,
 } from "../../lib/api/mod.ts";
 import type { UnrecordedDisruption } from "../gates/mod.ts";
 import { unrecordedSignal } from "./cross_pool_mapping.ts";
@@ -121,8 +122,12 @@ export class BudgetStatusSync {
     this.#nodes.onUpdate((old, node) => {
       if (nodeChangeMatters(old, node)) this.notify();
     });
+    // What makes a BootcNode count: its disruption signal, and its pool (an External
+    // pool's members count as its orchestrator has them).
     const signalChanged = (old?: BootcNode, bn?: BootcNode) => {
-      if (unrecordedSignal(old) !== unrecordedSignal(bn)) this.notify();
+      if (unrecordedSignal(old) !== unrecordedSignal(bn) || owningPool(old) !== owningPool(bn)) {
+        this.notify();
+      }
     };
     options.bootcNodes?.onAdd((bn) => signalChanged(undefined, bn));
     options.bootcNodes?.onUpdate(signalChanged);

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import type {
   BootcDisruptionBudget,
   BootcDisruptionBudgetStatus,
+  BootcNode,
   BootcNodePool,
 } from "../../lib/api/mod.ts";
 import { FakeClock } from "../../lib/clock.ts";
@@ -152,6 +153,61 @@ Deno.test("BudgetStatusSync passes again when a pool is added, deleted or respec
     await settle();
     assert.equal(written.length, passes + 1);
     assert.deepEqual(disrupted().at(-1), ["n1"]);
+  } finally {
+    ac.abort();
+    await running;
+  }
+});
+
+Deno.test("BudgetStatusSync passes again when a BootcNode changes pools", async () => {
+  const clock = new FakeClock("2026-01-01T00:00:00Z");
+  const budget = oneDown();
+  const { client, written } = recordingClient(budget);
+  const orphan = {
+    apiVersion: "node.bootc.dev/v1alpha1",
+    kind: "BootcNode",
+    metadata: { name: "n1", resourceVersion: "5" },
+    spec: { desiredImage: "q/os:1", desiredImageState: "Staged", rebootPolicy: "RebootOnly" },
+  } as BootcNode;
+  const adopted: BootcNode = {
+    ...orphan,
+    metadata: {
+      ...orphan.metadata,
+      resourceVersion: "6",
+      ownerReferences: [{
+        apiVersion: "node.bootc.dev/v1alpha1",
+        kind: "BootcNodePool",
+        name: "ext",
+        uid: "u",
+        controller: true,
+      }],
+    },
+  };
+  // An External pool's cordoned member counts: n1 once the pool "ext" owns it.
+  const items: BootcNode[] = [orphan];
+  const { informer, handlers } = firingInformer(items);
+  const sync = new BudgetStatusSync({
+    client,
+    budgets: staticInformer([budget]),
+    nodes: staticInformer<Node>([]),
+    externalDisruptions: () =>
+      new Set(items.filter((b) => b.metadata.ownerReferences?.length).map((b) => b.metadata.name!)),
+    bootcNodes: informer,
+    clock,
+  });
+  const ac = new AbortController();
+  const running = sync.run(ac.signal);
+  try {
+    await flush();
+    clock.advance(1_000);
+    await flush();
+    assert.deepEqual(written.map((s) => s.disrupted), [[]]);
+    items[0] = adopted;
+    handlers.update.forEach((h) => h(orphan, adopted));
+    await flush();
+    clock.advance(1_000);
+    await flush();
+    assert.deepEqual(written.map((s) => s.disrupted), [[], ["n1"]], "adopted: it counts at once");
   } finally {
     ac.abort();
     await running;

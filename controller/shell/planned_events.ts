@@ -85,12 +85,18 @@ export class PlannedEvents {
 /**
  * `events` but for those about the nodes `nodes` (their Node or BootcNode): what a plan
  * said it did to nodes whose writes did not happen. All of them when there are none.
+ * Without `statusWritten` (the reconcile failed before the status was written), also
+ * none telling of the plan's status (`ofStatus`): they wait for the plan that writes it.
  */
 export function withoutEventsAbout(
   events: readonly PlannedEvent[],
   nodes: ReadonlySet<string>,
+  statusWritten = true,
 ): PlannedEvent[] {
-  return events.filter((e) => e.regarding.kind === "BootcNodePool" || !nodes.has(e.regarding.name));
+  return events.filter((e) =>
+    (statusWritten || !e.ofStatus) &&
+    (e.regarding.kind === "BootcNodePool" || !nodes.has(e.regarding.name))
+  );
 }
 
 /**

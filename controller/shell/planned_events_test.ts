@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { ConflictError, type KubeObject } from "../../lib/kube/mod.ts";
 import { PlannedEvents, withoutEventsAbout, writesFailedEvent } from "./planned_events.ts";
-import type { PlannedEvent } from "../planner/plan.ts";
+import { type PlannedEvent, poolEvent } from "../planner/plan.ts";
 import { pool } from "../testing/fixtures.ts";
 
 Deno.test("PlannedEvents: about the pool or a BootcNode; time-derived ones once", async () => {
@@ -135,4 +135,16 @@ Deno.test("writesFailedEvent: a Warning on the pool with the error and the nodes
     ),
     undefined,
   );
+});
+
+Deno.test("withoutEventsAbout: a status not written is told of by no event", () => {
+  const events: PlannedEvent[] = [
+    poolEvent("p", "Normal", "Recovered", "pool is healthy again (was WritesFailing)"),
+    poolEvent("p", "Normal", "TargetChanged", "new target"),
+  ];
+  events[0].ofStatus = true;
+  assert.deepEqual(withoutEventsAbout(events, new Set()), events);
+  assert.deepEqual(withoutEventsAbout(events, new Set(), false).map((e) => e.reason), [
+    "TargetChanged",
+  ]);
 });

@@ -22,6 +22,7 @@ import {
   type BootcDisruptionBudget,
   type BootcNode,
   type BootcNodePool,
+  type BootcNodePoolStatus,
   owningPool,
 } from "../../lib/api/mod.ts";
 import { type Clock, systemClock } from "../../lib/clock.ts";
@@ -34,7 +35,7 @@ import {
   WorkQueue,
 } from "../../lib/kube/mod.ts";
 import { type Logger, silentLogger } from "../../lib/log.ts";
-import { ActionWriter, StalePlanError } from "./action_writer.ts";
+import { ActionWriter, type FailedEviction, StalePlanError } from "./action_writer.ts";
 import { applyStages, runStages } from "./apply_order.ts";
 import { BudgetStatusSync } from "./budget_status_sync.ts";
 import { CacheGuard, cacheWaitEvent, type Written } from "./cache_guard.ts";
@@ -351,6 +352,8 @@ export class PoolReconciler {
       maxDelayMs: FAILED_RECONCILE_MAX_DELAY_MS,
     });
     this.#queue = queue;
+    // A streak of failing writes is this term's: another leader may have written since.
+    this.#failingSince.clear();
     this.#metrics?.setLeading(true);
     const stop = () => void queue.shutDown();
     signal.addEventListener("abort", stop, { once: true });
@@ -439,6 +442,9 @@ export class PoolReconciler {
     let failed: unknown;
     // Nodes whose planned writes did not all happen: what the plan says of them did not either.
     const unapplied = new Set<string>();
+    // Evictions that failed (not by a budget): said like failed writes, the rest goes on.
+    const failedEvictions: FailedEviction[] = [];
+    let evictionsFailing = false;
     try {
       const refusals = await runStages(
         applyStages(foldBootcNodeDisplay(
@@ -447,7 +453,7 @@ export class PoolReconciler {
         )),
         async (action) => {
           try {
-            return await this.#writer.apply(pool, action, written, log);
+            return await this.#writer.apply(pool, action, written, log, failedEvictions);
           } catch (e) {
             if ("node" in action) unapplied.add(action.node);
             throw e;
@@ -463,8 +469,16 @@ export class PoolReconciler {
       refused = refusals.reduce((sum, n) => sum + n, 0);
       tApplied = performance.now();
       if (plan.status) {
+        let status = this.#hooks.withStatus(pool, plan.status);
+        if (failedEvictions.length > 0) {
+          const failing = this.#writesFailingStatus(pool, status, failedEvictions[0].error, {
+            nodes: new Set(failedEvictions.map((f) => f.node)),
+          });
+          evictionsFailing = failing !== undefined;
+          status = failing ?? status;
+        }
         this.#fence();
-        await this.#status.write(pool, this.#hooks.withStatus(pool, plan.status), written);
+        await this.#status.write(pool, status, written);
       }
       tStatus = performance.now();
     } catch (e) {
@@ -474,13 +488,23 @@ export class PoolReconciler {
       // A write that failed, or the plan's view of a node no longer allowed, did not happen:
       // nor did its events. A failure is said on the pool (the status is not written then).
       if (stale) unapplied.add(stale.node);
-      const events = withoutEventsAbout(plan.events, unapplied);
+      // Nor did its status: the events telling of it wait for the plan that writes it.
+      const events = withoutEventsAbout(
+        plan.events,
+        unapplied,
+        failed === undefined && !stale && !evictionsFailing,
+      );
       if (failed !== undefined && !(failed instanceof NotLeadingError)) {
         const said = writesFailedEvent(name, failed, unapplied, FAILED_RECONCILE_MAX_DELAY_MS);
         if (said) {
           events.push(said);
           await this.#sayWritesFailing(pool, failed, unapplied, written, log);
         }
+      } else if (failed === undefined && !stale && failedEvictions.length > 0) {
+        const nodes = new Set(failedEvictions.map((f) => f.node));
+        const retry = plan.requeueAfterMs ?? FAILED_RECONCILE_MAX_DELAY_MS;
+        const said = writesFailedEvent(name, failedEvictions[0].error, nodes, retry);
+        if (said) events.push(said);
       } else if (failed === undefined && !stale) {
         this.#failingSince.delete(name);
       }
@@ -522,16 +546,8 @@ export class PoolReconciler {
     written: Written[],
     log: Logger,
   ): Promise<void> {
-    const name = pool.metadata.name ?? "";
-    const now = this.#clock.now();
-    const since = this.#failingSince.get(name) ?? now;
-    this.#failingSince.set(name, since);
-    const status = writesFailingStatus(
-      pool.status,
-      { since, error: error instanceof Error ? error.message : String(error), nodes: [...nodes] },
-      now,
-      stallDeadlines(pool.spec.rollout as Record<string, unknown> | undefined).progressMs,
-    );
+    // The status as last written: the plan's tells of writes that did not happen.
+    const status = this.#writesFailingStatus(pool, pool.status, error, { nodes });
     if (!status) return;
     try {
       this.#fence();
@@ -541,6 +557,28 @@ export class PoolReconciler {
         error: e instanceof Error ? e.message : String(e),
       });
     }
+  }
+
+  /**
+   * `base` with the pool's streak of failing writes said (`writes_failing.ts`) once it is
+   * past the pool's progress timeout; the streak starts now if none runs.
+   */
+  #writesFailingStatus(
+    pool: BootcNodePool,
+    base: BootcNodePoolStatus | undefined,
+    error: unknown,
+    { nodes }: { nodes: ReadonlySet<string> },
+  ): BootcNodePoolStatus | undefined {
+    const name = pool.metadata.name ?? "";
+    const now = this.#clock.now();
+    const since = this.#failingSince.get(name) ?? now;
+    this.#failingSince.set(name, since);
+    return writesFailingStatus(
+      base,
+      { since, error: error instanceof Error ? error.message : String(error), nodes: [...nodes] },
+      now,
+      stallDeadlines(pool.spec.rollout as Record<string, unknown> | undefined).progressMs,
+    );
   }
 
   /** Gathers the planner's inputs from the caches and the pollers, and plans the pool. */

@@ -1,11 +1,13 @@
 /**
  * A pool whose plans' writes keep failing says so in its status: past the pool's
- * `progressTimeoutSeconds` of failures in a row, the status as last written
- * (not the plan's, which tells of writes that did not happen) gets
+ * `progressTimeoutSeconds` of failures in a row, the status gets
  * `Degraded=True/WritesFailing` and that headline, naming the error and the nodes
- * left as they were. The next plan whose writes succeed writes its own status,
- * which drops it. The streak is this process's memory: after a restart it starts
- * again (the `WritesFailed` events say each failure meanwhile).
+ * left as they were. When a plan's writes failed, on the status as last written
+ * (the plan's tells of writes that did not happen); when only evictions failed
+ * (forbidden, refused by an admission policy: the rest of the plan is written), on
+ * the plan's. The next plan whose writes succeed writes its own status, which drops
+ * it. The streak is this leader's memory: after a restart or a change of leader it
+ * starts again (the `WritesFailed` events say each failure meanwhile).
  *
  * @module
  */

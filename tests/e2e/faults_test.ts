@@ -62,6 +62,34 @@ spec:
 `;
 }
 
+/** A policy refusing every eviction the controller asks for. */
+const DENY_EVICTIONS = `
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: deny-evictions}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+      - apiGroups: [""]
+        apiVersions: ["v1"]
+        operations: ["CREATE"]
+        resources: ["pods/eviction"]
+  matchConditions:
+    - name: controller
+      expression: "request.userInfo.username.endsWith(':bootc-operator-controller')"
+  validations:
+    - expression: "false"
+      message: the test denies evictions
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: deny-evictions}
+spec:
+  policyName: deny-evictions
+  validationActions: [Deny]
+`;
+
 /** Events with `reason` about `name` (a pool, a Node or a BootcNode), stored in "default". */
 async function eventsAbout(stack: Stack, name: string, reason: string): Promise<CoreEvent[]> {
   const list = await stack.cp.client.resource<CoreEvent>(Resources.events, "default").list({
@@ -289,6 +317,53 @@ Deno.test("faults: controller killed in every phase, daemon killed, API server r
           after.status?.conditions?.find((c) => c.type === "Degraded")?.reason,
           "WritesFailing",
           "the first plan whose writes succeed drops it",
+        );
+        await assertInvariants(stack, nodes);
+      },
+    );
+
+    await step(
+      t,
+      "evictions the API refuses: WritesFailed, then WritesFailing; the drain finishes once allowed",
+      async () => {
+        const v6 = await stack.registry.pushImage({
+          repository: "bootc/os",
+          tag: "v6",
+          version: "6.0",
+        });
+        await stack.cp.applyYaml(DENY_EVICTIONS);
+        await new Promise((r) => setTimeout(r, 2_000)); // the API server loads the policy
+        await patchPoolSpec(stack, "faults", { image: { ref: `${repository}@${v6.digest}` } });
+        const refused = await waitFor(async () => {
+          const events = await eventsAbout(stack, "faults", "WritesFailed");
+          return events.find((e) => e.message?.includes("the test denies evictions"));
+        }, { timeoutMs: 120_000, message: "a WritesFailed event naming the refused eviction" });
+        assert.match(refused.message ?? "", /nodes left as they were: faults-\d/);
+        const failing = await waitPool(
+          stack,
+          "faults",
+          async () => {
+            const pool = await getPool(stack, "faults");
+            const degraded = pool.status?.conditions?.find((c) => c.type === "Degraded");
+            return degraded?.reason === "WritesFailing" ? degraded : undefined;
+          },
+          "the pool Degraded with WritesFailing (evictions)",
+          120_000,
+        );
+        assert.match(failing.message ?? "", /the test denies evictions/);
+        // The drain waits: nobody rebooted undrained.
+        await assertInvariants(stack, nodes);
+        const deleted = await stack.cp.kubectl([
+          "delete",
+          "validatingadmissionpolicybinding,validatingadmissionpolicy",
+          "deny-evictions",
+        ]);
+        assert.equal(deleted.code, 0, deleted.stderr);
+        await waitConverged(stack, "faults", v6.digest, 4, 180_000);
+        const after = await getPool(stack, "faults");
+        assert.notEqual(
+          after.status?.conditions?.find((c) => c.type === "Degraded")?.reason,
+          "WritesFailing",
         );
         await assertInvariants(stack, nodes);
       },
