@@ -331,6 +331,15 @@ Deno.test("faults: controller killed in every phase, daemon killed, API server r
           tag: "v6",
           version: "6.0",
         });
+        const rebootsBefore = new Map(nodes.map((n) => [n, stack.fleet.nodes.get(n)!.reboots]));
+        // Earlier drains evicted every pod: one to evict on each node.
+        for (const n of nodes) {
+          await stack.cp.createPod("default", `evict-me-${n}`, {
+            nodeName: n,
+            labels: { app: "evict-me" },
+            waitRunning: false,
+          });
+        }
         await stack.cp.applyYaml(DENY_EVICTIONS);
         await new Promise((r) => setTimeout(r, 2_000)); // the API server loads the policy
         await patchPoolSpec(stack, "faults", { image: { ref: `${repository}@${v6.digest}` } });
@@ -351,8 +360,15 @@ Deno.test("faults: controller killed in every phase, daemon killed, API server r
           120_000,
         );
         assert.match(failing.message ?? "", /the test denies evictions/);
-        // The drain waits: nobody rebooted undrained.
-        await assertInvariants(stack, nodes);
+        // The drain waits: its pod is still there and the node has not rebooted.
+        assert.deepEqual(stack.tracker.violations, []);
+        const held = refused.message!.match(/faults-\d/)![0];
+        const pod = await stack.cp.client.resource<{ metadata: { name?: string } }>(
+          Resources.pods,
+          "default",
+        ).get(`evict-me-${held}`);
+        assert.equal(pod.metadata.name, `evict-me-${held}`);
+        assert.equal(stack.fleet.nodes.get(held)!.reboots, rebootsBefore.get(held));
         const deleted = await stack.cp.kubectl([
           "delete",
           "validatingadmissionpolicybinding,validatingadmissionpolicy",
