@@ -57,6 +57,7 @@ import {
   DEFAULT_STATUS_BUSY_GRACE_MS,
   type HostObservation,
   nextHostHealth,
+  OTHER_LOCK_TIMEOUT_MS,
   pullSuperseded,
   retryDelay,
   type RetryPolicy,
@@ -753,7 +754,10 @@ export class Agent {
           if (!(await this.#stage(action, signal))) return;
           break;
         case "lockStaged":
-          await raceAbort(ex.lockStaged(), signal);
+          await raceAbort(
+            ex.lockStaged(action.other ? { timeoutMs: OTHER_LOCK_TIMEOUT_MS } : {}),
+            signal,
+          );
           break;
         case "unqueueRollback":
           await raceAbort(ex.unqueueRollback(), signal);

@@ -71,11 +71,12 @@
  *    rollback` toggles the boot order back (it also discards a staged
  *    deployment); the next round proceeds as above. Not while this process's
  *    own rollback command runs.
- * 11. Another image B staged unlocked (a `bootc switch B` stopped once it had
- *    staged but before its lock, because the spec moved on; a crash between the
- *    two commands; someone else's switch) is locked first: the pull of D may
- *    take long or never succeed, and B must not boot on an unexpected reboot
- *    meanwhile. If the lock fails, D is staged all the same (it replaces B).
+ * 11. Another image B staged unlocked (a crash between the two commands of an
+ *    older bootc's stage, someone else's switch) is locked first: the pull of D
+ *    may take long or never succeed, and B should not boot on an unexpected
+ *    reboot meanwhile. The new spec is reported first, the lock (which asks B's
+ *    registry) gets at most {@linkcode OTHER_LOCK_TIMEOUT_MS}, and while it fails
+ *    and waits for its retry D is staged all the same (it replaces B).
  * 12. While the apply (or rollback) this process started still runs and the spec
  *    no longer asks for that reboot (desiredImage changed, even to the booted
  *    image, or Booted withdrawn), Idle stays Rebooting and nothing is done: the
@@ -195,7 +196,8 @@ export type Action =
   /** Pull and stage `image` locked (the Decision says when its Staging is written). */
   | { type: "stage"; image: string; method: StageMethod }
   /** Lock the staged deployment (`bootc upgrade --download-only`). */
-  | { type: "lockStaged" }
+  /** `other`: an image the spec does not want (footnote 11): a short time limit, its own key. */
+  | { type: "lockStaged"; other?: true }
   /**
    * An apply is due: GET this node's Node, then decide again with
    * {@linkcode DecideInput.reboot} set. Nothing is written before.
@@ -400,6 +402,8 @@ export function actionKey(action: Action): string {
       return `apply:${action.image}`;
     case "rollback":
       return `rollback:${action.image}`;
+    case "lockStaged":
+      return action.other ? "lockStaged:other" : "lockStaged";
     default:
       return action.type;
   }
@@ -610,7 +614,7 @@ function lockOtherFirst(
   then: Plan,
 ): Plan {
   if (!staged || staged.downloadOnly !== false) return then;
-  const key = actionKey({ type: "lockStaged" });
+  const key = actionKey({ type: "lockStaged", other: true });
   const failed = input.failures?.[key];
   const retryAt = failed &&
     failed.at.getTime() + retryDelay(failed.attempts, input.retry ?? DEFAULT_RETRY);
@@ -631,10 +635,13 @@ function lockOtherFirst(
       `${describeEntry(staged)} is staged unlocked (an unexpected reboot would apply it); ` +
         `locking it before staging ${want}`,
     ),
-    action: input.capabilities?.apply ? { type: "lockStaged" } : NONE,
+    action: input.capabilities?.apply ? { type: "lockStaged", other: true } : NONE,
     problems: [],
   };
 }
+
+/** How long the lock of an image the spec does not want may take (footnote 11). */
+export const OTHER_LOCK_TIMEOUT_MS = 120_000;
 
 /**
  * The rollback route (footnotes 7–10): D is the host's rollback deployment and
@@ -1210,8 +1217,10 @@ export function decide(input: DecideInput): Decision {
     status: changed ? status : previous,
     changed,
     action,
+    // The lock of an unwanted image asks its registry: the new spec is acknowledged first.
     persistFirst: action.type === "apply" || action.type === "rollback" ||
-      (action.type === "stage" && !deferReport),
+      (action.type === "stage" && !deferReport) ||
+      (action.type === "lockStaged" && action.other === true),
     ...(action.type === "stage" && deferReport ? { reportAfterMs: STAGING_REPORT_DELAY_MS } : {}),
     retryAt,
     keys,

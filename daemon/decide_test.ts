@@ -548,7 +548,8 @@ const cases: Case[] = [
     }),
     idle: ["False", "Staging"],
     degraded: ["False", "Healthy"],
-    action: { type: "lockStaged" },
+    action: { type: "lockStaged", other: true },
+    persistFirst: true,
   },
   {
     name: "hazard: booted A, staged B unlocked, locking B failed: stage a copy of A to discard B",
@@ -556,7 +557,9 @@ const cases: Case[] = [
       spec: spec(A),
       status: persisted("Staged"),
       host: host(entry(A), entry(B, { downloadOnly: false })),
-      failures: { lockStaged: { message: "error: Pulling: timed out", attempts: 1, at: NOW } },
+      failures: {
+        "lockStaged:other": { message: "error: Pulling: timed out", attempts: 1, at: NOW },
+      },
     }),
     idle: ["False", "Staging"],
     degraded: ["True", "Error", /timed out/],
@@ -564,7 +567,7 @@ const cases: Case[] = [
     persistFirst: true,
   },
   {
-    name: "another image staged unlocked (a switch stopped once it had staged): lock it, then D",
+    name: "another image staged unlocked (a crash between switch and lock): lock it, then D",
     input: input({
       spec: spec(C),
       status: persisted("Staging"),
@@ -572,7 +575,8 @@ const cases: Case[] = [
     }),
     idle: ["False", "Staging"],
     degraded: ["False", "Healthy"],
-    action: { type: "lockStaged" },
+    action: { type: "lockStaged", other: true },
+    persistFirst: true,
   },
   {
     name: "hazard: booted A, staged B locked, desired A (rollout cancelled): replace B too",
@@ -1870,7 +1874,9 @@ Deno.test("pullSuperseded: a pull is stopped only when the BootcNode wants anoth
 });
 
 Deno.test("decide: a failed lock of another unlocked stage is kept while D is staged, and retried after its backoff", () => {
-  const failed = { lockStaged: { message: "error: Pulling: timed out", attempts: 1, at: NOW } };
+  const failed = {
+    "lockStaged:other": { message: "error: Pulling: timed out", attempts: 1, at: NOW },
+  };
   const meanwhile = decide(input({
     spec: spec(C),
     status: persisted("Staging"),
@@ -1878,7 +1884,7 @@ Deno.test("decide: a failed lock of another unlocked stage is kept while D is st
     failures: failed,
   }));
   assert.deepEqual(meanwhile.action, { type: "stage", image: C, method: "switch-download-only" });
-  assert.ok(meanwhile.keys.includes("lockStaged"), "the lock's failure is not forgotten");
+  assert.ok(meanwhile.keys.includes("lockStaged:other"), "the lock's failure is not forgotten");
   const later = decide(input({
     spec: spec(C),
     status: persisted("Staging"),
@@ -1886,5 +1892,6 @@ Deno.test("decide: a failed lock of another unlocked stage is kept while D is st
     failures: failed,
     now: new Date(NOW.getTime() + 60_000),
   }));
-  assert.deepEqual(later.action, { type: "lockStaged" });
+  assert.deepEqual(later.action, { type: "lockStaged", other: true });
+  assert.equal(later.persistFirst, true, "the new spec is acknowledged before the lock");
 });

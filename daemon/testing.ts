@@ -14,6 +14,7 @@ import {
   BootcCommandError,
   BootcCommandStopped,
   type BootcExecutor,
+  type LockOptions,
   type RollbackOptions,
   type StageOptions,
 } from "../lib/bootc/executor.ts";
@@ -381,7 +382,7 @@ export class FakeBootcHost implements BootcExecutor {
     if (method !== "switch-download-only") this.staged.downloadOnly = true;
   }
 
-  lockStaged(): Promise<void> {
+  lockStaged(_options?: LockOptions): Promise<void> {
     this.#call("lockStaged");
     if (this.staged) this.staged.downloadOnly = true;
     return Promise.resolve();

@@ -67,6 +67,15 @@ export class BootcCommandStopped extends BootcCommandError {
   }
 }
 
+/** Options of {@linkcode BootcExecutor.lockStaged}. */
+export interface LockOptions {
+  /**
+   * A shorter time limit than a pull's: `upgrade --download-only` asks the spec image's
+   * registry, which may be gone for an image the spec no longer wants.
+   */
+  timeoutMs?: number;
+}
+
 /** Options of {@linkcode BootcExecutor.stage}. */
 export interface StageOptions {
   /**
@@ -106,7 +115,7 @@ export interface BootcExecutor {
   /** Pulls and stages `image` locked, with the given method. */
   stage(image: string, method: StageMethod, options?: StageOptions): Promise<void>;
   /** Locks the staged deployment of the current spec (`bootc upgrade --download-only`). */
-  lockStaged(): Promise<void>;
+  lockStaged(options?: LockOptions): Promise<void>;
   /** Starts the detached apply + reboot; call only after `Rebooting` is persisted. */
   apply(options: ApplyOptions): ApplyHandle;
   /** `systemctl mask --runtime --now bootc-fetch-apply-updates.timer`. */
@@ -366,10 +375,10 @@ export class HostBootcExecutor implements BootcExecutor {
   }
 
   /** @inheritdoc */
-  async lockStaged(): Promise<void> {
+  async lockStaged(options: LockOptions = {}): Promise<void> {
     await this.#run(
       this.bootcArgv(["upgrade", "--download-only"], TRANSIENT_UNITS.stage),
-      this.#timeouts.stageMs,
+      Math.min(options.timeoutMs ?? Infinity, this.#timeouts.stageMs),
       "bootc upgrade --download-only",
     );
   }

@@ -34,6 +34,7 @@ case "${mode}:$*" in
   slow:*) sleep 30 ;;
   slowpull:switch*) sleep 30 ;;
   quickpull:switch*) sleep 1 ;;
+  slowlock:upgrade*) sleep 30 ;;
   trapterm:switch*) trap 'exit 0' TERM; sleep 30 & wait ;;
   nobus:systemctl*) echo "Failed to connect to bus: No such file or directory" >&2; exit 1 ;;
   *:--version) echo "bootc 1.16.10" ;;
@@ -375,6 +376,21 @@ Deno.test("executor: a pull that ended by itself as it was stopped succeeded", a
     await h.executor.stage("q/os@sha256:" + "b".repeat(64), "switch-download-only", {
       signal: stop.signal,
     });
+  } finally {
+    await h.cleanup();
+  }
+});
+
+Deno.test("executor: the lock of an unwanted image gets its own, shorter time limit", async () => {
+  const h = await fakeHost("slowlock");
+  try {
+    const started = Date.now();
+    await assert.rejects(() => h.executor.lockStaged({ timeoutMs: 300 }), (e: unknown) => {
+      assert.ok(e instanceof BootcCommandError && e.timedOut, String(e));
+      assert.match(e.message, /bootc upgrade --download-only: timed out/);
+      return true;
+    });
+    assert.ok(Date.now() - started < 10_000);
   } finally {
     await h.cleanup();
   }
