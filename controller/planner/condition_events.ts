@@ -24,6 +24,7 @@ import {
   type PlanInput,
   type PlannedEvent,
   poolEvent,
+  type StatusPart,
   type StepOutput,
   StepWriter,
 } from "./plan.ts";
@@ -95,6 +96,7 @@ export function conditionEvents(
   } else if (after?.status === "False" && before?.status === "True") {
     w.poolEvent("Normal", "Recovered", `pool is healthy again (was ${before.reason})`);
   }
+  const degraded = w.events.length;
   const circuitBefore = findCondition(prior?.conditions, PoolConditionType.CircuitOpen);
   const circuitAfter = findCondition(next.conditions, PoolConditionType.CircuitOpen);
   if (circuitAfter?.status === "True" && circuitBefore?.status !== "True") {
@@ -102,6 +104,7 @@ export function conditionEvents(
   } else if (circuitAfter?.status === "False" && circuitBefore?.status === "True") {
     w.poolEvent("Normal", "CircuitClosed", "the circuit breaker was reset");
   }
+  const circuit = w.events.length;
   const upBefore = findCondition(prior?.conditions, PoolConditionType.UpToDate);
   const upAfter = findCondition(next.conditions, PoolConditionType.UpToDate);
   w.events.push(...waitEvents({ pool, before: upBefore, after: upAfter, wait, state: next.state }));
@@ -109,5 +112,7 @@ export function conditionEvents(
     w.poolEvent("Normal", "RolloutComplete", upAfter.message);
   }
   const out = w.output();
-  return { ...out, events: out.events.map((e) => ({ ...e, ofStatus: true as const })) };
+  const part = (i: number): StatusPart =>
+    i < degraded ? "Degraded" : i < circuit ? "CircuitOpen" : "UpToDate";
+  return { ...out, events: out.events.map((e, i) => ({ ...e, ofStatus: part(i) })) };
 }

@@ -130,5 +130,5 @@ Deno.test("conditionEvents: what tells of the status turning is marked as such",
       lastTransitionTime: "2026-01-01T00:01:00Z",
     }],
   });
-  assert.deepEqual(out.events.map((e) => [e.reason, e.ofStatus]), [["Recovered", true]]);
+  assert.deepEqual(out.events.map((e) => [e.reason, e.ofStatus]), [["Recovered", "Degraded"]]);
 });

@@ -9,6 +9,7 @@
 import {
   ANNOTATION_DESIRED_SINCE,
   ANNOTATION_FAILED_IMAGE,
+  ANNOTATION_SPEC_GENERATION,
   ANNOTATION_WAS_CORDONED,
   API_VERSION,
   type BootcNode,
@@ -588,7 +589,11 @@ function createMember(
       metadata: {
         name,
         labels: { [LABEL_POOL]: poolName },
-        annotations: { [ANNOTATION_DESIRED_SINCE]: formatTime(now) },
+        // A created object's generation is 1: the controller's spec from the start.
+        annotations: {
+          [ANNOTATION_DESIRED_SINCE]: formatTime(now),
+          [ANNOTATION_SPEC_GENERATION]: "1",
+        },
         ownerReferences: [ownerReference(pool)],
       },
       spec,

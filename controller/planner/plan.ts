@@ -199,11 +199,15 @@ export interface PlannedEvent {
    */
   onceKey?: string;
   /**
-   * Set for events that tell of the plan's status turning (a condition's change): the
-   * shell records them only along with that status, never after a failed write.
+   * Set for events that tell of the plan's status turning (which part: a condition's type,
+   * or `Target`): the shell records them only along with that status, never after a
+   * failed write.
    */
-  ofStatus?: true;
+  ofStatus?: StatusPart;
 }
+
+/** What part of a pool's status an event tells of (see {@linkcode PlannedEvent.ofStatus}). */
+export type StatusPart = "Degraded" | "CircuitOpen" | "UpToDate" | "Target";
 
 /** The planner's answer. */
 export interface Plan {

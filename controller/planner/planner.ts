@@ -311,12 +311,15 @@ function targetStep(input: PlanInput, need: Exclude<ResolutionNeed, { kind: "inv
         notes: effective.note ? [effective.note] : [],
         events: changed
           ? [
-            poolEvent(
-              pool.metadata.name ?? "",
-              "Normal",
-              "TargetChanged",
-              `rolling out ${imageSummary({ ...label, digest: target.digest })}`,
-            ),
+            {
+              ...poolEvent(
+                pool.metadata.name ?? "",
+                "Normal",
+                "TargetChanged",
+                `rolling out ${imageSummary({ ...label, digest: target.digest })}`,
+              ),
+              ofStatus: "Target" as const,
+            },
           ]
           : [],
       }),

@@ -8,6 +8,7 @@
 import type { BootcNodePool } from "../../lib/api/mod.ts";
 import { isConflict, type KubeObject } from "../../lib/kube/mod.ts";
 import type { PlannedEvent } from "../planner/planner.ts";
+import type { StatusPart } from "../planner/plan.ts";
 
 /** Where events go (lib/kube's EventRecorder fits). */
 export interface EventSink {
@@ -82,19 +83,28 @@ export class PlannedEvents {
   }
 }
 
+/** Every part of a pool's status an event may tell of. */
+export const ALL_STATUS_PARTS: ReadonlySet<StatusPart> = new Set<StatusPart>([
+  "Degraded",
+  "CircuitOpen",
+  "UpToDate",
+  "Target",
+]);
+
 /**
  * `events` but for those about the nodes `nodes` (their Node or BootcNode): what a plan
  * said it did to nodes whose writes did not happen. All of them when there are none.
- * Without `statusWritten` (the reconcile failed before the status was written), also
- * none telling of the plan's status (`ofStatus`): they wait for the plan that writes it.
+ * Also none telling of a part of the plan's status that was not written (`untold`: all
+ * of them when the reconcile failed before its status write): they wait for the plan
+ * that writes it.
  */
 export function withoutEventsAbout(
   events: readonly PlannedEvent[],
   nodes: ReadonlySet<string>,
-  statusWritten = true,
+  untold: ReadonlySet<StatusPart> = new Set(),
 ): PlannedEvent[] {
   return events.filter((e) =>
-    (statusWritten || !e.ofStatus) &&
+    (e.ofStatus === undefined || !untold.has(e.ofStatus)) &&
     (e.regarding.kind === "BootcNodePool" || !nodes.has(e.regarding.name))
   );
 }

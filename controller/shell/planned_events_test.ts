@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
 import { ConflictError, type KubeObject } from "../../lib/kube/mod.ts";
-import { PlannedEvents, withoutEventsAbout, writesFailedEvent } from "./planned_events.ts";
+import {
+  ALL_STATUS_PARTS,
+  PlannedEvents,
+  withoutEventsAbout,
+  writesFailedEvent,
+} from "./planned_events.ts";
 import { type PlannedEvent, poolEvent } from "../planner/plan.ts";
 import { pool } from "../testing/fixtures.ts";
 
@@ -137,14 +142,22 @@ Deno.test("writesFailedEvent: a Warning on the pool with the error and the nodes
   );
 });
 
-Deno.test("withoutEventsAbout: a status not written is told of by no event", () => {
+Deno.test("withoutEventsAbout: a part of the status not written is told of by no event", () => {
   const events: PlannedEvent[] = [
-    poolEvent("p", "Normal", "Recovered", "pool is healthy again (was WritesFailing)"),
-    poolEvent("p", "Normal", "TargetChanged", "new target"),
+    { ...poolEvent("p", "Normal", "Recovered", "healthy again"), ofStatus: "Degraded" },
+    { ...poolEvent("p", "Normal", "TargetChanged", "rolling out x"), ofStatus: "Target" },
+    { ...poolEvent("p", "Normal", "RolloutComplete", "done"), ofStatus: "UpToDate" },
+    poolEvent("p", "Normal", "NodeAdded", "joined"),
   ];
-  events[0].ofStatus = true;
   assert.deepEqual(withoutEventsAbout(events, new Set()), events);
-  assert.deepEqual(withoutEventsAbout(events, new Set(), false).map((e) => e.reason), [
-    "TargetChanged",
-  ]);
+  assert.deepEqual(
+    withoutEventsAbout(events, new Set(), ALL_STATUS_PARTS).map((e) => e.reason),
+    ["NodeAdded"],
+    "the status was not written",
+  );
+  assert.deepEqual(
+    withoutEventsAbout(events, new Set(), new Set(["Degraded"])).map((e) => e.reason),
+    ["TargetChanged", "RolloutComplete", "NodeAdded"],
+    "only the Degraded condition was not the plan's",
+  );
 });

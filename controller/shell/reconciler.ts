@@ -23,7 +23,9 @@ import {
   type BootcNode,
   type BootcNodePool,
   type BootcNodePoolStatus,
+  findCondition,
   owningPool,
+  PoolConditionType,
 } from "../../lib/api/mod.ts";
 import { type Clock, systemClock } from "../../lib/clock.ts";
 import { externalDisruptions } from "../gates/cluster_budget.ts";
@@ -57,6 +59,7 @@ import {
   summarizePdb,
 } from "./object_views.ts";
 import {
+  ALL_STATUS_PARTS,
   type EventSink,
   PlannedEvents,
   withoutEventsAbout,
@@ -468,13 +471,19 @@ export class PoolReconciler {
       );
       refused = refusals.reduce((sum, n) => sum + n, 0);
       tApplied = performance.now();
+      // The lease lost during an eviction: this replica says nothing more.
+      const lost = failedEvictions.find((f) => f.error instanceof NotLeadingError);
+      if (lost) throw lost.error;
       if (plan.status) {
         let status = this.#hooks.withStatus(pool, plan.status);
         if (failedEvictions.length > 0) {
           const failing = this.#writesFailingStatus(pool, status, failedEvictions[0].error, {
             nodes: new Set(failedEvictions.map((f) => f.node)),
           });
-          evictionsFailing = failing !== undefined;
+          const reason = (s?: BootcNodePoolStatus) =>
+            findCondition(s?.conditions, PoolConditionType.Degraded)?.reason;
+          // The plan's own Degraded is not what is written: its events wait.
+          evictionsFailing = failing !== undefined && reason(failing) !== reason(status);
           status = failing ?? status;
         }
         this.#fence();
@@ -492,7 +501,9 @@ export class PoolReconciler {
       const events = withoutEventsAbout(
         plan.events,
         unapplied,
-        failed === undefined && !stale && !evictionsFailing,
+        failed !== undefined || stale
+          ? ALL_STATUS_PARTS
+          : new Set(evictionsFailing ? ["Degraded" as const] : []),
       );
       if (failed !== undefined && !(failed instanceof NotLeadingError)) {
         const said = writesFailedEvent(name, failed, unapplied, FAILED_RECONCILE_MAX_DELAY_MS);
@@ -578,6 +589,7 @@ export class PoolReconciler {
       { since, error: error instanceof Error ? error.message : String(error), nodes: [...nodes] },
       now,
       stallDeadlines(pool.spec.rollout as Record<string, unknown> | undefined).progressMs,
+      pool.status,
     );
   }
 

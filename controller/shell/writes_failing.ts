@@ -5,14 +5,18 @@
  * left as they were. When a plan's writes failed, on the status as last written
  * (the plan's tells of writes that did not happen); when only evictions failed
  * (forbidden, refused by an admission policy: the rest of the plan is written), on
- * the plan's. The next plan whose writes succeed writes its own status, which drops
- * it. The streak is this leader's memory: after a restart or a change of leader it
- * starts again (the `WritesFailed` events say each failure meanwhile).
+ * the plan's. A pool already Degraded for another reason keeps that reason and
+ * headline (what gates and other pools act on), its message saying the writes fail
+ * too. The next plan whose writes succeed writes its own status, which drops it. The
+ * streak is this leader's memory: after a restart or a change of leader it starts
+ * again (the `WritesFailed` events say each failure meanwhile).
  *
  * @module
  */
 import {
   type BootcNodePoolStatus,
+  type Condition,
+  findCondition,
   PoolConditionType,
   PoolDegradedReason,
   setCondition,
@@ -29,15 +33,21 @@ export interface WritesFailure {
   nodes: readonly string[];
 }
 
+/** How the note on failing writes starts (a message carries it once). */
+const NOTE = "the controller's writes for this pool have failed since ";
+
 /**
- * The status to write for a failing streak, or undefined while it is shorter than
- * `boundMs` (a failure retried at once is no news).
+ * `base` with a failing streak said, or undefined while it is shorter than `boundMs`
+ * (a failure retried at once is no news). `stored` is the status as stored: its
+ * Degraded condition's transition time stands while the condition does not change,
+ * so an unchanged streak is no new write.
  */
 export function writesFailingStatus(
-  stored: BootcNodePoolStatus | undefined,
+  base: BootcNodePoolStatus | undefined,
   failure: WritesFailure,
   now: Date,
   boundMs: number,
+  stored: BootcNodePoolStatus | undefined = base,
 ): BootcNodePoolStatus | undefined {
   if (now.getTime() - failure.since.getTime() < boundMs) return undefined;
   const names = [...failure.nodes].sort();
@@ -47,17 +57,30 @@ export function writesFailingStatus(
       names.length > 5 ? ` and ${names.length - 5} more` : ""
     })`;
   // No running duration in the message: an unchanged streak is no new write.
-  const message = `the controller's writes for this pool have failed since ${
-    formatTime(failure.since)
-  }${which}: ${failure.error}`.slice(0, 1024);
-  return {
-    ...stored,
-    state: PoolDegradedReason.WritesFailing,
-    conditions: setCondition(stored?.conditions, {
-      type: PoolConditionType.Degraded,
-      status: "True",
-      reason: PoolDegradedReason.WritesFailing,
-      message,
-    }, now),
+  const note = `${NOTE}${formatTime(failure.since)}${which}: ${failure.error}`;
+  const degraded = findCondition(base?.conditions, PoolConditionType.Degraded);
+  const other = degraded?.status === "True" && degraded.reason !== PoolDegradedReason.WritesFailing;
+  const condition = {
+    type: PoolConditionType.Degraded,
+    status: "True" as const,
+    reason: other ? degraded.reason : PoolDegradedReason.WritesFailing,
+    message: (other ? `${withoutNote(degraded.message)}; ${note}` : note).slice(0, 1024),
   };
+  const timed = setCondition(stored?.conditions, condition, now)
+    .find((c) => c.type === PoolConditionType.Degraded)!;
+  return {
+    ...base,
+    ...(other ? {} : { state: PoolDegradedReason.WritesFailing }),
+    conditions: replaceCondition(base?.conditions, timed),
+  };
+}
+
+function withoutNote(message: string): string {
+  const at = message.indexOf(`; ${NOTE}`);
+  return at < 0 ? message : message.slice(0, at);
+}
+
+function replaceCondition(list: readonly Condition[] | undefined, next: Condition): Condition[] {
+  const out = (list ?? []).filter((c) => c.type !== next.type);
+  return [...out, next];
 }

@@ -35,3 +35,48 @@ Deno.test("writesFailingStatus: nothing before the bound, then Degraded on the s
   const later = writesFailingStatus(late, failure, new Date("2026-01-01T00:20:00Z"), 600_000)!;
   assert.deepEqual(later, late);
 });
+
+Deno.test("writesFailingStatus: another Degraded reason keeps its reason and headline", () => {
+  const halted: BootcNodePoolStatus = {
+    state: "Halted",
+    conditions: [{
+      type: "Degraded",
+      status: "True",
+      reason: "RolloutHalted",
+      message: "2 nodes unhealthy",
+      lastTransitionTime: "2025-12-31T00:00:00Z",
+    }],
+  };
+  const failure = { since, error: "forbidden", nodes: ["n1"] };
+  const out = writesFailingStatus(halted, failure, new Date("2026-01-01T00:10:00Z"), 600_000)!;
+  assert.equal(out.state, "Halted", "what gates and other pools act on stays");
+  const degraded = findCondition(out.conditions, "Degraded")!;
+  assert.equal(degraded.reason, "RolloutHalted");
+  assert.equal(degraded.lastTransitionTime, "2025-12-31T00:00:00Z");
+  assert.equal(
+    degraded.message,
+    "2 nodes unhealthy; the controller's writes for this pool have failed since " +
+      "2026-01-01T00:00:00Z (nodes left as they were: n1): forbidden",
+  );
+  // Said again on that status: the note is not repeated.
+  const again = writesFailingStatus(out, failure, new Date("2026-01-01T00:20:00Z"), 600_000)!;
+  assert.deepEqual(again, out);
+});
+
+Deno.test("writesFailingStatus: on a plan's status, the stored transition time stands", () => {
+  const failure = { since, error: "forbidden", nodes: ["n1"] };
+  const first = writesFailingStatus(stored, failure, new Date("2026-01-01T00:10:00Z"), 600_000)!;
+  // The next plan computed Degraded False at its own time; the streak goes on.
+  const plan: BootcNodePoolStatus = {
+    ...stored,
+    conditions: [{ ...stored.conditions![0], lastTransitionTime: "2026-01-01T00:10:05Z" }],
+  };
+  const next = writesFailingStatus(
+    plan,
+    failure,
+    new Date("2026-01-01T00:10:05Z"),
+    600_000,
+    first,
+  )!;
+  assert.deepEqual(next, first, "no change: no new write");
+});

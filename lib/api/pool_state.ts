@@ -101,6 +101,8 @@ export const PROBLEM_PRECEDENCE: readonly ProblemRow[] = [
     state: PoolDegradedReason.ApprovalWebhookFailing,
     fact: PoolDegradedReason.ApprovalWebhookFailing,
   },
+  // Said by the shell (controller/shell/writes_failing.ts), never over another problem.
+  { state: PoolDegradedReason.WritesFailing, fact: PoolDegradedReason.WritesFailing },
 ];
 
 /** The Degraded reasons, most severe first: the table's order of the Degraded issues. */

@@ -189,12 +189,14 @@ Deno.test("the Degraded condition ranks its issues by the same table", () => {
     "NodeStalled",
     "NodeDegraded",
     "ApprovalWebhookFailing",
+    "WritesFailing",
   ]);
 });
 
 Deno.test("poolStateKind: problems, waits, progress, done", () => {
   assert.equal(poolStateKind("Halted"), "problem");
   assert.equal(poolStateKind("NodeStalled"), "problem");
+  assert.equal(poolStateKind("WritesFailing"), "problem");
   assert.equal(poolStateKind("BudgetExhausted"), "waiting");
   assert.equal(poolStateKind("CanarySoak"), "waiting");
   assert.equal(poolStateKind("RollingOut"), "progress");
