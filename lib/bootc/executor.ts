@@ -336,7 +336,7 @@ export class HostBootcExecutor implements BootcExecutor {
   /** @inheritdoc */
   async stage(image: string, method: StageMethod, options: StageOptions = {}): Promise<void> {
     if (method === "switch-download-only") {
-      await this.#pull(
+      await this.#inStageUnit(
         ["switch", "--download-only", image],
         "bootc switch --download-only",
         options,
@@ -346,29 +346,27 @@ export class HostBootcExecutor implements BootcExecutor {
     // 1.12 – 1.16.9: see version.ts. `switch` makes `image` the spec and stages
     // it (unlocked); `upgrade --download-only` then locks that staged spec. Not
     // stoppable (see StageOptions).
-    await this.#pull(["switch", image], "bootc switch", {});
+    await this.#inStageUnit(["switch", image], "bootc switch", {});
     await this.lockStaged();
   }
 
   /**
-   * A pull command, stoppable by `options.signal`. Run as a transient unit, killing
-   * `systemd-run` need not end the unit: a pull that was stopped or timed out has its
-   * unit stopped too, so it cannot hold the sysroot lock behind our back.
+   * `bootc <args>` in the stage unit (a pull or a lock), stoppable by `signal`. Run as a
+   * transient unit, killing `systemd-run` need not end the unit: a command stopped or
+   * timed out has its unit stopped too, so it cannot hold the sysroot lock behind our
+   * back (best effort: a failure to stop it is not reported).
    */
-  async #pull(args: string[], what: string, options: StageOptions): Promise<void> {
+  async #inStageUnit(
+    args: string[],
+    what: string,
+    { timeoutMs = this.#timeouts.stageMs, signal }: { timeoutMs?: number; signal?: AbortSignal },
+  ): Promise<void> {
     try {
-      await this.#run(
-        this.bootcArgv(args, TRANSIENT_UNITS.stage),
-        this.#timeouts.stageMs,
-        what,
-        options.signal,
-      );
+      await this.#run(this.bootcArgv(args, TRANSIENT_UNITS.stage), timeoutMs, what, signal);
     } catch (e) {
       if (this.#transient && e instanceof BootcCommandError && e.timedOut) {
-        await runCommand(
-          [...this.#prefix, ...this.#systemctl, "stop", `${TRANSIENT_UNITS.stage}.service`],
-          { timeoutMs: this.#timeouts.systemctlMs, killGraceMs: this.#grace, env: this.#env },
-        ).catch(() => undefined);
+        await this.#systemctlQuery(["stop", `${TRANSIENT_UNITS.stage}.service`], "systemctl stop")
+          .catch(() => undefined);
       }
       throw e;
     }
@@ -376,11 +374,9 @@ export class HostBootcExecutor implements BootcExecutor {
 
   /** @inheritdoc */
   async lockStaged(options: LockOptions = {}): Promise<void> {
-    await this.#run(
-      this.bootcArgv(["upgrade", "--download-only"], TRANSIENT_UNITS.stage),
-      Math.min(options.timeoutMs ?? Infinity, this.#timeouts.stageMs),
-      "bootc upgrade --download-only",
-    );
+    await this.#inStageUnit(["upgrade", "--download-only"], "bootc upgrade --download-only", {
+      timeoutMs: Math.min(options.timeoutMs ?? Infinity, this.#timeouts.stageMs),
+    });
   }
 
   /** @inheritdoc */

@@ -32,7 +32,7 @@ async function fakeHost(mode: string) {
 echo "prefix=\${PREFIXED-no} container=\${container-unset} $*" >> ${log}
 case "${mode}:$*" in
   slow:*) sleep 30 ;;
-  slowpull:switch*) sleep 30 ;;
+  slowpull:switch*|slowpull:upgrade*) sleep 30 ;;
   quickpull:switch*) sleep 1 ;;
   slowlock:upgrade*) sleep 30 ;;
   trapterm:switch*) trap 'exit 0' TERM; sleep 30 & wait ;;
@@ -311,6 +311,13 @@ Deno.test("executor stops the transient unit of a pull it stopped", async () => 
     );
     assert.deepEqual((await h.lines()).map((l) => l.split(" ").slice(2).join(" ")), [
       "switch --download-only q/os@sha256:" + "b".repeat(64),
+      "systemctl stop bootc-operator-stage.service",
+    ]);
+    // A lock past its (short) time limit: its unit is stopped too.
+    await Deno.remove(`${h.dir}/log`);
+    await assert.rejects(() => executor.lockStaged({ timeoutMs: 300 }), BootcCommandError);
+    assert.deepEqual((await h.lines()).map((l) => l.split(" ").slice(2).join(" ")), [
+      "upgrade --download-only",
       "systemctl stop bootc-operator-stage.service",
     ]);
   } finally {

@@ -90,6 +90,47 @@ spec:
   validationActions: [Deny]
 `;
 
+/** A policy in force: the API server loads it before `patch` starts the rollout it refuses. */
+async function underPolicy(stack: Stack, yaml: string, image: string): Promise<void> {
+  await stack.cp.applyYaml(yaml);
+  await new Promise((r) => setTimeout(r, 2_000));
+  await patchPoolSpec(stack, "faults", { image: { ref: image } });
+}
+
+/** The faults pool's Degraded condition once it says WritesFailing, and the pool. */
+async function waitWritesFailing(stack: Stack) {
+  return await waitPool(
+    stack,
+    "faults",
+    async () => {
+      const pool = await getPool(stack, "faults");
+      const degraded = pool.status?.conditions?.find((c) => c.type === "Degraded");
+      return degraded?.reason === "WritesFailing" ? { pool, degraded } : undefined;
+    },
+    "the pool Degraded with WritesFailing",
+    120_000,
+  );
+}
+
+/** Lifts policy `name`; the rollout to `digest` then finishes and WritesFailing is gone. */
+async function liftPolicy(stack: Stack, name: string, digest: string, nodes: string[]) {
+  const deleted = await stack.cp.kubectl([
+    "delete",
+    "validatingadmissionpolicybinding,validatingadmissionpolicy",
+    name,
+  ]);
+  assert.equal(deleted.code, 0, deleted.stderr);
+  // Tried again within a minute (the backoff's cap), then the rollout goes on.
+  await waitConverged(stack, "faults", digest, 4, 180_000);
+  const after = await getPool(stack, "faults");
+  assert.notEqual(
+    after.status?.conditions?.find((c) => c.type === "Degraded")?.reason,
+    "WritesFailing",
+    "the first plan whose writes succeed drops it",
+  );
+  await assertInvariants(stack, nodes);
+}
+
 /** Events with `reason` about `name` (a pool, a Node or a BootcNode), stored in "default". */
 async function eventsAbout(stack: Stack, name: string, reason: string): Promise<CoreEvent[]> {
   const list = await stack.cp.client.resource<CoreEvent>(Resources.events, "default").list({
@@ -276,9 +317,7 @@ Deno.test("faults: controller killed in every phase, daemon killed, API server r
         // Writes failing this long make the pool Degraded (the default is 10 minutes).
         await patchPoolSpec(stack, "faults", { rollout: { progressTimeoutSeconds: 10 } });
         // The controller may not drop faults-2's slot record (its release) while this stands.
-        await stack.cp.applyYaml(denyReleasePolicy("faults-2"));
-        await new Promise((r) => setTimeout(r, 2_000)); // the API server loads the policy
-        await patchPoolSpec(stack, "faults", { image: { ref: `${repository}@${v5.digest}` } });
+        await underPolicy(stack, denyReleasePolicy("faults-2"), `${repository}@${v5.digest}`);
         const refused = await waitFor(async () => {
           const events = await eventsAbout(stack, "faults", "WritesFailed");
           return events.find((e) => e.message?.includes("faults-2"));
@@ -290,35 +329,11 @@ Deno.test("faults: controller killed in every phase, daemon killed, API server r
         const node = await stack.cp.client.resource<INode>(Resources.nodes).get("faults-2");
         assert.equal(node.spec?.unschedulable, true, "faults-2 keeps its slot and cordon");
         // Refused past the pool's progress timeout: its status says so, naming node and error.
-        const failing = await waitPool(
-          stack,
-          "faults",
-          async () => {
-            const pool = await getPool(stack, "faults");
-            const degraded = pool.status?.conditions?.find((c) => c.type === "Degraded");
-            return degraded?.reason === "WritesFailing" ? { pool, degraded } : undefined;
-          },
-          "the pool Degraded with WritesFailing",
-          120_000,
-        );
+        const failing = await waitWritesFailing(stack);
         assert.equal(failing.degraded.status, "True");
         assert.equal(failing.pool.status?.state, "WritesFailing");
         assert.match(failing.degraded.message ?? "", /faults-2.*denies the release/);
-        const deleted = await stack.cp.kubectl([
-          "delete",
-          "validatingadmissionpolicybinding,validatingadmissionpolicy",
-          "deny-release",
-        ]);
-        assert.equal(deleted.code, 0, deleted.stderr);
-        // Tried again within a minute (the backoff's cap), then the rollout goes on.
-        await waitConverged(stack, "faults", v5.digest, 4, 180_000);
-        const after = await getPool(stack, "faults");
-        assert.notEqual(
-          after.status?.conditions?.find((c) => c.type === "Degraded")?.reason,
-          "WritesFailing",
-          "the first plan whose writes succeed drops it",
-        );
-        await assertInvariants(stack, nodes);
+        await liftPolicy(stack, "deny-release", v5.digest, nodes);
       },
     );
 
@@ -340,26 +355,14 @@ Deno.test("faults: controller killed in every phase, daemon killed, API server r
             waitRunning: false,
           });
         }
-        await stack.cp.applyYaml(DENY_EVICTIONS);
-        await new Promise((r) => setTimeout(r, 2_000)); // the API server loads the policy
-        await patchPoolSpec(stack, "faults", { image: { ref: `${repository}@${v6.digest}` } });
+        await underPolicy(stack, DENY_EVICTIONS, `${repository}@${v6.digest}`);
         const refused = await waitFor(async () => {
           const events = await eventsAbout(stack, "faults", "WritesFailed");
           return events.find((e) => e.message?.includes("the test denies evictions"));
         }, { timeoutMs: 120_000, message: "a WritesFailed event naming the refused eviction" });
         assert.match(refused.message ?? "", /nodes left as they were: faults-\d/);
-        const failing = await waitPool(
-          stack,
-          "faults",
-          async () => {
-            const pool = await getPool(stack, "faults");
-            const degraded = pool.status?.conditions?.find((c) => c.type === "Degraded");
-            return degraded?.reason === "WritesFailing" ? degraded : undefined;
-          },
-          "the pool Degraded with WritesFailing (evictions)",
-          120_000,
-        );
-        assert.match(failing.message ?? "", /the test denies evictions/);
+        const failing = await waitWritesFailing(stack);
+        assert.match(failing.degraded.message ?? "", /the test denies evictions/);
         // The drain waits: its pod is still there and the node has not rebooted.
         assert.deepEqual(stack.tracker.violations, []);
         const held = refused.message!.match(/faults-\d/)![0];
@@ -369,19 +372,7 @@ Deno.test("faults: controller killed in every phase, daemon killed, API server r
         ).get(`evict-me-${held}`);
         assert.equal(pod.metadata.name, `evict-me-${held}`);
         assert.equal(stack.fleet.nodes.get(held)!.reboots, rebootsBefore.get(held));
-        const deleted = await stack.cp.kubectl([
-          "delete",
-          "validatingadmissionpolicybinding,validatingadmissionpolicy",
-          "deny-evictions",
-        ]);
-        assert.equal(deleted.code, 0, deleted.stderr);
-        await waitConverged(stack, "faults", v6.digest, 4, 180_000);
-        const after = await getPool(stack, "faults");
-        assert.notEqual(
-          after.status?.conditions?.find((c) => c.type === "Degraded")?.reason,
-          "WritesFailing",
-        );
-        await assertInvariants(stack, nodes);
+        await liftPolicy(stack, "deny-evictions", v6.digest, nodes);
       },
     );
   } catch (error) {
