@@ -509,6 +509,7 @@ export class Agent {
       rebootRecheckMs: this.#o.rebootRecheckMs,
       health: this.#health,
       generation: node.metadata?.generation,
+      annotations: node.metadata?.annotations,
       status: node.status,
       host,
       capabilities: this.#caps,

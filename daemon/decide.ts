@@ -170,6 +170,7 @@ import type {
   BootEntryStatus,
   Condition,
 } from "../lib/api/schema.ts";
+import { verifiedRelease, withVerifiedRelease } from "../lib/api/verified.ts";
 import { entryProvides } from "../lib/bootc/image_ref.ts";
 import type { BootEntry, Host } from "../lib/bootc/types.ts";
 import type { ApplyMethod, BootcCapabilities, StageMethod } from "../lib/bootc/version.ts";
@@ -339,6 +340,11 @@ export interface DecideInput {
   health?: HealthCheck;
   /** `metadata.generation` of the BootcNode, mirrored as `observedGeneration`. */
   generation?: number;
+  /**
+   * The BootcNode's annotations: the controller's verdict on a finished update rides in
+   * its release (`lib/api/verified.ts`) and is recorded in this daemon's status write.
+   */
+  annotations?: Readonly<Record<string, string>>;
   /** The status as last persisted. */
   status?: BootcNodeStatus;
   /** The host's bootc status, freshly read. */
@@ -1195,6 +1201,15 @@ export function decide(input: DecideInput): Decision {
   status.autoUpdatesDisabled = input.autoUpdatesMasked;
   if (p.host && input.spec && input.owned && !p.keepPhases) {
     conditions = phaseConditions(conditions, input, p.host, p);
+    // The controller's verdict on the update rides in the release this write acknowledges.
+    conditions = withVerifiedRelease(
+      conditions,
+      verifiedRelease({
+        metadata: { generation: input.generation, annotations: input.annotations },
+        spec: input.spec,
+      }),
+      entryProvides(p.host.status.booted, input.spec.desiredImage),
+    );
   }
   const idleNow = findCondition(conditions, NodeConditionType.Idle)?.reason;
   const health = nextHostHealth(

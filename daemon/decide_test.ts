@@ -5,6 +5,9 @@ import {
   ANNOTATION_DRAINED_FOR,
   ANNOTATION_IN_REBOOT_SLOT,
   ANNOTATION_SLOT_POOL,
+  ANNOTATION_SPEC_GENERATION,
+  ANNOTATION_VERIFIED_AT,
+  ANNOTATION_VERIFIED_FOR,
   ANNOTATION_WAS_CORDONED,
   findCondition,
   type NodeForReboot,
@@ -1894,4 +1897,62 @@ Deno.test("decide: a failed lock of another unlocked stage is kept while D is st
   }));
   assert.deepEqual(later.action, { type: "lockStaged", other: true });
   assert.equal(later.persistFirst, true, "the new spec is acknowledged before the lock");
+});
+
+Deno.test("decide: the controller's verdict in the release is recorded in the acknowledgement", () => {
+  const released = {
+    [ANNOTATION_VERIFIED_FOR]: B,
+    [ANNOTATION_VERIFIED_AT]: "2026-05-01T09:59:30Z",
+    [ANNOTATION_SPEC_GENERATION]: "4",
+  };
+  const base = {
+    spec: spec(B),
+    host: host(entry(B), null, entry(A)),
+    generation: 4,
+    annotations: released,
+    // Booted after its reboot, reported on generation 3 (the reboot request).
+    status: {
+      ...persisted("Idle", ["True", "SlotAndDrain"], [
+        ["Verified", "Unknown", "TargetChanged"],
+        ["Updated", "False", "TargetChanged"],
+      ]),
+      observedGeneration: 3,
+    },
+  };
+  const out = decide(input(base));
+  assert.equal(out.changed, true);
+  assert.equal(out.status.observedGeneration, 4);
+  const verified = condition(out.status, "Verified");
+  assert.deepEqual(
+    [verified?.status, verified?.reason, verified?.lastTransitionTime],
+    ["True", "ChecksPassed", "2026-05-01T09:59:30Z"],
+  );
+  assert.match(verified?.message ?? "", new RegExp(`verified ${B.replace(/[.]/g, "\\.")}`));
+  const updated = condition(out.status, "Updated");
+  assert.deepEqual(
+    [updated?.status, updated?.reason, updated?.lastTransitionTime],
+    ["True", "UpdateComplete", "2026-05-01T09:59:30Z"],
+  );
+  // Recorded once: deciding again on the written status changes nothing.
+  assert.equal(decide(input({ ...base, status: out.status })).changed, false);
+
+  // Not the controller's last word on this spec, or not about what the host boots: ignored.
+  const ignored: [string, Partial<DecideInput>][] = [
+    ["a later spec edit", { generation: 5 }],
+    ["a reboot requested again", { spec: spec(B, "Booted") }],
+    ["another image", { spec: spec(C), host: host(entry(C)) }],
+    ["not booted yet", { host: host(entry(A), entry(B)) }],
+    ["a garbled time", { annotations: { ...released, [ANNOTATION_VERIFIED_AT]: "soon" } }],
+    ["no generation record", {
+      annotations: {
+        [ANNOTATION_VERIFIED_FOR]: B,
+        [ANNOTATION_VERIFIED_AT]: "2026-05-01T09:59:30Z",
+      },
+    }],
+  ];
+  for (const [name, change] of ignored) {
+    const o = decide(input({ ...base, ...change }));
+    assert.notEqual(condition(o.status, "Updated")?.status, "True", name);
+    assert.notEqual(condition(o.status, "Verified")?.status, "True", name);
+  }
 });

@@ -175,6 +175,7 @@ async function status(cmd: StatusCommand, log: Logger): Promise<number> {
   let spec: Spec | undefined;
   let previous: Status | undefined;
   let generation: number | undefined;
+  let annotations: Record<string, string> | undefined;
   // Offline (--desired-image) the flags stand in for the controller, but there is no Node to
   // authorize a reboot: the daemon would keep the image staged, and so says status.
   let owned = true;
@@ -198,6 +199,7 @@ async function status(cmd: StatusCommand, log: Logger): Promise<number> {
       spec = bn.spec;
       previous = bn.status;
       generation = bn.metadata?.generation;
+      annotations = bn.metadata?.annotations;
       owned = ownedByPool(bn);
       // The Node is read only when the daemon would read it: Booted asked of an owned node.
       reboot = undefined;
@@ -257,6 +259,7 @@ async function status(cmd: StatusCommand, log: Logger): Promise<number> {
     health,
     status: previous,
     generation,
+    annotations,
     host,
     capabilities,
     autoUpdatesMasked: masked,

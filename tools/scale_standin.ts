@@ -287,6 +287,7 @@ export class StandInFleet {
       node: read?.node,
       health: assessSystem("running", undefined, new Date()),
       generation: bn.metadata?.generation,
+      annotations: bn.metadata?.annotations,
       status: bn.status,
       host: this.#readHost(m),
       capabilities: this.#caps,

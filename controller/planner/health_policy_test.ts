@@ -14,8 +14,12 @@ import {
   ANNOTATION_FAILED_IMAGE,
   ANNOTATION_RESET_CIRCUIT,
   ANNOTATION_RETRY_REVISION,
+  ANNOTATION_SPEC_GENERATION,
+  type BootcNode,
   type Condition,
   findCondition,
+  verifiedRelease,
+  withVerifiedRelease,
 } from "../../lib/api/mod.ts";
 import { type Action, type Plan, planPool } from "./planner.ts";
 import { bootcNode, digest, image, input, node, pool, REPO } from "../testing/fixtures.ts";
@@ -28,6 +32,7 @@ import {
   DRAINED,
   events,
   healthPool,
+  mergePatch,
   NOW,
   outcomes,
   rebootedInto,
@@ -220,13 +225,25 @@ Deno.test("minReadySeconds counts from the Verified transition, not from Node Re
     assert.equal(withWhy(plan, "release slot").includes("n1"), c.released, c.now);
     if (c.requeue) assert.equal(plan.requeueAfterMs, c.requeue, c.now);
     if (c.released) {
-      const upd = ofKind(plan, "patchBootcNodeStatus").find((a) =>
-        a.why === "verified and updated"
+      // The verdict rides in the release; the daemon's acknowledgement records it:
+      // Verified keeps its transition time, Updated is added.
+      assert.deepEqual(ofKind(plan, "patchBootcNodeStatus"), []);
+      const release = ofKind(plan, "patchBootcNode").find((a) => a.why === "release slot")!;
+      const released = mergePatch(
+        rebootedInto("Healthy", { verifiedAt: NOW }),
+        release.patch,
+      ) as BootcNode;
+      released.metadata.generation = Number(
+        released.metadata.annotations?.[ANNOTATION_SPEC_GENERATION],
       );
-      const conds = (upd?.patch.status as { conditions: Condition[] }).conditions;
-      // Verified keeps its transition time; Updated is added.
+      const conds = withVerifiedRelease(
+        released.status?.conditions,
+        verifiedRelease(released),
+        true,
+      );
       assert.equal(findCondition(conds, "Verified")?.lastTransitionTime, NOW);
       assert.equal(findCondition(conds, "Updated")?.status, "True");
+      assert.equal(findCondition(conds, "Updated")?.lastTransitionTime, c.now);
       assert.equal(events(plan, "NodeUpdated").length, 1);
     }
   }

@@ -15,13 +15,17 @@
 import {
   ANNOTATION_WAS_CORDONED,
   type BootcNode,
+  conditionsEqual,
   type DisruptionRecord,
   findCondition,
   IdleReason,
   NodeConditionType,
   setCondition,
   StalledReason,
+  verifiedOn,
   VerifiedReason,
+  verifiedReleasePatch,
+  withVerified,
 } from "../../lib/api/mod.ts";
 import {
   drainedPatch,
@@ -56,6 +60,7 @@ import type { Member } from "./membership.ts";
 import {
   type Action,
   mergeOutputs,
+  type MergePatch,
   NO_OUTPUT,
   nodeObjectEvent,
   type PlanInput,
@@ -519,12 +524,15 @@ function passedPhase(f: NodeFacts, env: InFlightEnv): NodeOutcome & { done?: boo
   const soakMs = env.minReadyMs - (env.now.getTime() - verifiedAt.getTime());
   const readyOk = f.readyMs >= env.minReadyMs;
   if (soakMs <= 0 && readyOk) {
+    // The release revokes the reboot request, which the daemon acknowledges with a status
+    // write anyway: the verdict rides in the release for it to record (lib/api/verified.ts).
+    const daemonRecords = bn.spec.desiredImageState === "Booted";
     return {
       done: true,
       released: true,
       out: mergeOutputs([
-        verifiedOutput(bn, name, desired.image, true, env.now),
-        releaseOutput(f.node, bn, f.slotAt, env.now),
+        daemonRecords ? NO_OUTPUT : verifiedOutput(bn, name, desired.image, true, env.now),
+        releaseOutput(f.node, bn, f.slotAt, env.now, daemonRecords ? desired.image : undefined),
         stepOutput({
           events: [nodeObjectEvent(
             name,
@@ -970,10 +978,19 @@ function releaseOutput(
   bn: BootcNode,
   slotAt: Date | undefined,
   now: Date,
+  verifiedImage?: string,
 ): StepOutput {
   const name = node.name;
   const actions: Action[] = [];
-  const bnPatch = releaseBootcNodePatch(bn);
+  let bnPatch = releaseBootcNodePatch(bn);
+  if (bnPatch && verifiedImage !== undefined) {
+    const metadata = (bnPatch.metadata ?? {}) as MergePatch;
+    const annotations = {
+      ...(metadata.annotations as MergePatch | undefined),
+      ...verifiedReleasePatch(verifiedImage, now),
+    };
+    bnPatch = { ...bnPatch, metadata: { ...metadata, annotations } };
+  }
   if (bnPatch) {
     actions.push({
       kind: "patchBootcNode",
@@ -1040,9 +1057,9 @@ function verifiedFalse(
 
 /** When the node was verified on `image` (the Verified condition, if it says so). */
 function verifiedSince(bn: BootcNode, image: string): Date | undefined {
+  if (!verifiedOn(bn.status?.conditions, image)) return undefined;
   const cond = findCondition(bn.status?.conditions, NodeConditionType.Verified);
-  if (cond?.status !== "True" || !cond.message.includes(image)) return undefined;
-  return parseTime(cond.lastTransitionTime);
+  return parseTime(cond?.lastTransitionTime);
 }
 
 /** The node recorded verified on `image` (and, when `updated`, its update complete). */
@@ -1053,24 +1070,8 @@ function verifiedOutput(
   updated: boolean,
   now: Date,
 ): StepOutput {
-  let conditions = bn.status?.conditions;
-  if (!verifiedSince(bn, image)) {
-    conditions = setCondition(conditions, {
-      type: NodeConditionType.Verified,
-      status: "True",
-      reason: VerifiedReason.ChecksPassed,
-      message: `verified ${image}: running it, Ready and healthy after the reboot`,
-    }, now);
-  }
-  if (updated) {
-    conditions = setCondition(conditions, {
-      type: "Updated",
-      status: "True",
-      reason: "UpdateComplete",
-      message: `runs ${shortReference(image)}; slot released`,
-    }, now);
-  }
-  if (conditions === bn.status?.conditions) return NO_OUTPUT;
+  const conditions = withVerified(bn.status?.conditions, image, updated, now);
+  if (conditionsEqual(conditions, bn.status?.conditions)) return NO_OUTPUT;
   return stepOutput({
     actions: [{
       kind: "patchBootcNodeStatus",

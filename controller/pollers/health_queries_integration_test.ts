@@ -151,9 +151,14 @@ Deno.test("the Prometheus health check gates a node's release on a real control 
       timeoutMs: 30_000,
       message: "h1 released after the query stayed empty",
     });
-    const verified = findCondition(
-      (await bnApi.get("h1")).status?.conditions,
-      NodeConditionType.Verified,
+    // The verdict rides in the release; the daemon's acknowledgement records it.
+    const verified = await waitFor(
+      async () =>
+        findCondition((await bnApi.get("h1")).status?.conditions, NodeConditionType.Verified),
+      {
+        timeoutMs: 10_000,
+        message: "h1's daemon records Verified",
+      },
     );
     assert.equal(verified?.status, "True");
     assert.equal(verified?.reason, VerifiedReason.ChecksPassed);

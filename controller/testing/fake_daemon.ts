@@ -12,9 +12,13 @@ import {
   type BootcNode,
   type BootcNodeStatus,
   type Condition,
+  conditionsEqual,
   findCondition,
   IdleReason,
   NodeConditionType,
+  UPDATED_CONDITION,
+  verifiedRelease,
+  withVerifiedRelease,
 } from "../../lib/api/mod.ts";
 import { Informer, type KubeClient, Resources } from "../../lib/kube/mod.ts";
 import { digestOfPullspec } from "../model/image_ref.ts";
@@ -92,12 +96,25 @@ export function nextStatus(
   const idle = findCondition(status.conditions, NodeConditionType.Idle);
   const onDesired = digestOfPullspec(status.booted.image) === digestOfPullspec(desired);
   if (onDesired) {
-    if (idle?.status === "True") return undefined;
-    return withIdle(
+    // The controller's verdict rides in its release: recorded as the real daemon does.
+    const verdict = verifiedRelease(bn);
+    const recorded = conditionsEqual(
+      withVerifiedRelease(status.conditions, verdict, true),
+      status.conditions,
+    );
+    if (idle?.status === "True" && recorded) return undefined;
+    const next = withIdle(
       { booted: status.booted, rollback: status.rollback, hostHealth: healthy(status.booted) },
       "True",
       IdleReason.Idle,
     );
+    const kept = status.conditions?.filter((c) =>
+      c.type === NodeConditionType.Verified || c.type === UPDATED_CONDITION
+    ) ?? [];
+    return {
+      ...next,
+      conditions: withVerifiedRelease([...next.conditions, ...kept], verdict, true),
+    };
   }
   switch (idle?.status === "False" ? idle.reason : IdleReason.Idle) {
     case IdleReason.Staging:

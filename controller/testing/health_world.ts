@@ -18,6 +18,8 @@ import {
   findCondition,
   type Revision,
   setCondition,
+  verifiedRelease,
+  withVerifiedRelease,
 } from "../../lib/api/mod.ts";
 import { digestOfPullspec } from "../model/image_ref.ts";
 import { type Plan, type PlanInput, planPool } from "../planner/planner.ts";
@@ -195,7 +197,12 @@ export class World {
         case "patchBootcNode":
         case "patchBootcNodeStatus": {
           const bn = this.bns.get(a.node)!;
-          this.bns.set(a.node, mergePatch(bn, a.patch) as BootcNode);
+          const next = mergePatch(bn, a.patch) as BootcNode;
+          // As the API server does: a spec change is a new generation.
+          if (JSON.stringify(next.spec) !== JSON.stringify(bn.spec)) {
+            next.metadata.generation = (bn.metadata.generation ?? 1) + 1;
+          }
+          this.bns.set(a.node, next);
           break;
         }
         case "createBootcNode":
@@ -257,10 +264,13 @@ export class World {
       setIdle("True", "Idle");
       setDegraded();
     };
+    s.observedGeneration = bn.metadata.generation;
     if (is(s.booted)) {
       s.staged = undefined;
       setIdle("True", "Idle");
       setDegraded();
+      // The controller's verdict rides in its release; the daemon records it.
+      s.conditions = withVerifiedRelease(s.conditions, verifiedRelease(bn), true);
     } else if (idle?.reason === "Rebooting" && !s.staged && is(s.rollback)) {
       return next; // fell back: Degraded, nothing done until the spec changes
     } else if (is(s.rollback)) {

@@ -141,6 +141,16 @@ export const ANNOTATION_SPEC_SINCE = "bootc.dev/spec-since";
  * controller's spec, not on that edit.
  */
 export const ANNOTATION_SPEC_GENERATION = "bootc.dev/spec-generation";
+/**
+ * Annotation on a BootcNode, written by the controller in the write that releases a
+ * node's reboot slot after its update: the digest-pinned image it verified the node on.
+ * With {@linkcode ANNOTATION_VERIFIED_AT}, the daemon turns it into the `Verified` and
+ * `Updated` conditions when it acknowledges the release (`lib/api/verified.ts`), so the
+ * release costs no status write of the controller's own.
+ */
+export const ANNOTATION_VERIFIED_FOR = "bootc.dev/verified-for";
+/** Annotation on a BootcNode: RFC 3339 time of the release {@linkcode ANNOTATION_VERIFIED_FOR} tells of. */
+export const ANNOTATION_VERIFIED_AT = "bootc.dev/verified-at";
 
 /**
  * Annotation on a BootcNode (written by the controller under `onFailure: RollbackNode`):

@@ -14,4 +14,5 @@ export * from "./budget.ts";
 export * from "./ownership.ts";
 export * from "./node_state.ts";
 export * from "./pool_state.ts";
+export * from "./verified.ts";
 export { bootcDisruptionBudgetCrd, bootcNodeCrd, bootcNodePoolCrd, toOpenApi } from "./crd.ts";

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import type { IEvent as CoreEvent } from "kubernetes-models/v1/Event";
 import type { INode } from "kubernetes-models/v1/Node";
-import { findCondition } from "../../lib/api/mod.ts";
+import { type BootcNode, findCondition } from "../../lib/api/mod.ts";
 import { waitSlots } from "./slots.ts";
 import { Resources } from "../../lib/kube/mod.ts";
 import { startStack } from "../harness/stack.ts";
@@ -51,6 +51,17 @@ Deno.test("rollouts: full, rollback, pause/resume, rollover, soft reboot", async
       assert.equal(findCondition(pool.status?.conditions, "UpToDate")?.reason, "AllUpdated");
       await assertInvariants(stack, nodes);
       assert.ok(stack.tracker.maxDisrupted <= 2);
+      // The controller's verdict rode in each release and the daemon recorded it.
+      await waitFor(async () => {
+        const bns = await stack.cp.client.resource<BootcNode>(Resources.bootcNodes).list();
+        return nodes.every((name) => {
+          const c = bns.items.find((b) => b.metadata.name === name)?.status?.conditions;
+          const verified = findCondition(c, "Verified");
+          return verified?.status === "True" && verified.reason === "ChecksPassed" &&
+            verified.message.includes(v2.digest) &&
+            findCondition(c, "Updated")?.status === "True";
+        });
+      }, { timeoutMs: 30_000, message: "Verified and Updated recorded on every BootcNode" });
       const writes = await stack.apiWrites();
       const harnessWrites = stack.fleet.nodeWrites - nodeWritesBefore;
       const perNode = (writes.total - harnessWrites - writesBefore.total) / 5;

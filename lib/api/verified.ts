@@ -1,0 +1,118 @@
+/**
+ * The controller's verdict on an updated node, told to the daemon.
+ *
+ * After a node rebooted into its target and passed its health checks, the
+ * controller releases its slot: the BootcNode's reboot request is revoked
+ * (`desiredImageState: Staged`), which the daemon acknowledges with a status
+ * write of its own. The controller's `Verified` and `Updated` conditions ride
+ * in that acknowledgement instead of costing a status write of the controller's
+ * (one API write fewer per node): the release write carries the verdict as two
+ * annotations ({@linkcode verifiedReleasePatch}), and the daemon sets the
+ * conditions from them ({@linkcode withVerifiedRelease}) only while they are the
+ * controller's last word on that spec ({@linkcode verifiedRelease}).
+ *
+ * Both writers build the conditions here, so their texts cannot drift.
+ *
+ * @module
+ */
+import {
+  ANNOTATION_SPEC_GENERATION,
+  ANNOTATION_VERIFIED_AT,
+  ANNOTATION_VERIFIED_FOR,
+  NodeConditionType,
+  VerifiedReason,
+} from "./constants.ts";
+import { type ConditionInput, findCondition, setCondition } from "./conditions.ts";
+import { shortReference } from "./display.ts";
+import type { Condition } from "./schema.ts";
+
+/** Type of the condition the controller sets once a node's update is complete. */
+export const UPDATED_CONDITION = "Updated";
+
+/** Verified=True on `image`: every health check passed after the reboot. */
+export function verifiedCondition(image: string): ConditionInput {
+  return {
+    type: NodeConditionType.Verified,
+    status: "True",
+    reason: VerifiedReason.ChecksPassed,
+    message: `verified ${image}: running it, Ready and healthy after the reboot`,
+  };
+}
+
+/** Updated=True on `image`: verified, and its reboot slot released. */
+export function updatedCondition(image: string): ConditionInput {
+  return {
+    type: UPDATED_CONDITION,
+    status: "True",
+    reason: "UpdateComplete",
+    message: `runs ${shortReference(image)}; slot released`,
+  };
+}
+
+/** True when `conditions` say the node was verified on `image` (Verified=True naming it). */
+export function verifiedOn(conditions: readonly Condition[] | undefined, image: string): boolean {
+  const cond = findCondition(conditions, NodeConditionType.Verified);
+  return cond?.status === "True" && cond.message.includes(image);
+}
+
+/**
+ * `conditions` with the node verified on `image` (kept if it already was, with its
+ * time) and, when `updated`, its update complete, both transitioning at `at`.
+ */
+export function withVerified(
+  conditions: readonly Condition[] | undefined,
+  image: string,
+  updated: boolean,
+  at: Date,
+): Condition[] | undefined {
+  let out = conditions as Condition[] | undefined;
+  if (!verifiedOn(out, image)) out = setCondition(out, verifiedCondition(image), at);
+  if (updated) out = setCondition(out, updatedCondition(image), at);
+  return out;
+}
+
+/** The annotations of the release write that tell the daemon the verdict on `image`. */
+export function verifiedReleasePatch(image: string, at: Date): Record<string, string> {
+  return {
+    [ANNOTATION_VERIFIED_FOR]: image,
+    [ANNOTATION_VERIFIED_AT]: at.toISOString().replace(/\.\d{3}Z$/, "Z"),
+  };
+}
+
+/** What {@linkcode verifiedRelease} reads of a BootcNode. */
+export interface VerifiedReleaseSource {
+  metadata?: { generation?: number; annotations?: Readonly<Record<string, string>> };
+  spec?: { desiredImage?: string; desiredImageState?: string };
+}
+
+/**
+ * The controller's verdict a BootcNode carries: the image and release time, only
+ * while it is the controller's last word on this spec (its spec change produced
+ * the current generation, so no later edit or retarget came after it), for the
+ * spec's image, with no reboot requested. Undefined otherwise, or when garbled.
+ */
+export function verifiedRelease(
+  bn: VerifiedReleaseSource,
+): { image: string; at: Date } | undefined {
+  const annotations = bn.metadata?.annotations;
+  const image = annotations?.[ANNOTATION_VERIFIED_FOR];
+  const at = Date.parse(annotations?.[ANNOTATION_VERIFIED_AT] ?? "");
+  if (!image || !Number.isFinite(at) || image !== bn.spec?.desiredImage) return undefined;
+  if (bn.spec?.desiredImageState === "Booted") return undefined;
+  const written = annotations?.[ANNOTATION_SPEC_GENERATION];
+  if (written === undefined || written !== String(bn.metadata?.generation)) return undefined;
+  return { image, at: new Date(at) };
+}
+
+/**
+ * The daemon's part: `conditions` with the verdict of `release` set, when the host
+ * boots that image (`bootsImage`); else unchanged.
+ */
+export function withVerifiedRelease(
+  conditions: readonly Condition[] | undefined,
+  release: { image: string; at: Date } | undefined,
+  bootsImage: boolean,
+): Condition[] | undefined {
+  if (!release || !bootsImage) return conditions as Condition[] | undefined;
+  return withVerified(conditions, release.image, true, release.at);
+}

@@ -1,0 +1,55 @@
+import assert from "node:assert/strict";
+import { findCondition } from "./conditions.ts";
+import {
+  verifiedCondition,
+  verifiedRelease,
+  verifiedReleasePatch,
+  withVerified,
+  withVerifiedRelease,
+} from "./verified.ts";
+
+const IMAGE = "registry.example/os@sha256:" + "b".repeat(64);
+const AT = new Date("2026-05-01T10:00:00Z");
+
+/** A BootcNode as the release write leaves it (generation 4). */
+function released(extra: Record<string, string> = {}) {
+  return {
+    metadata: {
+      generation: 4,
+      annotations: {
+        ...verifiedReleasePatch(IMAGE, AT),
+        "bootc.dev/spec-generation": "4",
+        ...extra,
+      },
+    },
+    spec: { desiredImage: IMAGE, desiredImageState: "Staged" },
+  };
+}
+
+Deno.test("verifiedRelease: the release's verdict, only while it is the controller's last word", () => {
+  assert.deepEqual(verifiedRelease(released()), { image: IMAGE, at: AT });
+  const stale = released();
+  stale.metadata.generation = 5; // someone changed the spec after the release
+  assert.equal(verifiedRelease(stale), undefined);
+  const booted = released();
+  booted.spec.desiredImageState = "Booted";
+  assert.equal(verifiedRelease(booted), undefined);
+  const other = released();
+  other.spec.desiredImage = IMAGE.replace(/b+$/, "c".repeat(64));
+  assert.equal(verifiedRelease(other), undefined);
+  assert.equal(verifiedRelease(released({ "bootc.dev/verified-at": "later" })), undefined);
+  assert.equal(verifiedRelease(released({ "bootc.dev/spec-generation": "x" })), undefined);
+  assert.equal(verifiedRelease({ metadata: { generation: 4 }, spec: released().spec }), undefined);
+});
+
+Deno.test("withVerified keeps an earlier Verified time; the release sets Updated at its time", () => {
+  const soaked = withVerified(undefined, IMAGE, false, new Date("2026-05-01T09:00:00Z"));
+  assert.equal(findCondition(soaked, "Updated"), undefined);
+  const out = withVerifiedRelease(soaked, { image: IMAGE, at: AT }, true)!;
+  assert.equal(findCondition(out, "Verified")?.lastTransitionTime, "2026-05-01T09:00:00Z");
+  assert.equal(findCondition(out, "Verified")?.message, verifiedCondition(IMAGE).message);
+  assert.equal(findCondition(out, "Updated")?.status, "True");
+  assert.equal(findCondition(out, "Updated")?.lastTransitionTime, "2026-05-01T10:00:00Z");
+  // Not booted on it: nothing recorded.
+  assert.equal(withVerifiedRelease(soaked, { image: IMAGE, at: AT }, false), soaked);
+});
