@@ -433,7 +433,7 @@ export class PoolReconciler {
       return;
     }
     const t0 = performance.now();
-    const plan = await this.#plan(pool);
+    const { plan, failedReads } = await this.#plan(pool);
     const tPlanned = performance.now();
     let tApplied = tPlanned, tStatus = tPlanned, tEvents = tPlanned;
     const hookPhases = this.#hooks.phases(pool, plan, () => this.#view());
@@ -445,8 +445,9 @@ export class PoolReconciler {
     let failed: unknown;
     // Nodes whose planned writes did not all happen: what the plan says of them did not either.
     const unapplied = new Set<string>();
-    // Evictions that failed (not by a budget): said like failed writes, the rest goes on.
-    const failedEvictions: FailedEviction[] = [];
+    // Evictions that failed (not by a budget), and pod lists that failed (those nodes wait
+    // with their pods unknown): said like failed writes, the rest goes on.
+    const failedEvictions: FailedEviction[] = [...failedReads];
     let evictionsFailing = false;
     try {
       const refusals = await runStages(
@@ -544,6 +545,10 @@ export class PoolReconciler {
       return;
     }
     this.#requeue(name, plan, refused);
+    // A node whose pods could not be listed waits on no event: its pods are asked for again.
+    if (failedReads.length > 0) {
+      this.#queue?.addAfter(name, this.#plannerOptions.drainPollMs ?? 5_000);
+    }
   }
 
   /**
@@ -593,8 +598,12 @@ export class PoolReconciler {
     );
   }
 
-  /** Gathers the planner's inputs from the caches and the pollers, and plans the pool. */
-  async #plan(pool: BootcNodePool): Promise<Plan> {
+  /**
+   * Gathers the planner's inputs from the caches and the pollers, and plans the pool. A
+   * node whose pods cannot be listed is planned with its pods unknown (it waits, judged
+   * once they are known) and its failure returned, so the rest of the pool goes on.
+   */
+  async #plan(pool: BootcNodePool): Promise<{ plan: Plan; failedReads: FailedEviction[] }> {
     const now = this.#clock.now();
     const secret = await this.#sources.pullSecret(pool);
     // A channel pool plans with the version its channel chose as its ref.
@@ -616,9 +625,12 @@ export class PoolReconciler {
       options: this.#plannerOptions,
     };
     const plan = planPool({ ...baseInput, podsByNode: new Map(), podsListed: new Set() });
-    if (plan.needPods.length === 0) return plan;
-    const podsByNode = await this.#listPods(plan.needPods);
-    return planPool({ ...baseInput, podsByNode, podsListed: new Set(podsByNode.keys()) });
+    if (plan.needPods.length === 0) return { plan, failedReads: [] };
+    const { pods, failed } = await this.#listPods(plan.needPods);
+    return {
+      plan: planPool({ ...baseInput, podsByNode: pods, podsListed: new Set(pods.keys()) }),
+      failedReads: failed,
+    };
   }
 
   /** Every pool with its members (BootcNode ownership), as the cluster budgets read them. */
@@ -644,14 +656,22 @@ export class PoolReconciler {
     });
   }
 
-  async #listPods(nodes: readonly string[]): Promise<Map<string, PodSummary[]>> {
+  async #listPods(
+    nodes: readonly string[],
+  ): Promise<{ pods: Map<string, PodSummary[]>; failed: FailedEviction[] }> {
     const pods = this.#client.resource<PodLike>(Resources.pods);
     const out = new Map<string, PodSummary[]>();
+    const failed: FailedEviction[] = [];
     await Promise.all(nodes.map(async (n) => {
-      const list = await pods.list({ fieldSelector: `spec.nodeName=${n}` });
-      out.set(n, list.items.map((p) => summarizePod(p, { ownPod: this.#ownPod })));
+      try {
+        const list = await pods.list({ fieldSelector: `spec.nodeName=${n}` });
+        out.set(n, list.items.map((p) => summarizePod(p, { ownPod: this.#ownPod })));
+      } catch (e) {
+        const why = e instanceof Error ? e.message : String(e);
+        failed.push({ node: n, error: new Error(`listing the pods of node ${n} failed: ${why}`) });
+      }
     }));
-    return out;
+    return { pods: out, failed };
   }
 
   /** Hands back nodes still carrying the record of a pool that no longer exists. */

@@ -4,8 +4,9 @@
  * `Degraded=True/WritesFailing` and that headline, naming the error and the nodes
  * left as they were. When a plan's writes failed, on the status as last written
  * (the plan's tells of writes that did not happen); when only evictions failed
- * (forbidden, refused by an admission policy: the rest of the plan is written), on
- * the plan's. A pool already Degraded for another reason keeps that reason and
+ * (forbidden, refused by an admission policy: the rest of the plan is written) or a
+ * node's pods could not be listed (that node waits with its pods unknown), on the
+ * plan's. A pool already Degraded for another reason keeps that reason and
  * headline (what gates and other pools act on), its message saying the writes fail
  * too. The next plan whose writes succeed writes its own status, which drops it. The
  * streak is this leader's memory: after a restart or a change of leader it starts

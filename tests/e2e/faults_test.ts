@@ -375,6 +375,63 @@ Deno.test("faults: controller killed in every phase, daemon killed, API server r
         await liftPolicy(stack, "deny-evictions", v6.digest, nodes);
       },
     );
+
+    await step(
+      t,
+      "pods the controller may not list: the node waits, WritesFailed, then WritesFailing; the drain finishes once allowed",
+      async () => {
+        const v7 = await stack.registry.pushImage({
+          repository: "bootc/os",
+          tag: "v7",
+          version: "7.0",
+        });
+        const rebootsBefore = new Map(nodes.map((n) => [n, stack.fleet.nodes.get(n)!.reboots]));
+        const got = await stack.cp.kubectl([
+          "get",
+          "clusterrole",
+          "bootc-operator-controller",
+          "-o",
+          "json",
+        ]);
+        assert.equal(got.code, 0, got.stderr);
+        const role = JSON.parse(got.stdout);
+        delete role.metadata.resourceVersion;
+        const allowed = JSON.stringify(role);
+        for (const rule of role.rules as { resources?: string[]; verbs: string[] }[]) {
+          if (rule.resources?.includes("pods")) rule.verbs = rule.verbs.filter((v) => v !== "list");
+        }
+        const applyRole = async (json: string) => {
+          const applied = await stack.cp.kubectl(["apply", "-f", "-"], { stdin: json });
+          assert.equal(applied.code, 0, applied.stderr);
+        };
+        await applyRole(JSON.stringify(role));
+        try {
+          await new Promise((r) => setTimeout(r, 2_000));
+          await patchPoolSpec(stack, "faults", { image: { ref: `${repository}@${v7.digest}` } });
+          const refused = await waitFor(async () => {
+            const events = await eventsAbout(stack, "faults", "WritesFailed");
+            return events.find((e) => e.message?.includes("listing the pods of node"));
+          }, { timeoutMs: 120_000, message: "a WritesFailed event naming the failed pod list" });
+          assert.match(refused.message ?? "", /nodes left as they were: faults-\d/);
+          assert.match(refused.message ?? "", /forbidden/);
+          const failing = await waitWritesFailing(stack);
+          assert.match(failing.degraded.message ?? "", /listing the pods of node faults-\d failed/);
+          // The node waits with its pods unknown: not rebooted, nothing else broken.
+          assert.deepEqual(stack.tracker.violations, []);
+          const held = refused.message!.match(/faults-\d/)![0];
+          assert.equal(stack.fleet.nodes.get(held)!.reboots, rebootsBefore.get(held));
+        } finally {
+          await applyRole(allowed);
+        }
+        await waitConverged(stack, "faults", v7.digest, 4, 180_000);
+        const after = await getPool(stack, "faults");
+        assert.notEqual(
+          after.status?.conditions?.find((c) => c.type === "Degraded")?.reason,
+          "WritesFailing",
+        );
+        await assertInvariants(stack, nodes);
+      },
+    );
   } catch (error) {
     console.error(`stack logs kept in ${stack.logDir}`);
     await stack.stop({ keepLogs: true });
