@@ -1955,4 +1955,24 @@ Deno.test("decide: the controller's verdict in the release is recorded in the ac
     assert.notEqual(condition(o.status, "Updated")?.status, "True", name);
     assert.notEqual(condition(o.status, "Verified")?.status, "True", name);
   }
+  // A time later than now (a hand edit): ignored.
+  const future = decide(input({
+    ...base,
+    annotations: { ...released, [ANNOTATION_VERIFIED_AT]: "2099-01-01T00:00:00Z" },
+  }));
+  assert.notEqual(condition(future.status, "Updated")?.status, "True");
+
+  // Only in the write that acknowledges the release: the controller revised its verdict
+  // since (Verified=False: the node turned unhealthy while its Node release failed).
+  const revised: BootcNodeStatus = {
+    ...out.status,
+    conditions: out.status.conditions!.map((c) =>
+      c.type === "Verified"
+        ? { ...c, status: "False", reason: "CheckFailed", message: "Host: app.service failed" }
+        : c
+    ),
+  };
+  const later = decide(input({ ...base, status: revised, now: new Date(NOW.getTime() + 60_000) }));
+  assert.equal(condition(later.status, "Verified")?.status, "False");
+  assert.equal(later.changed, false, "nothing written back");
 });

@@ -247,6 +247,23 @@ Deno.test("minReadySeconds counts from the Verified transition, not from Node Re
       assert.equal(events(plan, "NodeUpdated").length, 1);
     }
   }
+  // A Verified=True from before this slot (an earlier update of the same image) or from
+  // the future (a hand edit) does not count: the soak starts now.
+  for (const verifiedAt of ["2026-01-01T00:00:00Z", "2099-01-01T00:00:00Z"]) {
+    const plan = planPool(input(p, {
+      nodes,
+      bootcNodes: [rebootedInto("Healthy", { verifiedAt })],
+      now: "2026-01-01T01:01:00Z",
+    }));
+    assert.deepEqual(withWhy(plan, "release slot"), [], verifiedAt);
+    const fresh = ofKind(plan, "patchBootcNodeStatus").find((a) => a.why === "verified");
+    const c = findCondition(
+      (fresh?.patch.status as { conditions: Condition[] }).conditions,
+      "Verified",
+    );
+    assert.equal(c?.lastTransitionTime, "2026-01-01T01:01:00Z", verifiedAt);
+    assert.equal(plan.requeueAfterMs, 60_000, verifiedAt);
+  }
   // A Verified=True left over from another image does not count.
   const stale = rebootedInto("Healthy", { verifiedAt: "2025-12-01T00:00:00Z" });
   stale.status!.conditions!.find((x) => x.type === "Verified")!.message = `verified ${A}`;

@@ -520,7 +520,8 @@ function healthPhase(
 /** Verified: released once it has been verified and Ready for `minReadySeconds`. */
 function passedPhase(f: NodeFacts, env: InFlightEnv): NodeOutcome & { done?: boolean } {
   const { bn, name, desired } = f;
-  const verifiedAt = verifiedSince(bn, desired.image) ?? env.now;
+  const window = verifiedWindow(f, env.now);
+  const verifiedAt = verifiedSince(bn, desired.image, window) ?? env.now;
   const soakMs = env.minReadyMs - (env.now.getTime() - verifiedAt.getTime());
   const readyOk = f.readyMs >= env.minReadyMs;
   if (soakMs <= 0 && readyOk) {
@@ -531,7 +532,9 @@ function passedPhase(f: NodeFacts, env: InFlightEnv): NodeOutcome & { done?: boo
       done: true,
       released: true,
       out: mergeOutputs([
-        daemonRecords ? NO_OUTPUT : verifiedOutput(bn, name, desired.image, true, env.now),
+        daemonRecords
+          ? NO_OUTPUT
+          : verifiedOutput(bn, name, desired.image, true, env.now, window),
         releaseOutput(f.node, bn, f.slotAt, env.now, daemonRecords ? desired.image : undefined),
         stepOutput({
           events: [nodeObjectEvent(
@@ -547,9 +550,9 @@ function passedPhase(f: NodeFacts, env: InFlightEnv): NodeOutcome & { done?: boo
   }
   return {
     out: mergeOutputs([
-      verifiedSince(bn, desired.image)
+      verifiedSince(bn, desired.image, window)
         ? NO_OUTPUT
-        : verifiedOutput(bn, name, desired.image, false, env.now),
+        : verifiedOutput(bn, name, desired.image, false, env.now, window),
       stepOutput({ wake: Math.max(soakMs, env.minReadyMs - f.readyMs, 1) }),
     ]),
   };
@@ -1055,22 +1058,48 @@ function verifiedFalse(
   });
 }
 
-/** When the node was verified on `image` (the Verified condition, if it says so). */
-function verifiedSince(bn: BootcNode, image: string): Date | undefined {
-  if (!verifiedOn(bn.status?.conditions, image)) return undefined;
-  const cond = findCondition(bn.status?.conditions, NodeConditionType.Verified);
-  return parseTime(cond?.lastTransitionTime);
+/** When a Verified condition may date from to count for this slot's soak. */
+interface VerifiedWindow {
+  /** The slot's time: a verification before it was of an earlier update. */
+  from?: Date;
+  /** Later than this (and a minute) is a hand edit. */
+  now: Date;
 }
 
-/** The node recorded verified on `image` (and, when `updated`, its update complete). */
+function verifiedWindow(f: NodeFacts, now: Date): VerifiedWindow {
+  const slotAt = parseTime(f.record.slotAt);
+  return { from: slotAt && slotAt.getTime() <= now.getTime() ? slotAt : undefined, now };
+}
+
+/**
+ * When the node was verified on `image` in this slot (the Verified condition, if it
+ * says so and dates from within `window`: an older or forged time never shortens,
+ * or holds forever, the soak of `minReadySeconds`).
+ */
+function verifiedSince(bn: BootcNode, image: string, window: VerifiedWindow): Date | undefined {
+  if (!verifiedOn(bn.status?.conditions, image)) return undefined;
+  const cond = findCondition(bn.status?.conditions, NodeConditionType.Verified);
+  const at = parseTime(cond?.lastTransitionTime);
+  if (!at || (window.from && at.getTime() < window.from.getTime())) return undefined;
+  return at.getTime() > window.now.getTime() + 60_000 ? undefined : at;
+}
+
+/**
+ * The node recorded verified on `image` (and, when `updated`, its update complete);
+ * a Verified outside `window` is replaced (its time starts now).
+ */
 function verifiedOutput(
   bn: BootcNode,
   name: string,
   image: string,
   updated: boolean,
   now: Date,
+  window: VerifiedWindow,
 ): StepOutput {
-  const conditions = withVerified(bn.status?.conditions, image, updated, now);
+  const current = bn.status?.conditions;
+  const stale = verifiedOn(current, image) && !verifiedSince(bn, image, window);
+  const base = stale ? current?.filter((c) => c.type !== NodeConditionType.Verified) : current;
+  const conditions = withVerified(base, image, updated, now);
   if (conditionsEqual(conditions, bn.status?.conditions)) return NO_OUTPUT;
   return stepOutput({
     actions: [{

@@ -9,6 +9,10 @@
  * behind keeps its clock: a change made meanwhile never restarts it, so a dead
  * daemon is reported however often its spec changes.
  *
+ * A spec change other than a release carrying its verdict removes the last
+ * release's verdict (`bootc.dev/verified-for`/`-at`, lib/api/verified.ts) in the
+ * same write, so it can never come back to life on a later spec.
+ *
  * Every spec change also records the generation it produces
  * (`bootc.dev/spec-generation`): a spec someone else wrote after it (a hand edit
  * the plan reverts) is not held against a daemon that had reported on the
@@ -22,6 +26,8 @@
 import {
   ANNOTATION_SPEC_GENERATION,
   ANNOTATION_SPEC_SINCE,
+  ANNOTATION_VERIFIED_AT,
+  ANNOTATION_VERIFIED_FOR,
   type BootcNode,
   daemonBehindController,
 } from "../../lib/api/mod.ts";
@@ -59,6 +65,13 @@ export function stampSpecChanges(
       ...(metadata.annotations as MergePatch | undefined),
       [ANNOTATION_SPEC_GENERATION]: String((bn.metadata.generation ?? 0) + k),
     };
+    // A release's verdict holds only while the release is the last spec change: any other
+    // takes it away in its own write (lib/api/verified.ts).
+    if (typeof annotations[ANNOTATION_VERIFIED_FOR] !== "string") {
+      for (const key of [ANNOTATION_VERIFIED_FOR, ANNOTATION_VERIFIED_AT]) {
+        if (bn.metadata.annotations?.[key] !== undefined) annotations[key] = null;
+      }
+    }
     if (!daemonBehindController(bn)) annotations[ANNOTATION_SPEC_SINCE] = formatTime(now);
     return { ...a, patch: { ...a.patch, metadata: { ...metadata, annotations } } };
   });

@@ -2,6 +2,8 @@ import assert from "node:assert/strict";
 import {
   ANNOTATION_SPEC_GENERATION,
   ANNOTATION_SPEC_SINCE,
+  ANNOTATION_VERIFIED_AT,
+  ANNOTATION_VERIFIED_FOR,
   type BootcNode,
 } from "../../lib/api/mod.ts";
 import type { Action } from "./plan.ts";
@@ -110,4 +112,46 @@ Deno.test("stampSpecChanges: two spec changes of one node in a plan record the g
       .metadata.annotations[ANNOTATION_SPEC_GENERATION]
   );
   assert.deepEqual(generations, ["8", "9"]);
+});
+
+Deno.test("stampSpecChanges: a spec change other than a release takes the last release's verdict away", () => {
+  const bn = at("a", 4, 4);
+  bn.metadata.annotations = {
+    ...bn.metadata.annotations,
+    [ANNOTATION_VERIFIED_FOR]: "registry.example/os@sha256:" + "b".repeat(64),
+    [ANNOTATION_VERIFIED_AT]: "2026-01-01T00:30:00Z",
+  };
+  const retarget: Action = {
+    kind: "patchBootcNode",
+    node: "a",
+    patch: { spec: { desiredImage: "registry.example/os@sha256:" + "c".repeat(64) } },
+    why: "sync spec",
+  };
+  const annotations = (a: Action) =>
+    (a as unknown as { patch: { metadata: { annotations: Record<string, unknown> } } }).patch
+      .metadata
+      .annotations;
+  const [out] = stampSpecChanges([retarget], NOW, new Map([["a", bn]]));
+  assert.equal(annotations(out)[ANNOTATION_VERIFIED_FOR], null);
+  assert.equal(annotations(out)[ANNOTATION_VERIFIED_AT], null);
+  assert.equal(annotations(out)[ANNOTATION_SPEC_GENERATION], "5");
+  // A release carrying a new verdict keeps it (stamped with the generation it produces).
+  const booted = at("a", 4, 4);
+  const release: Action = {
+    kind: "patchBootcNode",
+    node: "a",
+    patch: {
+      spec: { desiredImageState: "Staged" },
+      metadata: {
+        annotations: { [ANNOTATION_VERIFIED_FOR]: "img", [ANNOTATION_VERIFIED_AT]: "t" },
+      },
+    },
+    why: "release slot",
+  };
+  const [kept] = stampSpecChanges([release], NOW, new Map([["a", booted]]));
+  assert.equal(annotations(kept)[ANNOTATION_VERIFIED_FOR], "img");
+  assert.equal(annotations(kept)[ANNOTATION_SPEC_GENERATION], "5");
+  // No verdict on the object: nothing to take away.
+  const [plain] = stampSpecChanges([retarget], NOW, new Map([["a", at("a", 4, 4)]]));
+  assert.equal(ANNOTATION_VERIFIED_FOR in annotations(plain), false);
 });

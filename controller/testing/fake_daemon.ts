@@ -12,7 +12,6 @@ import {
   type BootcNode,
   type BootcNodeStatus,
   type Condition,
-  conditionsEqual,
   findCondition,
   IdleReason,
   NodeConditionType,
@@ -77,6 +76,25 @@ function healthy(booted: { imageDigest?: string }) {
 }
 
 /**
+ * True when the controller's verdict riding in `bn`'s release (lib/api/verified.ts) is
+ * not recorded yet: a fake daemon's stand-in for "this write acknowledges the release"
+ * (recorded once; a verdict the controller revised since is never written back).
+ */
+export function verdictDue(bn: BootcNode): boolean {
+  const verdict = verifiedRelease(bn);
+  if (!verdict) return false;
+  const at = verdict.at.toISOString().replace(/\.\d{3}Z$/, "Z");
+  return findCondition(bn.status?.conditions, UPDATED_CONDITION)?.lastTransitionTime !== at;
+}
+
+/** `conditions` with `bn`'s verdict recorded when it is due (an older Updated replaced). */
+export function recordVerdict(conditions: Condition[], bn: BootcNode): Condition[] {
+  if (!verdictDue(bn)) return conditions;
+  const fresh = conditions.filter((c) => c.type !== UPDATED_CONDITION);
+  return withVerifiedRelease(fresh, verifiedRelease(bn), true) ?? fresh;
+}
+
+/**
  * The next status of `bn` (undefined: nothing to do). Pure, so the contract it
  * plays can be read in one place.
  */
@@ -96,13 +114,8 @@ export function nextStatus(
   const idle = findCondition(status.conditions, NodeConditionType.Idle);
   const onDesired = digestOfPullspec(status.booted.image) === digestOfPullspec(desired);
   if (onDesired) {
-    // The controller's verdict rides in its release: recorded as the real daemon does.
-    const verdict = verifiedRelease(bn);
-    const recorded = conditionsEqual(
-      withVerifiedRelease(status.conditions, verdict, true),
-      status.conditions,
-    );
-    if (idle?.status === "True" && recorded) return undefined;
+    const due = verdictDue(bn);
+    if (idle?.status === "True" && !due) return undefined;
     const next = withIdle(
       { booted: status.booted, rollback: status.rollback, hostHealth: healthy(status.booted) },
       "True",
@@ -111,10 +124,7 @@ export function nextStatus(
     const kept = status.conditions?.filter((c) =>
       c.type === NodeConditionType.Verified || c.type === UPDATED_CONDITION
     ) ?? [];
-    return {
-      ...next,
-      conditions: withVerifiedRelease([...next.conditions, ...kept], verdict, true),
-    };
+    return { ...next, conditions: recordVerdict([...next.conditions, ...kept], bn) };
   }
   switch (idle?.status === "False" ? idle.reason : IdleReason.Idle) {
     case IdleReason.Staging:

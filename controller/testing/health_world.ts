@@ -18,9 +18,8 @@ import {
   findCondition,
   type Revision,
   setCondition,
-  verifiedRelease,
-  withVerifiedRelease,
 } from "../../lib/api/mod.ts";
+import { recordVerdict } from "./fake_daemon.ts";
 import { digestOfPullspec } from "../model/image_ref.ts";
 import { type Plan, type PlanInput, planPool } from "../planner/planner.ts";
 import type { NodeSummary } from "../model/types.ts";
@@ -270,7 +269,7 @@ export class World {
       setIdle("True", "Idle");
       setDegraded();
       // The controller's verdict rides in its release; the daemon records it.
-      s.conditions = withVerifiedRelease(s.conditions, verifiedRelease(bn), true);
+      s.conditions = recordVerdict(s.conditions ?? [], bn);
     } else if (idle?.reason === "Rebooting" && !s.staged && is(s.rollback)) {
       return next; // fell back: Degraded, nothing done until the spec changes
     } else if (is(s.rollback)) {

@@ -85,19 +85,27 @@ export interface VerifiedReleaseSource {
   spec?: { desiredImage?: string; desiredImageState?: string };
 }
 
+/** A verdict time later than this past `now` is a hand edit, not the controller's. */
+const FUTURE_SLACK_MS = 60_000;
+
 /**
  * The controller's verdict a BootcNode carries: the image and release time, only
- * while it is the controller's last word on this spec (its spec change produced
- * the current generation, so no later edit or retarget came after it), for the
- * spec's image, with no reboot requested. Undefined otherwise, or when garbled.
+ * while the release is the controller's last spec change (its write stamped the
+ * current generation; every other spec change of the controller's removes the
+ * verdict in its own write, `controller/planner/spec_since.ts`, and a hand edit of
+ * the spec moves the generation past the stamp), for the spec's image, with no
+ * reboot requested. Undefined otherwise, or when garbled or later than `now`
+ * (and a minute).
  */
 export function verifiedRelease(
   bn: VerifiedReleaseSource,
+  now?: Date,
 ): { image: string; at: Date } | undefined {
   const annotations = bn.metadata?.annotations;
   const image = annotations?.[ANNOTATION_VERIFIED_FOR];
   const at = Date.parse(annotations?.[ANNOTATION_VERIFIED_AT] ?? "");
   if (!image || !Number.isFinite(at) || image !== bn.spec?.desiredImage) return undefined;
+  if (now && at > now.getTime() + FUTURE_SLACK_MS) return undefined;
   if (bn.spec?.desiredImageState === "Booted") return undefined;
   const written = annotations?.[ANNOTATION_SPEC_GENERATION];
   if (written === undefined || written !== String(bn.metadata?.generation)) return undefined;
@@ -105,8 +113,10 @@ export function verifiedRelease(
 }
 
 /**
- * The daemon's part: `conditions` with the verdict of `release` set, when the host
- * boots that image (`bootsImage`); else unchanged.
+ * The daemon's part, in the write that acknowledges the release: `conditions` with
+ * the verdict of `release` set, when the host boots that image (`bootsImage`); else
+ * unchanged. Only there: a verdict the controller revised since (Verified=False on a
+ * node whose Node release failed and that then turned unhealthy) is never written back.
  */
 export function withVerifiedRelease(
   conditions: readonly Condition[] | undefined,
