@@ -532,9 +532,7 @@ function passedPhase(f: NodeFacts, env: InFlightEnv): NodeOutcome & { done?: boo
       done: true,
       released: true,
       out: mergeOutputs([
-        daemonRecords
-          ? NO_OUTPUT
-          : verifiedOutput(bn, name, desired.image, true, env.now, window),
+        daemonRecords ? NO_OUTPUT : verifiedOutput(bn, name, desired.image, true, env.now, window),
         releaseOutput(f.node, bn, f.slotAt, env.now, daemonRecords ? desired.image : undefined),
         stepOutput({
           events: [nodeObjectEvent(
