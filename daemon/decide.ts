@@ -1201,20 +1201,16 @@ export function decide(input: DecideInput): Decision {
   status.autoUpdatesDisabled = input.autoUpdatesMasked;
   if (p.host && input.spec && input.owned && !p.keepPhases) {
     conditions = phaseConditions(conditions, input, p.host, p);
-    // The controller's verdict on the update rides in the release; recorded only in the write
-    // that acknowledges it (later, the controller may have revised it: never written back).
-    const acknowledges = input.generation !== undefined &&
-      previous.observedGeneration !== input.generation;
-    if (acknowledges) {
-      conditions = withVerifiedRelease(
-        conditions,
-        verifiedRelease({
-          metadata: { generation: input.generation, annotations: input.annotations },
-          spec: input.spec,
-        }, now),
-        entryProvides(p.host.status.booted, input.spec.desiredImage),
-      );
-    }
+    // The controller's verdict on the update rides in the release; recorded once, never
+    // over a verdict the controller revised since (lib/api/verified.ts).
+    conditions = withVerifiedRelease(
+      conditions,
+      verifiedRelease({
+        metadata: { generation: input.generation, annotations: input.annotations },
+        spec: input.spec,
+      }, now),
+      entryProvides(p.host.status.booted, input.spec.desiredImage),
+    );
   }
   const idleNow = findCondition(conditions, NodeConditionType.Idle)?.reason;
   const health = nextHostHealth(

@@ -1975,4 +1975,29 @@ Deno.test("decide: the controller's verdict in the release is recorded in the ac
   const later = decide(input({ ...base, status: revised, now: new Date(NOW.getTime() + 60_000) }));
   assert.equal(condition(later.status, "Verified")?.status, "False");
   assert.equal(later.changed, false, "nothing written back");
+
+  // Revised before this daemon acknowledged the release (it was down): the revision stands.
+  const failedFirst: BootcNodeStatus = {
+    ...base.status,
+    conditions: [
+      ...base.status.conditions!.filter((c) => c.type !== "Verified"),
+      {
+        type: "Verified",
+        status: "False",
+        reason: "CheckFailed",
+        message: "Host: app.service failed",
+        lastTransitionTime: "2026-05-01T09:59:50Z",
+      },
+    ],
+  };
+  const ack = decide(input({ ...base, status: failedFirst }));
+  assert.equal(condition(ack.status, "Verified")?.status, "False");
+  assert.notEqual(condition(ack.status, "Updated")?.status, "True");
+
+  // Acknowledged without it (an older daemon, or bootc status unreadable then): recorded
+  // by the next write that can, once.
+  const missed = decide(input({ ...base, status: { ...base.status, observedGeneration: 4 } }));
+  assert.equal(condition(missed.status, "Updated")?.status, "True");
+  assert.equal(condition(missed.status, "Updated")?.lastTransitionTime, "2026-05-01T09:59:30Z");
+  assert.equal(decide(input({ ...base, status: missed.status })).changed, false);
 });

@@ -51,6 +51,12 @@ export interface HealthInput {
   rebootRequestedAt?: Date;
   /** The node's pods; undefined when not listed (the pod check then asks for them). */
   pods?: readonly PodSummary[];
+  /**
+   * Why the node's pods could not be listed (lost permission, a server error): the
+   * pod check is unknown, not failed, however long it lasts (the shell says the
+   * failure); judging it would set off the pool's onFailure policy on a guess.
+   */
+  podsUnreadable?: string;
   query?: QueryVerdict;
   now: Date;
 }
@@ -121,7 +127,11 @@ export function evaluateHealth(input: HealthInput): HealthVerdict {
   if (health?.podSelector) {
     if (input.pods === undefined) {
       needPods = true;
-      checks.push({ name: "Pods", state: "pending", message: "pods not listed yet" });
+      checks.push({
+        name: "Pods",
+        state: "pending",
+        message: input.podsUnreadable ?? "pods not listed yet",
+      });
     } else {
       checks.push(podCheck(input.pods, health));
     }
@@ -140,11 +150,13 @@ export function evaluateHealth(input: HealthInput): HealthVerdict {
   // The clock starts when the node is back: Ready after the reboot request, else the
   // request (a node that never gets Ready is caught by the reboot timeout first).
   const deadline = new Date(start.getTime() + healthTimeoutMs(health));
-  if (node.ready && now.getTime() >= deadline.getTime()) {
+  // A check that could not be made is not one that failed to pass: it waits.
+  const judged = pending.filter((c) => !(c.name === "Pods" && input.podsUnreadable));
+  if (node.ready && now.getTime() >= deadline.getTime() && judged.length > 0) {
     return {
       state: "Failed",
       checks,
-      message: `${describe(node.name, pending)} within ${healthTimeoutMs(health) / 1000}s`,
+      message: `${describe(node.name, judged)} within ${healthTimeoutMs(health) / 1000}s`,
     };
   }
   return { state: "Checking", checks, deadline, needPods };

@@ -233,6 +233,30 @@ Deno.test("evaluateHealth: pods the pool selects on the node must be Ready", () 
   });
   assert.equal(late.state, "Failed");
   assert.match(late.state === "Failed" ? late.message : "", /Pods \(1 selected pod\(s\) not Ready/);
+  // Pods that cannot be listed (lost permission) are unknown, not failed, past the timeout.
+  const unreadable = "listing the pods of node n1 failed: pods is forbidden";
+  const blind = judge({
+    health: { ...health, timeoutSeconds: 60 },
+    pods: undefined,
+    podsUnreadable: unreadable,
+    now: at(600),
+  });
+  assert.equal(blind.state, "Checking");
+  if (blind.state === "Checking") {
+    assert.equal(blind.checks.find((x) => x.name === "Pods")?.message, unreadable);
+  }
+  // Another check pending past the timeout still fails, naming only that one.
+  const other = judge({
+    bn: back({ host: "Starting" }),
+    health: { ...health, timeoutSeconds: 60 },
+    pods: undefined,
+    podsUnreadable: unreadable,
+    now: at(60),
+  });
+  assert.equal(other.state, "Failed");
+  const message = other.state === "Failed" ? other.message : "";
+  assert.match(message, /HostHealthy/);
+  assert.doesNotMatch(message, /Pods/);
 });
 
 Deno.test("evaluateHealth: the Prometheus query must be empty for forSeconds", () => {

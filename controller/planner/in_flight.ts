@@ -484,6 +484,7 @@ function healthPhase(
     health: env.input.pool.spec.rollout?.health,
     rebootRequestedAt: f.drainedAt,
     pods: podsOf(env.input, f.name),
+    podsUnreadable: env.input.podsFailed?.get(f.name),
     query: env.input.healthQueries?.get(f.name),
     now: env.now,
   });

@@ -57,6 +57,11 @@ export interface PlanInput {
    * pods in {@linkcode Plan.needPods}. When unset, every node's pods are known.
    */
   podsListed?: ReadonlySet<string>;
+  /**
+   * Nodes whose pods could not be listed, with the error: they stay unknown, and a
+   * health check on them waits rather than fails (`evaluateHealth`'s `podsUnreadable`).
+   */
+  podsFailed?: ReadonlyMap<string, string>;
   pdbs: readonly PdbSummary[];
   /** The latest resolution of the pool's tag, if the shell has one. */
   resolution?: ResolutionMemo;

@@ -195,6 +195,8 @@ export class PoolReconciler {
   #budgetStatus: BudgetStatusSync;
   /** Per pool: since when its reconciles' writes have failed in a row (`writes_failing.ts`). */
   #failingSince = new Map<string, Date>();
+  /** Reconciles in a row, per pool, in which some node's pods could not be listed. */
+  #readFailures = new Map<string, number>();
   #queue?: WorkQueue<string>;
   /** Hook deliveries while leading (controller/hooks/). */
   #hooks: HookWiring;
@@ -288,6 +290,7 @@ export class PoolReconciler {
         this.#metrics?.forgetPool(name);
         this.#status.forget(name);
         this.#failingSince.delete(name);
+        this.#readFailures.delete(name);
         this.#hooks.forget(name);
       },
     });
@@ -545,10 +548,10 @@ export class PoolReconciler {
       return;
     }
     this.#requeue(name, plan, refused);
-    // A node whose pods could not be listed waits on no event: its pods are asked for again.
-    if (failedReads.length > 0) {
-      this.#queue?.addAfter(name, this.#plannerOptions.drainPollMs ?? 5_000);
-    }
+    // A node whose pods could not be listed waits on no event: its pods are asked for again,
+    // backing off while they keep failing.
+    if (failedReads.length > 0) this.#queue?.addAfter(name, this.#readRetryMs(name));
+    else this.#readFailures.delete(name);
   }
 
   /**
@@ -627,8 +630,14 @@ export class PoolReconciler {
     const plan = planPool({ ...baseInput, podsByNode: new Map(), podsListed: new Set() });
     if (plan.needPods.length === 0) return { plan, failedReads: [] };
     const { pods, failed } = await this.#listPods(plan.needPods);
+    const podsFailed = new Map(failed.map((f) => [f.node, (f.error as Error).message]));
     return {
-      plan: planPool({ ...baseInput, podsByNode: pods, podsListed: new Set(pods.keys()) }),
+      plan: planPool({
+        ...baseInput,
+        podsByNode: pods,
+        podsListed: new Set(pods.keys()),
+        podsFailed,
+      }),
       failedReads: failed,
     };
   }
@@ -715,6 +724,14 @@ export class PoolReconciler {
       nodes: this.nodes.store.list(),
       spec: this.pools.store.get(name)?.spec,
     });
+  }
+
+  /** The delay before the pods that could not be listed are asked for again. */
+  #readRetryMs(name: string): number {
+    const n = this.#readFailures.get(name) ?? 0;
+    this.#readFailures.set(name, n + 1);
+    const base = this.#plannerOptions.drainPollMs ?? 5_000;
+    return Math.min(base * 2 ** n, FAILED_RECONCILE_MAX_DELAY_MS);
   }
 
   #requeue(name: string, plan: Plan, refused: number) {

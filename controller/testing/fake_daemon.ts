@@ -16,6 +16,7 @@ import {
   IdleReason,
   NodeConditionType,
   UPDATED_CONDITION,
+  verdictDue,
   verifiedRelease,
   withVerifiedRelease,
 } from "../../lib/api/mod.ts";
@@ -75,23 +76,14 @@ function healthy(booted: { imageDigest?: string }) {
   };
 }
 
-/**
- * True when the controller's verdict riding in `bn`'s release (lib/api/verified.ts) is
- * not recorded yet: a fake daemon's stand-in for "this write acknowledges the release"
- * (recorded once; a verdict the controller revised since is never written back).
- */
-export function verdictDue(bn: BootcNode): boolean {
-  const verdict = verifiedRelease(bn);
-  if (!verdict) return false;
-  const at = verdict.at.toISOString().replace(/\.\d{3}Z$/, "Z");
-  return findCondition(bn.status?.conditions, UPDATED_CONDITION)?.lastTransitionTime !== at;
+/** True when `bn`'s release carries a verdict not recorded yet (lib/api/verified.ts). */
+function verdictDueOn(bn: BootcNode): boolean {
+  return verdictDue(bn.status?.conditions, verifiedRelease(bn));
 }
 
-/** `conditions` with `bn`'s verdict recorded when it is due (an older Updated replaced). */
+/** `conditions` with `bn`'s verdict recorded as the real daemon does. */
 export function recordVerdict(conditions: Condition[], bn: BootcNode): Condition[] {
-  if (!verdictDue(bn)) return conditions;
-  const fresh = conditions.filter((c) => c.type !== UPDATED_CONDITION);
-  return withVerifiedRelease(fresh, verifiedRelease(bn), true) ?? fresh;
+  return withVerifiedRelease(conditions, verifiedRelease(bn), true) ?? conditions;
 }
 
 /**
@@ -114,7 +106,7 @@ export function nextStatus(
   const idle = findCondition(status.conditions, NodeConditionType.Idle);
   const onDesired = digestOfPullspec(status.booted.image) === digestOfPullspec(desired);
   if (onDesired) {
-    const due = verdictDue(bn);
+    const due = verdictDueOn(bn);
     if (idle?.status === "True" && !due) return undefined;
     const next = withIdle(
       { booted: status.booted, rollback: status.rollback, hostHealth: healthy(status.booted) },

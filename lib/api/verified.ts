@@ -75,7 +75,7 @@ export function withVerified(
 export function verifiedReleasePatch(image: string, at: Date): Record<string, string> {
   return {
     [ANNOTATION_VERIFIED_FOR]: image,
-    [ANNOTATION_VERIFIED_AT]: at.toISOString().replace(/\.\d{3}Z$/, "Z"),
+    [ANNOTATION_VERIFIED_AT]: timeOf(at),
   };
 }
 
@@ -113,16 +113,43 @@ export function verifiedRelease(
 }
 
 /**
- * The daemon's part, in the write that acknowledges the release: `conditions` with
- * the verdict of `release` set, when the host boots that image (`bootsImage`); else
- * unchanged. Only there: a verdict the controller revised since (Verified=False on a
- * node whose Node release failed and that then turned unhealthy) is never written back.
+ * True when the verdict of `release` is not recorded in `conditions` yet (Updated
+ * True at its time) and the controller has not revised it since (a Verified
+ * written after the release, e.g. False on a node whose Node release failed and that
+ * then turned unhealthy, stands: a verdict is never written back over it).
+ */
+export function verdictDue(
+  conditions: readonly Condition[] | undefined,
+  release: { image: string; at: Date } | undefined,
+): boolean {
+  if (!release) return false;
+  const verified = findCondition(conditions, NodeConditionType.Verified);
+  const revised = Date.parse(verified?.lastTransitionTime ?? "");
+  if (Number.isFinite(revised) && revised > release.at.getTime()) return false;
+  const updated = findCondition(conditions, UPDATED_CONDITION);
+  return updated?.status !== "True" || updated.lastTransitionTime !== timeOf(release.at);
+}
+
+/**
+ * The daemon's part: `conditions` with the verdict of `release` recorded when it is
+ * due ({@linkcode verdictDue}) and the host boots that image (`bootsImage`); else
+ * unchanged. Recorded once, in whichever write first can (the acknowledgement of the
+ * release, or a later one when that one could not: an unreadable host, a daemon
+ * upgraded after the release).
  */
 export function withVerifiedRelease(
   conditions: readonly Condition[] | undefined,
   release: { image: string; at: Date } | undefined,
   bootsImage: boolean,
 ): Condition[] | undefined {
-  if (!release || !bootsImage) return conditions as Condition[] | undefined;
-  return withVerified(conditions, release.image, true, release.at);
+  if (!release || !bootsImage || !verdictDue(conditions, release)) {
+    return conditions as Condition[] | undefined;
+  }
+  // A stale Updated (another time) is replaced, so the record is at the release's time.
+  const fresh = conditions?.filter((c) => c.type !== UPDATED_CONDITION);
+  return withVerified(fresh, release.image, true, release.at);
+}
+
+function timeOf(at: Date): string {
+  return at.toISOString().replace(/\.\d{3}Z$/, "Z");
 }
