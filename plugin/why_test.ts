@@ -267,11 +267,23 @@ Deno.test("why: draining (naming the PDB the pool reports), drained, reboot refu
     state: "Booted",
     booted: NEW,
     idle: ["True", "Idle", 2],
-    conditions: [cond("Verified", "True", "ChecksPassed", `verified ${REPO}@${NEW}: …`)],
+    // Verified 5 s ago, in its slot (45 s old): soaking.
+    conditions: [cond("Verified", "True", "ChecksPassed", `verified ${REPO}@${NEW}: …`, 5)],
   });
   assert.match(
     why("n1", { bns: [verified], nodes: [drainedNode] }).headline,
     /back on the target image, Ready and verified; the slot is released once minReadySeconds/,
+  );
+  // A Verified from before this slot (an earlier update of the image) is not this soak's.
+  const earlier = bootcNode("n1", {
+    state: "Booted",
+    booted: NEW,
+    idle: ["True", "Idle", 2],
+    conditions: [cond("Verified", "True", "ChecksPassed", `verified ${REPO}@${NEW}: …`, 60)],
+  });
+  assert.match(
+    why("n1", { bns: [earlier], nodes: [drainedNode] }).headline,
+    /being verified \(health checks\)/,
   );
 });
 

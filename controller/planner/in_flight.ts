@@ -25,6 +25,8 @@ import {
   verifiedOn,
   VerifiedReason,
   verifiedReleasePatch,
+  verifiedSince,
+  type VerifiedWindow,
   withVerified,
 } from "../../lib/api/mod.ts";
 import {
@@ -522,7 +524,7 @@ function healthPhase(
 function passedPhase(f: NodeFacts, env: InFlightEnv): NodeOutcome & { done?: boolean } {
   const { bn, name, desired } = f;
   const window = verifiedWindow(f, env.now);
-  const verifiedAt = verifiedSince(bn, desired.image, window) ?? env.now;
+  const verifiedAt = verifiedInSlot(bn, desired.image, window) ?? env.now;
   const soakMs = env.minReadyMs - (env.now.getTime() - verifiedAt.getTime());
   const readyOk = f.readyMs >= env.minReadyMs;
   if (soakMs <= 0 && readyOk) {
@@ -549,7 +551,7 @@ function passedPhase(f: NodeFacts, env: InFlightEnv): NodeOutcome & { done?: boo
   }
   return {
     out: mergeOutputs([
-      verifiedSince(bn, desired.image, window)
+      verifiedInSlot(bn, desired.image, window)
         ? NO_OUTPUT
         : verifiedOutput(bn, name, desired.image, false, env.now, window),
       stepOutput({ wake: Math.max(soakMs, env.minReadyMs - f.readyMs, 1) }),
@@ -1057,30 +1059,14 @@ function verifiedFalse(
   });
 }
 
-/** When a Verified condition may date from to count for this slot's soak. */
-interface VerifiedWindow {
-  /** The slot's time: a verification before it was of an earlier update. */
-  from?: Date;
-  /** Later than this (and a minute) is a hand edit. */
-  now: Date;
-}
-
 function verifiedWindow(f: NodeFacts, now: Date): VerifiedWindow {
   const slotAt = parseTime(f.record.slotAt);
   return { from: slotAt && slotAt.getTime() <= now.getTime() ? slotAt : undefined, now };
 }
 
-/**
- * When the node was verified on `image` in this slot (the Verified condition, if it
- * says so and dates from within `window`: an older or forged time never shortens,
- * or holds forever, the soak of `minReadySeconds`).
- */
-function verifiedSince(bn: BootcNode, image: string, window: VerifiedWindow): Date | undefined {
-  if (!verifiedOn(bn.status?.conditions, image)) return undefined;
-  const cond = findCondition(bn.status?.conditions, NodeConditionType.Verified);
-  const at = parseTime(cond?.lastTransitionTime);
-  if (!at || (window.from && at.getTime() < window.from.getTime())) return undefined;
-  return at.getTime() > window.now.getTime() + 60_000 ? undefined : at;
+/** When the node was verified on `image` in this slot (lib/api/verified.ts). */
+function verifiedInSlot(bn: BootcNode, image: string, window: VerifiedWindow): Date | undefined {
+  return verifiedSince(bn.status?.conditions, image, window);
 }
 
 /**
@@ -1096,7 +1082,7 @@ function verifiedOutput(
   window: VerifiedWindow,
 ): StepOutput {
   const current = bn.status?.conditions;
-  const stale = verifiedOn(current, image) && !verifiedSince(bn, image, window);
+  const stale = verifiedOn(current, image) && !verifiedInSlot(bn, image, window);
   const base = stale ? current?.filter((c) => c.type !== NodeConditionType.Verified) : current;
   const conditions = withVerified(base, image, updated, now);
   if (conditionsEqual(conditions, bn.status?.conditions)) return NO_OUTPUT;

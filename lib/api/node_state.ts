@@ -41,6 +41,7 @@
 import { disruptionRecord, ownedByPool } from "./annotations.ts";
 import { findCondition } from "./conditions.ts";
 import { shortReference } from "./display.ts";
+import { verifiedSince } from "./verified.ts";
 import {
   ANNOTATION_FAILED_IMAGE,
   ANNOTATION_SPEC_GENERATION,
@@ -563,8 +564,10 @@ function verifyingStep(f: Facts): Step {
       "the Node to become Ready",
     );
   }
-  const verified = findCondition(conditions, NodeConditionType.Verified);
-  if (verified?.status === "True" && verified.message.includes(f.bn.spec.desiredImage)) {
+  // Verified in this slot (the planner's soak reads the same).
+  const slotAt = Date.parse(f.record.slotAt ?? "");
+  const from = Number.isFinite(slotAt) ? new Date(slotAt) : undefined;
+  if (verifiedSince(conditions, f.bn.spec.desiredImage, { from })) {
     return step(
       NodeState.Verifying,
       NodeStateReason.Soaking,

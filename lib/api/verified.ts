@@ -29,6 +29,9 @@ import type { Condition } from "./schema.ts";
 /** Type of the condition the controller sets once a node's update is complete. */
 export const UPDATED_CONDITION = "Updated";
 
+/** A verdict or Verified time later than this past now is a hand edit, not the controller's. */
+const FUTURE_SLACK_MS = 60_000;
+
 /** Verified=True on `image`: every health check passed after the reboot. */
 export function verifiedCondition(image: string): ConditionInput {
   return {
@@ -53,6 +56,31 @@ export function updatedCondition(image: string): ConditionInput {
 export function verifiedOn(conditions: readonly Condition[] | undefined, image: string): boolean {
   const cond = findCondition(conditions, NodeConditionType.Verified);
   return cond?.status === "True" && cond.message.includes(image);
+}
+
+/** When a Verified condition may date from to count for a node's soak in its slot. */
+export interface VerifiedWindow {
+  /** The slot's time: a verification before it was of an earlier update. */
+  from?: Date;
+  /** Later than this (and a minute) is a hand edit; unset: not checked. */
+  now?: Date;
+}
+
+/**
+ * When the node was verified on `image` within `window` (the Verified condition, if
+ * it says so and dates from then: an older or forged time never shortens, or holds
+ * forever, the soak of `minReadySeconds`). The planner's soak and the node's
+ * classification (Soaking) both read it.
+ */
+export function verifiedSince(
+  conditions: readonly Condition[] | undefined,
+  image: string,
+  window: VerifiedWindow,
+): Date | undefined {
+  if (!verifiedOn(conditions, image)) return undefined;
+  const at = Date.parse(findCondition(conditions, NodeConditionType.Verified)!.lastTransitionTime);
+  if (!Number.isFinite(at) || (window.from && at < window.from.getTime())) return undefined;
+  return window.now && at > window.now.getTime() + FUTURE_SLACK_MS ? undefined : new Date(at);
 }
 
 /**
@@ -84,9 +112,6 @@ export interface VerifiedReleaseSource {
   metadata?: { generation?: number; annotations?: Readonly<Record<string, string>> };
   spec?: { desiredImage?: string; desiredImageState?: string };
 }
-
-/** A verdict time later than this past `now` is a hand edit, not the controller's. */
-const FUTURE_SLACK_MS = 60_000;
 
 /**
  * The controller's verdict a BootcNode carries: the image and release time, only
