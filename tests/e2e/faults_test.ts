@@ -416,10 +416,13 @@ Deno.test("faults: controller killed in every phase, daemon killed, API server r
           assert.match(refused.message ?? "", /forbidden/);
           const failing = await waitWritesFailing(stack);
           assert.match(failing.degraded.message ?? "", /listing the pods of node faults-\d failed/);
-          // The node waits with its pods unknown: not rebooted, nothing else broken.
+          // Its pods unknown, no node is granted a slot, drained or rebooted on a guess.
           assert.deepEqual(stack.tracker.violations, []);
-          const held = refused.message!.match(/faults-\d/)![0];
-          assert.equal(stack.fleet.nodes.get(held)!.reboots, rebootsBefore.get(held));
+          for (const n of nodes) {
+            assert.equal(stack.fleet.nodes.get(n)!.reboots, rebootsBefore.get(n), n);
+            const node = await stack.cp.client.resource<INode>(Resources.nodes).get(n);
+            assert.equal(node.metadata?.annotations?.["bootc.dev/in-reboot-slot"], undefined, n);
+          }
         } finally {
           await applyRole(allowed);
         }
