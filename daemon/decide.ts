@@ -151,6 +151,7 @@ import { cordonedMessage } from "../lib/api/drain_conditions.ts";
 import {
   type ConditionInput,
   conditionsEqual,
+  conditionTime,
   findCondition,
   setCondition,
 } from "../lib/api/conditions.ts";
@@ -301,8 +302,7 @@ export const PHASE_CONDITIONS: readonly string[] = [
 /** The controller's conditions reset when desiredImage changes, with their reset status. */
 const RESET_ON_TARGET_CHANGE: readonly [string, "Unknown" | "False"][] = [
   [NodeConditionType.Verified, "Unknown"],
-  // Not a constant (yet): reset only when the controller writes it.
-  ["Updated", "False"],
+  [NodeConditionType.Updated, "False"],
 ];
 
 /** The phase condition `type` in `conditions` if it is about `image` (else undefined). */
@@ -812,11 +812,6 @@ function defaultRebootAllowed(input: DecideInput): ConditionInput | undefined {
   };
 }
 
-/** Formats a time the way conditions carry it (RFC 3339, seconds). */
-function rfc3339(at: Date): string {
-  return at.toISOString().replace(/\.\d{3}Z$/, "Z");
-}
-
 /** An annotation's RFC 3339 time, or `fallback` when it does not parse. */
 function annotationTime(value: string | undefined, fallback: Date): Date {
   const t = value === undefined ? NaN : Date.parse(value);
@@ -1056,7 +1051,7 @@ export function nextHostHealth(
   if (same) return { hostHealth: last, changed: false };
   const hostHealth: HostHealth = {
     ...(bootedDigest !== undefined ? { bootedDigest } : {}),
-    checkedAt: rfc3339(check.at),
+    checkedAt: conditionTime(check.at),
     state: check.state,
     ...(check.failedUnits.length > 0 ? { failedUnits: [...check.failedUnits] } : {}),
     message: check.message,

@@ -225,7 +225,7 @@ export function rolloutStart(pool: BootcNodePool): Date | undefined {
  */
 export function completionTime(bn: BootcNode): Date | undefined {
   const conditions = bn.status?.conditions;
-  const updated = findCondition(conditions, "Updated");
+  const updated = findCondition(conditions, NodeConditionType.Updated);
   if (updated?.status === "True") return parseTime(updated.lastTransitionTime);
   const idle = findCondition(conditions, NodeConditionType.Idle);
   return idle?.status === "True" ? parseTime(idle.lastTransitionTime) : undefined;

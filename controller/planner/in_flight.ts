@@ -524,7 +524,7 @@ function healthPhase(
 function passedPhase(f: NodeFacts, env: InFlightEnv): NodeOutcome & { done?: boolean } {
   const { bn, name, desired } = f;
   const window = verifiedWindow(f, env.now);
-  const verifiedAt = verifiedInSlot(bn, desired.image, window) ?? env.now;
+  const verifiedAt = verifiedSince(bn.status?.conditions, desired.image, window) ?? env.now;
   const soakMs = env.minReadyMs - (env.now.getTime() - verifiedAt.getTime());
   const readyOk = f.readyMs >= env.minReadyMs;
   if (soakMs <= 0 && readyOk) {
@@ -551,7 +551,7 @@ function passedPhase(f: NodeFacts, env: InFlightEnv): NodeOutcome & { done?: boo
   }
   return {
     out: mergeOutputs([
-      verifiedInSlot(bn, desired.image, window)
+      verifiedSince(bn.status?.conditions, desired.image, window)
         ? NO_OUTPUT
         : verifiedOutput(bn, name, desired.image, false, env.now, window),
       stepOutput({ wake: Math.max(soakMs, env.minReadyMs - f.readyMs, 1) }),
@@ -1064,11 +1064,6 @@ function verifiedWindow(f: NodeFacts, now: Date): VerifiedWindow {
   return { from: slotAt && slotAt.getTime() <= now.getTime() ? slotAt : undefined, now };
 }
 
-/** When the node was verified on `image` in this slot (lib/api/verified.ts). */
-function verifiedInSlot(bn: BootcNode, image: string, window: VerifiedWindow): Date | undefined {
-  return verifiedSince(bn.status?.conditions, image, window);
-}
-
 /**
  * The node recorded verified on `image` (and, when `updated`, its update complete);
  * a Verified outside `window` is replaced (its time starts now).
@@ -1082,7 +1077,7 @@ function verifiedOutput(
   window: VerifiedWindow,
 ): StepOutput {
   const current = bn.status?.conditions;
-  const stale = verifiedOn(current, image) && !verifiedInSlot(bn, image, window);
+  const stale = verifiedOn(current, image) && !verifiedSince(current, image, window);
   const base = stale ? current?.filter((c) => c.type !== NodeConditionType.Verified) : current;
   const conditions = withVerified(base, image, updated, now);
   if (conditionsEqual(conditions, bn.status?.conditions)) return NO_OUTPUT;

@@ -15,7 +15,6 @@ import {
   findCondition,
   IdleReason,
   NodeConditionType,
-  UPDATED_CONDITION,
   verdictDue,
   verifiedRelease,
   withVerifiedRelease,
@@ -76,11 +75,6 @@ function healthy(booted: { imageDigest?: string }) {
   };
 }
 
-/** True when `bn`'s release carries a verdict not recorded yet (lib/api/verified.ts). */
-function verdictDueOn(bn: BootcNode): boolean {
-  return verdictDue(bn.status?.conditions, verifiedRelease(bn));
-}
-
 /** `conditions` with `bn`'s verdict recorded as the real daemon does. */
 export function recordVerdict(conditions: Condition[], bn: BootcNode): Condition[] {
   return withVerifiedRelease(conditions, verifiedRelease(bn), true) ?? conditions;
@@ -106,7 +100,8 @@ export function nextStatus(
   const idle = findCondition(status.conditions, NodeConditionType.Idle);
   const onDesired = digestOfPullspec(status.booted.image) === digestOfPullspec(desired);
   if (onDesired) {
-    const due = verdictDueOn(bn);
+    // A verdict riding in the release not recorded yet (lib/api/verified.ts).
+    const due = verdictDue(status.conditions, verifiedRelease(bn));
     if (idle?.status === "True" && !due) return undefined;
     const next = withIdle(
       { booted: status.booted, rollback: status.rollback, hostHealth: healthy(status.booted) },
@@ -114,7 +109,7 @@ export function nextStatus(
       IdleReason.Idle,
     );
     const kept = status.conditions?.filter((c) =>
-      c.type === NodeConditionType.Verified || c.type === UPDATED_CONDITION
+      c.type === NodeConditionType.Verified || c.type === NodeConditionType.Updated
     ) ?? [];
     return { ...next, conditions: recordVerdict([...next.conditions, ...kept], bn) };
   }

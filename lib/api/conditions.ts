@@ -21,6 +21,11 @@ export function isConditionTrue(
   return findCondition(conditions, type)?.status === "True";
 }
 
+/** A time as conditions and the operator's annotations carry it: RFC 3339, whole seconds. */
+export function conditionTime(at: Date): string {
+  return at.toISOString().replace(/\.\d{3}Z$/, "Z");
+}
+
 /** A condition to set: `lastTransitionTime` is filled in by {@linkcode setCondition}. */
 export type ConditionInput = Omit<Condition, "lastTransitionTime">;
 
@@ -38,7 +43,7 @@ export function setCondition(
   const previous = index >= 0 ? list[index] : undefined;
   const lastTransitionTime = previous && previous.status === input.status
     ? previous.lastTransitionTime
-    : now.toISOString().replace(/\.\d{3}Z$/, "Z");
+    : conditionTime(now);
   const next: Condition = { ...input, lastTransitionTime };
   if (index >= 0) list[index] = next;
   else list.push(next);

@@ -224,6 +224,12 @@ export const NodeConditionType = {
    * {@linkcode VerifiedReason}).
    */
   Verified: "Verified",
+  /**
+   * Written by the controller, or by the daemon on its word (`lib/api/verified.ts`): True
+   * once the node runs its target, verified, and its reboot slot was released; reset to
+   * False when the target changes.
+   */
+  Updated: "Updated",
   /** Written by the daemon: True once the desired image is staged (or booted, or the rollback). */
   ImageStaged: "ImageStaged",
   /**

@@ -7,9 +7,10 @@
  * write of its own. The controller's `Verified` and `Updated` conditions ride
  * in that acknowledgement instead of costing a status write of the controller's
  * (one API write fewer per node): the release write carries the verdict as two
- * annotations ({@linkcode verifiedReleasePatch}), and the daemon sets the
- * conditions from them ({@linkcode withVerifiedRelease}) only while they are the
- * controller's last word on that spec ({@linkcode verifiedRelease}).
+ * annotations ({@linkcode verifiedReleasePatch}), and the daemon records the
+ * conditions from them once ({@linkcode withVerifiedRelease}), only while they are
+ * the controller's last word on that spec ({@linkcode verifiedRelease}) and never
+ * over a verdict the controller revised since ({@linkcode verdictDue}).
  *
  * Both writers build the conditions here, so their texts cannot drift.
  *
@@ -22,12 +23,9 @@ import {
   NodeConditionType,
   VerifiedReason,
 } from "./constants.ts";
-import { type ConditionInput, findCondition, setCondition } from "./conditions.ts";
+import { type ConditionInput, conditionTime, findCondition, setCondition } from "./conditions.ts";
 import { shortReference } from "./display.ts";
 import type { Condition } from "./schema.ts";
-
-/** Type of the condition the controller sets once a node's update is complete. */
-export const UPDATED_CONDITION = "Updated";
 
 /** A verdict or Verified time later than this past now is a hand edit, not the controller's. */
 const FUTURE_SLACK_MS = 60_000;
@@ -45,7 +43,7 @@ export function verifiedCondition(image: string): ConditionInput {
 /** Updated=True on `image`: verified, and its reboot slot released. */
 export function updatedCondition(image: string): ConditionInput {
   return {
-    type: UPDATED_CONDITION,
+    type: NodeConditionType.Updated,
     status: "True",
     reason: "UpdateComplete",
     message: `runs ${shortReference(image)}; slot released`,
@@ -103,7 +101,7 @@ export function withVerified(
 export function verifiedReleasePatch(image: string, at: Date): Record<string, string> {
   return {
     [ANNOTATION_VERIFIED_FOR]: image,
-    [ANNOTATION_VERIFIED_AT]: timeOf(at),
+    [ANNOTATION_VERIFIED_AT]: conditionTime(at),
   };
 }
 
@@ -151,8 +149,8 @@ export function verdictDue(
   const verified = findCondition(conditions, NodeConditionType.Verified);
   const revised = Date.parse(verified?.lastTransitionTime ?? "");
   if (Number.isFinite(revised) && revised > release.at.getTime()) return false;
-  const updated = findCondition(conditions, UPDATED_CONDITION);
-  return updated?.status !== "True" || updated.lastTransitionTime !== timeOf(release.at);
+  const updated = findCondition(conditions, NodeConditionType.Updated);
+  return updated?.status !== "True" || updated.lastTransitionTime !== conditionTime(release.at);
 }
 
 /**
@@ -171,10 +169,6 @@ export function withVerifiedRelease(
     return conditions as Condition[] | undefined;
   }
   // A stale Updated (another time) is replaced, so the record is at the release's time.
-  const fresh = conditions?.filter((c) => c.type !== UPDATED_CONDITION);
+  const fresh = conditions?.filter((c) => c.type !== NodeConditionType.Updated);
   return withVerified(fresh, release.image, true, release.at);
-}
-
-function timeOf(at: Date): string {
-  return at.toISOString().replace(/\.\d{3}Z$/, "Z");
 }
