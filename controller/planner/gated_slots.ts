@@ -54,7 +54,7 @@ export interface GatedSlotsInput {
   /** What step 3 found (read-only): slots in use, unhealthy slot nodes, drains. */
   inFlight: Pick<
     InFlightResult,
-    "inUse" | "unhealthy" | "drainingNodes" | "drainingDemand" | "released"
+    "inUse" | "unhealthy" | "drainingNodes" | "drainingDemand" | "drainingUnknown" | "released"
   >;
   /** Nodes leaving the pool that still count as disrupted. */
   releasing: readonly string[];
@@ -268,6 +268,7 @@ function grantThroughGates(
     inUse,
     drainingNodes: inFlight.drainingNodes,
     drainingDemand: inFlight.drainingDemand,
+    drainingUnknown: inFlight.drainingUnknown,
   }, (m, granted) => {
     const one = composeGates(GATES, {
       ...gateInput,

@@ -29,6 +29,7 @@ function scene(opts: { maxUnavailable?: number; paused?: boolean; disrupted?: st
     unhealthy: [] as string[],
     drainingNodes: 0,
     drainingDemand: new Map<string, number>(),
+    drainingUnknown: 0,
     released: [] as string[],
   };
   return { input: i, inFlight, members };

@@ -97,6 +97,8 @@ export interface InFlightResult {
   degradedMessages: readonly string[];
   /** Disruptions each PDB must absorb from drains in flight. */
   drainingDemand: ReadonlyMap<string, number>;
+  /** Drains in flight whose pods are unknown: their demand on any PDB may be anything. */
+  drainingUnknown: number;
   /** Nodes that failed their health checks after rebooting (the failure policy acts on them). */
   failures: readonly HealthFailure[];
   /** Nodes still being checked after their reboot, with what they wait for. */
@@ -121,6 +123,8 @@ interface NodeOutcome {
   released?: boolean;
   /** Draining, or its pods are unknown. */
   draining?: boolean;
+  /** Draining with its pods unknown (not listed, or the list failed). */
+  podsUnknown?: boolean;
   /** The pods its drain evicts (their PDBs must absorb them). */
   demand?: readonly PodSummary[];
   unhealthy?: readonly string[];
@@ -269,6 +273,7 @@ function reduceOutcomes(
 ): InFlightResult {
   let inUse = 0;
   let drainingNodes = 0;
+  let drainingUnknown = 0;
   let drainingDemand = new Map<string, number>();
   const stuck = new Set<string>();
   const stalled = new Map<string, StallFinding>();
@@ -276,6 +281,7 @@ function reduceOutcomes(
   for (const o of outcomes) {
     if (o.counted && !o.released) inUse++;
     if (o.draining) drainingNodes++;
+    if (o.podsUnknown) drainingUnknown++;
     if (o.demand) drainingDemand = addDemand(drainingDemand, o.demand, pdbs, ctx);
     if (o.out) outs.push(o.out);
   }
@@ -291,6 +297,7 @@ function reduceOutcomes(
     stalled,
     degradedMessages: outcomes.flatMap((o) => o.degraded ?? []),
     drainingDemand,
+    drainingUnknown,
     failures: outcomes.flatMap((o) => o.failures ?? []),
     verifying: outcomes.flatMap((o) => o.verifying ?? []),
     released: outcomes.flatMap((o) => o.released && o.name !== undefined ? [o.name] : []),
@@ -305,6 +312,7 @@ function combine(name: string, ...parts: NodeOutcome[]): NodeOutcome {
     out: mergeOutputs(parts.map((p) => p.out ?? NO_OUTPUT)),
     released: parts.some((p) => p.released),
     draining: parts.some((p) => p.draining),
+    podsUnknown: parts.some((p) => p.podsUnknown),
     demand: parts.find((p) => p.demand)?.demand,
     unhealthy: parts.flatMap((p) => p.unhealthy ?? []),
     stuck: parts.some((p) => p.stuck),
@@ -671,7 +679,6 @@ type PassOutcome = NodeOutcome & {
   drainedAt?: Date;
   drainTimedOut: boolean;
   rebootTimedOut: boolean;
-  podsUnknown?: boolean;
 };
 
 /**

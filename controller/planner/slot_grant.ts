@@ -57,6 +57,8 @@ export interface GrantBase {
   drainingNodes: number;
   /** Disruptions each PDB must absorb from the drains in flight. */
   drainingDemand: ReadonlyMap<string, number>;
+  /** Drains in flight whose pods are unknown (their demand could be on any PDB). */
+  drainingUnknown: number;
 }
 
 /** What {@linkcode grantSlots} did: the grants in order, and why each other candidate it saw waits. */
@@ -91,7 +93,11 @@ export function grantSlots(
   const held = new Map<string, string>();
   const needPods: string[] = [];
   const grants: StepOutput[] = [];
-  let drains = { nodes: base.drainingNodes, demand: base.drainingDemand };
+  let drains = {
+    nodes: base.drainingNodes,
+    demand: base.drainingDemand,
+    unknown: base.drainingUnknown,
+  };
   let unknown = podBudget;
   for (const c of candidates) {
     const name = c.node.name;
@@ -101,6 +107,12 @@ export function grantSlots(
       continue;
     }
     const pods = podsOf(input, name);
+    if (!pods && input.podsFailed?.has(name)) {
+      // Its list failed: asked for again, without holding back the candidates after it.
+      needPods.push(name);
+      held.set(name, QueueWait.PodList);
+      continue;
+    }
     if (!pods) {
       if (unknown-- <= 0) break;
       needPods.push(name);
@@ -122,7 +134,11 @@ export function grantSlots(
       continue;
     }
     granted.push(name);
-    drains = { nodes: drains.nodes + 1, demand: addDemand(drains.demand, pods, input.pdbs, drain) };
+    drains = {
+      nodes: drains.nodes + 1,
+      demand: addDemand(drains.demand, pods, input.pdbs, drain),
+      unknown: drains.unknown,
+    };
     grants.push(grantOutput(input, c, pods, base.inUse + granted.length));
   }
   const notes = [
@@ -144,9 +160,10 @@ export function grantSlots(
  * on together with the drains in flight, so that the drains could deadlock.
  * Empty while no drain runs: one blocked node may go then, as it cannot
  * deadlock with anyone and its drain timeout reports the budget that blocks it.
+ * While a drain's pods are unknown, every PDB `pods` would wait on counts.
  */
 function deadlockingPdbs(
-  drains: { nodes: number; demand: ReadonlyMap<string, number> },
+  drains: { nodes: number; demand: ReadonlyMap<string, number>; unknown: number },
   pods: readonly PodSummary[],
   pdbs: readonly PdbSummary[],
   drain: DrainContext,
@@ -154,7 +171,7 @@ function deadlockingPdbs(
   if (drains.nodes === 0) return [];
   const demand = pdbDemand(pods, pdbs, drain);
   return [...demand].filter(([key, n]) =>
-    n + (drains.demand.get(key) ?? 0) > allowedDisruptions(pdbs, key)
+    drains.unknown > 0 || n + (drains.demand.get(key) ?? 0) > allowedDisruptions(pdbs, key)
   ).map(([key]) => key);
 }
 

@@ -59,6 +59,8 @@ interface WriteContext {
 export interface FailedEviction {
   node: string;
   error: unknown;
+  /** A read the plan needed (the node's pod list), not a write. */
+  read?: boolean;
 }
 
 /** How often a conditional Node write is retried on conflicts its precondition survives. */

@@ -119,22 +119,23 @@ export function writesFailedEvent(
   error: unknown,
   nodes: ReadonlySet<string>,
   retryWithinMs: number,
+  options: { read?: boolean } = {},
 ): PlannedEvent | undefined {
   if (isConflict(error)) return undefined;
   const names = [...nodes].sort();
   const which = names.length === 0
     ? ""
-    : ` (nodes left as they were: ${names.slice(0, 5).join(", ")}${
-      names.length > 5 ? ` and ${names.length - 5} more` : ""
-    })`;
+    : ` (${options.read ? "nodes waiting, their pods unknown" : "nodes left as they were"}: ${
+      names.slice(0, 5).join(", ")
+    }${names.length > 5 ? ` and ${names.length - 5} more` : ""})`;
   const why = error instanceof Error ? error.message : String(error);
+  const what = options.read
+    ? "a read this pool's plan needs failed, asked again"
+    : "a write of this pool's plan failed, tried again";
   return {
     regarding: { kind: "BootcNodePool", name: pool },
     type: "Warning",
     reason: "WritesFailed",
-    message: `a write of this pool's plan failed, tried again within ${
-      retryWithinMs / 1000
-    } s${which}: ${why}`
-      .slice(0, 1024),
+    message: `${what} within ${retryWithinMs / 1000} s${which}: ${why}`.slice(0, 1024),
   };
 }

@@ -142,6 +142,22 @@ Deno.test("writesFailedEvent: a Warning on the pool with the error and the nodes
   );
 });
 
+Deno.test("writesFailedEvent: a failed read is worded as a read, the nodes as waiting (review 17 L4)", () => {
+  const e = writesFailedEvent(
+    "p",
+    new Error("listing the pods of node n1 failed: forbidden"),
+    new Set(["n1"]),
+    5_000,
+    { read: true },
+  )!;
+  assert.equal(e.reason, "WritesFailed");
+  assert.equal(
+    e.message,
+    "a read this pool's plan needs failed, asked again within 5 s (nodes waiting, their pods " +
+      "unknown: n1): listing the pods of node n1 failed: forbidden",
+  );
+});
+
 Deno.test("withoutEventsAbout: a part of the status not written is told of by no event", () => {
   const events: PlannedEvent[] = [
     { ...poolEvent("p", "Normal", "Recovered", "healthy again"), ofStatus: "Degraded" },

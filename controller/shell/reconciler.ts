@@ -197,6 +197,8 @@ export class PoolReconciler {
   #failingSince = new Map<string, Date>();
   /** Reconciles in a row, per pool, in which some node's pods could not be listed. */
   #readFailures = new Map<string, number>();
+  /** Nodes whose last pod list failed, with the error (by node: lists are per node). */
+  #podListFailures = new Map<string, string>();
   #queue?: WorkQueue<string>;
   /** Hook deliveries while leading (controller/hooks/). */
   #hooks: HookWiring;
@@ -437,6 +439,9 @@ export class PoolReconciler {
     }
     const t0 = performance.now();
     const { plan, failedReads } = await this.#plan(pool);
+    // A node whose pods could not be listed waits on no event: its pods are asked for again,
+    // backing off while they keep failing.
+    const readRetryMs = failedReads.length > 0 ? this.#readRetryMs(name) : undefined;
     const tPlanned = performance.now();
     let tApplied = tPlanned, tStatus = tPlanned, tEvents = tPlanned;
     const hookPhases = this.#hooks.phases(pool, plan, () => this.#view());
@@ -517,8 +522,13 @@ export class PoolReconciler {
         }
       } else if (failed === undefined && !stale && failedEvictions.length > 0) {
         const nodes = new Set(failedEvictions.map((f) => f.node));
-        const retry = plan.requeueAfterMs ?? FAILED_RECONCILE_MAX_DELAY_MS;
-        const said = writesFailedEvent(name, failedEvictions[0].error, nodes, retry);
+        const retry = Math.min(
+          plan.requeueAfterMs ?? FAILED_RECONCILE_MAX_DELAY_MS,
+          readRetryMs ?? FAILED_RECONCILE_MAX_DELAY_MS,
+        );
+        const said = writesFailedEvent(name, failedEvictions[0].error, nodes, retry, {
+          read: failedEvictions.every((f) => f.read),
+        });
         if (said) events.push(said);
       } else if (failed === undefined && !stale) {
         this.#failingSince.delete(name);
@@ -548,9 +558,7 @@ export class PoolReconciler {
       return;
     }
     this.#requeue(name, plan, refused);
-    // A node whose pods could not be listed waits on no event: its pods are asked for again,
-    // backing off while they keep failing.
-    if (failedReads.length > 0) this.#queue?.addAfter(name, this.#readRetryMs(name));
+    if (readRetryMs !== undefined) this.#queue?.addAfter(name, readRetryMs);
     else this.#readFailures.delete(name);
   }
 
@@ -627,10 +635,19 @@ export class PoolReconciler {
       now,
       options: this.#plannerOptions,
     };
-    const plan = planPool({ ...baseInput, podsByNode: new Map(), podsListed: new Set() });
+    // The lists that failed last time: those candidates are asked for again without
+    // holding back the ones after them (`grantSlots`).
+    const plan = planPool({
+      ...baseInput,
+      podsByNode: new Map(),
+      podsListed: new Set(),
+      podsFailed: this.#podListFailures,
+    });
     if (plan.needPods.length === 0) return { plan, failedReads: [] };
     const { pods, failed } = await this.#listPods(plan.needPods);
     const podsFailed = new Map(failed.map((f) => [f.node, (f.error as Error).message]));
+    for (const n of pods.keys()) this.#podListFailures.delete(n);
+    for (const [n, why] of podsFailed) this.#podListFailures.set(n, why);
     return {
       plan: planPool({
         ...baseInput,
@@ -677,7 +694,8 @@ export class PoolReconciler {
         out.set(n, list.items.map((p) => summarizePod(p, { ownPod: this.#ownPod })));
       } catch (e) {
         const why = e instanceof Error ? e.message : String(e);
-        failed.push({ node: n, error: new Error(`listing the pods of node ${n} failed: ${why}`) });
+        const error = new Error(`listing the pods of node ${n} failed: ${why}`);
+        failed.push({ node: n, error, read: true });
       }
     }));
     return { pods: out, failed };
