@@ -9,6 +9,7 @@ import {
   ANNOTATION_SPEC_SINCE,
   ANNOTATION_VERIFIED_AT,
   ANNOTATION_VERIFIED_FOR,
+  ANNOTATION_VERIFIED_GENERATION,
   ANNOTATION_WAS_CORDONED,
   type BootcNode,
   type BootcNodePoolStatus,
@@ -531,6 +532,8 @@ for (const c of releaseCases) {
             // when it acknowledges the revoke (no status write of the controller's).
             [ANNOTATION_VERIFIED_FOR]: image("b"),
             [ANNOTATION_VERIFIED_AT]: NOW,
+            // Its generation: no later spec change, by any writer, brings it back.
+            [ANNOTATION_VERIFIED_GENERATION]: "4",
           },
         },
         spec: { desiredImageState: "Staged" },

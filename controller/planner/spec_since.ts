@@ -28,6 +28,7 @@ import {
   ANNOTATION_SPEC_SINCE,
   ANNOTATION_VERIFIED_AT,
   ANNOTATION_VERIFIED_FOR,
+  ANNOTATION_VERIFIED_GENERATION,
   type BootcNode,
   daemonBehindController,
 } from "../../lib/api/mod.ts";
@@ -61,14 +62,22 @@ export function stampSpecChanges(
     const k = (changes.get(a.node) ?? 0) + 1;
     changes.set(a.node, k);
     const metadata = (a.patch.metadata ?? {}) as MergePatch;
+    const generation = String((bn.metadata.generation ?? 0) + k);
     const annotations: MergePatch = {
       ...(metadata.annotations as MergePatch | undefined),
-      [ANNOTATION_SPEC_GENERATION]: String((bn.metadata.generation ?? 0) + k),
+      [ANNOTATION_SPEC_GENERATION]: generation,
     };
-    // A release's verdict holds only while the release is the last spec change: any other
-    // takes it away in its own write (lib/api/verified.ts).
-    if (typeof annotations[ANNOTATION_VERIFIED_FOR] !== "string") {
-      for (const key of [ANNOTATION_VERIFIED_FOR, ANNOTATION_VERIFIED_AT]) {
+    // A release's verdict holds only while the release is the last spec change
+    // (lib/api/verified.ts): it names its generation, and any other change takes it away.
+    if (typeof annotations[ANNOTATION_VERIFIED_FOR] === "string") {
+      annotations[ANNOTATION_VERIFIED_GENERATION] = generation;
+    } else {
+      const keys = [
+        ANNOTATION_VERIFIED_FOR,
+        ANNOTATION_VERIFIED_AT,
+        ANNOTATION_VERIFIED_GENERATION,
+      ];
+      for (const key of keys) {
         if (bn.metadata.annotations?.[key] !== undefined) annotations[key] = null;
       }
     }

@@ -4,6 +4,7 @@ import {
   ANNOTATION_SPEC_SINCE,
   ANNOTATION_VERIFIED_AT,
   ANNOTATION_VERIFIED_FOR,
+  ANNOTATION_VERIFIED_GENERATION,
   type BootcNode,
 } from "../../lib/api/mod.ts";
 import type { Action } from "./plan.ts";
@@ -120,6 +121,7 @@ Deno.test("stampSpecChanges: a spec change other than a release takes the last r
     ...bn.metadata.annotations,
     [ANNOTATION_VERIFIED_FOR]: "registry.example/os@sha256:" + "b".repeat(64),
     [ANNOTATION_VERIFIED_AT]: "2026-01-01T00:30:00Z",
+    [ANNOTATION_VERIFIED_GENERATION]: "4",
   };
   const retarget: Action = {
     kind: "patchBootcNode",
@@ -134,6 +136,7 @@ Deno.test("stampSpecChanges: a spec change other than a release takes the last r
   const [out] = stampSpecChanges([retarget], NOW, new Map([["a", bn]]));
   assert.equal(annotations(out)[ANNOTATION_VERIFIED_FOR], null);
   assert.equal(annotations(out)[ANNOTATION_VERIFIED_AT], null);
+  assert.equal(annotations(out)[ANNOTATION_VERIFIED_GENERATION], null);
   assert.equal(annotations(out)[ANNOTATION_SPEC_GENERATION], "5");
   // A release carrying a new verdict keeps it (stamped with the generation it produces).
   const booted = at("a", 4, 4);
@@ -151,6 +154,11 @@ Deno.test("stampSpecChanges: a spec change other than a release takes the last r
   const [kept] = stampSpecChanges([release], NOW, new Map([["a", booted]]));
   assert.equal(annotations(kept)[ANNOTATION_VERIFIED_FOR], "img");
   assert.equal(annotations(kept)[ANNOTATION_SPEC_GENERATION], "5");
+  assert.equal(
+    annotations(kept)[ANNOTATION_VERIFIED_GENERATION],
+    "5",
+    "the verdict's own generation",
+  );
   // No verdict on the object: nothing to take away.
   const [plain] = stampSpecChanges([retarget], NOW, new Map([["a", at("a", 4, 4)]]));
   assert.equal(ANNOTATION_VERIFIED_FOR in annotations(plain), false);

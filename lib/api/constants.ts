@@ -151,6 +151,13 @@ export const ANNOTATION_SPEC_GENERATION = "bootc.dev/spec-generation";
 export const ANNOTATION_VERIFIED_FOR = "bootc.dev/verified-for";
 /** Annotation on a BootcNode: RFC 3339 time of the release {@linkcode ANNOTATION_VERIFIED_FOR} tells of. */
 export const ANNOTATION_VERIFIED_AT = "bootc.dev/verified-at";
+/**
+ * Annotation on a BootcNode: the generation the release {@linkcode ANNOTATION_VERIFIED_FOR}
+ * tells of produced (stamped in the same write). The verdict holds only while it is the
+ * BootcNode's generation, so no later spec change (by any writer, an older controller
+ * included) can bring it back.
+ */
+export const ANNOTATION_VERIFIED_GENERATION = "bootc.dev/verified-generation";
 
 /**
  * Annotation on a BootcNode (written by the controller under `onFailure: RollbackNode`):

@@ -20,6 +20,7 @@ import {
   ANNOTATION_SPEC_GENERATION,
   ANNOTATION_VERIFIED_AT,
   ANNOTATION_VERIFIED_FOR,
+  ANNOTATION_VERIFIED_GENERATION,
   NodeConditionType,
   VerifiedReason,
 } from "./constants.ts";
@@ -113,10 +114,10 @@ export interface VerifiedReleaseSource {
 
 /**
  * The controller's verdict a BootcNode carries: the image and release time, only
- * while the release is the controller's last spec change (its write stamped the
- * current generation; every other spec change of the controller's removes the
- * verdict in its own write, `controller/planner/spec_since.ts`, and a hand edit of
- * the spec moves the generation past the stamp), for the spec's image, with no
+ * while the release is the last spec change (its write stamped the generation it
+ * produced, `bootc.dev/verified-generation`, and any later spec change, a hand edit
+ * or another controller's, moves the generation past it; the controller also removes
+ * the verdict in its own other spec changes, `controller/planner/spec_since.ts`), for the spec's image, with no
  * reboot requested. Undefined otherwise, or when garbled or later than `now`
  * (and a minute).
  */
@@ -130,7 +131,9 @@ export function verifiedRelease(
   if (!image || !Number.isFinite(at) || image !== bn.spec?.desiredImage) return undefined;
   if (now && at > now.getTime() + FUTURE_SLACK_MS) return undefined;
   if (bn.spec?.desiredImageState === "Booted") return undefined;
-  const written = annotations?.[ANNOTATION_SPEC_GENERATION];
+  // The release's own generation; a controller that wrote none stamped it as the spec's.
+  const written = annotations?.[ANNOTATION_VERIFIED_GENERATION] ??
+    annotations?.[ANNOTATION_SPEC_GENERATION];
   if (written === undefined || written !== String(bn.metadata?.generation)) return undefined;
   return { image, at: new Date(at) };
 }

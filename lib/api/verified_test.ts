@@ -42,6 +42,20 @@ Deno.test("verifiedRelease: the release's verdict, only while it is the controll
   assert.equal(verifiedRelease({ metadata: { generation: 4 }, spec: released().spec }), undefined);
 });
 
+Deno.test("verifiedRelease: a verdict naming its generation holds only at it, whoever stamped the spec since (review 17 L3)", () => {
+  const own = released({ "bootc.dev/verified-generation": "4" });
+  assert.deepEqual(verifiedRelease(own), { image: IMAGE, at: AT });
+  // An older controller went A→B→A: its stamp matches the generation, the verdict's does not.
+  const revived = released({
+    "bootc.dev/verified-generation": "4",
+    "bootc.dev/spec-generation": "6",
+  });
+  revived.metadata.generation = 6;
+  assert.equal(verifiedRelease(revived), undefined);
+  // A verdict of a controller that names no generation is judged by the spec's stamp.
+  assert.deepEqual(verifiedRelease(released()), { image: IMAGE, at: AT });
+});
+
 Deno.test("withVerified keeps an earlier Verified time; the release sets Updated at its time", () => {
   const soaked = withVerified(undefined, IMAGE, false, new Date("2026-05-01T09:00:00Z"));
   assert.equal(findCondition(soaked, "Updated"), undefined);
