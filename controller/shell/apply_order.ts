@@ -20,7 +20,8 @@
  *   and before everything after it.
  *
  * Within a lane, a node's actions keep their planned order (cordon, then the
- * mirror, then the evictions).
+ * mirror, then the evictions). A grant refused before it was written (a plan gone
+ * stale) gives its room back to the grants after it.
  *
  * @module
  */
@@ -103,17 +104,29 @@ class Room {
     this.#free = grants - this.#pending;
   }
 
+  /** Grants that took room and whose grant write has not ended yet. */
+  #granting = 0;
+
   async take(): Promise<boolean> {
-    while (this.#free <= 0 && this.#pending > 0) {
+    // A grant in flight may give its room back (below): wait for it as for a release.
+    while (this.#free <= 0 && (this.#pending > 0 || this.#granting > 0)) {
       await new Promise<void>((wake) => this.#waiting.push(wake));
     }
     if (this.#free <= 0) return false;
     this.#free--;
+    this.#granting++;
     return true;
   }
 
   freed(): void {
     this.#free++;
+  }
+
+  /** A taken grant's write ended; refused unwritten, its room goes back. */
+  granted(unwritten: boolean): void {
+    this.#granting--;
+    if (unwritten) this.#free++;
+    for (const wake of this.#waiting.splice(0)) wake();
   }
 
   ended(): void {
@@ -152,11 +165,24 @@ export async function runStages<T>(
     let failure: { error: unknown } | undefined;
     const room = new Room(stage);
     const runLane = async (lane: Lane) => {
-      if (takesRoom(lane) && !await room.take()) return skipped?.(lane);
+      const takes = takesRoom(lane);
+      if (takes && !await room.take()) return skipped?.(lane);
       const frees = freesRoom(lane);
+      let granting = takes;
       try {
-        for (const action of lane) results.push(await apply(action));
+        for (const action of lane) {
+          results.push(await apply(action));
+          if (granting && isSlotGrant(action)) {
+            granting = false;
+            room.granted(false);
+          }
+        }
         if (frees) room.freed();
+      } catch (error) {
+        // Only a grant known unwritten (a plan gone stale: refused before it was sent) gives
+        // its room back; any other failure may have landed, so it keeps it.
+        if (granting) room.granted(minor(error));
+        throw error;
       } finally {
         if (frees) room.ended();
       }

@@ -167,6 +167,33 @@ Deno.test("runStages: grants within the room there was go at once; each other on
   assert.deepEqual(done, ["patchNode:b", "patchNode:a", "patchNode:c"]);
 });
 
+Deno.test("runStages: a grant refused unwritten (a plan gone stale) gives its room to the next (review 13 F4)", async () => {
+  const stale = new Error("stale");
+  const run = async (error: Error) => {
+    const applied: string[] = [];
+    const failed = await runStages(
+      applyStages([release("a"), grant("c"), mirror("c"), grant("d")]),
+      async (action) => {
+        // c takes the room there is and is refused; d waits for room.
+        if (label(action) === "patchNode:c") throw error;
+        // a's release fails: no room comes from it.
+        if (label(action) === "patchNode:a") throw new Error("refused");
+        applied.push(label(action));
+      },
+      { concurrency: 1 + 2, minor: (e) => e === stale },
+    ).then(() => undefined, (e: Error) => e);
+    return { applied, failed };
+  };
+  // One release beside two grants: the room is one (the other grant needs the release, which
+  // fails); c took it and was refused unwritten, so d goes.
+  const refused = await run(stale);
+  assert.equal(refused.failed?.message, "refused");
+  assert.deepEqual(refused.applied, ["patchNode:d"]);
+  // Any other failure may have landed: c keeps the room, d does not go.
+  const other = await run(new Error("timeout"));
+  assert.deepEqual(other.applied, []);
+});
+
 Deno.test("runStages: a minor error (a plan gone stale) is thrown only when nothing else failed", async () => {
   class Minor extends Error {}
   const run = (failures: Record<string, Error>) =>
