@@ -151,7 +151,6 @@ import { cordonedMessage } from "../lib/api/drain_conditions.ts";
 import {
   type ConditionInput,
   conditionsEqual,
-  conditionTime,
   findCondition,
   setCondition,
 } from "../lib/api/conditions.ts";
@@ -173,6 +172,7 @@ import type {
 } from "../lib/api/schema.ts";
 import { verifiedRelease, withVerifiedRelease } from "../lib/api/verified.ts";
 import { entryProvides } from "../lib/bootc/image_ref.ts";
+import { formatTime } from "../lib/clock.ts";
 import type { BootEntry, Host } from "../lib/bootc/types.ts";
 import type { ApplyMethod, BootcCapabilities, StageMethod } from "../lib/bootc/version.ts";
 import type { HealthCheck } from "./health.ts";
@@ -1051,7 +1051,7 @@ export function nextHostHealth(
   if (same) return { hostHealth: last, changed: false };
   const hostHealth: HostHealth = {
     ...(bootedDigest !== undefined ? { bootedDigest } : {}),
-    checkedAt: conditionTime(check.at),
+    checkedAt: formatTime(check.at),
     state: check.state,
     ...(check.failedUnits.length > 0 ? { failedUnits: [...check.failedUnits] } : {}),
     message: check.message,

@@ -13,6 +13,11 @@ export interface Clock {
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
 
+/** RFC 3339 with second precision, as Kubernetes writes times (one format everywhere). */
+export function formatTime(date: Date): string {
+  return date.toISOString().replace(/\.\d{3}Z$/, "Z");
+}
+
 /** The real clock. */
 export const systemClock: Clock = {
   now: () => new Date(),

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { formatTime } from "../../lib/clock.ts";
 
 /** Where a slot node is in its cycle, as far as health is concerned. */
 export interface SlotHealthInput {
@@ -47,7 +48,5 @@ export function parseTime(value: string | undefined): Date | undefined {
   return Number.isNaN(t) ? undefined : new Date(t);
 }
 
-/** RFC 3339 with second precision, as Kubernetes writes times. */
-export function formatTime(date: Date): string {
-  return date.toISOString().replace(/\.\d{3}Z$/, "Z");
-}
+/** RFC 3339 with second precision (lib/clock.ts), re-exported for the controller's modules. */
+export { formatTime };

@@ -174,6 +174,7 @@ Deno.test("runStages: a grant refused unwritten (a plan gone stale) gives its ro
     const failed = await runStages(
       applyStages([release("a"), grant("c"), mirror("c"), grant("d")]),
       async (action) => {
+        await Promise.resolve(); // each write answers later, as the API does
         // c takes the room there is and is refused; d waits for room.
         if (label(action) === "patchNode:c") throw error;
         // a's release fails: no room comes from it.

@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { formatTime } from "../../lib/clock.ts";
 import {
   type BootcNode,
   type BootcNodeStatus,
@@ -41,7 +42,7 @@ function condition(
     status,
     reason,
     message,
-    lastTransitionTime: new Date().toISOString().replace(/\.\d{3}Z$/, "Z"),
+    lastTransitionTime: formatTime(new Date()),
   };
 }
 

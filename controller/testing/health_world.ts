@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { formatTime } from "../../lib/clock.ts";
 import assert from "node:assert/strict";
 import {
   ANNOTATION_DRAINED_FOR,
@@ -256,7 +257,7 @@ export class World {
     const boot = (img: string, from: string) => {
       this.reboots.push({ node: name, image: img, at: this.now.toISOString() });
       n.ready = true;
-      n.readySince = this.now.toISOString().replace(/\.\d{3}Z$/, "Z");
+      n.readySince = formatTime(this.now);
       s.booted = entry(img);
       s.rollback = entry(from);
       s.staged = undefined;

@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { formatTime } from "../clock.ts";
 import type { Condition } from "./schema.ts";
 
 /** Returns the condition of `type`, if present. */
@@ -19,11 +20,6 @@ export function isConditionTrue(
   type: string,
 ): boolean {
   return findCondition(conditions, type)?.status === "True";
-}
-
-/** A time as conditions and the operator's annotations carry it: RFC 3339, whole seconds. */
-export function conditionTime(at: Date): string {
-  return at.toISOString().replace(/\.\d{3}Z$/, "Z");
 }
 
 /** A condition to set: `lastTransitionTime` is filled in by {@linkcode setCondition}. */
@@ -43,7 +39,7 @@ export function setCondition(
   const previous = index >= 0 ? list[index] : undefined;
   const lastTransitionTime = previous && previous.status === input.status
     ? previous.lastTransitionTime
-    : conditionTime(now);
+    : formatTime(now);
   const next: Condition = { ...input, lastTransitionTime };
   if (index >= 0) list[index] = next;
   else list.push(next);

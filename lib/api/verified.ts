@@ -24,7 +24,8 @@ import {
   NodeConditionType,
   VerifiedReason,
 } from "./constants.ts";
-import { type ConditionInput, conditionTime, findCondition, setCondition } from "./conditions.ts";
+import { formatTime } from "../clock.ts";
+import { type ConditionInput, findCondition, setCondition } from "./conditions.ts";
 import { shortReference } from "./display.ts";
 import type { Condition } from "./schema.ts";
 
@@ -102,7 +103,7 @@ export function withVerified(
 export function verifiedReleasePatch(image: string, at: Date): Record<string, string> {
   return {
     [ANNOTATION_VERIFIED_FOR]: image,
-    [ANNOTATION_VERIFIED_AT]: conditionTime(at),
+    [ANNOTATION_VERIFIED_AT]: formatTime(at),
   };
 }
 
@@ -153,7 +154,7 @@ export function verdictDue(
   const revised = Date.parse(verified?.lastTransitionTime ?? "");
   if (Number.isFinite(revised) && revised > release.at.getTime()) return false;
   const updated = findCondition(conditions, NodeConditionType.Updated);
-  return updated?.status !== "True" || updated.lastTransitionTime !== conditionTime(release.at);
+  return updated?.status !== "True" || updated.lastTransitionTime !== formatTime(release.at);
 }
 
 /**

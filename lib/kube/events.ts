@@ -20,7 +20,7 @@
  * @module
  */
 
-import { type Clock, systemClock } from "../clock.ts";
+import { type Clock, formatTime, systemClock } from "../clock.ts";
 import { type Logger, silentLogger } from "../log.ts";
 import type { KubeClient } from "./client.ts";
 import { isNotFound } from "./errors.ts";
@@ -214,7 +214,7 @@ export class EventRecorder {
   }
 
   #timestamp(): string {
-    return this.#clock.now().toISOString().replace(/\.\d{3}Z$/, "Z");
+    return formatTime(this.#clock.now());
   }
 
   /** PATCHes the entry's count (and, for a combined Event, its latest message). */
