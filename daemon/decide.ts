@@ -451,6 +451,8 @@ interface Plan {
   problems: string[];
   /** Failures of other actions this plan still reads (kept, not forgotten). */
   keepFailures?: string[];
+  /** When one of those is due to be tried again: the daemon wakes then. */
+  retryAt?: Date;
   /** The RebootAllowed condition to set; undefined applies the default rule (see decide). */
   rebootAllowed?: ConditionInput;
   /** An apply is due but the Node has not been read: the shell must read it first. */
@@ -632,6 +634,7 @@ function lockOtherFirst(
         `${describeEntry(staged)} is staged unlocked and locking it failed: ${failed.message}`,
       ],
       keepFailures: [key],
+      retryAt: new Date(retryAt!),
     };
   }
   return {
@@ -1104,7 +1107,7 @@ export function decide(input: DecideInput): Decision {
   const p = plan(input);
   const problems: string[] = [];
   const keys: string[] = [];
-  let retryAt: Date | undefined;
+  let retryAt: Date | undefined = p.retryAt;
 
   if (input.pullSecretError) problems.push(input.pullSecretError);
   if (caps?.problem) problems.push(caps.problem);

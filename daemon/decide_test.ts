@@ -1888,6 +1888,21 @@ Deno.test("decide: a failed lock of another unlocked stage is kept while D is st
   }));
   assert.deepEqual(meanwhile.action, { type: "stage", image: C, method: "switch-download-only" });
   assert.ok(meanwhile.keys.includes("lockStaged:other"), "the lock's failure is not forgotten");
+  // The daemon wakes for the lock's retry even when nothing else is due (review 16 L3).
+  const stalled = decide(input({
+    spec: spec(C),
+    status: persisted("Staging"),
+    host: host(entry(A), entry(B, { downloadOnly: false })),
+    failures: {
+      ...failed,
+      [`stage:${C}`]: { message: "error: pull failed", attempts: 5, at: NOW },
+    },
+  }));
+  assert.equal(stalled.action.type, "none");
+  assert.ok(
+    stalled.retryAt && stalled.retryAt.getTime() <= NOW.getTime() + 60_000,
+    "woken by the lock's retry",
+  );
   const later = decide(input({
     spec: spec(C),
     status: persisted("Staging"),
