@@ -197,6 +197,13 @@ export const TRANSIENT_UNITS = {
 } as const;
 
 /**
+ * How long systemd lets a stopped stage unit's bootc exit before it kills it
+ * (`TimeoutStopSec`): shorter than the wait for `systemctl stop` (`systemctlMs`, 30 s
+ * by default), so a stop that returns has ended the unit and freed the sysroot lock.
+ */
+export const STAGE_UNIT_STOP_TIMEOUT_S = 20;
+
+/**
  * Parses `systemctl list-units --plain --no-legend` output: the unit is the first field of
  * each line (a leading `●` marker, printed by some versions even with `--plain`, is dropped).
  */
@@ -253,6 +260,9 @@ export class HostBootcExecutor implements BootcExecutor {
         "--pipe",
         "--quiet",
         `--unit=${unit}`,
+        ...(unit === TRANSIENT_UNITS.stage
+          ? [`--property=TimeoutStopSec=${STAGE_UNIT_STOP_TIMEOUT_S}`]
+          : []),
         "--",
         ...this.#bootc,
         ...args,
@@ -354,7 +364,9 @@ export class HostBootcExecutor implements BootcExecutor {
    * `bootc <args>` in the stage unit (a pull or a lock), stoppable by `signal`. Run as a
    * transient unit, killing `systemd-run` need not end the unit: a command stopped or
    * timed out has its unit stopped too, so it cannot hold the sysroot lock behind our
-   * back (best effort: a failure to stop it is not reported).
+   * back: systemd kills a bootc that does not exit within
+   * {@linkcode STAGE_UNIT_STOP_TIMEOUT_S}, within the wait for `systemctl stop` (a failure
+   * to run that stop is not reported: the next pull's unit then says so).
    */
   async #inStageUnit(
     args: string[],

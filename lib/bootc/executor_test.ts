@@ -340,6 +340,8 @@ Deno.test("executor can wrap stage commands in a transient unit", () => {
     "--pipe",
     "--quiet",
     "--unit=bootc-operator-stage",
+    // A stopped pull ends within the wait for its stop (review 16 L4).
+    "--property=TimeoutStopSec=20",
     "--",
     "bootc",
     "switch",
