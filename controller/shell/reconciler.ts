@@ -648,6 +648,9 @@ export class PoolReconciler {
     const podsFailed = new Map(failed.map((f) => [f.node, (f.error as Error).message]));
     for (const n of pods.keys()) this.#podListFailures.delete(n);
     for (const [n, why] of podsFailed) this.#podListFailures.set(n, why);
+    for (const n of this.#podListFailures.keys()) {
+      if (!this.nodes.store.get(n)) this.#podListFailures.delete(n); // a Node gone
+    }
     return {
       plan: planPool({
         ...baseInput,
