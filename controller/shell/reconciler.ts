@@ -488,6 +488,7 @@ export class PoolReconciler {
         if (failedEvictions.length > 0) {
           const failing = this.#writesFailingStatus(pool, status, failedEvictions[0].error, {
             nodes: new Set(failedEvictions.map((f) => f.node)),
+            read: failedEvictions.every((f) => f.read),
           });
           const reason = (s?: BootcNodePoolStatus) =>
             findCondition(s?.conditions, PoolConditionType.Degraded)?.reason;
@@ -594,7 +595,7 @@ export class PoolReconciler {
     pool: BootcNodePool,
     base: BootcNodePoolStatus | undefined,
     error: unknown,
-    { nodes }: { nodes: ReadonlySet<string> },
+    { nodes, read }: { nodes: ReadonlySet<string>; read?: boolean },
   ): BootcNodePoolStatus | undefined {
     const name = pool.metadata.name ?? "";
     const now = this.#clock.now();
@@ -602,7 +603,12 @@ export class PoolReconciler {
     this.#failingSince.set(name, since);
     return writesFailingStatus(
       base,
-      { since, error: error instanceof Error ? error.message : String(error), nodes: [...nodes] },
+      {
+        since,
+        error: error instanceof Error ? error.message : String(error),
+        nodes: [...nodes],
+        read,
+      },
       now,
       stallDeadlines(pool.spec.rollout as Record<string, unknown> | undefined).progressMs,
       pool.status,

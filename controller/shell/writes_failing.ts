@@ -32,6 +32,8 @@ export interface WritesFailure {
   error: string;
   /** The nodes whose planned writes did not all happen in the last one. */
   nodes: readonly string[];
+  /** What failed were reads the plan needs (pod lists): those nodes wait, their pods unknown. */
+  read?: boolean;
 }
 
 /** How the note on failing writes starts (a message carries it once). */
@@ -54,9 +56,9 @@ export function writesFailingStatus(
   const names = [...failure.nodes].sort();
   const which = names.length === 0
     ? ""
-    : ` (nodes left as they were: ${names.slice(0, 5).join(", ")}${
-      names.length > 5 ? ` and ${names.length - 5} more` : ""
-    })`;
+    : ` (${failure.read ? "nodes waiting, their pods unknown" : "nodes left as they were"}: ${
+      names.slice(0, 5).join(", ")
+    }${names.length > 5 ? ` and ${names.length - 5} more` : ""})`;
   // No running duration in the message: an unchanged streak is no new write.
   const note = `${NOTE}${formatTime(failure.since)}${which}: ${failure.error}`;
   const degraded = findCondition(base?.conditions, PoolConditionType.Degraded);

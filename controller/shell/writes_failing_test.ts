@@ -63,6 +63,20 @@ Deno.test("writesFailingStatus: another Degraded reason keeps its reason and hea
   assert.deepEqual(again, out);
 });
 
+Deno.test("writesFailingStatus: failed pod lists name the nodes as waiting, not left as they were", () => {
+  const failure = {
+    since,
+    error: "listing the pods of node n1 failed: forbidden",
+    nodes: ["n1"],
+    read: true,
+  };
+  const out = writesFailingStatus(stored, failure, new Date("2026-01-01T00:10:00Z"), 600_000)!;
+  assert.match(
+    findCondition(out.conditions, "Degraded")!.message,
+    /\(nodes waiting, their pods unknown: n1\): listing the pods of node n1 failed/,
+  );
+});
+
 Deno.test("writesFailingStatus: on a plan's status, the stored transition time stands", () => {
   const failure = { since, error: "forbidden", nodes: ["n1"] };
   const first = writesFailingStatus(stored, failure, new Date("2026-01-01T00:10:00Z"), 600_000)!;

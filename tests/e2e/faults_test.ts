@@ -417,7 +417,11 @@ Deno.test("faults: controller killed in every phase, daemon killed, API server r
             const events = await eventsAbout(stack, "faults", "WritesFailed");
             return events.find((e) => e.message?.includes("listing the pods of node"));
           }, { timeoutMs: 120_000, message: "a WritesFailed event naming the failed pod list" });
-          assert.match(refused.message ?? "", /nodes left as they were: faults-\d/);
+          // Worded as the read it is, with its real retry (the drain poll), nodes waiting.
+          assert.match(
+            refused.message ?? "",
+            /^a read this pool's plan needs failed, asked again within \d+ s \(nodes waiting, their pods unknown: faults-\d/,
+          );
           assert.match(refused.message ?? "", /forbidden/);
           const failing = await waitWritesFailing(stack);
           assert.match(failing.degraded.message ?? "", /listing the pods of node faults-\d failed/);
