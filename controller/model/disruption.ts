@@ -54,6 +54,34 @@ export function nodeDisrupted(node: NodeSummary, bn: BootcNode | undefined): boo
     mirrorOf(bn) !== undefined;
 }
 
+/**
+ * True when a node's record cannot have come from a grant, so no pool may take it as
+ * one: a grant writes the slot, its pool and the prior cordon state in one Node write,
+ * then their copy on the BootcNode. At most one of the three on the Node, no copy on
+ * the BootcNode and no reboot under way (`rebooting`: the daemon says so) is a stray
+ * edit (by hand, another tool): driving it through cordon, drain and reboot would
+ * disrupt a node no gate admitted. A record that lost two of the three and its copy
+ * together is taken as stray too: dropped, its cordon left alone, it waits for a slot again.
+ */
+export function strayRecord(
+  node: NodeSummary,
+  bn: BootcNode | undefined,
+  rebooting: boolean,
+): boolean {
+  const r = recordOf(node);
+  const granted = [r.slotAt, r.pool, r.wasCordoned].filter((v) => v !== undefined).length;
+  return granted <= 1 && mirrorOf(bn) === undefined && !rebooting;
+}
+
+/** The Node patch removing the record's annotations, cordon untouched (undefined: none there). */
+export function dropRecordPatch(node: NodeSummary): MergePatch | undefined {
+  const annotations: Record<string, null> = {};
+  for (const key of RECORD_ANNOTATIONS) {
+    if (node.annotations?.[key] !== undefined) annotations[key] = null;
+  }
+  return Object.keys(annotations).length > 0 ? { metadata: { annotations } } : undefined;
+}
+
 /** The Node patch that grants a slot: the record and the cordon in one write. */
 export function grantPatch(node: NodeSummary, pool: string, now: Date): MergePatch {
   const patch: MergePatch = {
@@ -67,6 +95,15 @@ export function grantPatch(node: NodeSummary, pool: string, now: Date): MergePat
   };
   if (!node.unschedulable) patch.spec = { unschedulable: true };
   return patch;
+}
+
+/** How far ahead of the controller's clock a record's time may be (another replica's clock). */
+const FUTURE_SLACK_MS = 60_000;
+
+/** A record's time, undefined when unreadable or ahead of `now` (no deadline would fire). */
+function recordTime(value: string | undefined, now: Date): Date | undefined {
+  const t = parseTime(value);
+  return t && t.getTime() <= now.getTime() + FUTURE_SLACK_MS ? t : undefined;
 }
 
 /** The prior cordon state as far as it is known: the Node's record, else the mirror. */
@@ -107,18 +144,25 @@ export function repairPatch(
   const set: Record<string, string> = {};
   const fixed: string[] = [];
   let priorCordonLost: boolean | undefined;
-  if (record.slotAt === undefined || parseTime(record.slotAt) === undefined) {
-    // The drain timeout is measured from the slot time: an unreadable one would never
-    // let it fire. The finished drain (if readable) is the best bound we have, else now.
+  const drainedAt = recordTime(record.drainedAt, now);
+  if (record.drainedAt !== undefined && drainedAt === undefined && parseTime(record.drainedAt)) {
+    // The reboot timeout is measured from it: a time ahead of now would never let it fire.
+    record.drainedAt = formatTime(now);
+    set[ANNOTATION_DRAINED_AT] = record.drainedAt;
+    fixed.push(`replaced its ${ANNOTATION_DRAINED_AT} in the future with ${record.drainedAt}`);
+  }
+  if (record.slotAt === undefined || recordTime(record.slotAt, now) === undefined) {
+    // The drain timeout is measured from the slot time: an unreadable one (or one ahead
+    // of now) would never let it fire. The finished drain is the best bound we have, else now.
     const garbled = record.slotAt;
-    const drainedAt = parseTime(record.drainedAt);
-    record.slotAt = drainedAt ? formatTime(drainedAt) : formatTime(now);
+    const drained = recordTime(record.drainedAt, now);
+    record.slotAt = drained ? formatTime(drained) : formatTime(now);
     set[ANNOTATION_IN_REBOOT_SLOT] = record.slotAt;
     fixed.push(
       garbled === undefined
         ? `restored its missing ${ANNOTATION_IN_REBOOT_SLOT} annotation`
         : `replaced its unreadable ${ANNOTATION_IN_REBOOT_SLOT} annotation ` +
-          `(${JSON.stringify(garbled)}, not an RFC 3339 time) with ${record.slotAt}`,
+          `(${JSON.stringify(garbled)}: not an RFC 3339 time, or in the future) with ${record.slotAt}`,
     );
   }
   if (record.pool !== pool) {

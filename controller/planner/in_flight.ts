@@ -50,6 +50,7 @@ import {
 } from "../model/drain.ts";
 import { type DrainContext, drainPolicyOf, evictionGrace } from "../model/drain_policy.ts";
 import { reportDrain } from "./drain_report.ts";
+import { notGrantedHere } from "./record_origin.ts";
 import { shortReference } from "../../lib/api/display.ts";
 import {
   daemonSaysRebooting,
@@ -335,6 +336,9 @@ function progressOne(
   env: InFlightEnv,
   mode: InFlightMode,
 ): NodeOutcome {
+  // A record this pool did not grant is not driven (record_origin.ts); it counts till gone.
+  const foreign = notGrantedHere(m.node, bn, env.poolName);
+  if (foreign) return { name: m.node.name, out: foreign };
   const repaired = repairPhase(m.node, bn, env);
   const outcome = progressRepaired(m, bn, env, mode, repaired);
   // A node handed back by this plan gets no mirror again: the release's BootcNode patch was

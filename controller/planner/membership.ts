@@ -236,7 +236,8 @@ export function releaseOrphans(
   for (const node of input.nodes.values()) {
     if (members.has(node.name)) continue;
     const bn = input.bootcNodes.get(node.name);
-    if (bn && owningPool(bn) !== undefined) continue; // its owner releases or keeps it
+    const owner = bn ? owningPool(bn) : undefined;
+    if (owner === poolName) continue; // leaving: planLeavers releases or keeps it
     if (!nodeDisrupted(node, bn)) continue;
     const recordPool = recordOf(node).pool;
     const mine = recordPool === poolName ||
@@ -244,7 +245,12 @@ export function releaseOrphans(
     if (!mine) continue;
     const matching = valid.filter((p) => matchesSelector(p.selector, node.labels));
     const adopter = matching.length === 1 && matching[0].name !== poolName;
-    if (adopter) continue;
+    if (owner !== undefined || adopter) {
+      // Another pool has it: it hands the slot back, or finishes a reboot under way
+      // (record_origin.ts). While the record names this pool, it still counts here.
+      if (recordPool === poolName) released.push(node.name);
+      continue;
+    }
     const orphan = restoreOrphan(input, node, bn);
     if (orphan.counted) released.push(node.name);
     outs.push(orphan.out);
@@ -600,7 +606,15 @@ function createMember(
     },
   };
   const label = labelManaged(node);
-  const event = nodeDisrupted(node, undefined)
+  const slotOf = recordOf(node).pool;
+  const event = slotOf !== undefined && slotOf !== poolName
+    ? poolEvent(
+      poolName,
+      "Normal",
+      "NodeAdded",
+      `node ${name} joined the pool carrying a reboot slot of pool ${slotOf}`,
+    )
+    : nodeDisrupted(node, undefined)
     ? nodeEvent(
       name,
       "Warning",

@@ -1,0 +1,181 @@
+import assert from "node:assert/strict";
+import {
+  ANNOTATION_DRAINED_AT,
+  ANNOTATION_DRAINED_FOR,
+  ANNOTATION_IN_REBOOT_SLOT,
+  ANNOTATION_SLOT_POOL,
+  ANNOTATION_WAS_CORDONED,
+  type BootcNode,
+} from "../../lib/api/mod.ts";
+import { type Action, type Plan, planPool } from "./planner.ts";
+import { bootcNode, image, input, node, pool } from "../testing/fixtures.ts";
+
+const EARLIER = "2026-01-01T00:59:00Z";
+
+function ofKind<K extends Action["kind"]>(plan: Plan, kind: K): Extract<Action, { kind: K }>[] {
+  return plan.actions.filter((a): a is Extract<Action, { kind: K }> => a.kind === kind);
+}
+function about(plan: Plan, name: string): Action[] {
+  return plan.actions.filter((a) => "node" in a && a.node === name);
+}
+function granted(plan: Plan): string[] {
+  return ofKind(plan, "patchNode").filter((a) => a.why === "assign slot").map((a) => a.node);
+}
+function withMirror(bn: BootcNode, wasCordoned: string): BootcNode {
+  bn.metadata.annotations = { ...bn.metadata.annotations, [ANNOTATION_WAS_CORDONED]: wasCordoned };
+  return bn;
+}
+
+/** A pool of maxUnavailable 1: n3 holds its slot (draining), n1 and n2 are staged. */
+function busyPool(n1: Partial<ReturnType<typeof node>>, bn1?: BootcNode) {
+  return input(pool({ maxUnavailable: 1 }), {
+    nodes: [node("n1", n1), node("n2"), node("n3", { unschedulable: true })],
+    bootcNodes: [
+      bn1 ?? bootcNode("n1", { phase: "staged" }),
+      bootcNode("n2", { phase: "staged" }),
+      bootcNode("n3", { phase: "staged", slotAt: EARLIER, wasCordoned: false }),
+    ],
+  });
+}
+
+Deno.test("record origin: a hand-set slot annotation alone is dropped, never cordoned nor drained (adv19 F1)", () => {
+  const plan = planPool(busyPool({ annotations: { [ANNOTATION_IN_REBOOT_SLOT]: EARLIER } }));
+  const n1 = about(plan, "n1");
+  assert.deepEqual(n1.map((a) => a.kind === "patchNode" ? a.why : a.kind), ["drop stray record"]);
+  assert.deepEqual((n1[0] as Extract<Action, { kind: "patchNode" }>).patch, {
+    metadata: { annotations: { [ANNOTATION_IN_REBOOT_SLOT]: null } },
+  });
+  assert.deepEqual(granted(plan), [], "it counts until gone: no second slot");
+  assert.ok(plan.events.some((e) => e.reason === "StrayRecordDropped"));
+});
+
+Deno.test("record origin: a stray was-cordoned false on a node the user cordoned is dropped, the cordon kept (adv19 F1)", () => {
+  const plan = planPool(
+    busyPool({ unschedulable: true, annotations: { [ANNOTATION_WAS_CORDONED]: "false" } }),
+  );
+  const n1 = about(plan, "n1");
+  assert.equal(n1.length, 1);
+  assert.deepEqual((n1[0] as Extract<Action, { kind: "patchNode" }>).patch, {
+    metadata: { annotations: { [ANNOTATION_WAS_CORDONED]: null } },
+  });
+});
+
+Deno.test("record origin: one annotation with its BootcNode copy, or two of three, is a damaged grant: repaired", () => {
+  // The mirror proves a grant: the slot annotation comes back (tamper tests in in_flight_test).
+  const mirrored = planPool(
+    busyPool(
+      { unschedulable: true, annotations: { [ANNOTATION_WAS_CORDONED]: "false" } },
+      withMirror(bootcNode("n1", { phase: "staged" }), "false"),
+    ),
+  );
+  assert.ok(
+    ofKind(mirrored, "patchNode").some((a) => a.node === "n1" && a.why === "repair record"),
+  );
+  const two = planPool(busyPool({
+    unschedulable: true,
+    annotations: { [ANNOTATION_SLOT_POOL]: "workers", [ANNOTATION_WAS_CORDONED]: "false" },
+  }));
+  assert.ok(ofKind(two, "patchNode").some((a) => a.node === "n1" && a.why === "repair record"));
+});
+
+Deno.test("record origin: another pool's slot, its reboot not under way, is handed back, not taken over (adv19 F0)", () => {
+  const record = {
+    [ANNOTATION_IN_REBOOT_SLOT]: EARLIER,
+    [ANNOTATION_SLOT_POOL]: "other",
+    [ANNOTATION_WAS_CORDONED]: "false",
+  };
+  const plan = planPool(busyPool(
+    { unschedulable: true, annotations: record },
+    withMirror(bootcNode("n1", { phase: "staged" }), "false"),
+  ));
+  const n1 = about(plan, "n1");
+  assert.deepEqual(
+    n1.map((a) => a.kind === "patchNode" || a.kind === "patchBootcNode" ? a.why : a.kind),
+    [
+      "drop mirror",
+      "hand back another pool's slot",
+    ],
+  );
+  const release = n1[1] as Extract<Action, { kind: "patchNode" }>;
+  assert.deepEqual(release.patch.spec, { unschedulable: null }, "uncordoned as it was before");
+  assert.equal(ofKind(plan, "evict").length, 0);
+  assert.deepEqual(granted(plan), [], "it counts until handed back");
+  assert.ok(plan.events.some((e) => e.reason === "SlotHandedBack"));
+  assert.ok(!plan.events.some((e) => e.reason === "DisruptionRecordRepaired"));
+});
+
+Deno.test("record origin: another pool's slot with its drain finished is taken over and finished", () => {
+  const plan = planPool(busyPool(
+    {
+      unschedulable: true,
+      annotations: {
+        [ANNOTATION_IN_REBOOT_SLOT]: EARLIER,
+        [ANNOTATION_SLOT_POOL]: "other",
+        [ANNOTATION_WAS_CORDONED]: "false",
+        [ANNOTATION_DRAINED_AT]: EARLIER,
+        [ANNOTATION_DRAINED_FOR]: image("b"),
+      },
+    },
+    withMirror(bootcNode("n1", { phase: "staged" }), "false"),
+  ));
+  const repair = ofKind(plan, "patchNode").find((a) =>
+    a.node === "n1" && a.why === "repair record"
+  );
+  assert.equal(
+    (repair?.patch.metadata as { annotations: Record<string, string> }).annotations[
+      ANNOTATION_SLOT_POOL
+    ],
+    "workers",
+  );
+});
+
+Deno.test("record origin: the old pool counts a node that still carries its slot in another pool (adv19 F0)", () => {
+  // Pool "workers" (maxUnavailable 1): n1 moved to pool "other", still carrying workers' slot.
+  const other = pool({ name: "other", selector: { matchLabels: { role: "other" } } });
+  const moved = bootcNode("n1", { phase: "staged", pool: "other" });
+  moved.metadata.ownerReferences = [{
+    apiVersion: "node.bootc.dev/v1alpha1",
+    kind: "BootcNodePool",
+    name: "other",
+    uid: "uid-other",
+    controller: true,
+  }];
+  const plan = planPool(input(pool({ maxUnavailable: 1 }), {
+    nodes: [
+      node("n1", {
+        unschedulable: true,
+        labels: { role: "other" },
+        annotations: {
+          [ANNOTATION_IN_REBOOT_SLOT]: EARLIER,
+          [ANNOTATION_SLOT_POOL]: "workers",
+          [ANNOTATION_WAS_CORDONED]: "false",
+        },
+      }),
+      node("n2"),
+    ],
+    bootcNodes: [withMirror(moved, "false"), bootcNode("n2", { phase: "staged" })],
+    otherPools: [other],
+  }));
+  assert.deepEqual(granted(plan), [], "n1 still takes the one slot");
+  assert.deepEqual(about(plan, "n1"), [], "the pool it joined hands it back");
+});
+
+Deno.test("record origin: a slot or drain time in the future is replaced (its timeout could never fire; adv19 F4)", () => {
+  const plan = planPool(input(pool({ maxUnavailable: 1 }), {
+    nodes: [node("n1", {
+      unschedulable: true,
+      annotations: {
+        [ANNOTATION_IN_REBOOT_SLOT]: "2099-01-01T00:00:00Z",
+        [ANNOTATION_SLOT_POOL]: "workers",
+        [ANNOTATION_WAS_CORDONED]: "false",
+        [ANNOTATION_DRAINED_AT]: "2099-01-01T00:00:00Z",
+        [ANNOTATION_DRAINED_FOR]: image("b"),
+      },
+    })],
+    bootcNodes: [withMirror(bootcNode("n1", { phase: "rebooting", state: "Booted" }), "false")],
+  }));
+  const repair = ofKind(plan, "patchNode").find((a) => a.why === "repair record");
+  const set = (repair?.patch.metadata as { annotations: Record<string, string> }).annotations;
+  assert.equal(set[ANNOTATION_DRAINED_AT], "2026-01-01T01:00:00Z");
+  assert.equal(set[ANNOTATION_IN_REBOOT_SLOT], "2026-01-01T01:00:00Z");
+});
