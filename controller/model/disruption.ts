@@ -162,7 +162,9 @@ export function repairPatch(
       garbled === undefined
         ? `restored its missing ${ANNOTATION_IN_REBOOT_SLOT} annotation`
         : `replaced its unreadable ${ANNOTATION_IN_REBOOT_SLOT} annotation ` +
-          `(${JSON.stringify(garbled)}: not an RFC 3339 time, or in the future) with ${record.slotAt}`,
+          `(${
+            JSON.stringify(garbled)
+          }: not an RFC 3339 time, or in the future) with ${record.slotAt}`,
     );
   }
   if (record.pool !== pool) {

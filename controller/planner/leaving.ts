@@ -127,10 +127,10 @@ export interface DeletedNodeFacts {
  * Deleting the Node object does not stop the machine: its daemon said Rebooting, so it may
  * be down right now, and its kubelet registers the Node again when it boots. Releasing it
  * would free its slot while it is down. Held (its BootcNode kept, counted against the
- * pool's budget) until a Node of that name is back (the usual paths take over), its daemon
- * no longer says Rebooting, or the reboot timeout since it said so has passed (`overdue`:
- * the caller lets it go then, as a machine that never comes back would hold the slot for
- * ever). An unreadable time counts as overdue: no wait without a bound.
+ * pool's budget) until a Node of that name is back (the usual paths take over), or its daemon
+ * no longer says Rebooting. Past the reboot timeout since it said so (`overdue`; an
+ * unreadable time counts as overdue) it is still held, and the pool is Degraded naming it:
+ * only a person knows the machine is gone for good (they delete its BootcNode).
  */
 export function deletedNodeHold(facts: DeletedNodeFacts): LeavingHold {
   const { bn, now } = facts;
@@ -156,8 +156,8 @@ export function deletedNodeHold(facts: DeletedNodeFacts): LeavingHold {
  *   record, or the record removed; the pool restores or finishes it), the rule of
  *   `nodeDisrupted`;
  * - or its Node object is gone while {@linkcode deletedNodeHold} holds it (its daemon said
- *   Rebooting, within its pool's reboot timeout; an unknown pool's is the default): bounded,
- *   with `until`.
+ *   Rebooting): as long as its pool holds it, past the reboot timeout too (its BootcNode
+ *   deleted by a person ends it).
  */
 export function unrecordedDisruptions(input: {
   pools: readonly BootcNodePool[];
@@ -183,26 +183,30 @@ export function unrecordedDisruptions(input: {
       out.push({
         node: name,
         ...(pool ? { poolSelector: pool.spec.nodeSelector } : {}),
-        ...(hold ? { until: hold } : {}),
+        ...(hold?.until ? { until: hold.until } : {}),
       });
     }
   }
   return out.sort((a, b) => a.node < b.node ? -1 : a.node > b.node ? 1 : 0);
 }
 
-/** The deadline of a {@linkcode deletedNodeHold} not yet overdue, if one holds `bn`. */
+/**
+ * Whether a {@linkcode deletedNodeHold} holds `bn`, and until when it is bound to end
+ * (`until`, undefined once overdue: its pool holds it until a person lets it go).
+ */
 function heldWithoutNode(
   bn: BootcNode,
   pool: BootcNodePool | undefined,
   now: Date,
-): Date | undefined {
+): { until?: Date } | undefined {
   const seconds = pool?.spec.rollout?.rebootTimeoutSeconds;
   const hold = deletedNodeHold({
     bn,
     rebootTimeoutMs: seconds !== undefined ? seconds * 1000 : undefined,
     now,
   });
-  return hold.waitsFor !== undefined && !hold.overdue ? hold.deadline : undefined;
+  if (hold.waitsFor === undefined) return undefined;
+  return hold.overdue ? {} : { until: hold.deadline };
 }
 
 /**
@@ -213,7 +217,7 @@ export function reportLeavingHold(
   name: string,
   hold: LeavingHold,
   why: string,
-  at: { poolName: string; now: Date },
+  at: { poolName: string; now: Date; nodeGone?: boolean },
 ): StepOutput {
   const notes = [
     `${name} left the pool (${why}) while rebooting: held, waiting for ${hold.waitsFor}`,
@@ -234,7 +238,8 @@ export function reportLeavingHold(
     reason: PoolDegradedReason.NodeStalled,
     message: `node ${name} left the pool while rebooting and is still waiting for ` +
       `${hold.waitsFor} past its reboot timeout; it keeps its reboot slot until then ` +
-      `(check the host, or delete its BootcNode once it is back)`,
+      `(check the host; if the machine is gone for good, delete its BootcNode` +
+      `${at.nodeGone ? "" : " and its Node object"} to let the slot go)`,
   }];
   return stepOutput({ notes, events, issues });
 }

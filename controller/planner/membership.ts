@@ -160,20 +160,13 @@ export function releaseNode(
   const hold = node ? holdOf(input, node, bn) : bn ? deletedHoldOf(input, bn) : undefined;
   const events: PlannedEvent[] = [];
   if (hold?.waitsFor) {
-    // A deleted pool lets go of a node whose reboot is overdue, and so does any pool once
-    // the Node object is gone too (a dead machine would otherwise hold the finalizer, or
-    // the slot, for ever); the node is released and named.
-    const letGo = hold.overdue && (input.pool.metadata.deletionTimestamp || !node);
-    if (!letGo) {
-      return { held: true, out: reportLeavingHold(name, hold, why, { poolName, now: input.now }) };
-    }
-    events.push(poolEvent(
-      poolName,
-      "Warning",
-      "ReleasedUnfinished",
-      `node ${name} is released as ${node ? "its pool is deleted" : "its Node object is gone"}, ` +
-        `although it is still waiting for ${hold.waitsFor} past its reboot timeout; check the host`,
-    ));
+    // Held however long its reboot takes (its machine may be down right now: freeing the
+    // slot would let a second node go down beside it); past its reboot timeout the pool is
+    // Degraded naming it and how to let it go (reportLeavingHold).
+    return {
+      held: true,
+      out: reportLeavingHold(name, hold, why, { poolName, now: input.now, nodeGone: !node }),
+    };
   }
   // A BootcNode already going away (a finalizer of someone else's holds it) is not
   // deleted again on every pass.

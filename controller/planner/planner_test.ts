@@ -173,15 +173,20 @@ Deno.test("membership: a node deleted while rebooting keeps its slot until its r
   assert.equal(plan.requeueAfterMs, 3_600_000);
 });
 
-Deno.test("membership: a node deleted while rebooting is let go past its reboot timeout, and named", () => {
+Deno.test("membership: a node deleted while rebooting is held past its reboot timeout, Degraded naming it (adv19 F2)", () => {
+  // Its machine may still be down: freeing the slot would let n2 go down beside it. Only a
+  // person knows it is gone for good; they delete its BootcNode.
   const plan = deletedWhileRebooting(1800);
-  assert.deepEqual(ofKind(plan, "deleteBootcNode").map((a) => a.node), ["n1"]);
-  assert.equal(ofKind(plan, "patchNode").filter((a) => a.node === "n1").length, 0);
-  assert.deepEqual(withWhy(plan, "assign slot"), ["n2"]);
-  assert.equal(plan.status?.nodeCount, 1);
+  assert.deepEqual(ofKind(plan, "deleteBootcNode"), []);
+  assert.deepEqual(withWhy(plan, "assign slot"), []);
   assert.equal(plan.status?.slotsInUse, 1);
-  const warning = plan.events.find((e) => e.reason === "ReleasedUnfinished");
-  assert.match(warning?.message ?? "", /node n1 is released as its Node object is gone/);
+  const degraded = plan.status?.conditions?.find((c) => c.type === "Degraded");
+  assert.equal(degraded?.reason, "NodeStalled");
+  assert.match(
+    degraded?.message ?? "",
+    /node n1 left the pool while rebooting .*past its reboot timeout.*delete its BootcNode to let the slot go/,
+  );
+  assert.ok(!plan.events.some((e) => e.reason === "ReleasedUnfinished"));
 });
 
 Deno.test("membership: a node deleted when not rebooting is released at once", () => {
@@ -962,13 +967,10 @@ Deno.test("cluster budget: another pool's node rebooting after its Node was dele
   const unmirrored = otherPoolHoldsDeletedNode(7200, { mirror: false });
   assert.deepEqual(withWhy(unmirrored, "assign slot"), []);
   assert.equal(unmirrored.requeueAfterMs, 3_600_000);
-  // ... and not past it.
-  assert.deepEqual(
-    withWhy(otherPoolHoldsDeletedNode(1800, { mirror: false }), "assign slot"),
-    ["n2"],
-  );
-  // With its mirror too: its Node gone, only the bounded hold counts (infra lets it go then).
-  assert.deepEqual(withWhy(otherPoolHoldsDeletedNode(1800), "assign slot"), ["n2"]);
+  // ... and past it too: infra holds it until a person deletes its BootcNode (adv19 F2).
+  assert.deepEqual(withWhy(otherPoolHoldsDeletedNode(1800, { mirror: false }), "assign slot"), []);
+  assert.deepEqual(withWhy(otherPoolHoldsDeletedNode(1800), "assign slot"), []);
+  // Its BootcNode deleted: nothing holds it any more.
   assert.deepEqual(withWhy(otherPoolHoldsDeletedNode(1800, { n1: false }), "assign slot"), ["n2"]);
 });
 
