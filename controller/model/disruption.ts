@@ -23,7 +23,7 @@ import {
   LABEL_MANAGED,
 } from "../../lib/api/mod.ts";
 import type { MergePatch } from "../planner/plan.ts";
-import { formatTime, parseTime } from "./slots.ts";
+import { formatTime, parseTime, pastTime } from "./slots.ts";
 import type { NodeSummary } from "./types.ts";
 
 /** Every annotation of the Node disruption record. */
@@ -97,15 +97,6 @@ export function grantPatch(node: NodeSummary, pool: string, now: Date): MergePat
   return patch;
 }
 
-/** How far ahead of the controller's clock a record's time may be (another replica's clock). */
-const FUTURE_SLACK_MS = 60_000;
-
-/** A record's time, undefined when unreadable or ahead of `now` (no deadline would fire). */
-function recordTime(value: string | undefined, now: Date): Date | undefined {
-  const t = parseTime(value);
-  return t && t.getTime() <= now.getTime() + FUTURE_SLACK_MS ? t : undefined;
-}
-
 /** The prior cordon state as far as it is known: the Node's record, else the mirror. */
 export function priorCordon(node: NodeSummary, bn: BootcNode | undefined): string | undefined {
   const own = recordOf(node).wasCordoned;
@@ -129,7 +120,7 @@ export interface Repair {
 /**
  * Completes a damaged record of a disrupted member: a missing or unreadable slot
  * annotation is put back (the node keeps counting against every budget until the
- * operator is done, and its drain timeout can fire), a record of another pool is taken over, and a missing prior cordon state
+ * operator is done, and its drain timeout can fire), a missing pool named, and a missing prior cordon state
  * comes back from the BootcNode's mirror. When both copies are gone and the node is
  * cordoned, nobody can know whether the user had cordoned it: record "true" (never
  * uncordon what we cannot prove we cordoned) and report it.
@@ -144,18 +135,18 @@ export function repairPatch(
   const set: Record<string, string> = {};
   const fixed: string[] = [];
   let priorCordonLost: boolean | undefined;
-  const drainedAt = recordTime(record.drainedAt, now);
+  const drainedAt = pastTime(record.drainedAt, now);
   if (record.drainedAt !== undefined && drainedAt === undefined && parseTime(record.drainedAt)) {
     // The reboot timeout is measured from it: a time ahead of now would never let it fire.
     record.drainedAt = formatTime(now);
     set[ANNOTATION_DRAINED_AT] = record.drainedAt;
     fixed.push(`replaced its ${ANNOTATION_DRAINED_AT} in the future with ${record.drainedAt}`);
   }
-  if (record.slotAt === undefined || recordTime(record.slotAt, now) === undefined) {
+  if (record.slotAt === undefined || pastTime(record.slotAt, now) === undefined) {
     // The drain timeout is measured from the slot time: an unreadable one (or one ahead
     // of now) would never let it fire. The finished drain is the best bound we have, else now.
     const garbled = record.slotAt;
-    const drained = recordTime(record.drainedAt, now);
+    const drained = pastTime(record.drainedAt, now);
     record.slotAt = drained ? formatTime(drained) : formatTime(now);
     set[ANNOTATION_IN_REBOOT_SLOT] = record.slotAt;
     fixed.push(

@@ -48,5 +48,15 @@ export function parseTime(value: string | undefined): Date | undefined {
   return Number.isNaN(t) ? undefined : new Date(t);
 }
 
+/**
+ * {@linkcode parseTime}, and undefined too for a time ahead of `now` by more than a
+ * minute (another replica's clock): a deadline measured from a future time would never
+ * pass, so such a time counts as unreadable.
+ */
+export function pastTime(value: string | undefined, now: Date): Date | undefined {
+  const t = parseTime(value);
+  return t && t.getTime() <= now.getTime() + 60_000 ? t : undefined;
+}
+
 /** RFC 3339 with second precision (lib/clock.ts), re-exported for the controller's modules. */
 export { formatTime };

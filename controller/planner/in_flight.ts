@@ -337,7 +337,7 @@ function progressOne(
   mode: InFlightMode,
 ): NodeOutcome {
   // A record this pool did not grant is not driven (record_origin.ts); it counts till gone.
-  const foreign = notGrantedHere(m.node, bn, env.poolName);
+  const foreign = notGrantedHere(m.node, bn, env.poolName, env);
   if (foreign) return { name: m.node.name, out: foreign };
   const repaired = repairPhase(m.node, bn, env);
   const outcome = progressRepaired(m, bn, env, mode, repaired);

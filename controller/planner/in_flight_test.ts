@@ -188,7 +188,7 @@ Deno.test("orphan: a node carrying this pool's record but no longer a member is 
   assert.ok(plan.events.some((e) => e.reason === "OrphanRestored"));
 });
 
-Deno.test("orphan: a record another single pool will adopt is left to it", () => {
+Deno.test("orphan: a record of this pool on a node another pool matches is restored here; once that pool has its BootcNode, counted only", () => {
   const other = pool({ name: "infra", selector: { matchLabels: { role: "infra" } } });
   const n1 = node("n1", {
     labels: { role: "infra" },
@@ -199,11 +199,35 @@ Deno.test("orphan: a record another single pool will adopt is left to it", () =>
       [ANNOTATION_WAS_CORDONED]: "false",
     },
   });
+  // No BootcNode: the pool it joined may have no target to create one; this pool restores it.
   const mine = planPool(input(pool(), { nodes: [n1], otherPools: [other] }));
-  assert.equal(ofKind(mine, "patchNode").length, 0);
-  // The adopting pool takes the slot over and counts it.
-  const theirs = planPool(input(other, { nodes: [n1], otherPools: [pool()] }));
+  const restore = ofKind(mine, "patchNode").find((a) => a.why === "restore orphaned node");
+  assert.deepEqual(restore?.patch.spec, { unschedulable: null });
+  // Its BootcNode owned by the pool it joined: that pool hands it back (record_origin.ts);
+  // here it counts, and is named, until then.
+  const owned = bootcNode("n1", { phase: "staged", pool: "infra" });
+  owned.metadata.ownerReferences = [{
+    apiVersion: "node.bootc.dev/v1alpha1",
+    kind: "BootcNodePool",
+    name: "infra",
+    uid: "uid-infra",
+    controller: true,
+  }];
+  const counted = planPool(input(pool(), {
+    nodes: [n1, node("n2")],
+    bootcNodes: [owned, bootcNode("n2", { phase: "staged" })],
+    otherPools: [other],
+  }));
+  assert.equal(ofKind(counted, "patchNode").filter((a) => a.node === "n1").length, 0);
+  assert.equal(counted.status?.slotsInUse, 1, "n2 waits: n1 still takes the one slot");
+  assert.match(
+    JSON.stringify(counted.status?.conditions),
+    /n1 \(now in pool infra\) still carries this pool's slot/,
+  );
+  // The pool it joined counts it and hands it back (no reboot under way): never taken over.
+  const theirs = planPool(input(other, { nodes: [n1], bootcNodes: [owned], otherPools: [pool()] }));
   assert.equal(theirs.status?.slotsInUse, 1);
+  assert.ok(ofKind(theirs, "patchNode").some((a) => a.why === "hand back another pool's slot"));
 });
 
 Deno.test("invalid spec mid-rollout: an undrained node is undone, a rebooting node finishes", () => {

@@ -27,7 +27,7 @@ import type { UnrecordedDisruption } from "../gates/mod.ts";
 import { shortReference } from "../../lib/api/display.ts";
 import { type DesiredImage, entryMatches } from "../model/effective_state.ts";
 import { poolEvent, type StepOutput, stepOutput } from "./plan.ts";
-import { formatTime, parseTime } from "../model/slots.ts";
+import { formatTime, parseTime, pastTime } from "../model/slots.ts";
 import type { NodeSummary } from "../model/types.ts";
 
 /** Default of `spec.rollout.rebootTimeoutSeconds`. */
@@ -73,8 +73,8 @@ export function leavingHold(facts: LeavingFacts): LeavingHold {
   const record = recordOf(node);
   const idle = findCondition(bn?.status?.conditions, NodeConditionType.Idle);
   const rebooting = idle?.status === "False" && idle.reason === IdleReason.Rebooting;
-  const requestedAt = parseTime(record.drainedAt) ?? parseTime(record.slotAt) ??
-    (rebooting ? parseTime(idle.lastTransitionTime) : undefined);
+  const requestedAt = pastTime(record.drainedAt, now) ?? pastTime(record.slotAt, now) ??
+    (rebooting ? pastTime(idle.lastTransitionTime, now) : undefined);
   const deadline = requestedAt ? new Date(requestedAt.getTime() + timeoutMs) : undefined;
   const overdue = deadline !== undefined && now >= deadline;
   if (bn) {
@@ -99,8 +99,8 @@ export function leavingHold(facts: LeavingFacts): LeavingHold {
       overdue,
     };
   }
-  const drainedAt = parseTime(record.drainedAt);
-  if (record.drainedFor === undefined && drainedAt === undefined) return { overdue: false };
+  const drainedAt = pastTime(record.drainedAt, now);
+  if (record.drainedFor === undefined && record.drainedAt === undefined) return { overdue: false };
   const readySince = parseTime(node.readySince);
   const cameBack = node.ready && (overdue ||
     (drainedAt !== undefined && readySince !== undefined && readySince > drainedAt));
@@ -136,7 +136,7 @@ export function deletedNodeHold(facts: DeletedNodeFacts): LeavingHold {
   const { bn, now } = facts;
   const idle = findCondition(bn.status?.conditions, NodeConditionType.Idle);
   if (idle?.status !== "False" || idle.reason !== IdleReason.Rebooting) return { overdue: false };
-  const since = parseTime(idle.lastTransitionTime);
+  const since = pastTime(idle.lastTransitionTime, now);
   const timeoutMs = facts.rebootTimeoutMs ?? DEFAULT_REBOOT_TIMEOUT_MS;
   const deadline = since ? new Date(since.getTime() + timeoutMs) : undefined;
   return {
@@ -206,7 +206,10 @@ function heldWithoutNode(
     now,
   });
   if (hold.waitsFor === undefined) return undefined;
-  return hold.overdue ? {} : { until: hold.deadline };
+  // Overdue, it counts while its pool holds it (and says so); a BootcNode whose pool is
+  // gone counts no longer than the reboot timeout (nobody would report it).
+  if (hold.overdue) return pool ? {} : undefined;
+  return { until: hold.deadline };
 }
 
 /**
@@ -234,12 +237,18 @@ export function reportLeavingHold(
   if (!hold.overdue) {
     return stepOutput({ notes, events, wake: hold.deadline.getTime() - at.now.getTime() });
   }
-  const issues = [{
-    reason: PoolDegradedReason.NodeStalled,
-    message: `node ${name} left the pool while rebooting and is still waiting for ` +
-      `${hold.waitsFor} past its reboot timeout; it keeps its reboot slot until then ` +
-      `(check the host; if the machine is gone for good, delete its BootcNode` +
-      `${at.nodeGone ? "" : " and its Node object"} to let the slot go)`,
-  }];
+  const message = `node ${name} left the pool while rebooting and is still waiting for ` +
+    `${hold.waitsFor} past its reboot timeout; it keeps its reboot slot until then ` +
+    `(check the host; if the machine is gone for good, delete its BootcNode` +
+    `${at.nodeGone ? "" : " and its Node object"} to let the slot go)`;
+  const issues = [{ reason: PoolDegradedReason.NodeStalled, message }];
+  // Said as a Warning too: a deleted pool writes no status (its finalizer waits for this).
+  events.push(poolEvent(
+    at.poolName,
+    "Warning",
+    "NodeStalled",
+    message,
+    `leaving-overdue/${name}/${formatTime(hold.deadline)}`,
+  ));
   return stepOutput({ notes, events, issues });
 }

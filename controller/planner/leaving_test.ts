@@ -245,11 +245,11 @@ Deno.test("unrecordedDisruptions: disrupted by the BootcNode's account, no recor
     },
     // "mirror-no-node": its Node gone and not rebooting, a mirror alone does not count (its
     // pool releases it; an invalid pool would not, and nothing would end the count).
-    // Past the reboot timeout (its pool's, or the default 30 min with its pool gone): still
-    // counted, with no end of its own (its pool holds it until a person deletes its BootcNode;
-    // a gone pool's BootcNodes go with it).
-    { node: "no-pool" },
+    // Past its pool's reboot timeout: still counted, with no end of its own (its pool holds
+    // it, and says so, until a person deletes its BootcNode).
     { node: "overdue", poolSelector: quick.spec.nodeSelector },
+    // "no-pool" (its pool gone): the default reboot timeout, 30 min, has passed; nobody
+    // would report it, so it counts no longer.
   ]);
   const early = unrecordedDisruptions({
     pools: [infra, quick],

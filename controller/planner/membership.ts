@@ -221,7 +221,6 @@ export function releaseOrphans(
   members: ReadonlySet<string>,
 ): { released: string[]; out: StepOutput } {
   const poolName = input.pool.metadata.name ?? "";
-  const valid = input.pools.filter((p) => selectorError(p.selector) === undefined);
   const names = new Set(input.pools.map((p) => p.name));
   const first = [...names].sort()[0] === poolName;
   const released: string[] = [];
@@ -236,14 +235,18 @@ export function releaseOrphans(
     const mine = recordPool === poolName ||
       (first && (recordPool === undefined || !names.has(recordPool)));
     if (!mine) continue;
-    const matching = valid.filter((p) => matchesSelector(p.selector, node.labels));
-    const adopter = matching.length === 1 && matching[0].name !== poolName;
-    if (owner !== undefined || adopter) {
-      // Another pool has it: it hands the slot back, or finishes a reboot under way
-      // (record_origin.ts). While the record names this pool, it still counts here.
-      if (recordPool === poolName) released.push(node.name);
+    if (owner !== undefined) {
+      // Another pool has its BootcNode: that pool hands the slot back once no reboot may be
+      // under way (record_origin.ts). While the record names this pool, it counts here too.
+      if (recordPool === poolName) {
+        released.push(node.name);
+        outs.push(stepOutput({
+          notes: [`${node.name} (now in pool ${owner}) still carries this pool's slot`],
+        }));
+      }
       continue;
     }
+    // No BootcNode: no pool acts on it but this one (one it joined may have no target yet).
     const orphan = restoreOrphan(input, node, bn);
     if (orphan.counted) released.push(node.name);
     outs.push(orphan.out);

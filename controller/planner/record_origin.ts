@@ -7,26 +7,35 @@
  *   on the BootcNode, no reboot under way; a hand edit or another tool) is dropped,
  *   the node's cordon left as it is;
  * - a record of **another pool** (the node moved before that pool handed it back:
- *   its release cut short, or its controller down) with no reboot under way is
- *   handed back here (its prior cordon restored), not taken over: the node then
- *   waits for a slot of this pool's gates like any other. With a drain finished or a
- *   reboot under way it is taken over and finished (`repairPatch`): a reboot cannot
- *   be undone.
+ *   its release cut short, or its controller down) is never taken over: no gate of
+ *   this pool admitted it. While its machine may be rebooting (its daemon says so, or
+ *   a finished drain was not yet followed by the Node being Ready) nothing is written
+ *   (a reboot cannot be undone, and none is started here), past the reboot timeout
+ *   the pool is Degraded naming it; then it is handed back here (its prior cordon
+ *   restored), and waits for a slot of this pool's gates like any other node.
  *
  * Either way the node counts against the pool's budget until its record is gone,
  * and the old pool counts it too while the record names it (`releaseOrphans`).
  *
  * @module
  */
-import type { BootcNode } from "../../lib/api/mod.ts";
+import {
+  type BootcNode,
+  findCondition,
+  NodeConditionType,
+  PoolDegradedReason,
+} from "../../lib/api/mod.ts";
 import { daemonSaysRebooting } from "../../lib/api/node_state.ts";
 import {
   dropRecordPatch,
+  priorCordon,
   recordOf,
   releaseBootcNodePatch,
+  releaseCordonNote,
   releasePatch,
   strayRecord,
 } from "../model/disruption.ts";
+import { parseTime, pastTime } from "../model/slots.ts";
 import type { NodeSummary } from "../model/types.ts";
 import { type Action, nodeObjectEvent, type StepOutput, stepOutput } from "./plan.ts";
 
@@ -38,6 +47,7 @@ export function notGrantedHere(
   node: NodeSummary,
   bn: BootcNode,
   pool: string,
+  at: { now: Date; rebootTimeoutMs: number },
 ): StepOutput | undefined {
   const name = node.name;
   const rebooting = daemonSaysRebooting(bn);
@@ -60,8 +70,64 @@ export function notGrantedHere(
     });
   }
   const record = recordOf(node);
-  const underWay = record.drainedAt !== undefined || record.drainedFor !== undefined || rebooting;
-  if (record.pool === undefined || record.pool === pool || underWay) return undefined;
+  if (record.pool === undefined || record.pool === pool) return undefined;
+  const down = mayBeDown(node, bn, record.drainedAt, at.now);
+  if (down) return waitForReboot(name, record.pool, down, at);
+  return handBack(node, bn, pool, record.pool);
+}
+
+/**
+ * Whether the node's machine may be rebooting (its daemon says so, or a finished drain
+ * was not yet followed by the Node being Ready), and since when; undefined when not.
+ */
+function mayBeDown(
+  node: NodeSummary,
+  bn: BootcNode,
+  drainedAtText: string | undefined,
+  now: Date,
+): { since?: Date } | undefined {
+  if (daemonSaysRebooting(bn)) {
+    const idle = findCondition(bn.status?.conditions, NodeConditionType.Idle);
+    return { since: pastTime(idle?.lastTransitionTime, now) };
+  }
+  if (drainedAtText === undefined) return undefined;
+  const drainedAt = pastTime(drainedAtText, now);
+  const readySince = parseTime(node.readySince);
+  const back = node.ready && drainedAt !== undefined && readySince !== undefined &&
+    readySince > drainedAt;
+  return back ? undefined : { since: drainedAt };
+}
+
+/**
+ * Another pool's slot on a machine that may be down: nothing is written (its reboot
+ * cannot be undone, and no new drain or reboot is started here); it counts, and past
+ * the reboot timeout the pool is Degraded naming it. Handed back once it is up.
+ */
+function waitForReboot(
+  name: string,
+  other: string,
+  down: { since?: Date },
+  at: { now: Date; rebootTimeoutMs: number },
+): StepOutput {
+  const note = `${name} carries a reboot slot of pool ${other} and may be rebooting: ` +
+    `waiting for it to be back before handing the slot back`;
+  const deadline = down.since && down.since.getTime() + at.rebootTimeoutMs;
+  if (deadline !== undefined && deadline > at.now.getTime()) {
+    return stepOutput({ notes: [note], wake: deadline - at.now.getTime() });
+  }
+  return stepOutput({
+    notes: [note],
+    issues: [{
+      reason: PoolDegradedReason.NodeStalled,
+      message: `node ${name} carries a reboot slot of pool ${other} and has not come back ` +
+        `from a reboot within its reboot timeout; it counts until it is back (check the host)`,
+    }],
+  });
+}
+
+/** Hands another pool's slot back: the BootcNode's copy first, then the Node's record. */
+function handBack(node: NodeSummary, bn: BootcNode, pool: string, other: string): StepOutput {
+  const name = node.name;
   const actions: Action[] = [];
   const bnPatch = releaseBootcNodePatch(bn);
   if (bnPatch) {
@@ -71,15 +137,23 @@ export function notGrantedHere(
   if (patch) {
     actions.push({ kind: "patchNode", node: name, patch, why: "hand back another pool's slot" });
   }
-  return stepOutput({
-    actions,
-    events: [nodeObjectEvent(
+  const lost = priorCordon(node, bn) === undefined && node.unschedulable;
+  const events = [nodeObjectEvent(
+    name,
+    "Warning",
+    "SlotHandedBack",
+    `node ${name} joined pool ${pool} holding a reboot slot of pool ${other}, no reboot under ` +
+      `way: handed back${releaseCordonNote(node, bn)} rather than taken over; it waits for a ` +
+      `slot of pool ${pool}'s gates like any other node`,
+  )];
+  if (lost) {
+    events.push(nodeObjectEvent(
       name,
       "Warning",
-      "SlotHandedBack",
-      `node ${name} joined pool ${pool} holding a reboot slot of pool ${record.pool}, its ` +
-        `reboot not under way: handed back (prior cordon state restored) rather than taken ` +
-        `over; it waits for a slot of pool ${pool}'s gates like any other node`,
-    )],
-  });
+      "PriorCordonStateLost",
+      `node ${name}: the record of whether it was cordoned before pool ${other}'s update was ` +
+        `lost; it stays cordoned (uncordon it by hand if it should run pods)`,
+    ));
+  }
+  return stepOutput({ actions, events });
 }

@@ -104,28 +104,76 @@ Deno.test("record origin: another pool's slot, its reboot not under way, is hand
   assert.ok(!plan.events.some((e) => e.reason === "DisruptionRecordRepaired"));
 });
 
-Deno.test("record origin: another pool's slot with its drain finished is taken over and finished", () => {
-  const plan = planPool(busyPool(
-    {
+Deno.test("record origin: another pool's slot is never taken over; while its machine may be rebooting nothing is written (review 18 F1)", () => {
+  const drained = (n1: Partial<ReturnType<typeof node>>, bn1?: BootcNode) =>
+    planPool(busyPool(
+      {
+        unschedulable: true,
+        annotations: {
+          [ANNOTATION_IN_REBOOT_SLOT]: EARLIER,
+          [ANNOTATION_SLOT_POOL]: "other",
+          [ANNOTATION_WAS_CORDONED]: "false",
+          [ANNOTATION_DRAINED_AT]: EARLIER,
+          [ANNOTATION_DRAINED_FOR]: image("a"),
+        },
+        ...n1,
+      },
+      bn1 ?? withMirror(bootcNode("n1", { phase: "staged" }), "false"),
+    ));
+  // Not Ready since its drain (00:59): it may be down. Nothing written, counted, said.
+  const down = drained({});
+  assert.deepEqual(about(down, "n1"), []);
+  assert.deepEqual(granted(down), []);
+  assert.ok(
+    down.status?.conditions?.some((c) => /n1 carries a reboot slot of pool other/.test(c.message)),
+  );
+  assert.ok(!down.events.some((e) => e.reason === "DisruptionRecordRepaired"));
+  // Its daemon says Rebooting: the same.
+  const rebooting = drained(
+    { readySince: "2026-01-01T00:59:30Z" },
+    withMirror(bootcNode("n1", { phase: "rebooting" }), "false"),
+  );
+  assert.deepEqual(about(rebooting, "n1"), []);
+  // Past the reboot timeout (30 min from 00:00): the pool is Degraded naming it.
+  const overdue = planPool(input(pool({ maxUnavailable: 1, rebootTimeoutSeconds: 60 }), {
+    nodes: [node("n1", {
       unschedulable: true,
+      ready: false,
       annotations: {
         [ANNOTATION_IN_REBOOT_SLOT]: EARLIER,
         [ANNOTATION_SLOT_POOL]: "other",
         [ANNOTATION_WAS_CORDONED]: "false",
-        [ANNOTATION_DRAINED_AT]: EARLIER,
-        [ANNOTATION_DRAINED_FOR]: image("b"),
+        [ANNOTATION_DRAINED_AT]: "2026-01-01T00:00:00Z",
+        [ANNOTATION_DRAINED_FOR]: image("a"),
       },
-    },
-    withMirror(bootcNode("n1", { phase: "staged" }), "false"),
-  ));
-  const repair = ofKind(plan, "patchNode").find((a) =>
-    a.node === "n1" && a.why === "repair record"
+    })],
+    bootcNodes: [withMirror(bootcNode("n1", { phase: "staged" }), "false")],
+  }));
+  const degraded = overdue.status?.conditions?.find((c) => c.type === "Degraded");
+  assert.equal(degraded?.reason, "NodeStalled");
+  assert.match(degraded?.message ?? "", /node n1 carries a reboot slot of pool other/);
+  // Ready since its drain: back, so handed back (never drained or rebooted here).
+  const back = drained({ readySince: "2026-01-01T00:59:30Z" });
+  assert.deepEqual(
+    about(back, "n1").map((a) =>
+      a.kind === "patchNode" || a.kind === "patchBootcNode" ? a.why : a.kind
+    ),
+    ["drop mirror", "hand back another pool's slot"],
   );
-  assert.equal(
-    (repair?.patch.metadata as { annotations: Record<string, string> }).annotations[
-      ANNOTATION_SLOT_POOL
-    ],
-    "workers",
+  assert.equal(ofKind(back, "evict").length, 0);
+});
+
+Deno.test("record origin: a hand-back whose prior cordon state is lost says so and keeps the cordon (review 18 F6)", () => {
+  const plan = planPool(busyPool({
+    unschedulable: true,
+    annotations: { [ANNOTATION_IN_REBOOT_SLOT]: EARLIER, [ANNOTATION_SLOT_POOL]: "other" },
+  }));
+  const release = ofKind(plan, "patchNode").find((a) => a.why === "hand back another pool's slot");
+  assert.equal(release?.patch.spec, undefined, "left cordoned");
+  assert.ok(plan.events.some((e) => e.reason === "PriorCordonStateLost"));
+  assert.match(
+    plan.events.find((e) => e.reason === "SlotHandedBack")?.message ?? "",
+    /left cordoned \(its prior cordon state was lost\)/,
   );
 });
 
