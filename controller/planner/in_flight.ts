@@ -641,14 +641,21 @@ function cordonPhase(m: Member, f: NodeFacts): NodeOutcome & { drainedAt?: Date 
     why: "cordon",
   }];
   if (!f.drainedAt) return { out: stepOutput({ actions }), drainedAt: undefined };
+  // The cordon and the drain's withdrawal in one write: a cordon that landed without the
+  // withdrawal would make a drain that pods have landed on since read as finished again.
   const undrain = undrainPatch(node);
+  if (undrain) {
+    actions[0] = {
+      kind: "patchNode",
+      node: name,
+      patch: { ...undrain, spec: { unschedulable: true } },
+      why: "cordon and withdraw drain",
+    };
+  }
   if (m.state === EffectiveState.Rebooting) {
     // Pods may have landed since the drain. A reboot already under way is not stopped, and
     // needs no record to finish; one not yet started is refused by the daemon's last read of
     // the Node until a new drain pass records it again (the reboot request stays).
-    if (undrain) {
-      actions.push({ kind: "patchNode", node: name, patch: undrain, why: "withdraw drain" });
-    }
     const events = [nodeObjectEvent(
       name,
       "Warning",
@@ -657,9 +664,6 @@ function cordonPhase(m: Member, f: NodeFacts): NodeOutcome & { drainedAt?: Date 
         `withdrawing its drain, so a reboot not yet started waits for a new drain`,
     )];
     return { out: stepOutput({ actions, events }), drainedAt: undefined };
-  }
-  if (undrain) {
-    actions.push({ kind: "patchNode", node: name, patch: undrain, why: "withdraw drain" });
   }
   if (bn.spec.desiredImageState === "Booted") {
     actions.push({
@@ -907,6 +911,10 @@ function rebootPhase(m: Member, f: NodeFacts & { drainedAt: Date }, env: InFligh
       why: "request reboot",
     }]
     : [];
+  // Until its daemon starts the reboot, the drain must still be finished now: a record (or a
+  // reboot request) written by hand, or a pod that came back, is not a drain.
+  const unproven = m.state === EffectiveState.Staged ? drainUnproven(f, env) : undefined;
+  if (unproven) return unproven;
   const deadline = drainedAt.getTime() + env.rebootTimeoutMs;
   if (env.now.getTime() < deadline) {
     return {
@@ -926,6 +934,62 @@ function rebootPhase(m: Member, f: NodeFacts & { drainedAt: Date }, env: InFligh
     drainTimedOut: false,
     rebootTimedOut: true,
     out: mergeOutputs([stepOutput({ actions: request }), t.out ?? NO_OUTPUT]),
+  };
+}
+
+/**
+ * Defence in depth while a node waits for its reboot (asked for or not, its daemon not yet
+ * rebooting): the Node's finished-drain record must be true now (cordoned, nothing left
+ * to evict). Its pods unknown: asked for first. A record that is not true (written by
+ * hand, or a pod came back) is withdrawn, with a Warning, so the daemon's own check
+ * refuses the reboot, and the node is drained again. Undefined: proven.
+ */
+function drainUnproven(f: NodeFacts, env: InFlightEnv): PassOutcome | undefined {
+  const { name, node } = f;
+  const pods = podsOf(env.input, name);
+  if (!pods) {
+    return {
+      podsUnknown: true,
+      draining: true,
+      drainTimedOut: false,
+      rebootTimedOut: false,
+      out: stepOutput({ needPods: [name], draining: true }),
+    };
+  }
+  if (node.unschedulable && planDrainPass(pods, drainContext(env.input, node)).done) {
+    return undefined;
+  }
+  const patch = undrainPatch(node);
+  // The record first (the daemon's own check then refuses), then any reboot request.
+  const actions: Action[] = patch
+    ? [{ kind: "patchNode", node: name, patch, why: "withdraw unproven drain" }]
+    : [];
+  if (f.bn.spec.desiredImageState === "Booted") {
+    actions.push({
+      kind: "patchBootcNode",
+      node: name,
+      patch: { spec: { desiredImageState: "Staged" } },
+      why: "revoke reboot request",
+    });
+  }
+  return {
+    draining: true,
+    drainTimedOut: false,
+    rebootTimedOut: false,
+    out: stepOutput({
+      actions,
+      events: [nodeObjectEvent(
+        name,
+        "Warning",
+        "DrainRecordWithdrawn",
+        `node ${name}'s Node records a finished drain (bootc.dev/drained-for) but it is ` +
+          `${
+            node.unschedulable ? "not drained: pods its drain must evict are on it" : "not cordoned"
+          }; ` +
+          `withdrawn, and the node drained again before any reboot`,
+      )],
+      draining: true,
+    }),
   };
 }
 

@@ -8,7 +8,7 @@ import {
   type BootcNode,
 } from "../../lib/api/mod.ts";
 import { type Action, type Plan, planPool } from "./planner.ts";
-import { bootcNode, image, input, node, pool } from "../testing/fixtures.ts";
+import { bootcNode, image, input, node, pod, pool } from "../testing/fixtures.ts";
 
 const EARLIER = "2026-01-01T00:59:00Z";
 
@@ -226,4 +226,49 @@ Deno.test("record origin: a slot or drain time in the future is replaced (its ti
   const set = (repair?.patch.metadata as { annotations: Record<string, string> }).annotations;
   assert.equal(set[ANNOTATION_DRAINED_AT], "2026-01-01T01:00:00Z");
   assert.equal(set[ANNOTATION_IN_REBOOT_SLOT], "2026-01-01T01:00:00Z");
+});
+
+Deno.test("drain proof: a finished-drain record written by hand on a slot holder with pods to evict is withdrawn, no reboot asked (adv19)", () => {
+  const forged = (booted: boolean, listed = true) => {
+    const i = input(pool({ maxUnavailable: 1 }), {
+      nodes: [node("n1", { unschedulable: true })],
+      bootcNodes: [
+        bootcNode("n1", {
+          phase: "staged",
+          slotAt: EARLIER,
+          wasCordoned: false,
+          drainedAt: EARLIER,
+          ...(booted ? { state: "Booted" as const } : {}),
+        }),
+      ],
+      pods: [pod("web-1", "n1")],
+    });
+    if (!listed) i.podsListed = new Set();
+    return planPool(i);
+  };
+  const whys = (plan: Plan) =>
+    about(plan, "n1").map((a) =>
+      a.kind === "patchNode" || a.kind === "patchBootcNode" ? a.why : a.kind
+    );
+  const plan = forged(false);
+  assert.deepEqual(whys(plan), ["withdraw unproven drain"]);
+  assert.ok(plan.events.some((e) => e.reason === "DrainRecordWithdrawn"));
+  // With a reboot request written by hand too: the record goes first, then the request.
+  assert.deepEqual(whys(forged(true)), ["withdraw unproven drain", "revoke reboot request"]);
+  // Its pods unknown: asked for, nothing asked of the node meanwhile.
+  const unknown = forged(false, false);
+  assert.ok(unknown.needPods.includes("n1"));
+  assert.deepEqual(whys(unknown), []);
+});
+
+Deno.test("drain proof: a finished drain with nothing left to evict asks for the reboot", () => {
+  const plan = planPool(input(pool({ maxUnavailable: 1 }), {
+    nodes: [node("n1", { unschedulable: true })],
+    bootcNodes: [
+      bootcNode("n1", { phase: "staged", slotAt: EARLIER, wasCordoned: false, drainedAt: EARLIER }),
+    ],
+  }));
+  assert.ok(
+    about(plan, "n1").some((a) => a.kind === "patchBootcNode" && a.why === "request reboot"),
+  );
 });
