@@ -57,20 +57,23 @@ export function nodeDisrupted(node: NodeSummary, bn: BootcNode | undefined): boo
 /**
  * True when a node's record cannot have come from a grant, so no pool may take it as
  * one: a grant writes the slot, its pool and the prior cordon state in one Node write,
- * then their copy on the BootcNode. At most one of the three on the Node, no copy on
- * the BootcNode and no reboot under way (`rebooting`: the daemon says so) is a stray
- * edit (by hand, another tool): driving it through cordon, drain and reboot would
- * disrupt a node no gate admitted. A record that lost two of the three and its copy
- * together is taken as stray too: dropped, its cordon left alone, it waits for a slot again.
+ * with the cordon, then their copy on the BootcNode. With no copy on the BootcNode and no
+ * reboot under way (`rebooting`: the daemon says so), a record is a stray edit (by hand,
+ * another tool) when it holds at most one of the three, or lacks the prior cordon state
+ * on a node neither cordoned nor drained: driving it through cordon, drain and reboot
+ * would disrupt a node no gate admitted. A grant that lost as much (and its copy) is taken
+ * as stray too: dropped, its cordon left alone, it waits for a slot again.
  */
 export function strayRecord(
   node: NodeSummary,
   bn: BootcNode | undefined,
   rebooting: boolean,
 ): boolean {
+  if (mirrorOf(bn) !== undefined || rebooting) return false;
   const r = recordOf(node);
   const granted = [r.slotAt, r.pool, r.wasCordoned].filter((v) => v !== undefined).length;
-  return granted <= 1 && mirrorOf(bn) === undefined && !rebooting;
+  const drained = r.drainedAt !== undefined || r.drainedFor !== undefined;
+  return granted <= 1 || (r.wasCordoned === undefined && !node.unschedulable && !drained);
 }
 
 /** The Node patch removing the record's annotations, cordon untouched (undefined: none there). */

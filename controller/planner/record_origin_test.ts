@@ -60,6 +60,15 @@ Deno.test("record origin: a stray was-cordoned false on a node the user cordoned
   });
 });
 
+Deno.test("record origin: a hand-set slot and pool on an uncordoned node without a copy is dropped too (adv19 F1, two annotations)", () => {
+  const plan = planPool(busyPool({
+    annotations: { [ANNOTATION_IN_REBOOT_SLOT]: EARLIER, [ANNOTATION_SLOT_POOL]: "workers" },
+  }));
+  const n1 = about(plan, "n1");
+  assert.deepEqual(n1.map((a) => a.kind === "patchNode" ? a.why : a.kind), ["drop stray record"]);
+  assert.deepEqual(granted(plan), []);
+});
+
 Deno.test("record origin: one annotation with its BootcNode copy, or two of three, is a damaged grant: repaired", () => {
   // The mirror proves a grant: the slot annotation comes back (tamper tests in in_flight_test).
   const mirrored = planPool(
