@@ -912,16 +912,22 @@ function rebootPhase(m: Member, f: NodeFacts & { drainedAt: Date }, env: InFligh
     }]
     : [];
   // Until its daemon starts the reboot, the drain must still be finished now: a record (or a
-  // reboot request) written by hand, or a pod that came back, is not a drain.
-  const unproven = m.state === EffectiveState.Staged ? drainUnproven(f, env) : undefined;
-  if (unproven) return unproven;
+  // reboot request) written by hand, or a pod that came back, is not a drain. Checked every
+  // drain poll while it waits (a pod landing wakes nothing), and pods unknown never suspend
+  // the reboot timeout.
+  const waiting = m.state === EffectiveState.Staged;
   const deadline = drainedAt.getTime() + env.rebootTimeoutMs;
-  if (env.now.getTime() < deadline) {
+  const overdue = env.now.getTime() >= deadline;
+  const unproven = waiting ? drainUnproven(f, env) : undefined;
+  if (unproven && !(unproven.podsUnknown && overdue)) return unproven;
+  if (!overdue) {
+    const pollMs = env.input.options?.drainPollMs ?? 5_000;
+    const wake = deadline - env.now.getTime();
     return {
       drainedAt,
       drainTimedOut: false,
       rebootTimedOut: false,
-      out: stepOutput({ actions: request, wake: deadline - env.now.getTime() }),
+      out: stepOutput({ actions: request, wake: waiting ? Math.min(wake, pollMs) : wake }),
     };
   }
   const msg =
@@ -933,7 +939,11 @@ function rebootPhase(m: Member, f: NodeFacts & { drainedAt: Date }, env: InFligh
     drainedAt,
     drainTimedOut: false,
     rebootTimedOut: true,
-    out: mergeOutputs([stepOutput({ actions: request }), t.out ?? NO_OUTPUT]),
+    out: mergeOutputs([
+      stepOutput({ actions: unproven ? [] : request }),
+      unproven?.out ?? NO_OUTPUT,
+      t.out ?? NO_OUTPUT,
+    ]),
   };
 }
 

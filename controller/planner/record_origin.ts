@@ -71,7 +71,7 @@ export function notGrantedHere(
   }
   const record = recordOf(node);
   if (record.pool === undefined || record.pool === pool) return undefined;
-  const down = mayBeDown(node, bn, record.drainedAt, at.now);
+  const down = mayBeDown(node, bn, record.drainedAt, at);
   if (down) return waitForReboot(name, record.pool, down, at);
   return handBack(node, bn, pool, record.pool);
 }
@@ -84,7 +84,7 @@ function mayBeDown(
   node: NodeSummary,
   bn: BootcNode,
   drainedAtText: string | undefined,
-  now: Date,
+  { now, rebootTimeoutMs: timeoutMs }: { now: Date; rebootTimeoutMs: number },
 ): { since?: Date } | undefined {
   if (daemonSaysRebooting(bn)) {
     const idle = findCondition(bn.status?.conditions, NodeConditionType.Idle);
@@ -93,8 +93,11 @@ function mayBeDown(
   if (drainedAtText === undefined) return undefined;
   const drainedAt = pastTime(drainedAtText, now);
   const readySince = parseTime(node.readySince);
-  const back = node.ready && drainedAt !== undefined && readySince !== undefined &&
-    readySince > drainedAt;
+  // Back: Ready since the drain, or Ready past the reboot timeout (then it never went down,
+  // or went and came back unseen: either way no reboot of that drain is under way now).
+  const overdue = drainedAt === undefined || now.getTime() >= drainedAt.getTime() + timeoutMs;
+  const back = node.ready &&
+    (overdue || (readySince !== undefined && drainedAt !== undefined && readySince > drainedAt));
   return back ? undefined : { since: drainedAt };
 }
 

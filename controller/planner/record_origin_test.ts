@@ -281,3 +281,63 @@ Deno.test("drain proof: a finished drain with nothing left to evict asks for the
     about(plan, "n1").some((a) => a.kind === "patchBootcNode" && a.why === "request reboot"),
   );
 });
+
+Deno.test("record origin: another pool's drained node Ready past the reboot timeout is handed back (it is not rebooting; adv20 N1)", () => {
+  const plan = planPool(input(pool({ maxUnavailable: 1, rebootTimeoutSeconds: 60 }), {
+    nodes: [node("n1", {
+      unschedulable: true,
+      annotations: {
+        [ANNOTATION_IN_REBOOT_SLOT]: EARLIER,
+        [ANNOTATION_SLOT_POOL]: "other",
+        [ANNOTATION_WAS_CORDONED]: "false",
+        [ANNOTATION_DRAINED_AT]: "2026-01-01T00:00:00Z",
+        [ANNOTATION_DRAINED_FOR]: image("a"),
+      },
+    })],
+    bootcNodes: [withMirror(bootcNode("n1", { phase: "staged" }), "false")],
+  }));
+  assert.ok(
+    about(plan, "n1").some((a) =>
+      a.kind === "patchNode" && a.why === "hand back another pool's slot"
+    ),
+  );
+  assert.notEqual(
+    plan.status?.conditions?.find((c) => c.type === "Degraded")?.reason,
+    "NodeStalled",
+  );
+});
+
+/** n1 drained and asked to reboot at 00:59, its daemon not rebooting yet. */
+function awaitingReboot(opts: { listed?: boolean; now?: string; rebootTimeoutSeconds?: number }) {
+  const i = input(pool({ maxUnavailable: 1, rebootTimeoutSeconds: opts.rebootTimeoutSeconds }), {
+    nodes: [node("n1", { unschedulable: true })],
+    bootcNodes: [
+      bootcNode("n1", {
+        phase: "staged",
+        slotAt: EARLIER,
+        wasCordoned: false,
+        drainedAt: EARLIER,
+        state: "Booted",
+      }),
+    ],
+    now: opts.now,
+  });
+  if (opts.listed === false) i.podsListed = new Set();
+  return planPool(i);
+}
+
+Deno.test("drain proof: checked again every drain poll while the node waits for its daemon (a pod landing wakes nothing; adv20 N2)", () => {
+  const plan = awaitingReboot({});
+  assert.deepEqual(about(plan, "n1"), []);
+  assert.equal(plan.requeueAfterMs, 5_000);
+});
+
+Deno.test("drain proof: pods that cannot be listed never suspend the reboot timeout (adv20 N3)", () => {
+  const plan = awaitingReboot({ listed: false, now: "2026-01-01T02:00:00Z" });
+  assert.ok(plan.needPods.includes("n1"), "still asked for");
+  const stalled = plan.events.find((e) => e.reason === "RebootTimedOut");
+  assert.ok(stalled, JSON.stringify(plan.events.map((e) => e.reason)));
+  assert.ok(
+    !about(plan, "n1").some((a) => a.kind === "patchBootcNode" && a.why === "request reboot"),
+  );
+});
