@@ -689,6 +689,17 @@ type PassOutcome = NodeOutcome & {
   rebootTimedOut: boolean;
 };
 
+/** A node whose pods are unknown: asked for, and counted as draining so no other slot races it for a budget. */
+function podsUnknown(name: string): PassOutcome {
+  return {
+    podsUnknown: true,
+    draining: true,
+    drainTimedOut: false,
+    rebootTimedOut: false,
+    out: stepOutput({ needPods: [name], draining: true }),
+  };
+}
+
 /**
  * One drain pass: unknown pods are asked for (it counts as draining meanwhile);
  * a finished drain (its cordon visible, so no pod slipped in) is recorded and the
@@ -697,16 +708,7 @@ type PassOutcome = NodeOutcome & {
 function drainPhase(m: Member, f: NodeFacts, env: InFlightEnv, mode: InFlightMode): PassOutcome {
   const { name, node, bn } = f;
   const pods = podsOf(env.input, name);
-  if (!pods) {
-    // Unknown pods: count it as draining so no other slot races it for a budget.
-    return {
-      podsUnknown: true,
-      draining: true,
-      drainTimedOut: false,
-      rebootTimedOut: false,
-      out: stepOutput({ needPods: [name], draining: true }),
-    };
-  }
+  if (!pods) return podsUnknown(name);
   const pass = planDrainPass(pods, drainContext(env.input, node));
   if (!pass.done || !node.unschedulable) return evictPhase(f, pods, env);
   if (m.state !== EffectiveState.Staged || mode !== "finish") {
@@ -957,15 +959,7 @@ function rebootPhase(m: Member, f: NodeFacts & { drainedAt: Date }, env: InFligh
 function drainUnproven(f: NodeFacts, env: InFlightEnv): PassOutcome | undefined {
   const { name, node } = f;
   const pods = podsOf(env.input, name);
-  if (!pods) {
-    return {
-      podsUnknown: true,
-      draining: true,
-      drainTimedOut: false,
-      rebootTimedOut: false,
-      out: stepOutput({ needPods: [name], draining: true }),
-    };
-  }
+  if (!pods) return podsUnknown(name);
   if (node.unschedulable && planDrainPass(pods, drainContext(env.input, node)).done) {
     return undefined;
   }
