@@ -986,11 +986,8 @@ function drainUnproven(f: NodeFacts, env: InFlightEnv): PassOutcome | undefined 
         name,
         "Warning",
         "DrainRecordWithdrawn",
-        `node ${name}'s Node records a finished drain (bootc.dev/drained-for) but it is ` +
-          `${
-            node.unschedulable ? "not drained: pods its drain must evict are on it" : "not cordoned"
-          }; ` +
-          `withdrawn, and the node drained again before any reboot`,
+        `node ${name}'s Node records a finished drain (bootc.dev/drained-for) but pods its ` +
+          `drain must evict are on it; withdrawn, and the node drained again before any reboot`,
       )],
       draining: true,
     }),

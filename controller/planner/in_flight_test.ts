@@ -211,13 +211,6 @@ Deno.test("orphan: a record of this pool on a node another pool matches is resto
   // Its BootcNode owned by the pool it joined: that pool hands it back (record_origin.ts);
   // here it counts, and is named, until then.
   const owned = bootcNode("n1", { phase: "staged", pool: "infra" });
-  owned.metadata.ownerReferences = [{
-    apiVersion: "node.bootc.dev/v1alpha1",
-    kind: "BootcNodePool",
-    name: "infra",
-    uid: "uid-infra",
-    controller: true,
-  }];
   const counted = planPool(input(pool(), {
     nodes: [n1, node("n2")],
     bootcNodes: [owned, bootcNode("n2", { phase: "staged" })],

@@ -212,9 +212,11 @@ function deletedHoldOf(input: PlanInput, bn: BootcNode): LeavingHold {
 /**
  * Nodes carrying this pool's disruption record (or, for a record naming a pool
  * that no longer exists, the first pool by name) that are no longer members and
- * that no other single pool will adopt: restore them so nothing stays cordoned
- * (once their reboot, if one was under way, has finished). `released` names the
- * nodes released or still held: they count against the budget in this plan.
+ * whose BootcNode no other pool owns: restore them so nothing stays cordoned (once
+ * their reboot, if one was under way, has finished). One another pool owns is handed
+ * back by that pool (record_origin.ts), never taken over; while the record names this
+ * pool it counts here too, named. `released` names the nodes released, held or counted:
+ * they count against the budget in this plan.
  */
 export function releaseOrphans(
   input: PlanInput,
@@ -359,7 +361,8 @@ export function stagingQueue(
 /**
  * The writes that hand back nodes whose disruption record names pool `name`, which
  * no longer exists (deleted without its finalizer, say): their prior cordon state
- * is restored and the record removed, unless another pool will adopt them.
+ * is restored and the record removed, unless another pool owns their BootcNode (it hands
+ * them back itself).
  */
 export function planGonePool(
   name: string,

@@ -19,12 +19,7 @@
  *
  * @module
  */
-import {
-  type BootcNode,
-  findCondition,
-  NodeConditionType,
-  PoolDegradedReason,
-} from "../../lib/api/mod.ts";
+import { type BootcNode, PoolDegradedReason } from "../../lib/api/mod.ts";
 import { daemonSaysRebooting } from "../../lib/api/node_state.ts";
 import {
   dropRecordPatch,
@@ -35,8 +30,8 @@ import {
   releasePatch,
   strayRecord,
 } from "../model/disruption.ts";
-import { parseTime, pastTime } from "../model/slots.ts";
 import type { NodeSummary } from "../model/types.ts";
+import { type LeavingHold, leavingHold } from "./leaving.ts";
 import { type Action, nodeObjectEvent, type StepOutput, stepOutput } from "./plan.ts";
 
 /**
@@ -71,34 +66,17 @@ export function notGrantedHere(
   }
   const record = recordOf(node);
   if (record.pool === undefined || record.pool === pool) return undefined;
-  const down = mayBeDown(node, bn, record.drainedAt, at);
-  if (down) return waitForReboot(name, record.pool, down, at);
+  // May its machine be rebooting? The rule of a node leaving its pool (leaving.ts): its
+  // daemon says so, or a finished drain was not yet followed by the Node being Ready (this
+  // pool's BootcNode never asked for that reboot, so only the Node tells).
+  const hold = leavingHold({
+    node,
+    bn: daemonSaysRebooting(bn) ? bn : undefined,
+    rebootTimeoutMs: at.rebootTimeoutMs,
+    now: at.now,
+  });
+  if (hold.waitsFor) return waitForReboot(name, record.pool, hold, at.now);
   return handBack(node, bn, pool, record.pool);
-}
-
-/**
- * Whether the node's machine may be rebooting (its daemon says so, or a finished drain
- * was not yet followed by the Node being Ready), and since when; undefined when not.
- */
-function mayBeDown(
-  node: NodeSummary,
-  bn: BootcNode,
-  drainedAtText: string | undefined,
-  { now, rebootTimeoutMs: timeoutMs }: { now: Date; rebootTimeoutMs: number },
-): { since?: Date } | undefined {
-  if (daemonSaysRebooting(bn)) {
-    const idle = findCondition(bn.status?.conditions, NodeConditionType.Idle);
-    return { since: pastTime(idle?.lastTransitionTime, now) };
-  }
-  if (drainedAtText === undefined) return undefined;
-  const drainedAt = pastTime(drainedAtText, now);
-  const readySince = parseTime(node.readySince);
-  // Back: Ready since the drain, or Ready past the reboot timeout (then it never went down,
-  // or went and came back unseen: either way no reboot of that drain is under way now).
-  const overdue = drainedAt === undefined || now.getTime() >= drainedAt.getTime() + timeoutMs;
-  const back = node.ready &&
-    (overdue || (readySince !== undefined && drainedAt !== undefined && readySince > drainedAt));
-  return back ? undefined : { since: drainedAt };
 }
 
 /**
@@ -106,17 +84,11 @@ function mayBeDown(
  * cannot be undone, and no new drain or reboot is started here); it counts, and past
  * the reboot timeout the pool is Degraded naming it. Handed back once it is up.
  */
-function waitForReboot(
-  name: string,
-  other: string,
-  down: { since?: Date },
-  at: { now: Date; rebootTimeoutMs: number },
-): StepOutput {
+function waitForReboot(name: string, other: string, hold: LeavingHold, now: Date): StepOutput {
   const note = `${name} carries a reboot slot of pool ${other} and may be rebooting: ` +
-    `waiting for it to be back before handing the slot back`;
-  const deadline = down.since && down.since.getTime() + at.rebootTimeoutMs;
-  if (deadline !== undefined && deadline > at.now.getTime()) {
-    return stepOutput({ notes: [note], wake: deadline - at.now.getTime() });
+    `waiting for ${hold.waitsFor} before handing the slot back`;
+  if (hold.deadline && !hold.overdue) {
+    return stepOutput({ notes: [note], wake: hold.deadline.getTime() - now.getTime() });
   }
   return stepOutput({
     notes: [note],

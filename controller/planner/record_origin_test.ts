@@ -26,6 +26,17 @@ function withMirror(bn: BootcNode, wasCordoned: string): BootcNode {
   return bn;
 }
 
+/** Pool "other"'s record on a node it drained at `drainedAt` for image a. */
+function otherPoolsDrain(drainedAt: string): Record<string, string> {
+  return {
+    [ANNOTATION_IN_REBOOT_SLOT]: EARLIER,
+    [ANNOTATION_SLOT_POOL]: "other",
+    [ANNOTATION_WAS_CORDONED]: "false",
+    [ANNOTATION_DRAINED_AT]: drainedAt,
+    [ANNOTATION_DRAINED_FOR]: image("a"),
+  };
+}
+
 /** A pool of maxUnavailable 1: n3 holds its slot (draining), n1 and n2 are staged. */
 function busyPool(n1: Partial<ReturnType<typeof node>>, bn1?: BootcNode) {
   return input(pool({ maxUnavailable: 1 }), {
@@ -118,13 +129,7 @@ Deno.test("record origin: another pool's slot is never taken over; while its mac
     planPool(busyPool(
       {
         unschedulable: true,
-        annotations: {
-          [ANNOTATION_IN_REBOOT_SLOT]: EARLIER,
-          [ANNOTATION_SLOT_POOL]: "other",
-          [ANNOTATION_WAS_CORDONED]: "false",
-          [ANNOTATION_DRAINED_AT]: EARLIER,
-          [ANNOTATION_DRAINED_FOR]: image("a"),
-        },
+        annotations: otherPoolsDrain(EARLIER),
         ...n1,
       },
       bn1 ?? withMirror(bootcNode("n1", { phase: "staged" }), "false"),
@@ -148,13 +153,7 @@ Deno.test("record origin: another pool's slot is never taken over; while its mac
     nodes: [node("n1", {
       unschedulable: true,
       ready: false,
-      annotations: {
-        [ANNOTATION_IN_REBOOT_SLOT]: EARLIER,
-        [ANNOTATION_SLOT_POOL]: "other",
-        [ANNOTATION_WAS_CORDONED]: "false",
-        [ANNOTATION_DRAINED_AT]: "2026-01-01T00:00:00Z",
-        [ANNOTATION_DRAINED_FOR]: image("a"),
-      },
+      annotations: otherPoolsDrain("2026-01-01T00:00:00Z"),
     })],
     bootcNodes: [withMirror(bootcNode("n1", { phase: "staged" }), "false")],
   }));
@@ -190,13 +189,6 @@ Deno.test("record origin: the old pool counts a node that still carries its slot
   // Pool "workers" (maxUnavailable 1): n1 moved to pool "other", still carrying workers' slot.
   const other = pool({ name: "other", selector: { matchLabels: { role: "other" } } });
   const moved = bootcNode("n1", { phase: "staged", pool: "other" });
-  moved.metadata.ownerReferences = [{
-    apiVersion: "node.bootc.dev/v1alpha1",
-    kind: "BootcNodePool",
-    name: "other",
-    uid: "uid-other",
-    controller: true,
-  }];
   const plan = planPool(input(pool({ maxUnavailable: 1 }), {
     nodes: [
       node("n1", {
@@ -286,13 +278,7 @@ Deno.test("record origin: another pool's drained node Ready past the reboot time
   const plan = planPool(input(pool({ maxUnavailable: 1, rebootTimeoutSeconds: 60 }), {
     nodes: [node("n1", {
       unschedulable: true,
-      annotations: {
-        [ANNOTATION_IN_REBOOT_SLOT]: EARLIER,
-        [ANNOTATION_SLOT_POOL]: "other",
-        [ANNOTATION_WAS_CORDONED]: "false",
-        [ANNOTATION_DRAINED_AT]: "2026-01-01T00:00:00Z",
-        [ANNOTATION_DRAINED_FOR]: image("a"),
-      },
+      annotations: otherPoolsDrain("2026-01-01T00:00:00Z"),
     })],
     bootcNodes: [withMirror(bootcNode("n1", { phase: "staged" }), "false")],
   }));

@@ -97,15 +97,14 @@ class Room {
   #free: number;
   #pending: number;
   #waiting: (() => void)[] = [];
+  /** Grants that took room and whose grant write has not ended yet. */
+  #granting = 0;
 
   constructor(stage: Stage) {
     const grants = stage.filter(takesRoom).length;
     this.#pending = stage.filter(freesRoom).length;
     this.#free = grants - this.#pending;
   }
-
-  /** Grants that took room and whose grant write has not ended yet. */
-  #granting = 0;
 
   async take(): Promise<boolean> {
     // A grant in flight may give its room back (below): wait for it as for a release.
@@ -126,11 +125,15 @@ class Room {
   granted(unwritten: boolean): void {
     this.#granting--;
     if (unwritten) this.#free++;
-    for (const wake of this.#waiting.splice(0)) wake();
+    this.#wakeAll();
   }
 
   ended(): void {
     this.#pending--;
+    this.#wakeAll();
+  }
+
+  #wakeAll(): void {
     for (const wake of this.#waiting.splice(0)) wake();
   }
 }
