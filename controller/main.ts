@@ -15,14 +15,7 @@
 import { parseArgs } from "node:util";
 import { EventRecorder, KubeClient, LeaderElector } from "../lib/kube/mod.ts";
 import { shiftedClock } from "../lib/clock.ts";
-import { createLogger, type Logger } from "../lib/log.ts";
-import {
-  DEFAULT_TRIM_POLICY,
-  libcMemoryAccess,
-  type MemoryAccess,
-  startMemoryTrimmer,
-  type TrimPolicy,
-} from "../lib/memory_trim.ts";
+import { createLogger } from "../lib/log.ts";
 import { ControllerMetrics } from "./shell/metrics.ts";
 import { PoolReconciler } from "./shell/reconciler.ts";
 import { RegistryImageResolver } from "./pollers/resolver.ts";
@@ -136,52 +129,9 @@ export function parseFlags(args: string[]): ControllerFlags {
   };
 }
 
-/**
- * When the controller trims: sampled every 10 s (one read of /proc/self/status), so the trim
- * after start-up or after a burst of nodes follows within half a minute. Unlike the daemon,
- * nodes may arrive any time, also right after a trim: a level that settles more than 30 s
- * after a trim, or 4 MiB above the working set the previous trim found, is new work rather
- * than the idle loop's refaults, and is trimmed too (TrimPolicy.workingSetSamples).
- */
-export const CONTROLLER_TRIM: { intervalMs: number; policy: TrimPolicy } = {
-  intervalMs: 10_000,
-  policy: { ...DEFAULT_TRIM_POLICY, workingSetSamples: 3 },
-};
-
-/**
- * Gives the runtime's start-up pages back to the kernel, at start-up and once settled
- * (lib/memory_trim.ts; controller/README.md "Memory"), through libc alone: the controller may
- * load only libc (`--allow-ffi=<libc path>`) and cannot read `/proc/self` itself. Without that
- * permission or library it logs once and runs on untrimmed. Returns whether it started.
- */
-export function startControllerMemoryTrim(
-  options: { logger: Logger; access?: () => MemoryAccess },
-  signal: AbortSignal,
-): boolean {
-  let access: MemoryAccess;
-  try {
-    access = (options.access ?? libcMemoryAccess)();
-  } catch (error) {
-    options.logger.info("resident memory trimming unavailable", { error: String(error) });
-    return false;
-  }
-  startMemoryTrimmer({
-    ...access,
-    logger: options.logger,
-    intervalMs: CONTROLLER_TRIM.intervalMs,
-    policy: CONTROLLER_TRIM.policy,
-    // No start-up trims (the daemon's): the controller's start-up is its initial lists (1,000
-    // nodes at scale) or a leader take-over, and trims every 50 ms would only slow it; the
-    // first settled sample trims instead.
-    startup: false,
-  }, signal);
-  return true;
-}
-
 /** Runs the controller until `signal` aborts. */
 export async function runController(flags: ControllerFlags, signal: AbortSignal): Promise<void> {
   const log = createLogger({ fields: { component: "controller" } });
-  startControllerMemoryTrim({ logger: log }, signal);
   const client = await KubeClient.fromEnvironment({ path: flags.kubeconfig });
   const identity = `${Deno.hostname()}-${crypto.randomUUID().slice(0, 8)}`;
   const metrics = new ControllerMetrics();

@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
-import { parseDuration, parseFlags, startControllerMemoryTrim, USAGE, wantsHelp } from "./main.ts";
-import { createLogger } from "../lib/log.ts";
+import { parseDuration, parseFlags, USAGE, wantsHelp } from "./main.ts";
 
 Deno.test("parseFlags: defaults", () => {
   const f = parseFlags([]);
@@ -82,40 +81,4 @@ Deno.test("controller --help prints every flag and exits 0; a bad flag exits 2 p
   const bad = await run(["--no-such-flag"]);
   assert.equal(bad.code, 2);
   assert.match(new TextDecoder().decode(bad.stderr), /controller --help/);
-});
-
-Deno.test("startControllerMemoryTrim: without FFI it says so once and the controller runs on", () => {
-  const lines: { level: string; msg: string; error?: string }[] = [];
-  const logger = createLogger({ level: "debug", write: (l) => lines.push(JSON.parse(l)) });
-  const started = startControllerMemoryTrim({
-    logger,
-    access: () => {
-      throw new Error('NotCapable: Requires ffi access to "/lib/x86_64-linux-gnu/libc.so.6"');
-    },
-  }, new AbortController().signal);
-  assert.equal(started, false);
-  assert.equal(lines.length, 1);
-  assert.equal(lines[0].msg, "resident memory trimming unavailable");
-  assert.match(lines[0].error!, /ffi/);
-});
-
-Deno.test("startControllerMemoryTrim: no start-up trims; samples at its interval until aborted", async () => {
-  const ac = new AbortController();
-  let reads = 0;
-  const started = startControllerMemoryTrim({
-    logger: createLogger({ write: () => {} }),
-    access: () => ({
-      read: () => (reads++, { rss: 10 << 20, anon: 5 << 20, file: 5 << 20 }),
-      pageOut: () => 0,
-    }),
-  }, ac.signal);
-  assert.equal(started, true);
-  // No start-up phase (it would sample every 50 ms while the initial lists load): the first
-  // sample waits for CONTROLLER_TRIM.intervalMs.
-  await new Promise((r) => setTimeout(r, 120));
-  assert.equal(reads, 0, "no start-up sampling");
-  ac.abort();
-  const after = reads;
-  await new Promise((r) => setTimeout(r, 120));
-  assert.equal(reads, after, "no samples after abort");
 });

@@ -68,14 +68,10 @@ async function hostExecutor(
 
 async function run(cmd: RunCommand, log: Logger): Promise<number> {
   const controller = new AbortController();
-  // First of all: the runtime's start-up pages go back to the kernel now, and again as
-  // start-up faults more in (the first watch, TLS, bootc), then once the daemon has settled.
-  const { startMemoryTrimmer } = await import("../lib/memory_trim.ts");
-  startMemoryTrimmer({ logger: log }, controller.signal);
   try {
     return await runAgent(cmd, log, controller);
   } finally {
-    controller.abort(); // stops the trimmer also when start-up failed
+    controller.abort(); // stops the host watch also when the agent failed
   }
 }
 

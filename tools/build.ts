@@ -27,7 +27,6 @@
  */
 
 import { YAML_PARSER_BUNDLE } from "../lib/kube/config.ts";
-import { libcPath } from "../lib/memory_trim.ts";
 
 /** How the executables are produced. */
 export type BuildMode = "compile" | "bundle";
@@ -86,8 +85,6 @@ export const TARGETS: readonly Target[] = [
       "--allow-env",
       "--allow-read",
       "--allow-sys",
-      // libc alone, for the memory trim (lib/memory_trim.ts; controller/README.md "Memory").
-      `--allow-ffi=${["x86_64", "aarch64"].map(libcPath).join(",")}`,
     ],
     platform: "deno",
     v8Flags: [],

@@ -1,19 +1,25 @@
 /**
- * Measures the controller's resident memory with N nodes in its caches
- * (default 1,000): starts a control plane (no kwok), runs controller/main.ts
- * as a child process, samples its RSS from /proc before and after creating N
- * realistic Node objects (Ready condition, 30 images) and a paused pool that
- * selects them all (so N BootcNodes are created and cached too), then stops
- * the controller with SIGTERM and checks it exits cleanly. The controller runs
- * with the V8 flags its manifest sets (DENO_V8_FLAGS overrides them).
+ * Measures the controller's memory as a cluster sees it, idle and with N nodes in its caches
+ * (default 1,000): starts a control plane (no kwok), runs the controller as a child process
+ * inside a memory cgroup with a limit (tools/memory_cgroup.ts; `--limit`, default 256 MiB, the
+ * Deployment's), samples it before and after creating N realistic Node objects (Ready
+ * condition, 30 images) and a paused pool that selects them all (so N BootcNodes are created
+ * and cached too), then stops the controller with SIGTERM and checks it exits cleanly. The
+ * controller runs with the V8 flags its manifest sets (DENO_V8_FLAGS overrides them).
  *
- * `--shipped` runs it as shipped: the bundle `deno task build` makes, behind its
- * launcher (its permissions: FFI for the memory trim), on a private copy of the
- * Deno executable (in the image the executable is the controller's alone; here
- * other Deno processes share its pages, which the kernel would neither count
- * apart nor reclaim), sampled long enough for the first trim (`--settle 75`).
+ * It prints RssAnon and RssFile (`/proc/PID/status`), the cgroup's working set (usage minus
+ * inactive file pages, what `kubectl top` and the kubelet's eviction see), and the peaks:
+ * VmHWM, the cgroup's peak usage, and the highest anonymous memory and working set sampled
+ * every 100 ms from the start. Where no cgroup can be made it says why and reports the
+ * process's own figures.
+ *
+ * `--shipped` runs it as shipped: the bundle `deno task build` makes, behind its launcher
+ * (its permissions), on a private copy of the Deno executable whose pages are dropped from the
+ * page cache first, so that the controller is charged for what it reads of them, as when its
+ * image's files are not cached on the node yet.
  *
  *   deno run --allow-all tools/measure_controller_rss.ts [N] [--shipped] [--settle SECONDS]
+ *     [--limit MIB]
  */
 import { parseArgs } from "node:util";
 import { build } from "./build.ts";
@@ -22,31 +28,32 @@ import type { BootcNodePool } from "../lib/api/mod.ts";
 import { startControlPlane } from "../tests/harness/control_plane.ts";
 import { freePort } from "../tests/harness/process.ts";
 import { waitFor } from "../tests/harness/wait.ts";
+import {
+  dropFromPageCache,
+  formatSample,
+  MemoryCgroup,
+  sampleWindow,
+  summarize,
+  trackPeaks,
+  type WindowSummary,
+} from "./memory_cgroup.ts";
 import { shippedControllerV8Flags } from "./shipped_flags.ts";
 
 const { values: opts, positionals } = parseArgs({
   args: Deno.args,
   allowPositionals: true,
-  options: { shipped: { type: "boolean" }, settle: { type: "string" } },
+  options: {
+    shipped: { type: "boolean" },
+    settle: { type: "string" },
+    limit: { type: "string" },
+  },
 });
 const n = Number(positionals[0] ?? 1000);
-const settleMs = Number(opts.settle ?? (opts.shipped ? 75 : 5)) * 1000;
+const settleMs = Number(opts.settle ?? 30) * 1000;
+const limitMiB = Number(opts.limit ?? 256);
+const MiB = 1 << 20;
 
 const v8Flags = Deno.env.get("DENO_V8_FLAGS") ?? await shippedControllerV8Flags();
-
-async function rssMiB(pid: number, field = "VmRSS"): Promise<number> {
-  const status = await Deno.readTextFile(`/proc/${pid}/status`);
-  const kb = Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0);
-  return kb / 1024;
-}
-
-/** "61 MiB (anon 23, file 37)": what could be reclaimed shows apart. */
-async function breakdown(pid: number): Promise<string> {
-  const [rss, anon, file] = await Promise.all(
-    ["VmRSS", "RssAnon", "RssFile"].map((f) => rssMiB(pid, f)),
-  );
-  return `${rss.toFixed(0)} MiB (anon ${anon.toFixed(0)}, file ${file.toFixed(0)})`;
-}
 
 /** The command that runs the controller: from source, or as shipped (see the module doc). */
 async function controllerCommand(
@@ -70,28 +77,21 @@ async function controllerCommand(
     log: () => {},
   });
   await Deno.copyFile(Deno.execPath(), `${dir}/deno`);
+  await dropFromPageCache(`${dir}/deno`);
+  await dropFromPageCache(built.targets[0].bundle);
   return { argv: [built.targets[0].executable], env: { DENO: `${dir}/deno` } };
 }
 
-/**
- * Samples RSS every 500 ms for `ms`: the last sample, the highest, and the median of the second
- * half (a trimmed process's level between trims and refaults, not one lucky moment).
- */
-async function settleRss(
-  pid: number,
-  ms = 5000,
-): Promise<{ last: number; max: number; median: number }> {
-  const samples: number[] = [];
-  for (let waited = 0; waited < ms; waited += 500) {
-    samples.push(await rssMiB(pid));
-    await new Promise((r) => setTimeout(r, 500));
-  }
-  const late = samples.slice(Math.floor(samples.length / 2)).sort((a, b) => a - b);
-  return {
-    last: samples.at(-1) ?? 0,
-    max: Math.max(...samples),
-    median: late[Math.floor(late.length / 2)] ?? 0,
-  };
+/** "anon 23.0 MiB (median of the last half 22.9), working set 30.1 (median 30.0, max 31.2)". */
+function window(w: WindowSummary): string {
+  const ws = w.medianWorkingSet === undefined
+    ? ""
+    : `; working set median ${(w.medianWorkingSet / MiB).toFixed(1)}, max ${
+      (w.maxWorkingSet! / MiB).toFixed(1)
+    } MiB`;
+  return `${formatSample(w.last)}\n    late-half median RssAnon ${
+    (w.medianAnon / MiB).toFixed(1)
+  } MiB${ws}`;
 }
 
 async function inBatches<T>(items: T[], size: number, fn: (item: T) => Promise<unknown>) {
@@ -101,6 +101,8 @@ async function inBatches<T>(items: T[], size: number, fn: (item: T) => Promise<u
 const workDir = await Deno.makeTempDir({ prefix: "bootc-controller-rss-" });
 const cp = await startControlPlane({ kwok: false, controllerManager: false, scheduler: false });
 let child: Deno.ChildProcess | undefined;
+let stopPeaks = () => {};
+const cgroup = MemoryCgroup.create(`bootc-measure-controller-${Deno.pid}`, limitMiB * MiB);
 try {
   // Every CRD: the controller waits for all its informers (the budgets' too) before it is ready.
   const crds = new URL("../crds/", import.meta.url);
@@ -114,9 +116,10 @@ try {
 
   const port = freePort();
   const command = await controllerCommand(workDir);
-  child = new Deno.Command(command.argv[0], {
+  const argv = typeof cgroup === "string" ? command.argv : cgroup.wrap(command.argv);
+  child = new Deno.Command(argv[0], {
     args: [
-      ...command.argv.slice(1),
+      ...argv.slice(1),
       "--kubeconfig",
       cp.kubeconfigPath,
       "--leader-elect=false",
@@ -128,6 +131,9 @@ try {
     env: { LOG_LEVEL: Deno.env.get("LOG_LEVEL") ?? "warn", DENO_V8_FLAGS: v8Flags, ...command.env },
   }).spawn();
   const pid = child.pid;
+  const memory = typeof cgroup === "string" ? undefined : cgroup;
+  const peaks = trackPeaks(pid, memory);
+  stopPeaks = peaks.stop;
   await waitFor(
     async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200 || false,
     {
@@ -135,15 +141,16 @@ try {
       message: "controller ready",
       intervalMs: 250,
     },
-  ).catch((e) => {
-    throw e;
-  });
+  );
   console.log(
     `controller ${opts.shipped ? "as shipped (bundle, private Deno)" : "from source"}, ` +
-      `DENO_V8_FLAGS=${v8Flags || "(none)"}`,
+      `DENO_V8_FLAGS=${v8Flags || "(none)"}; ` +
+      (memory
+        ? `in a cgroup v${memory.version} with a ${limitMiB} MiB limit (${memory.dir})`
+        : `no cgroup (${cgroup}): the working set is not measured, RssAnon and RssFile apart`),
   );
-  const idle = await settleRss(pid, settleMs);
-  const idleBreakdown = await breakdown(pid);
+  const readyPeaks = { ...peaks.peaks };
+  const idle = summarize(await sampleWindow(pid, memory, settleMs));
 
   const nodes = cp.client.resource(Resources.nodes);
   const names = Array.from({ length: n }, (_, i) => `node-${String(i).padStart(5, "0")}`);
@@ -234,25 +241,37 @@ try {
     intervalMs: 1000,
     message: `pool status counts ${n} nodes`,
   });
-  const loaded = await settleRss(pid, settleMs);
-  const loadedBreakdown = await breakdown(pid);
+  const loaded = summarize(await sampleWindow(pid, memory, settleMs));
+  peaks.stop();
   const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
   const p50 = /bootc_reconcile_duration_seconds_count\{pool="workers"\} (\d+)/.exec(metrics)?.[1];
   child.kill("SIGTERM");
   const status = await child.status;
   child = undefined;
+  const peak = (bytes: number) => (bytes / MiB).toFixed(1);
   console.log(
-    `controller RSS: ${idleBreakdown} idle (no nodes, max ${idle.max.toFixed(0)}, ` +
-      `late median ${idle.median.toFixed(0)}); ` +
-      `${loadedBreakdown} with ${n} Nodes + ${n} BootcNodes cached ` +
-      `(max ${loaded.max.toFixed(0)} MiB, late median ${loaded.median.toFixed(0)}); ` +
+    [
+      `controller idle (ready, no nodes; ${settleMs / 1000} s): ${window(idle)}`,
+      `controller with ${n} Nodes + ${n} BootcNodes cached (${settleMs / 1000} s after the ` +
+      `pool counted them): ${window(loaded)}`,
+      `controller peaks: VmHWM ${peak(loaded.last.proc.hwm)} MiB; RssAnon ${
+        peak(peaks.peaks.anon)
+      } MiB (${peak(readyPeaks.anon)} until ready)` +
+      (memory
+        ? `; working set ${peak(peaks.peaks.workingSet)} MiB (${
+          peak(readyPeaks.workingSet)
+        } until ready); cgroup peak usage ${peak(loaded.last.cgroup?.peakUsage ?? 0)} MiB`
+        : ""),
       `${p50} reconciles; exit code after SIGTERM ${status.code}`,
+    ].join("\n"),
   );
 } finally {
+  stopPeaks();
   if (child) {
     child.kill("SIGKILL");
     await child.status;
   }
+  if (typeof cgroup !== "string") await cgroup.remove();
   await cp.stop();
   await Deno.remove(workDir, { recursive: true });
 }

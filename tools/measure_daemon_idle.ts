@@ -6,21 +6,22 @@
  * executable: a compiled binary, or the launcher running the bundle with
  * `deno run --cached-only --no-config ...`) against a real API server, for a
  * host that already runs its desired image (its BootcNode owned by a pool, as
- * the controller creates it, so the daemon takes its real path). Once it
- * reports Idle, the script samples its memory, waits for the daemon's first
- * "resident memory trimmed" log line (lib/memory_trim.ts; at most 150 s), then for
- * `--seconds` (default 60) samples its memory and counts the API requests of
- * the resources the daemon uses, from the API server's own metrics
- * (`apiserver_request_total`, `apiserver_longrunning_requests`). It prints:
+ * the controller creates it, so the daemon takes its real path), inside a memory
+ * cgroup with a limit as in its pod (`--limit`, default 256 MiB; tools/memory_cgroup.ts).
+ * Once it reports Idle, the script samples its memory, then for `--seconds` (default 60)
+ * samples it every 5 s and counts the API requests of the resources the daemon uses, from
+ * the API server's own metrics (`apiserver_request_total`, `apiserver_longrunning_requests`).
+ * It prints:
  *
  * - the bundle: size, the modules in it, and whether anything heavy is loaded
  *   at start-up (a static `node:` import, TypeBox, the YAML parser);
  * - the PEAK from start to Idle: the daemon's `VmHWM` (the kernel's high-water mark of its
  *   resident set since its exec) read once it reports Idle, and a start-up timeline of VmRSS
  *   sampled every 5 ms from spawn to Idle (when and of what the peak was made);
- * - a table: Deno's own floor (an empty program run the same way, before and
- *   after the same trim) against the daemon idle before and after its trim:
- *   VmRSS, RssAnon, RssFile, and the V8 heap;
+ * - a table: Deno's own floor (an empty program run the same way, in a cgroup of its
+ *   own) against the daemon idle: VmRSS, RssAnon, RssFile, the cgroup's working set
+ *   (usage minus inactive file pages, as the kubelet counts it) and the V8 heap;
+ * - the peaks: VmHWM, the cgroup's peak usage, and the highest working set sampled;
  * - the daemon's resident memory by mapping (the runtime's executable, anonymous
  *   memory holding the V8 heap and thread stacks, malloc's heap, libraries);
  * - the API traffic while idle.
@@ -30,8 +31,11 @@
  * In bundle mode the daemon runs on a private copy of the Deno executable: in
  * the image the executable is the daemon's alone, while here every other Deno
  * process on the machine (this script included) shares its pages, which would
- * both inflate the figures (the kernel maps cached neighbours on each fault)
- * and keep the trim from reclaiming them (the kernel leaves shared pages).
+ * inflate the figures (the kernel maps cached neighbours on each fault) and charge
+ * them to whichever cgroup read them first. The copies and the bundle are dropped
+ * from the page cache before they run, so the daemon is charged for what it reads,
+ * as when its image's files are not cached on the node yet. Without a cgroup (none
+ * can be made here) it says why and reports RssAnon and RssFile apart.
  * The daemon's DENO_DIR holds only the dependency-analysis cache the daemon's image carries
  * (tools/image/dep_cache.ts; MEASURE_DAEMON_DEP_CACHE=0 leaves it empty, a cold start).
  * Set DENO_V8_FLAGS to try V8 options (the launcher passes the environment on);
@@ -44,7 +48,13 @@ import { parseArgs } from "node:util";
 import { API_VERSION, NODE, POOL } from "../lib/api/constants.ts";
 import type { BootcNode, BootcNodePool } from "../lib/api/schema.ts";
 import { Resources } from "../lib/kube/mod.ts";
-import { parseProcStatus } from "../lib/memory_trim.ts";
+import {
+  type CgroupMemory,
+  dropFromPageCache,
+  MemoryCgroup,
+  parseProcStatus,
+  trackPeaks,
+} from "./memory_cgroup.ts";
 import { SimulatedHost } from "../tests/bootc_sim/host.ts";
 import { startControlPlane } from "../tests/harness/control_plane.ts";
 import { startProcess } from "../tests/harness/process.ts";
@@ -107,10 +117,13 @@ interface Sample {
   anon: number;
   file: number;
   heap?: { heapUsed: number; heapTotal: number; external: number };
+  cgroup?: CgroupMemory;
 }
 
-const readSample = (pid: number): Sample =>
-  parseProcStatus(Deno.readTextFileSync(`/proc/${pid}/status`));
+const readSample = (pid: number, cgroup?: MemoryCgroup): Sample => ({
+  ...parseProcStatus(Deno.readTextFileSync(`/proc/${pid}/status`)),
+  ...(cgroup ? { cgroup: cgroup.read() } : {}),
+});
 
 /** `VmHWM` (the peak resident set since the process's last exec) in bytes (`/proc/PID/status`). */
 export function parsePeak(status: string): number {
@@ -161,35 +174,21 @@ export function timeline<T extends { rss: number }>(samples: T[], stepBytes: num
 
 /**
  * An empty program, for Deno's own floor: idles; on SIGUSR1 writes its V8 heap
- * figures to the file named by its argument, on SIGUSR2 first trims itself as
- * lib/memory_trim.ts does (kept inline so the floor loads nothing).
+ * figures to the file named by its argument.
  */
 const FLOOR_PROGRAM = `
-const MADV_PAGEOUT = 21;
-function trim() {
-  const libc = Deno.dlopen("libc.so.6", {
-    madvise: { parameters: ["pointer", "usize", "i32"], result: "i32" },
-    malloc_trim: { parameters: ["usize"], result: "i32" },
-  });
-  libc.symbols.malloc_trim(0);
-  for (const line of Deno.readTextFileSync("/proc/self/maps").split("\\n")) {
-    const m = /^([0-9a-f]+)-([0-9a-f]+) (\\S{4}) \\S+ \\S+ (\\d+)\\s+(\\/.*)$/.exec(line);
-    if (!m || m[4] === "0" || m[3][1] === "w" || m[3][3] !== "p" || (m[3][0] !== "r" && m[3][2] !== "x")) continue;
-    const start = BigInt("0x" + m[1]);
-    libc.symbols.madvise(Deno.UnsafePointer.create(start), BigInt("0x" + m[2]) - start, MADV_PAGEOUT);
-  }
-  libc.close();
-}
 const out = Deno.args[0];
-const report = () => Deno.writeTextFileSync(out, JSON.stringify(Deno.memoryUsage()));
-Deno.addSignalListener("SIGUSR1", report);
-Deno.addSignalListener("SIGUSR2", () => { trim(); report(); });
+Deno.addSignalListener("SIGUSR1", () => Deno.writeTextFileSync(out, JSON.stringify(Deno.memoryUsage())));
 setInterval(() => {}, 1 << 30);
 `;
 
 if (import.meta.main) {
-  const { values } = parseArgs({ args: Deno.args, options: { seconds: { type: "string" } } });
+  const { values } = parseArgs({
+    args: Deno.args,
+    options: { seconds: { type: "string" }, limit: { type: "string" } },
+  });
   const seconds = Number(values.seconds ?? 60);
+  const limitBytes = Number(values.limit ?? 256) * MiB;
   const logDir = await Deno.makeTempDir({ prefix: "bootc-daemon-idle-" });
   const mode = (Deno.env.get("BOOTC_BUILD_MODE") || "bundle") as BuildMode;
   const [built, cp, registry] = await Promise.all([
@@ -215,12 +214,19 @@ if (import.meta.main) {
       await depAnalysisCache({ bundle, url: `file://${bundle}` }),
     );
   }
-  // One copy each for the daemon and the floor: the kernel does not reclaim shared pages.
+  // One copy each for the daemon and the floor, so neither shares the other's file pages.
   const privateDeno = `${logDir}/deno`;
   if (built.mode === "bundle") await Deno.copyFile(Deno.execPath(), privateDeno);
   let host: SimulatedHost | undefined;
   // Stopped on the way out also after a failure: the daemon writes into its DENO_DIR, in logDir.
   const children: { stop(): Promise<unknown> }[] = [];
+  const cgroups = ["daemon", "floor"].map((name) =>
+    MemoryCgroup.create(`bootc-measure-${name}-${Deno.pid}`, limitBytes)
+  );
+  const [daemonCgroup, floorCgroup] = cgroups.map((c) => typeof c === "string" ? undefined : c);
+  const inCgroup = (cgroup: MemoryCgroup | undefined, argv: string[]) =>
+    cgroup ? cgroup.wrap(argv) : argv;
+  let stopPeaks = () => {};
   try {
     // Deno's floor: an empty program run exactly like the daemon.
     const floorDir = `${logDir}/floor`;
@@ -254,6 +260,13 @@ if (import.meta.main) {
       if (!out.success) throw new Error(new TextDecoder().decode(out.stderr));
       floorArgv = [`${floorDir}/floor`, `${floorDir}/heap.json`];
     }
+    // What each runs it reads itself, as from an image not yet in the node's page cache.
+    const uncached = built.mode === "bundle"
+      ? [privateDeno, `${floorDir}/deno`, built.targets[0].bundle, ...built.targets[0].beside]
+      : [daemonExecutable, floorArgv[0]];
+    if (depCache) uncached.push(`${denoDir}/${DEP_CACHE_FILE}`);
+    await Promise.all(uncached.map(dropFromPageCache));
+    floorArgv = inCgroup(floorCgroup, floorArgv);
     const floor = startProcess({
       name: "floor",
       command: floorArgv[0],
@@ -261,17 +274,17 @@ if (import.meta.main) {
       logPath: `${logDir}/floor.log`,
     });
     children.push(floor);
-    const floorSample = async (request: "heap" | "trim"): Promise<Sample> => {
+    const floorSample = async (): Promise<Sample> => {
       await Deno.remove(`${floorDir}/heap.json`).catch(() => {});
       // Signals rather than polling: a floor that wakes up touches code an idle one does not.
-      Deno.kill(floor.pid, request === "heap" ? "SIGUSR1" : "SIGUSR2");
+      Deno.kill(floor.pid, "SIGUSR1");
       await waitFor(() => Deno.stat(`${floorDir}/heap.json`).then(() => true, () => false), {
         timeoutMs: 20_000,
         message: "the floor program answers",
       });
       await new Promise((r) => setTimeout(r, 2000));
       const heap = JSON.parse(await Deno.readTextFile(`${floorDir}/heap.json`));
-      return { ...readSample(floor.pid), heap };
+      return { ...readSample(floor.pid, floorCgroup), heap };
     };
 
     const image = await registry.pushImage({ repository: "bootc/os", tag: "v1", version: "1.0" });
@@ -330,11 +343,13 @@ if (import.meta.main) {
     );
     const daemonLog = `${logDir}/daemon.log`;
     const started = performance.now();
+    const daemonArgv = inCgroup(daemonCgroup, [daemonExecutable]);
     const daemon = startProcess({
       name: "daemon",
-      command: daemonExecutable,
+      command: daemonArgv[0],
       env: built.mode === "bundle" ? { DENO: privateDeno, DENO_DIR: denoDir } : {},
       args: [
+        ...daemonArgv.slice(1),
         "run",
         "--kubeconfig",
         kubeconfig,
@@ -352,6 +367,8 @@ if (import.meta.main) {
     });
     children.push(daemon);
     const sampler = startSampler(daemon.pid, started);
+    const peaks = trackPeaks(daemon.pid, daemonCgroup);
+    stopPeaks = peaks.stop;
     await waitFor(async () => {
       const bn = await nodes.get("idle-node");
       // True/Idle, not True/NotOwned: the owned path.
@@ -362,30 +379,15 @@ if (import.meta.main) {
     const idleAfterS = (performance.now() - started) / 1000;
     // VmHWM: the exact peak from the daemon's exec (after the launcher's) to Idle.
     const peakToIdle = readPeak(daemon.pid);
+    const peaksToIdle = { ...peaks.peaks };
     sampler.stop();
     const startup = timeline(sampler.samples, 2 * MiB);
-    // Let start-up work settle, then the untrimmed figures (the first trim comes later).
+    // Let start-up work settle, then the first idle figures.
     await new Promise((r) => setTimeout(r, 5000));
-    const trimLines = async () =>
-      (await Deno.readTextFile(daemonLog)).split("\n").filter((l) =>
-        l.includes('"resident memory trimmed"')
-      ).map((l) => JSON.parse(l));
-    if ((await trimLines()).length > 0) throw new Error("the daemon trimmed before the sample");
-    const daemonBefore = readSample(daemon.pid);
-    const floorBefore = await floorSample("heap");
+    const daemonBefore = readSample(daemon.pid, daemonCgroup);
+    const floorBefore = await floorSample();
     const floorPeak = readPeak(floor.pid);
-    // Until its first settled trim (none within 150 s: the idle level needed none), VmRSS
-    // every 5 s.
-    const beforeTrim: number[] = [];
-    let trims: { heapUsedMiB: number; heapTotalMiB: number; externalMiB: number }[] = [];
-    for (let waited = 0; waited < 150_000; waited += 5000) {
-      trims = await trimLines();
-      if (trims.length > 0) break;
-      beforeTrim.push(readSample(daemon.pid).rss);
-      await new Promise((r) => setTimeout(r, 5000));
-    }
-    const trimmedAfterS = (performance.now() - started) / 1000;
-    const floorAfter = await floorSample("trim");
+    const floorPeakUsage = floorBefore.cgroup?.peakUsage;
     await floor.stop();
 
     const metrics = async () => {
@@ -396,16 +398,11 @@ if (import.meta.main) {
     const samples: Sample[] = [];
     for (let t = 0; t < seconds; t += 5) {
       await new Promise((r) => setTimeout(r, 5000));
-      samples.push(readSample(daemon.pid));
+      samples.push(readSample(daemon.pid, daemonCgroup));
     }
     const after = await metrics();
+    peaks.stop();
     const smaps = residentByMapping(await Deno.readTextFile(`/proc/${daemon.pid}/smaps`));
-    const allTrims = await trimLines();
-    const startupTrims = (await Deno.readTextFile(daemonLog)).split("\n").filter((l) =>
-      l.includes('"start-up memory trims done"')
-    ).map((l) =>
-      JSON.parse(l)
-    )[0];
     const peakOverall = readPeak(daemon.pid);
     const keepLog = Deno.env.get("MEASURE_DAEMON_LOG");
     if (keepLog) await Deno.copyFile(daemonLog, keepLog);
@@ -426,16 +423,9 @@ if (import.meta.main) {
     });
 
     const mib = (n: number) => (n / MiB).toFixed(1).padStart(6);
-    const first = trims[0];
-    const daemonHeap = first
-      ? {
-        heapUsed: first.heapUsedMiB * MiB,
-        heapTotal: first.heapTotalMiB * MiB,
-        external: first.externalMiB * MiB,
-      }
-      : undefined;
     const last = samples.at(-1)!;
     const maxRss = Math.max(...samples.map((s) => s.rss));
+    const workingSets = samples.flatMap((s) => s.cgroup ? [s.cgroup.workingSet] : []);
     const bundleText = await Deno.readTextFile(built.targets[0].bundle);
     const { own, npm } = bundleModules(bundleText);
     const staticNode = [...bundleText.matchAll(/^import .* from "(node:[^"]+)";$/gm)].map((m) =>
@@ -468,15 +458,23 @@ if (import.meta.main) {
       }`,
     );
     out.push(
-      `  Idle after ${idleAfterS.toFixed(1)}s, first settled trim ${
-        first ? `after ${trimmedAfterS.toFixed(0)}s` : `none within ${trimmedAfterS.toFixed(0)}s`
-      }, ` +
-        `${allTrims.length} trim(s) in all` +
-        (startupTrims ? `, ${startupTrims.trims} at start-up (the first 20 s)` : ""),
+      `  Idle after ${idleAfterS.toFixed(1)}s; ` +
+        (daemonCgroup
+          ? `each in a cgroup v${daemonCgroup.version} with a ${mib(limitBytes).trim()} MiB limit`
+          : `no cgroup (${cgroups[0]}): no working set, RssAnon and RssFile apart`),
     );
     out.push(
       `  PEAK from start to Idle (VmHWM): ${mib(peakToIdle).trim()} MiB; over the whole run ` +
         `${mib(peakOverall).trim()} MiB; Deno floor's own peak ${mib(floorPeak).trim()} MiB`,
+    );
+    out.push(
+      `  PEAK RssAnon sampled every 100 ms: ${mib(peaksToIdle.anon).trim()} MiB to Idle, ` +
+        `${mib(peaks.peaks.anon).trim()} over the whole run` + (daemonCgroup
+          ? `; working set ${mib(peaksToIdle.workingSet).trim()} MiB to Idle, ${
+            mib(peaks.peaks.workingSet).trim()
+          } over the whole run; cgroup peak usage ${mib(last.cgroup?.peakUsage ?? 0).trim()} MiB` +
+            ` (the floor's ${mib(floorPeakUsage ?? 0).trim()})`
+          : ""),
     );
     out.push(
       "  start-up timeline (VmRSS/anon/file MiB at ms since spawn, each 2 MiB move): " +
@@ -486,32 +484,32 @@ if (import.meta.main) {
     );
     out.push("");
     out.push(
-      "MiB                                   VmRSS RssAnon RssFile  V8 used  V8 total  external",
+      "MiB                              VmRSS RssAnon RssFile  working set  V8 used  V8 total",
     );
     const row = (name: string, s: Sample) =>
       out.push(
-        `${name.padEnd(36)}${mib(s.rss)} ${mib(s.anon)}  ${mib(s.file)}  ` +
+        `${name.padEnd(31)}${mib(s.rss)} ${mib(s.anon)}  ${mib(s.file)}       ` +
+          (s.cgroup ? mib(s.cgroup.workingSet) : "     -") +
           (s.heap
-            ? `${mib(s.heap.heapUsed)}    ${mib(s.heap.heapTotal)}   ${mib(s.heap.external)}`
-            : "     -         -         -"),
+            ? `   ${mib(s.heap.heapUsed)}    ${mib(s.heap.heapTotal)}`
+            : "        -         -"),
       );
     row("Deno floor (empty program)", floorBefore);
-    row("Deno floor, trimmed", floorAfter);
-    row("daemon idle, before its trim", daemonBefore);
-    row(`daemon idle, trimmed (+${endS.toFixed(0)}s from start)`, { ...last, heap: daemonHeap });
+    row("daemon idle, +5 s after Idle", daemonBefore);
+    row(`daemon idle, +${endS.toFixed(0)}s from start`, last);
     out.push(
-      `daemon minus floor, trimmed: ${mib(last.rss - floorAfter.rss)} MiB ` +
-        `(anon ${mib(last.anon - floorAfter.anon).trim()}, file ${
-          mib(last.file - floorAfter.file).trim()
-        }); max VmRSS in the window ${mib(maxRss).trim()}`,
+      `daemon minus floor: ${mib(last.rss - floorBefore.rss).trim()} MiB ` +
+        `(anon ${mib(last.anon - floorBefore.anon).trim()}, file ${
+          mib(last.file - floorBefore.file).trim()
+        }); max VmRSS in the window ${mib(maxRss).trim()}` +
+        (workingSets.length ? `, max working set ${mib(Math.max(...workingSets)).trim()}` : ""),
     );
     out.push(
-      `daemon VmRSS every 5 s from +5 s after Idle until then (MiB): ${
-        beforeTrim.map((r) => mib(r).trim()).join(" ")
+      `daemon every 5 s after that (MiB, RssAnon/working set): ${
+        samples.map((s) =>
+          `${mib(s.anon).trim()}/${s.cgroup ? mib(s.cgroup.workingSet).trim() : "-"}`
+        ).join(" ")
       }`,
-    );
-    out.push(
-      `daemon VmRSS every 5 s after that (MiB): ${samples.map((s) => mib(s.rss).trim()).join(" ")}`,
     );
     out.push("");
     out.push("daemon resident memory by mapping, at the end (MiB):");
@@ -521,13 +519,19 @@ if (import.meta.main) {
       "[anon]": "[anon] (V8 heap, thread stacks, runtime buffers)",
       "[heap]": "[heap] (malloc)",
     };
-    for (const [name, bytes] of [...smaps].sort((a, b) => b[1] - a[1]).slice(0, 7)) {
+    for (
+      const [name, bytes] of [...smaps].sort((a, b) =>
+        b[1] - a[1]
+      ).slice(0, 7)
+    ) {
       out.push(`  ${mib(bytes)}  ${names[name] ?? name}`);
     }
     out.push("");
     out.push(
-      `daemon idle for ${seconds}s after that: RSS ${mib(last.rss).trim()} MiB ` +
-        `(max ${mib(maxRss).trim()}) at +${endS.toFixed(0)}s from start; peak start to Idle ` +
+      `daemon idle for ${seconds}s after that: RssAnon ${mib(last.anon).trim()} MiB, working ` +
+        `set ${last.cgroup ? mib(last.cgroup.workingSet).trim() : "-"} MiB, VmRSS ${
+          mib(last.rss).trim()
+        } (max ${mib(maxRss).trim()}) at +${endS.toFixed(0)}s from start; peak start to Idle ` +
         `${mib(peakToIdle).trim()} MiB; ` +
         `API traffic (${DAEMON_RESOURCES.join(", ")}): ${openWatches} open BootcNode watch, ` +
         `${delta("WATCH")} new watches, ${delta("GET") + delta("LIST")} reads, ${writes} writes ` +
@@ -536,7 +540,9 @@ if (import.meta.main) {
     );
     console.log(out.join("\n"));
   } finally {
+    stopPeaks();
     await Promise.allSettled(children.map((c) => c.stop()));
+    for (const cgroup of cgroups) if (typeof cgroup !== "string") await cgroup.remove();
     await host?.destroy();
     await Promise.allSettled([cp.stop(), registry.stop()]);
     await Deno.remove(logDir, { recursive: true });

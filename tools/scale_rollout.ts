@@ -293,8 +293,8 @@ export async function runScale(o: ScaleOptions): Promise<void> {
       expirationSeconds: 24 * 3600,
     });
     const metricsPort = freePort();
-    // As in its image, the controller's Deno executable is its own: the start-up pages its
-    // trim gives back (lib/memory_trim.ts) are not shared with other Deno processes here.
+    // As in its image, the controller's Deno executable is its own: its file-backed pages
+    // are not shared with other Deno processes here, so its resident set counts them all.
     const privateDeno = `${logDir}/deno`;
     await Deno.copyFile(Deno.execPath(), privateDeno);
     const [command, ...prefix] = executables.controller.map((arg) =>
