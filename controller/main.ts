@@ -8,6 +8,7 @@
  *   [--metrics-addr :8080] [--registry-poll-interval 5m] [--registry-timeout 10s]
  *   [--insecure-registry HOST]...
  *   [--registry-ca-file PATH] [--leader-elect=true|false] [--leader-election-id ID]
+ *   [--log-level debug|info|warn|error] [--log-format json|text] [--version]
  * ```
  *
  * @module
@@ -15,7 +16,14 @@
 import { parseArgs } from "node:util";
 import { EventRecorder, KubeClient, LeaderElector } from "../lib/kube/mod.ts";
 import { shiftedClock } from "../lib/clock.ts";
-import { createLogger } from "../lib/log.ts";
+import {
+  createLogger,
+  type LogFormat,
+  type LogLevel,
+  parseLogFormat,
+  parseLogLevel,
+} from "../lib/log.ts";
+import { logVersion, versionLine, wantsVersion } from "../lib/version.ts";
 import { ControllerMetrics } from "./shell/metrics.ts";
 import { PoolReconciler } from "./shell/reconciler.ts";
 import { RegistryImageResolver } from "./pollers/resolver.ts";
@@ -34,6 +42,9 @@ export interface ControllerFlags {
   registryCaFile?: string;
   leaderElect: boolean;
   leaderElectionId: string;
+  /** `--log-level`; undefined: `LOG_LEVEL` or info. */
+  logLevel?: LogLevel;
+  logFormat: LogFormat;
   /**
    * Test only: the time the reconciler's clock starts at (it then runs at real speed),
    * so end-to-end tests can exercise maintenance windows without waiting for them.
@@ -58,6 +69,9 @@ Flags:
   --registry-ca-file PATH      extra CA bundle for registries (PEM)
   --leader-elect=true|false    elect a leader with a Lease; only the leader writes (default true)
   --leader-election-id NAME    the Lease's name (default bootc-operator-controller)
+  --log-level LEVEL            debug, info, warn or error (default $LOG_LEVEL, else info)
+  --log-format FORMAT          json or text, the log lines on stderr (default json)
+  --version                    print the version and commit and exit
   -h, --help                   print this help and exit
 
 Durations are Go-style: 250ms, 30s, 5m, 1h30m.
@@ -108,6 +122,8 @@ export function parseFlags(args: string[]): ControllerFlags {
       "leader-elect": { type: "string", default: "true" },
       "leader-election-id": { type: "string", default: "bootc-operator-controller" },
       "test-start-time": { type: "string" },
+      "log-level": { type: "string" },
+      "log-format": { type: "string", default: "json" },
     },
   });
   const start = values["test-start-time"];
@@ -125,13 +141,20 @@ export function parseFlags(args: string[]): ControllerFlags {
     registryCaFile: values["registry-ca-file"],
     leaderElect: parseBool("leader-elect", values["leader-elect"]),
     leaderElectionId: values["leader-election-id"]!,
+    ...(values["log-level"] === undefined ? {} : { logLevel: parseLogLevel(values["log-level"]) }),
+    logFormat: parseLogFormat(values["log-format"]!),
     ...(testStartTime ? { testStartTime } : {}),
   };
 }
 
 /** Runs the controller until `signal` aborts. */
 export async function runController(flags: ControllerFlags, signal: AbortSignal): Promise<void> {
-  const log = createLogger({ fields: { component: "controller" } });
+  const log = createLogger({
+    level: flags.logLevel,
+    format: flags.logFormat,
+    fields: { component: "controller" },
+  });
+  logVersion(log);
   const client = await KubeClient.fromEnvironment({ path: flags.kubeconfig });
   const identity = `${Deno.hostname()}-${crypto.randomUUID().slice(0, 8)}`;
   const metrics = new ControllerMetrics();
@@ -214,6 +237,10 @@ export async function runController(flags: ControllerFlags, signal: AbortSignal)
 if (import.meta.main) {
   if (wantsHelp(Deno.args)) {
     console.log(USAGE);
+    Deno.exit(0);
+  }
+  if (wantsVersion(Deno.args)) {
+    console.log(versionLine("controller"));
     Deno.exit(0);
   }
   let flags: ControllerFlags;

@@ -41,10 +41,24 @@ Deno.test("parseFlags: every flag, repeatable --insecure-registry, --leader-elec
     registryCaFile: "/ca.pem",
     leaderElect: false,
     leaderElectionId: "x",
+    logFormat: "json",
   });
   assert.equal(parseFlags(["--leader-elect"]).leaderElect, true);
   assert.throws(() => parseFlags(["--leader-elect=maybe"]), /true or false/);
   assert.throws(() => parseFlags(["--bogus"]), /bogus/);
+});
+
+Deno.test("parseFlags: --log-level and --log-format through lib/log.ts", () => {
+  assert.equal(parseFlags([]).logLevel, undefined, "LOG_LEVEL or info");
+  assert.equal(parseFlags([]).logFormat, "json");
+  const f = parseFlags(["--log-level=debug", "--log-format", "text"]);
+  assert.equal(f.logLevel, "debug");
+  assert.equal(f.logFormat, "text");
+  assert.throws(
+    () => parseFlags(["--log-level", "trace"]),
+    /^LogFlagError: --log-level: expected debug, info, warn or error, not "trace"$/,
+  );
+  assert.throws(() => parseFlags(["--log-format=xml"]), /--log-format: expected text or json/);
 });
 
 Deno.test("parseDuration", () => {
@@ -67,6 +81,9 @@ Deno.test("controller --help prints every flag and exits 0; a bad flag exits 2 p
     "registry-ca-file",
     "leader-elect",
     "leader-election-id",
+    "log-level",
+    "log-format",
+    "version",
   ];
   for (const flag of flags) assert.match(USAGE, new RegExp(`--${flag}[ =]`), flag);
   const run = (args: string[]) =>
@@ -81,4 +98,10 @@ Deno.test("controller --help prints every flag and exits 0; a bad flag exits 2 p
   const bad = await run(["--no-such-flag"]);
   assert.equal(bad.code, 2);
   assert.match(new TextDecoder().decode(bad.stderr), /controller --help/);
+  const level = await run(["--log-level=loud"]);
+  assert.equal(level.code, 2);
+  assert.equal(
+    new TextDecoder().decode(level.stderr).split("\n")[0],
+    'controller: --log-level: expected debug, info, warn or error, not "loud"',
+  );
 });

@@ -5,6 +5,14 @@
  */
 import type { DesiredImageState, RebootPolicy } from "../lib/api/schema.ts";
 import { splitCommand } from "../lib/bootc/command.ts";
+import {
+  LogFlagError,
+  type LogFormat,
+  type LogLevel,
+  parseLogFormat,
+  parseLogLevel,
+} from "../lib/log.ts";
+import { wantsVersion } from "../lib/version.ts";
 
 /**
  * Host access settings shared by `run` and `status`. The host root and the
@@ -42,7 +50,10 @@ export interface RunCommand extends HostSettings {
   healthIntervalMs: number;
   /** Host health check interval afterwards. */
   healthIntervalSettledMs: number;
-  logLevel?: string;
+  /** `--log-level`; undefined: the logger's default. */
+  logLevel?: LogLevel;
+  /** `--log-format`; undefined: the logger's default (json). */
+  logFormat?: LogFormat;
 }
 
 /** Parsed `daemon status`. */
@@ -55,7 +66,8 @@ export interface StatusCommand extends HostSettings {
   desiredImage?: string;
   desiredImageState: DesiredImageState;
   rebootPolicy: RebootPolicy;
-  logLevel?: string;
+  logLevel?: LogLevel;
+  logFormat?: LogFormat;
 }
 
 /** Parsed `daemon help`. */
@@ -63,8 +75,13 @@ export interface HelpCommand {
   command: "help";
 }
 
+/** Parsed `daemon version` (or `--version` anywhere). */
+export interface VersionCommand {
+  command: "version";
+}
+
 /** Any parsed command. */
-export type Command = RunCommand | StatusCommand | HelpCommand;
+export type Command = RunCommand | StatusCommand | HelpCommand | VersionCommand;
 
 /** A command-line error (exit code 2). */
 export class UsageError extends Error {
@@ -72,10 +89,11 @@ export class UsageError extends Error {
 }
 
 /** Usage text. */
-export const USAGE = `Usage: daemon <run|status|help> [flags]
+export const USAGE = `Usage: daemon <run|status|version|help> [flags]
 
   run      watch this node's BootcNode and drive bootc (in a pod or standalone)
   status   print, as JSON, the BootcNode status the daemon would write now
+  version  print the version and commit and exit (also --version)
 
 Host flags (run, status). Where the host is, is detected: in the host's mount namespace
 (standalone) commands run directly and the host root is "/"; in another one (a hostPID pod)
@@ -90,6 +108,7 @@ commands enter PID 1's namespace with "nsenter --mount=/proc/1/ns/mnt --" and th
   --status-timeout DUR       bootc status time limit (default 2m)
   --stage-timeout DUR        pull/stage time limit (default 60m)
   --log-level LEVEL          debug, info, warn, error (env LOG_LEVEL; default info)
+  --log-format FORMAT        json or text, the log lines on stderr (env LOG_FORMAT; default json)
 
 run:
   --node-name NAME           this node (env NODE_NAME, from the downward API)
@@ -136,6 +155,7 @@ const VALUE_FLAGS = new Set([
   "status-timeout",
   "stage-timeout",
   "log-level",
+  "log-format",
   "node-name",
   "kubeconfig",
   "context",
@@ -182,12 +202,30 @@ function parseFlags(args: string[]): Map<string, string> {
   return flags;
 }
 
+/** `--log-level` and `--log-format` (or their environment fallbacks) through lib/log.ts. */
+function logFlags(
+  level: string | undefined,
+  format: string | undefined,
+): { logLevel?: LogLevel; logFormat?: LogFormat } {
+  try {
+    return {
+      logLevel: level === undefined ? undefined : parseLogLevel(level),
+      logFormat: format === undefined ? undefined : parseLogFormat(format),
+    };
+  } catch (e) {
+    if (e instanceof LogFlagError) throw new UsageError(e.message);
+    throw e;
+  }
+}
+
 /** Parses the daemon's arguments; `env` supplies the documented environment fallbacks. */
 export function parseCommandLine(
   args: string[],
   env: (name: string) => string | undefined = () => undefined,
 ): Command {
+  if (wantsVersion(args)) return { command: "version" };
   const [command, ...rest] = args;
+  if (command === "version") return { command: "version" };
   if (command === undefined || command === "help" || command === "--help" || command === "-h") {
     return { command: "help" };
   }
@@ -228,10 +266,10 @@ export function parseCommandLine(
     statusTimeoutMs: parseDuration(get("status-timeout") ?? "2m", "--status-timeout"),
     stageTimeoutMs: parseDuration(get("stage-timeout") ?? "60m", "--stage-timeout"),
   };
-  const logLevel = get("log-level", "LOG_LEVEL");
-  if (logLevel !== undefined && !["debug", "info", "warn", "error"].includes(logLevel)) {
-    throw new UsageError(`--log-level: expected debug, info, warn or error`);
-  }
+  const { logLevel, logFormat } = logFlags(
+    get("log-level", "LOG_LEVEL"),
+    get("log-format", "LOG_FORMAT"),
+  );
   const nodeName = get("node-name", "NODE_NAME");
   if (command === "run") {
     if (!nodeName) throw new UsageError("run needs --node-name (or NODE_NAME)");
@@ -255,6 +293,7 @@ export function parseCommandLine(
         "--health-interval-settled",
       ),
       logLevel,
+      logFormat,
     };
   }
   const state = flags.get("desired-image-state") ?? "Staged";
@@ -282,5 +321,6 @@ export function parseCommandLine(
     desiredImageState: state,
     rebootPolicy: policy,
     logLevel,
+    logFormat,
   };
 }

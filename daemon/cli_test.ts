@@ -148,3 +148,48 @@ Deno.test("cli: health check intervals (run only)", () => {
     /applies to run only/,
   );
 });
+
+Deno.test("cli: version and --version, before anything else is checked", () => {
+  assert.deepEqual(parseCommandLine(["version"]), { command: "version" });
+  assert.deepEqual(parseCommandLine(["--version"]), { command: "version" });
+  assert.deepEqual(parseCommandLine(["run", "--version"]), { command: "version" });
+  assert.deepEqual(parseCommandLine(["status", "--nope", "--version"]), { command: "version" });
+});
+
+Deno.test("cli: --log-level and --log-format (run and status), flag over environment", () => {
+  const run = parseCommandLine([
+    "run",
+    "--node-name",
+    "n",
+    "--log-level=debug",
+    "--log-format",
+    "text",
+  ]);
+  if (run.command !== "run") throw new Error("run expected");
+  assert.equal(run.logLevel, "debug");
+  assert.equal(run.logFormat, "text");
+  const defaults = parseCommandLine(["status"]);
+  if (defaults.command !== "status") throw new Error("status expected");
+  assert.equal(defaults.logLevel, undefined);
+  assert.equal(defaults.logFormat, undefined);
+  const env = (n: string) =>
+    ({ LOG_LEVEL: "warn", LOG_FORMAT: "json" } as Record<string, string>)[n];
+  const fromEnv = parseCommandLine(["status"], env);
+  if (fromEnv.command !== "status") throw new Error("status expected");
+  assert.equal(fromEnv.logLevel, "warn");
+  assert.equal(fromEnv.logFormat, "json");
+  const flagWins = parseCommandLine(["status", "--log-format=text"], env);
+  if (flagWins.command !== "status") throw new Error("status expected");
+  assert.equal(flagWins.logFormat, "text");
+  assert.throws(
+    () => parseCommandLine(["status", "--log-level", "loud"]),
+    (e: unknown) =>
+      e instanceof UsageError &&
+      e.message === '--log-level: expected debug, info, warn or error, not "loud"',
+  );
+  assert.throws(
+    () => parseCommandLine(["run", "--node-name", "n", "--log-format=yaml"]),
+    (e: unknown) =>
+      e instanceof UsageError && e.message === '--log-format: expected text or json, not "yaml"',
+  );
+});

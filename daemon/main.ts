@@ -19,7 +19,8 @@ import {
 } from "./cli.ts";
 import type { HostBootcExecutor } from "../lib/bootc/executor.ts";
 import type { HostAccess } from "../lib/bootc/host_namespace.ts";
-import { createLogger, type Logger, type LogLevel } from "../lib/log.ts";
+import { createLogger, type Logger } from "../lib/log.ts";
+import { logVersion, versionLine } from "../lib/version.ts";
 
 function env(name: string): string | undefined {
   try {
@@ -277,20 +278,22 @@ export async function main(args: string[]): Promise<number> {
     cmd = parseCommandLine(args, env);
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
-    console.error(`daemon: ${e.message}\n\n${USAGE}`);
+    console.error(`daemon: ${e.message}\n(daemon --help lists the commands and flags)`);
     return 2;
   }
-  if (cmd.command === "help") {
-    console.log(USAGE);
+  if (cmd.command === "help" || cmd.command === "version") {
+    console.log(cmd.command === "help" ? USAGE : versionLine("daemon"));
     return 0;
   }
   const log = createLogger({
-    level: cmd.logLevel as LogLevel | undefined,
+    level: cmd.logLevel,
+    format: cmd.logFormat,
     fields: {
       component: "daemon",
       ...(cmd.command === "run" || cmd.nodeName ? { node: cmd.nodeName } : {}),
     },
   });
+  logVersion(log);
   try {
     return cmd.command === "run" ? await run(cmd, log) : await status(cmd, log);
   } catch (e) {

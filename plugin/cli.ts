@@ -13,8 +13,9 @@ export interface GlobalFlags {
   /** `--context`: the kubeconfig context. */
   context?: string;
   /**
-   * `-n/--namespace`: accepted for kubectl compatibility. The operator's objects are
-   * cluster-scoped and their events live in "default", so it changes nothing.
+   * `-n/--namespace`: the operator's namespace for `version` (where the controller
+   * Deployment is). Elsewhere accepted for kubectl compatibility: the operator's objects
+   * are cluster-scoped and their events live in "default", so it changes nothing.
    */
   namespace?: string;
   /** `--no-color`. */
@@ -28,7 +29,8 @@ export type Command =
   | { command: "why"; node: string }
   | { command: "pause" | "resume" | "history" | "abort" | "retry"; pool: string }
   | { command: "rollback"; pool: string; toRevision?: number }
-  | { command: "approve"; pool: string; revision?: number };
+  | { command: "approve"; pool: string; revision?: number }
+  | { command: "version"; output: "text" | "json" };
 
 /** A command-line error (exit code 2). */
 export class UsageError extends Error {
@@ -69,11 +71,15 @@ Usage:
       succeeded before the current target), from status.history.
   kubectl bootc history POOL
       The pool's revisions (outcome, start, end, digest), failed digests and circuit breaker.
+  kubectl bootc version [-o text|json]
+      The plugin's version and commit, and the controller's version (the bootc.dev/version
+      annotation of the bootc-operator-controller Deployment in -n, default bootc-operator).
 
 Flags:
   --kubeconfig FILE   kubeconfig file (default: KUBECONFIG, a colon list, then ~/.kube/config)
   --context NAME      kubeconfig context
-  -n, --namespace NS  accepted for kubectl compatibility (the objects are cluster-scoped)
+  -n, --namespace NS  the operator's namespace for version (default bootc-operator); the
+                      other commands accept it for kubectl compatibility (cluster-scoped)
   --no-color          no colours (also when NO_COLOR is set or stdout is not a terminal)
   -h, --help          this text
 
@@ -98,6 +104,8 @@ const VALUE_FLAGS: Record<string, string> = {
   "--interval": "interval",
   "--to-revision": "to-revision",
   "--revision": "revision",
+  "--output": "output",
+  "-o": "output",
 };
 const BOOLEAN_FLAGS: Record<string, string> = {
   "--watch": "watch",
@@ -135,6 +143,8 @@ export function parseCommandLine(
       switches.add(BOOLEAN_FLAGS[name]);
     } else if (/^-n[^=]/.test(arg)) {
       values.set("namespace", arg.slice(2)); // -nNAMESPACE, as kubectl accepts
+    } else if (/^-o[^=]/.test(arg)) {
+      values.set("output", arg.slice(2)); // -ojson, as kubectl accepts
     } else {
       throw new UsageError(`unknown flag ${name}`);
     }
@@ -224,6 +234,15 @@ export function parseCommandLine(
           toRevision: raw === undefined ? undefined : Number(raw),
         },
       };
+    }
+    case "version": {
+      only(["output"]);
+      if (rest.length > 0) throw new UsageError("version takes no arguments");
+      const output = values.get("output") ?? "text";
+      if (output !== "text" && output !== "json") {
+        throw new UsageError(`--output: expected text or json, not ${JSON.stringify(output)}`);
+      }
+      return { flags, command: { command: "version", output } };
     }
     default:
       throw new UsageError(`unknown command ${verb}; see kubectl bootc --help`);

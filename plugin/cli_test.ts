@@ -108,3 +108,70 @@ Deno.test("durations", () => {
   assert.equal(parseDuration("1.5s", "--x"), 1500);
   assert.equal(parseDuration("1m", "--x"), 60_000);
 });
+
+Deno.test("version: -o text|json in kubectl's spellings; no arguments, no other flags", () => {
+  assert.deepEqual(parseCommandLine(["version"]).command, { command: "version", output: "text" });
+  for (
+    const args of [["version", "-o", "json"], ["version", "-ojson"], ["--output=json", "version"]]
+  ) {
+    assert.deepEqual(parseCommandLine(args).command, { command: "version", output: "json" });
+  }
+  assert.equal(parseCommandLine(["version", "-n", "ops"]).flags.namespace, "ops");
+  assert.throws(
+    () => parseCommandLine(["version", "-o", "yaml"]),
+    /--output: expected text or json/,
+  );
+  assert.throws(() => parseCommandLine(["version", "x"]), /version takes no arguments/);
+  assert.throws(() => parseCommandLine(["version", "--watch"]), /version does not take --watch/);
+  assert.throws(() => parseCommandLine(["status", "-o", "json"]), /status does not take --output/);
+});
+
+Deno.test("kubectl bootc version: the plugin's build even when the cluster is out of reach", async () => {
+  const { VERSION } = await import("../lib/version.ts");
+  const dir = await Deno.makeTempDir();
+  try {
+    // A kubeconfig whose server refuses connections: the plugin's version still prints.
+    await Deno.writeTextFile(
+      `${dir}/config`,
+      [
+        "apiVersion: v1",
+        "kind: Config",
+        "current-context: c",
+        "contexts: [{name: c, context: {cluster: k, user: u}}]",
+        "clusters: [{name: k, cluster: {server: 'http://127.0.0.1:1'}}]",
+        "users: [{name: u, user: {token: t}}]",
+        "",
+      ].join("\n"),
+    );
+    const run = (args: string[]) =>
+      new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          "--allow-net",
+          "--allow-env",
+          "--allow-read",
+          "--allow-run",
+          new URL("./main.ts", import.meta.url).pathname,
+          "--kubeconfig",
+          `${dir}/config`,
+          ...args,
+        ],
+        stdin: "null",
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+    const [json, text] = await Promise.all([run(["version", "-o", "json"]), run(["version"])]);
+    assert.equal(json.code, 3, "the API failed");
+    const report = JSON.parse(new TextDecoder().decode(json.stdout));
+    assert.deepEqual(report.plugin, { version: VERSION, commit: "dev" });
+    assert.equal(report.controller.version, null);
+    assert.equal(report.controller.namespace, "bootc-operator");
+    assert.match(report.controller.error, /^cannot read Deployment bootc-operator\//);
+    assert.equal(text.code, 3);
+    const lines = new TextDecoder().decode(text.stdout).split("\n");
+    assert.equal(lines[0], `plugin      ${VERSION} (commit dev)`);
+    assert.match(lines[1], /^controller {2}unknown: cannot read Deployment/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

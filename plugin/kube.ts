@@ -14,6 +14,9 @@ import type { GlobalFlags } from "./cli.ts";
 import { NotFoundError } from "./errors.ts";
 import type { BootcNode, BootcNodePool, EventLike, NodeLike, Snapshot } from "./model.ts";
 import type { WhyInput } from "./why.ts";
+import type { KubeObject } from "../lib/kube/types.ts";
+import { errorText } from "./format.ts";
+import { CONTROLLER_DEPLOYMENT, type ControllerRead, type DeploymentLike } from "./version.ts";
 
 /** Namespace of Events about cluster-scoped objects (the API server puts them there). */
 export const EVENTS_NAMESPACE = "default";
@@ -56,6 +59,26 @@ export async function readSnapshot(client: KubeClient, pool?: string): Promise<S
     r.nodes.list({ labelSelector: LABEL_MANAGED }).then((l) => l.items),
   ]);
   return { pools, bootcNodes, nodes, now: new Date() };
+}
+
+/**
+ * Reads the controller Deployment for `version`: the Deployment, `{ missing: true }` when
+ * there is none, or the error's text (the version command still prints the plugin's).
+ */
+export async function readControllerDeployment(
+  client: KubeClient,
+  namespace: string,
+): Promise<ControllerRead> {
+  try {
+    const deployments = client.resource<DeploymentLike & KubeObject>(
+      Resources.deployments,
+      namespace,
+    );
+    return { deployment: await deployments.get(CONTROLLER_DEPLOYMENT) };
+  } catch (e) {
+    if (isNotFound(e)) return { missing: true };
+    return { error: errorText(e) };
+  }
 }
 
 /** Reads one pool; a pool that is not there is a {@linkcode NotFoundError}. */

@@ -31,12 +31,46 @@ function env(name: string): string | undefined {
   }
 }
 
+/**
+ * `version`: the plugin's build always, the controller's as far as it can be read (a
+ * kubeconfig or API failure is reported in the output and as exit code 3).
+ */
+async function version(flags: GlobalFlags, output: "text" | "json"): Promise<number> {
+  const [
+    { connect, readControllerDeployment },
+    { OPERATOR_NAMESPACE, renderVersion, versionReport },
+    { buildInfo },
+    { errorText },
+  ] = await Promise.all([
+    import("./kube.ts"),
+    import("./version.ts"),
+    import("../lib/version.ts"),
+    import("./format.ts"),
+  ]);
+  const namespace = flags.namespace ?? OPERATOR_NAMESPACE;
+  let read: import("./version.ts").ControllerRead;
+  try {
+    const client = await connect(flags);
+    try {
+      read = await readControllerDeployment(client, namespace);
+    } finally {
+      client.close();
+    }
+  } catch (e) {
+    read = { error: errorText(e) };
+  }
+  const report = versionReport(buildInfo(), namespace, read);
+  await out(output === "json" ? JSON.stringify(report, null, 2) + "\n" : renderVersion(report));
+  return "error" in read ? ExitCode.Failed : ExitCode.Ok;
+}
+
 /** Runs one command; returns the exit code (see `errors.ts` `ExitCode`). */
 async function run(flags: GlobalFlags, cmd: Command): Promise<number> {
   if (cmd.command === "help") {
     await out(USAGE + "\n");
     return 0;
   }
+  if (cmd.command === "version") return await version(flags, cmd.output);
   const [
     { connect, getPool, readSnapshot, readWhyInput, resources },
     { colorEnabled, createStyle },

@@ -13,6 +13,10 @@
  *   dl.deno.land): the same paths hold a small launcher script that runs the bundle with
  *   `deno run --cached-only`.
  *
+ * Every bundle is stamped with the commit it was built from (`git rev-parse --short HEAD`,
+ * "unknown" outside a git checkout), which `--version`, the first log line and the build-info
+ * metric report (lib/version.ts).
+ *
  * The mode is chosen by probing: a tiny program is compiled and run, and compile mode is used
  * only if it prints what it should (a `DENORT_BIN` pointing at a plain `deno` yields a binary
  * that starts Deno's own CLI instead). `BOOTC_BUILD_MODE=compile|bundle` forces a mode.
@@ -27,6 +31,7 @@
  */
 
 import { YAML_PARSER_BUNDLE } from "../lib/kube/config.ts";
+import { COMMIT_PLACEHOLDER } from "../lib/version.ts";
 
 /** How the executables are produced. */
 export type BuildMode = "compile" | "bundle";
@@ -202,11 +207,48 @@ function v8FlagArgs(target: Target): string[] {
 }
 
 /**
+ * The commit the sources at `root` are checked out at (`git rev-parse --short HEAD`), or
+ * "unknown" when that is not a git checkout or git is missing.
+ */
+export async function gitCommit(root: string): Promise<string> {
+  try {
+    const out = await new Deno.Command("git", {
+      args: ["rev-parse", "--short", "HEAD"],
+      cwd: root,
+      stdin: "null",
+      stdout: "piped",
+      stderr: "null",
+    }).output();
+    const commit = new TextDecoder().decode(out.stdout).trim();
+    return out.success && /^[0-9a-f]{4,40}$/.test(commit) ? commit : "unknown";
+  } catch {
+    return "unknown";
+  }
+}
+
+/**
+ * Replaces the commit placeholder of lib/version.ts in bundle text with `commit`. It must
+ * occur exactly once: otherwise the bundler changed how the constant is emitted, and a binary
+ * that silently reports "dev" would be worse than a failed build.
+ */
+export function stampCommit(bundle: string, commit: string): string {
+  const literal = JSON.stringify(COMMIT_PLACEHOLDER);
+  const parts = bundle.split(literal);
+  if (parts.length !== 2) {
+    throw new Error(
+      `expected the commit placeholder once in the bundle, found ${parts.length - 1}`,
+    );
+  }
+  return parts.join(JSON.stringify(commit));
+}
+
+/**
  * A fingerprint of the build inputs: every non-test source file's path, size and mtime, this
- * build script, and the Deno version. It changes when a source is edited, added or removed.
+ * build script, the Deno version and the commit (stamped into the bundles). It changes when a
+ * source is edited, added or removed, or a commit is made.
  */
 export async function sourceFingerprint(root: string): Promise<string> {
-  const entries: string[] = [`deno ${Deno.version.deno}`];
+  const entries: string[] = [`deno ${Deno.version.deno}`, `commit ${await gitCommit(root)}`];
   const visit = async (path: string): Promise<void> => {
     let info: Deno.FileInfo;
     try {
@@ -332,6 +374,11 @@ async function bundleTarget(
     `${o.root}/${target.entry}`,
     target.bundle,
     target.yamlBeside ? ["--external", "yaml"] : [],
+  );
+  const path = `${o.work}/${target.bundle}`;
+  await Deno.writeTextFile(
+    path,
+    stampCommit(await Deno.readTextFile(path), await gitCommit(o.root)),
   );
   if (!target.yamlBeside) return [];
   await bundle(`${o.root}/lib/kube/yaml_parser.ts`, YAML_PARSER_BUNDLE);

@@ -8,6 +8,7 @@ import {
   sourceFingerprint,
   TARGETS,
 } from "./build.ts";
+import { COMMIT_PLACEHOLDER } from "../lib/version.ts";
 
 /**
  * A throwaway repository: three entry points sharing a lib module and an npm import, which
@@ -37,9 +38,12 @@ async function fakeRepo(): Promise<string> {
     `export { stringify } from "yaml";\n`,
   );
   for (const name of ["controller", "daemon", "plugin"]) {
+    // The commit placeholder of lib/version.ts, which the build stamps (here: not a checkout).
     await Deno.writeTextFile(
       `${root}/${name}/main.ts`,
-      `import { greet } from "../lib/greet.ts";\nconsole.log(greet("${name}", Deno.args));\n`,
+      `import { greet } from "../lib/greet.ts";\n` +
+        `const commit = ${JSON.stringify(COMMIT_PLACEHOLDER)};\n` +
+        `console.log(Deno.args[0] === "--commit" ? commit : greet("${name}", Deno.args));\n`,
     );
   }
   return root;
@@ -122,6 +126,8 @@ Deno.test("bundle mode: self-contained bundles run behind the launchers", async 
         });
         assert.equal(ran.code, 0, ran.stderr);
         assert.equal(ran.stdout, `who: ${target.name}\nargs:\n  - --flag\n  - x`);
+        const commit = await runArgv([target.executable], ["--commit"], { DENO: Deno.execPath() });
+        assert.equal(commit.stdout, "unknown", "stamped: a temp folder is no git checkout");
       } finally {
         await Deno.remove(denoDir, { recursive: true });
       }

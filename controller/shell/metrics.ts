@@ -21,6 +21,7 @@ import type { EvictionOutcome } from "../model/drain.ts";
 import { EffectiveState } from "../model/effective_state.ts";
 import { type Action, isSlotGrant, type Plan } from "../planner/plan.ts";
 import { type RolloutObservation, rolloutObservation } from "./rollout_metrics.ts";
+import { type BuildInfo, buildInfo } from "../../lib/version.ts";
 
 type Labels = Record<string, string>;
 
@@ -372,6 +373,8 @@ export function poolObservation(
  */
 export class ControllerMetrics {
   readonly registry: Registry;
+  /** 1, labelled with the running build's version and commit (set once, by every replica). */
+  readonly buildInfo: Gauge;
   /** 1 while this replica leads (runs the reconcilers), else 0. */
   readonly leader: Gauge;
   /** Nodes of a pool per effective state. */
@@ -428,9 +431,15 @@ export class ControllerMetrics {
   /** Per pool: release times of slots not handed on yet (oldest first). */
   #released = new Map<string, number[]>();
 
-  /** Registers the metrics on a new registry (or `registry`). */
-  constructor(registry: Registry = new Registry()) {
+  /** Registers the metrics on a new registry (or `registry`); `build` defaults to this build. */
+  constructor(registry: Registry = new Registry(), build: BuildInfo = buildInfo()) {
     this.registry = registry;
+    this.buildInfo = registry.gauge(
+      "bootc_operator_build_info",
+      "1, labelled with the controller's version and the commit it was built from.",
+      ["version", "commit"],
+    );
+    this.buildInfo.set({ version: build.version, commit: build.commit }, 1);
     this.leader = registry.gauge(
       "bootc_controller_leader",
       "1 while this controller replica holds the leader Lease and reconciles pools, else 0.",

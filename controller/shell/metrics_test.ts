@@ -15,6 +15,7 @@ import {
   STALLED_REASONS,
 } from "./metrics.ts";
 import { isSlotGrant } from "../planner/plan.ts";
+import { COMMIT, VERSION } from "../../lib/version.ts";
 import type { RolloutObservation } from "./rollout_metrics.ts";
 import { type Action, planPool } from "../planner/planner.ts";
 import { emptyCounts } from "../planner/pool_status.ts";
@@ -158,6 +159,7 @@ Deno.test("controller metrics follow the Prometheus naming conventions", () => {
   );
   // target, version and digest name a few images per pool (its target, at most 9 booted).
   assert.deepEqual([...labels].sort(), [
+    "commit",
     "digest",
     "kind",
     "le",
@@ -373,6 +375,30 @@ Deno.test("drain blocked: refused passes set since-when, an accepted pass or the
     sample(text(), "bootc_pool_drain_blocked_since_timestamp_seconds", { pool: "w" }),
     undefined,
   );
+});
+
+Deno.test("build info: 1 with this build's version and commit, on every replica", () => {
+  const m = new ControllerMetrics(undefined, { version: "1.2.3", commit: "abc1234" });
+  const text = m.registry.render();
+  assert.match(text, /^# TYPE bootc_operator_build_info gauge$/m);
+  assert.equal(
+    sample(text, "bootc_operator_build_info", { version: "1.2.3", commit: "abc1234" }),
+    1,
+  );
+  // A replica that stops leading drops the pool gauges, not what it runs.
+  m.setLeading(true);
+  m.setLeading(false);
+  assert.equal(
+    sample(m.registry.render(), "bootc_operator_build_info", {
+      version: "1.2.3",
+      commit: "abc1234",
+    }),
+    1,
+  );
+  // By default, this very build (run from source: commit "dev").
+  const own = new ControllerMetrics().registry.render();
+  assert.equal(sample(own, "bootc_operator_build_info", { version: VERSION, commit: COMMIT }), 1);
+  assert.equal(COMMIT, "dev");
 });
 
 Deno.test("resolutions, leadership and deleted pools", () => {
