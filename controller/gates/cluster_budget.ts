@@ -479,6 +479,46 @@ export function clusterSlotCaps(
   return out;
 }
 
+/** Writes of slots the cluster view may not show yet (see {@linkcode grantRefusal}). */
+export interface UnseenSlotWrites {
+  /** Nodes granted a slot: disrupted, whatever the view says. */
+  granted: ReadonlySet<string>;
+  /** Nodes whose slot was released: no longer disrupted, whatever the view says. */
+  released: ReadonlySet<string>;
+}
+
+/**
+ * Why a slot for `candidate` written now would break a cluster budget that selects it, on
+ * `cluster` as it stands at the write (`unseen`: slot writes it may not show yet); undefined
+ * when every such budget has room. The same count and topology rules the gate plans by,
+ * without its fairness between pools (a plan's choice, not a limit): the one check every
+ * grant passes as it is written, whatever the view it was planned on.
+ */
+export function grantRefusal(
+  cluster: ClusterView,
+  candidate: { name: string; labels: Record<string, string> },
+  unseen: UnseenSlotWrites,
+): string | undefined {
+  const budgets = cluster.budgets ?? [];
+  if (budgets.length === 0) return undefined;
+  const { granted, released } = unseen;
+  const onNodes = disruptedNodes(cluster.nodes, externalDisruptions(cluster.pools, cluster.nodes));
+  const labelsOf = (name: string) => cluster.nodes.get(name)?.labels ?? {};
+  const unrecorded = (cluster.unrecorded ?? []).filter((u) => !released.has(u.node));
+  for (const budget of budgets) {
+    const p = prepare(budget, cluster.nodes);
+    if (!p.match(candidate.labels)) continue;
+    if (p.error) return `BootcDisruptionBudget ${p.name} is invalid: ${p.error}`;
+    const t = new Tally(p);
+    for (const name of onNodes) if (!released.has(name)) t.add(name, labelsOf(name));
+    for (const name of granted) t.add(name, labelsOf(name));
+    addUnrecorded(t, unrecorded);
+    const v = t.violation(candidate.name, candidate.labels);
+    if (v) return violationMessage(t, v);
+  }
+  return undefined;
+}
+
 /** Holds candidates back while a cluster budget that selects them has no room for them. */
 export const clusterBudgetGate: Gate = {
   name: "clusterBudget",

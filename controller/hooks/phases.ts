@@ -75,10 +75,22 @@ export interface HookPhaseInput {
   now: Date;
 }
 
-/** The phases `input.plan` reaches, node phases in plan order, then the pool's. */
+/**
+ * The phases `input.plan` reaches: node phases, slots ending before slots starting (a
+ * release's `NodePostVerification` goes out before the drain of the node taking its slot),
+ * each kind in plan order; then the pool's.
+ */
 export function hookOccurrences(input: HookPhaseInput): HookOccurrence[] {
-  return [...nodeOccurrences(input), ...poolOccurrences(input)];
+  const nodes = nodeOccurrences(input).sort((a, b) => SLOT_ORDER[a.phase] - SLOT_ORDER[b.phase]);
+  return [...nodes, ...poolOccurrences(input)];
 }
+
+/** Where a node phase stands in a plan's hand-off of slots: ends first, then starts. */
+const SLOT_ORDER: Record<string, number> = {
+  NodePostVerification: 0,
+  NodePreReboot: 1,
+  NodePreDrain: 2,
+};
 
 /** A write the shell made (its store and object name), as `cache_guard.ts` records it. */
 export interface WrittenRef {

@@ -171,7 +171,15 @@ Deno.test("hookOccurrences: the phase table", () => {
         before: status([rev(1, "a", "Progressing")]),
         after: status([rev(1, "a", "Succeeded")]),
       }),
-      want: [["NodePreDrain", "n1"], ["NodePostVerification", "n1"], ["RolloutCompleted"]],
+      want: [["NodePostVerification", "n1"], ["NodePreDrain", "n1"], ["RolloutCompleted"]],
+    },
+    {
+      name: "a release goes out before the grant of the slot it frees",
+      in: input({
+        actions: [{ ...grant, node: "n2" }, { ...reboot, node: "n3" }],
+        events: [{ ...release, regarding: { kind: "Node", name: "n1" } }],
+      }),
+      want: [["NodePostVerification", "n1"], ["NodePreReboot", "n3"], ["NodePreDrain", "n2"]],
     },
   ];
   for (const c of cases) {

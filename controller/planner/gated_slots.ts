@@ -357,9 +357,20 @@ export function invalidSlots(why: string): Omit<SlotsStatus, "inUse" | "waiting"
   };
 }
 
-/** The read-only view of the cluster the gates decide on (built once per plan). */
-function clusterView(input: PlanInput): ClusterView {
-  const pools = input.poolObjects ?? [input.pool];
+/** What {@linkcode budgetView} reads. */
+export interface BudgetViewInput
+  extends Pick<PlanInput, "bootcNodes" | "nodes" | "budgets" | "now"> {
+  /** Every pool. */
+  pools: readonly PlanInput["pool"][];
+}
+
+/**
+ * The cluster as the budgets count it: pools with their members, Nodes, budgets and the
+ * disruptions no Node records. The gates plan on it, and each grant is checked on it again
+ * as it is written (`grantRefusal`).
+ */
+export function budgetView(input: BudgetViewInput): ClusterView {
+  const { pools } = input;
   const members = new Map<string, string[]>();
   for (const bn of input.bootcNodes.values()) {
     const owner = owningPool(bn);
@@ -369,7 +380,7 @@ function clusterView(input: PlanInput): ClusterView {
     members.set(owner, list);
   }
   const budgets = input.budgets ?? [];
-  // Only cluster budgets read these; without any, neither is worth computing.
+  // Only cluster budgets read these; without any, it is not worth computing.
   const unrecorded = budgets.length > 0
     ? unrecordedDisruptions({
       pools,
@@ -386,18 +397,24 @@ function clusterView(input: PlanInput): ClusterView {
     })),
     nodes: input.nodes,
     budgets,
-    // Fairness between pools only matters when a budget spans them.
-    waiting: budgets.length > 0
-      ? waitingCandidates({
-        pools,
-        bootcNodes: input.bootcNodes.values(),
-        nodes: input.nodes,
-        now: input.now,
-        unrecorded: new Set(unrecorded.map((u) => u.node)),
-      })
-      : [],
     unrecorded,
   };
+}
+
+/** The read-only view of the cluster the gates decide on (built once per plan). */
+function clusterView(input: PlanInput): ClusterView {
+  const pools = input.poolObjects ?? [input.pool];
+  const view = budgetView({ ...input, pools });
+  if ((view.budgets ?? []).length === 0) return { ...view, waiting: [] };
+  // Fairness between pools only matters when a budget spans them.
+  const waiting = waitingCandidates({
+    pools,
+    bootcNodes: input.bootcNodes.values(),
+    nodes: input.nodes,
+    now: input.now,
+    unrecorded: new Set((view.unrecorded ?? []).map((u) => u.node)),
+  });
+  return { ...view, waiting };
 }
 
 /**

@@ -768,7 +768,7 @@ function evictPhase(f: NodeFacts, pods: readonly PodSummary[], env: InFlightEnv)
   const reported = node.unschedulable && due
     ? reportDrain(bn, { image: bn.spec.desiredImage, slotAt: record.slotAt, blockedBy }, now)
     : NO_OUTPUT;
-  const poll = { draining: true, wake: pollMs };
+  const poll = { draining: true, poll: pollMs };
   const deadline = slotAt.getTime() + env.drainTimeoutMs;
   const common = { draining: true, demand: pods, drainTimedOut: false, rebootTimedOut: false };
   if (now.getTime() < deadline) {
@@ -929,7 +929,7 @@ function rebootPhase(m: Member, f: NodeFacts & { drainedAt: Date }, env: InFligh
       drainedAt,
       drainTimedOut: false,
       rebootTimedOut: false,
-      out: stepOutput({ actions: request, wake: waiting ? Math.min(wake, pollMs) : wake }),
+      out: stepOutput({ actions: request, wake, ...(waiting ? { poll: pollMs } : {}) }),
     };
   }
   const msg =

@@ -220,8 +220,13 @@ export interface Plan {
   events: PlannedEvent[];
   /** The new status; undefined while the pool is being deleted. */
   status: BootcNodePoolStatus | undefined;
-  /** Reconcile again after this long, when a deadline or a poll is due. */
+  /** Reconcile again after this long, when a deadline or a time-driven step is due. */
   requeueAfterMs?: number;
+  /**
+   * Look at the drain's pods again after this long: the one wake the shell may back off
+   * while evictions are refused (a deadline in `requeueAfterMs` never waits for it).
+   */
+  pollAfterMs?: number;
   /** True while a drain is waiting on pods (the shell backs off when evictions are refused). */
   draining: boolean;
   /** Number of reboot slots (resolved maxUnavailable). */
@@ -263,6 +268,8 @@ export interface StepOutput {
   readonly needPods: readonly string[];
   /** Reconcile again after this long (the earliest wish, at least 1 ms). */
   readonly requeueAfterMs?: number;
+  /** Poll the drain's pods again after this long (the earliest wish, at least 1 ms). */
+  readonly pollAfterMs?: number;
   /** True while a drain waits on pods. */
   readonly draining: boolean;
 }
@@ -277,16 +284,28 @@ export const NO_OUTPUT: StepOutput = Object.freeze({
   draining: false,
 });
 
-/** A {@linkcode StepOutput} from its parts (`wake`: ms from now, the earliest kept). */
+/**
+ * A {@linkcode StepOutput} from its parts (`wake`: ms from now, the earliest kept; `poll`:
+ * the drain's next look at its pods, which the shell may back off).
+ */
 export function stepOutput(
-  parts: Partial<Omit<StepOutput, "requeueAfterMs">> & { wake?: number } = {},
+  parts: Partial<Omit<StepOutput, "requeueAfterMs" | "pollAfterMs">> & {
+    wake?: number;
+    poll?: number;
+  } = {},
 ): StepOutput {
-  const { wake, ...rest } = parts;
+  const { wake, poll, ...rest } = parts;
   return {
     ...NO_OUTPUT,
     ...rest,
     ...(wake !== undefined ? { requeueAfterMs: Math.max(wake, 1) } : {}),
+    ...(poll !== undefined ? { pollAfterMs: Math.max(poll, 1) } : {}),
   };
+}
+
+/** The earlier of two optional delays. */
+export function earliest(a: number | undefined, b: number | undefined): number | undefined {
+  return a === undefined ? b : b === undefined ? a : Math.min(a, b);
 }
 
 /** The outputs of steps in order, as one: lists concatenated, the earliest wake-up kept. */
@@ -297,6 +316,7 @@ export function mergeOutputs(outputs: readonly StepOutput[]): StepOutput {
   const issues: PoolIssue[] = [];
   const needPods: string[] = [];
   let requeueAfterMs: number | undefined;
+  let pollAfterMs: number | undefined;
   let draining = false;
   for (const o of outputs) {
     actions.push(...o.actions);
@@ -304,14 +324,11 @@ export function mergeOutputs(outputs: readonly StepOutput[]): StepOutput {
     notes.push(...o.notes);
     issues.push(...o.issues);
     needPods.push(...o.needPods);
-    if (o.requeueAfterMs !== undefined) {
-      requeueAfterMs = requeueAfterMs === undefined
-        ? o.requeueAfterMs
-        : Math.min(requeueAfterMs, o.requeueAfterMs);
-    }
+    requeueAfterMs = earliest(requeueAfterMs, o.requeueAfterMs);
+    pollAfterMs = earliest(pollAfterMs, o.pollAfterMs);
     draining ||= o.draining;
   }
-  return { actions, events, notes, issues, needPods, requeueAfterMs, draining };
+  return { actions, events, notes, issues, needPods, requeueAfterMs, pollAfterMs, draining };
 }
 
 /** An event about the pool `poolName`. */
@@ -361,6 +378,7 @@ export class StepWriter {
   readonly notes: string[] = [];
   readonly needPods: string[] = [];
   requeueAfterMs?: number;
+  pollAfterMs?: number;
   draining = false;
 
   /** Starts an empty output for pool `poolName` at `now`. */
@@ -406,6 +424,7 @@ export class StepWriter {
     this.issues.push(...out.issues);
     this.needPods.push(...out.needPods);
     if (out.requeueAfterMs !== undefined) this.wake(out.requeueAfterMs);
+    this.pollAfterMs = earliest(this.pollAfterMs, out.pollAfterMs);
     this.draining ||= out.draining;
   }
 
@@ -418,6 +437,7 @@ export class StepWriter {
       issues: [...this.issues],
       needPods: [...this.needPods],
       requeueAfterMs: this.requeueAfterMs,
+      pollAfterMs: this.pollAfterMs,
       draining: this.draining,
     };
   }

@@ -553,3 +553,4 @@ function finish(
     issues: [...out.issues],
   };
 }
+    pollAfterMs: out.pollAfterMs,

@@ -361,7 +361,7 @@ Deno.test("drain: evicts only what must leave, and requests the reboot once drai
   assert.deepEqual(ofKind(busy, "evict").map((a) => a.pods.map((p) => p.name)), [["web-1"]]);
   assert.equal(withWhy(busy, "request reboot").length, 0);
   assert.ok(busy.draining);
-  assert.ok(busy.requeueAfterMs !== undefined && busy.requeueAfterMs <= 5000);
+  assert.ok(busy.pollAfterMs !== undefined && busy.pollAfterMs <= 5000);
 
   const done = planPool(input(pool(), { ...base, pods: [pod("ds", "n1", { daemonSet: true })] }));
   const drained = ofKind(done, "patchNode").find((a) => a.why === "record drain");
@@ -644,7 +644,7 @@ Deno.test("halt: a node that does not come back within rebootTimeoutSeconds is u
     bootcNodes: bns,
   }));
   assert.deepEqual(withWhy(inTime, "assign slot"), ["c"]);
-  assert.equal(inTime.requeueAfterMs, 5_000);
+  assert.equal(inTime.pollAfterMs, 5_000);
   const late = planPool(input(pool({ maxUnavailable: 3, rebootTimeoutSeconds: 30 }), {
     nodes,
     bootcNodes: bns,

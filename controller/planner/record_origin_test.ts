@@ -312,10 +312,10 @@ function awaitingReboot(opts: { listed?: boolean; now?: string; rebootTimeoutSec
   return planPool(i);
 }
 
-Deno.test("drain proof: checked again every drain poll while the node waits for its daemon (a pod landing wakes nothing; adv20 N2)", () => {
+Deno.test("drain proof: checked again every drain poll while the node waits for its daemon (a pod landing wakes nothing)", () => {
   const plan = awaitingReboot({});
   assert.deepEqual(about(plan, "n1"), []);
-  assert.equal(plan.requeueAfterMs, 5_000);
+  assert.equal(plan.pollAfterMs, 5_000);
 });
 
 Deno.test("drain proof: pods that cannot be listed never suspend the reboot timeout (adv20 N3)", () => {

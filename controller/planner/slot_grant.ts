@@ -226,7 +226,7 @@ function grantOutput(
     actions,
     events,
     draining: true,
-    wake: input.options?.drainPollMs ?? 5_000,
+    poll: input.options?.drainPollMs ?? 5_000,
   });
 }
 

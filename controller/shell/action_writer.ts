@@ -20,9 +20,11 @@ import {
 import type { Logger } from "../../lib/log.ts";
 import { type Written, writtenObject } from "./cache_guard.ts";
 import { deletePods, evictPods } from "../model/drain.ts";
+import type { GrantAdmission } from "./grant_admission.ts";
 import type { ControllerMetrics } from "./metrics.ts";
 import type { Node } from "./object_views.ts";
 import { type Action, type MergePatch, POOL_FINALIZER } from "../planner/planner.ts";
+import { isSlotGrant, isSlotRelease } from "../planner/plan.ts";
 
 /** Options of {@linkcode ActionWriter}. */
 export interface ActionWriterOptions {
@@ -38,6 +40,8 @@ export interface ActionWriterOptions {
    * checked right before every write, each eviction and deletion included.
    */
   fence?: () => void;
+  /** Checks each slot grant against the cluster budgets as it is written. */
+  admission?: GrantAdmission;
 }
 
 type ActionOf<K extends Action["kind"]> = Extract<Action, { kind: K }>;
@@ -199,10 +203,23 @@ export class ActionWriter {
   }
 
   async #patchNode(action: ActionOf<"patchNode">, ctx: WriteContext): Promise<number> {
+    const send = () =>
+      action.cordonSeen
+        ? this.#patchNodeIfCordon(action, action.cordonSeen)
+        : this.#nodes.patch(action.node, action.patch, { type: "merge", ...OPTS });
+    const admission = isSlotGrant(action) ? this.#o.admission : undefined;
+    const refused = admission?.admit(action.node);
+    if (refused !== undefined) {
+      throw new StalePlanError(action.node, `${refused}; not granting ${action.node} a slot`);
+    }
     try {
-      const updated = action.cordonSeen
-        ? await this.#patchNodeIfCordon(action, action.cordonSeen)
-        : await this.#nodes.patch(action.node, action.patch, { type: "merge", ...OPTS });
+      const updated = await send().catch((e) => {
+        if (e instanceof StalePlanError || isNotFound(e) || isConflict(e)) {
+          admission?.unwritten(action.node);
+        }
+        throw e;
+      });
+      if (isSlotRelease(action)) this.#o.admission?.released(action.node);
       // The annotations for people alone are counted apart (what they cost is visible).
       this.#o.count(action.info ? "patchNodeAnnotations" : "patchNode");
       ctx.written.push(writtenObject("nodes", action.node, updated));

@@ -59,6 +59,8 @@ export interface CacheHandlers {
   enqueue: (pools: string[]) => void;
   /** A pool was deleted (after the pools it wakes were enqueued). */
   poolDeleted: (name: string) => void;
+  /** A PodDisruptionBudget changed: drains it refused may go on now. */
+  pdbChanged: () => void;
 }
 
 /** The informers; nothing runs until {@linkcode ControllerCaches.start}. */
@@ -176,6 +178,9 @@ export class ControllerCaches {
       enqueue(secretEventPools(cache, { type: "update", old: o, object: n }))
     );
     this.secrets.onDelete((s) => enqueue(secretEventPools(cache, { type: "delete", object: s })));
+    this.pdbs.onAdd(h.pdbChanged);
+    this.pdbs.onUpdate(h.pdbChanged);
+    this.pdbs.onDelete(h.pdbChanged);
     this.#wireCrossPool(enqueue);
   }
 

@@ -48,14 +48,16 @@ import { planGonePool } from "../planner/membership.ts";
 import { unrecordedDisruptions } from "../planner/leaving.ts";
 import { foldNodeAnnotations, withoutNodeInfo } from "../planner/node_annotations.ts";
 import { foldBootcNodeDisplay } from "../planner/bootc_node_display.ts";
+import { budgetView } from "../planner/gated_slots.ts";
 import type { ControllerMetrics } from "./metrics.ts";
-import { Mutex } from "./mutex.ts";
+import { GrantAdmission } from "./grant_admission.ts";
 import {
   clusterBudgets,
   clusterView,
   type Node,
   type Pdb,
   type Secret,
+  summarizeNode,
   summarizePdb,
 } from "./object_views.ts";
 import {
@@ -179,7 +181,6 @@ export class PoolReconciler {
   #writer: ActionWriter;
   #status: StatusWriter;
   #events: PlannedEvents;
-  #grantLock = new Mutex();
   #metrics?: ControllerMetrics;
   #clock: Clock;
   #log: Logger;
@@ -247,6 +248,24 @@ export class PoolReconciler {
       count,
       requeue,
       fence: () => this.#fence(),
+      admission: new GrantAdmission({
+        budgetsExist: () => this.budgets.store.list().length > 0,
+        view: () => {
+          const { nodes, bootcNodes } = this.#view();
+          return budgetView({
+            pools: this.pools.store.list(),
+            nodes,
+            bootcNodes,
+            budgets: clusterBudgets(this.budgets.store.list()),
+            now: this.#clock.now(),
+          });
+        },
+        node: (name) => {
+          const n = this.nodes.store.get(name);
+          return n ? summarizeNode(n) : undefined;
+        },
+        now: () => this.#clock.now().getTime(),
+      }),
     });
     this.#status = new StatusWriter({
       pools: c.resource<BootcNodePool>(Resources.bootcNodePools),
@@ -295,6 +314,8 @@ export class PoolReconciler {
         this.#readFailures.delete(name);
         this.#hooks.forget(name);
       },
+      // A drain backing off from refused evictions looks again at once, not after its back-off.
+      pdbChanged: () => [...this.#drainRefusals.keys()].forEach((p) => this.#queue?.add(p)),
     });
   }
 
@@ -410,17 +431,12 @@ export class PoolReconciler {
     }
   }
 
-  /** One reconcile of pool `name` (what the work queue runs). */
+  /**
+   * One reconcile of pool `name` (what the work queue runs). Pools are planned side by
+   * side: each grant is checked against the cluster budgets as it is written
+   * (`grant_admission.ts`), whatever the view it was planned on.
+   */
   async reconcile(name: string): Promise<void> {
-    // Slot grants under a cluster-wide budget must see every grant before them: pools
-    // are then planned and applied one at a time, each after the caches show the last.
-    if (this.budgets.store.list().length > 0) {
-      return await this.#grantLock.run(() => this.#reconcile(name));
-    }
-    return await this.#reconcile(name);
-  }
-
-  async #reconcile(name: string): Promise<void> {
     const log = this.#log.with({ pool: name });
     // Writes of an earlier reconcile the caches still miss: planning (a gone pool's
     // restores included) waits for them rather than redo or outrun them.
@@ -525,6 +541,7 @@ export class PoolReconciler {
         const nodes = new Set(failedEvictions.map((f) => f.node));
         const retry = Math.min(
           plan.requeueAfterMs ?? FAILED_RECONCILE_MAX_DELAY_MS,
+          plan.pollAfterMs ?? FAILED_RECONCILE_MAX_DELAY_MS,
           readRetryMs ?? FAILED_RECONCILE_MAX_DELAY_MS,
         );
         const said = writesFailedEvent(name, failedEvictions[0].error, nodes, retry, {
@@ -764,6 +781,7 @@ export class PoolReconciler {
   #requeue(name: string, plan: Plan, refused: number) {
     const next = nextRequeue({
       planned: plan.requeueAfterMs,
+      poll: plan.pollAfterMs,
       draining: plan.draining,
       refused,
       streak: this.#drainRefusals.get(name) ?? 0,

@@ -14,7 +14,7 @@ const cases: { name: string; input: Partial<RequeueInput>; out: ReturnType<typeo
     },
     {
       name: "refusals in a row double the back-off",
-      input: { refused: 2, draining: true, streak: 2, planned: 5_000 },
+      input: { refused: 2, draining: true, streak: 2, poll: 5_000 },
       out: { delayMs: 20_000, streak: 3 },
     },
     {
@@ -23,13 +23,28 @@ const cases: { name: string; input: Partial<RequeueInput>; out: ReturnType<typeo
       out: { delayMs: 60_000, streak: 11 },
     },
     {
-      name: "never sooner than the plan asks",
-      input: { refused: 1, draining: true, planned: 30_000 },
+      name: "a poll backs off never sooner than the plan polls",
+      input: { refused: 1, draining: true, poll: 30_000 },
       out: { delayMs: 30_000, streak: 1 },
     },
     {
+      name: "a deadline never waits for the back-off",
+      input: { refused: 1, draining: true, streak: 4, poll: 5_000, planned: 2_000 },
+      out: { delayMs: 2_000, streak: 5 },
+    },
+    {
+      name: "a deadline later than the back-off waits for the poll",
+      input: { refused: 1, draining: true, streak: 1, poll: 5_000, planned: 40_000 },
+      out: { delayMs: 10_000, streak: 2 },
+    },
+    {
+      name: "without refusals the earlier of poll and deadline",
+      input: { draining: true, poll: 5_000, planned: 1_200 },
+      out: { delayMs: 1_200, streak: 0 },
+    },
+    {
       name: "a pass without refusals keeps the streak while the drain lasts",
-      input: { draining: true, streak: 3, planned: 5_000 },
+      input: { draining: true, streak: 3, poll: 5_000 },
       out: { delayMs: 5_000, streak: 3 },
     },
     {
