@@ -75,7 +75,7 @@ Flags:
   -h, --help                   print this help and exit
 
 Durations are Go-style: 250ms, 30s, 5m, 1h30m.
-Exit codes: 0 stopped cleanly or help printed, 1 failed, 2 bad flags.`;
+Exit codes: 0 stopped cleanly, or help or the version printed; 1 failed; 2 bad flags.`;
 
 /** True when the command line asks for help (it is then the only thing done). */
 export function wantsHelp(args: readonly string[]): boolean {
