@@ -245,7 +245,10 @@ Deno.test("Halt: a canary NotReady during its soak holds the rest of the pool; t
   assert.equal(plan.status?.canary?.phase, "Failed");
   for (let i = 0; i < 200; i++) w.tick();
   assert.equal(w.pool.status?.canary?.phase, "Failed");
-  assert.equal(cond(w.pool.status, "UpToDate")?.reason, "CanaryFailed");
+  // The halt names it everywhere: the headline, UpToDate, and the failure in Degraded.
+  assert.equal(w.pool.status?.state, "Halted");
+  assert.equal(cond(w.pool.status, "UpToDate")?.reason, "RolloutHalted");
+  assert.match(cond(w.pool.status, "UpToDate")?.message ?? "", /is halted/);
   assert.equal(cond(w.pool.status, "Degraded")?.reason, "HealthCheckFailed");
   assert.deepEqual(w.reboots.map((r) => r.node), [canary], "nobody else reboots into b");
   assert.deepEqual(outcomes(w.pool.status), ["1:a:Succeeded", "2:b:Failed"]);

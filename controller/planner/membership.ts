@@ -466,7 +466,8 @@ function planLeavers(
  * Which matching nodes this pool takes (by name): not those another pool owns,
  * nor those another pool's selector also matches while nobody owns them, nor
  * those whose old BootcNode is still going away (counted while disrupted).
- * `conflicts` names, per other pool, the nodes both match.
+ * `conflicts` names, per other pool, the matching nodes this pool cannot take
+ * (owned by that pool, or contested with it); a node it owns is no conflict.
  */
 function claimMembers(input: PlanInput, matching: ReadonlySet<string>) {
   const poolName = input.pool.metadata.name ?? "";
@@ -488,7 +489,9 @@ function claimMembers(input: PlanInput, matching: ReadonlySet<string>) {
       continue;
     }
     const others = otherPools.filter((p) => matchesSelector(p.selector, node.labels));
-    for (const o of others) addConflict(o.name, name);
+    // A node this pool owns stays its own: an overlapping selector is the other pool's
+    // problem (it reports the conflict), not one of the pool that runs the node.
+    if (owner === undefined) { for (const o of others) addConflict(o.name, name); }
     if (owner === undefined && others.length > 0) continue; // contested: nobody takes it
     if (bn?.metadata.deletionTimestamp) {
       // An old BootcNode still going away: while the node is disrupted it still counts.

@@ -171,8 +171,10 @@ function planRollout(
   // A node held after leaving still shows among the pool's BootcNodes, rebooting.
   counts.Rebooting += membership.held.length;
   const wait = gated.wait ?? stagingWait(membership.staging);
-  const haltFor = rollout.health.haltFor;
-  const status = rolloutStatus(input, { need, target, gated, counts, wait, out, record, haltFor });
+  // Halted: the target gets no new slot, or a failure on it stopped it (onFailure Halt).
+  const halted = rollout.health.haltFor !== undefined ||
+    rollout.health.failed?.outcome === "Failed";
+  const status = rolloutStatus(input, { need, target, gated, counts, wait, out, record, halted });
   const all = mergeOutputs([out, conditionEvents(input, status, wait)]);
   const plan = finish(all, status, gated.slots.limit, counts, input);
   if (gated.approvalAsks) plan.approvalAsks = gated.approvalAsks;
@@ -199,13 +201,13 @@ function rolloutStatus(
     wait: PoolWait | undefined;
     out: StepOutput;
     record: ReturnType<typeof rolloutRecord>;
-    /** The image whose rollout is halted (step 4), if any. */
-    haltFor?: string;
+    /** The target's rollout is halted (step 4). */
+    halted: boolean;
   },
 ): BootcNodePoolStatus {
   const { target, gated, out } = s;
   // A halted image ranks as Halted, unless the pool rolled back from it (RolledBack says so).
-  const halted = s.haltFor !== undefined &&
+  const halted = s.halted &&
     !out.issues.some((i) => i.reason === PoolDegradedReason.RolledBack);
   return buildPoolStatus({
     prior: input.pool.status,

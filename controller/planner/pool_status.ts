@@ -233,7 +233,8 @@ function poolConditions(
       ? "target image not resolved yet"
       : breakdownMessage(counts);
     // What keeps the spec from being realised, unless a note already says it.
-    const why = input.issues.find((i) => i.reason === verdict.reason)?.message;
+    const explains = EXPLAINED_BY[verdict.reason] ?? [verdict.reason];
+    const why = input.issues.find((i) => explains.includes(i.reason))?.message;
     const parts = [breakdown];
     if (why && !input.note?.includes(why)) parts.push(why);
     if (input.note) parts.push(input.note);
@@ -257,6 +258,18 @@ function poolConditions(
   }
   return conditions;
 }
+
+/**
+ * The issues whose message says why UpToDate has a reason, where it is not the
+ * issue of that name: a rollout halted by `onFailure: Halt` is told by the
+ * failure's own issue.
+ */
+const EXPLAINED_BY: Readonly<Record<string, readonly string[]>> = {
+  [PoolDegradedReason.RolloutHalted]: [
+    PoolDegradedReason.RolloutHalted,
+    PoolDegradedReason.HealthCheckFailed,
+  ],
+};
 
 /** The Degraded condition: the most severe issue's reason and every issue's message. */
 function degradedCondition(

@@ -188,7 +188,12 @@ Deno.test("pool reconciler on a real control plane", async (t) => {
       assert.equal(m1.spec.desiredImage, NEW);
       assert.equal(await bn("m2"), undefined);
       assert.ok(Object.hasOwn((await nodesApi.get("m1")).metadata?.labels ?? {}, LABEL_MANAGED));
-      await waitPool("alpha", upToDate, "m1 updated");
+      // m1 updated; the contested m2 runs nothing of alpha's, so alpha is not UpToDate.
+      await waitPool(
+        "alpha",
+        (p) => p.status?.updatedCount === 1 && cond(p, "UpToDate")?.reason === "NodeConflict",
+        "m1 updated, alpha not UpToDate while m2 is contested",
+      );
 
       // m1 stops matching: BootcNode and label go.
       await nodesApi.patch("m1", { metadata: { labels: { suite: null } } }, { type: "merge" });

@@ -8,7 +8,8 @@
  * `UpToDate` is True only when every node runs the target and nothing keeps
  * the spec from being realised: an invalid spec, a tag that cannot be
  * resolved, a halted rollout, a rollback hold, a circuit or a failure record
- * that holds the spec's image back all make it False, naming that reason.
+ * that holds the spec's image back, and a matching node the pool cannot take
+ * (another pool owns or contests it) all make it False, naming that reason.
  *
  * Kept free of the TypeBox schema so the plugin can import the table cheaply
  * (which states are problems, waits or progress: its colours and exit codes).
@@ -94,7 +95,12 @@ export const PROBLEM_PRECEDENCE: readonly ProblemRow[] = [
     blocks: "ImageFailedBefore",
   },
   { state: PoolDegradedReason.HealthCheckFailed, fact: PoolDegradedReason.HealthCheckFailed },
-  { state: PoolDegradedReason.NodeConflict, fact: PoolDegradedReason.NodeConflict },
+  // A node the selector matches that this pool cannot take does not run the target.
+  {
+    state: PoolDegradedReason.NodeConflict,
+    fact: PoolDegradedReason.NodeConflict,
+    blocks: "NodeConflict",
+  },
   { state: PoolDegradedReason.NodeStalled, fact: PoolDegradedReason.NodeStalled },
   { state: PoolDegradedReason.NodeDegraded, fact: PoolDegradedReason.NodeDegraded },
   {

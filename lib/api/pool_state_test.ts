@@ -109,7 +109,16 @@ Deno.test("precedence table: the headline and the UpToDate verdict", () => {
       true,
       "AllUpdated",
     ],
-    ["node conflict, members updated", ["NodeConflict"], {}, "NodeConflict", true, "AllUpdated"],
+    // A matching node another pool owns or contests does not run the target.
+    ["node conflict, members updated", ["NodeConflict"], {}, "NodeConflict", false, "NodeConflict"],
+    [
+      "node conflict, no members",
+      ["NodeConflict"],
+      { progress: { resolved: true, nodes: 0, updated: 0, underway: 0 } },
+      "NodeConflict",
+      false,
+      "NodeConflict",
+    ],
     [
       "a stalled node under a closed window",
       ["NodeStalled"],
