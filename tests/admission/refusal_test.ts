@@ -1,5 +1,5 @@
 /**
- * Refusal at admission, as the README and the gates README promise: every value
+ * Refusal at admission, as docs/policy.md and the gates README promise: every value
  * of the table in `cases.ts` (cron schedules, nicknames, durations, time zones,
  * blackout instants, in each place a pool holds them) is applied to a real
  * kube-apiserver with the generated CRDs. Bad values are refused at apply time

@@ -77,7 +77,7 @@ Deno.test("policy: a maintenance window, a cluster budget across pools, pool ord
         return up?.reason === "OutsideMaintenanceWindow" ? up : undefined;
       }, "the pool says it waits for the window");
       assert.match(waiting.message, /Sat 2026-11-28 22:00 CET \(Europe\/Berlin\)/);
-      // What a user sees while it waits (printed for the README).
+      // What a user sees while it waits (printed for docs/policy.md).
       const get = await stack.cp.kubectl(["get", "bnp", "win"]);
       const wide = await stack.cp.kubectl(["get", "bnp", "win", "-o", "wide"]);
       console.log(

@@ -18,7 +18,7 @@
  *    SIGKILLed while the node holds its slot.
  * 5. The daemon pod's own token may write its BootcNode's status and no other BootcNode's.
  * 6. v3 rolls out while the operator itself is upgraded to new images.
- * 7. Uninstall as the README says: the pools first, then `kubectl delete -k`.
+ * 7. Uninstall as docs/install.md says: the pools first, then `kubectl delete -k`.
  *
  * @module
  */
@@ -384,7 +384,7 @@ async function onlyUpgradedPods(phase: Phase): Promise<void> {
 }
 
 /**
- * Uninstalls as the README says: deletes the pools (the controller lets go of every node and
+ * Uninstalls as docs/install.md says: deletes the pools (the controller lets go of every node and
  * removes its finalizer), then `kubectl delete -k` of the overlay. Afterwards the node is
  * schedulable and carries none of the operator's marks, and none of its objects are left.
  */
