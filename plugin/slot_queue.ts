@@ -31,6 +31,34 @@ export function publishedQueue(pool: BootcNodePool): readonly QueueEntry[] | und
   return pool.status.queue ?? [];
 }
 
+/** The nodes waiting for a slot: the queue's entries in order and how many wait in all. */
+export interface WaitingQueue {
+  /** The published entries left, their positions counted again from 1. */
+  entries: QueueEntry[];
+  /** How many wait (the published count, less the entries left out). */
+  waiting: number;
+}
+
+/**
+ * The published queue without the nodes in flight, renumbered from 1. The
+ * controller writes its queue with the status after the plan's grants, so
+ * for a moment a node that took its slot is still listed: whether a node is
+ * in flight is the classification's word (`inFlight`), and the queue only
+ * orders the rest. Undefined from a controller that publishes no queue.
+ */
+export function waitingQueue(
+  pool: BootcNodePool,
+  inFlight: ReadonlySet<string>,
+): WaitingQueue | undefined {
+  const slots = publishedSlots(pool);
+  const queue = publishedQueue(pool);
+  if (!slots || !queue) return undefined;
+  const left = queue.filter((e) => !inFlight.has(e.node));
+  const entries = left.map((e, i) => ({ ...e, position: i + 1 }));
+  const waiting = Math.max(slots.waiting, queue.length) - (queue.length - left.length);
+  return { entries, waiting };
+}
+
 /** Where a node stands in the published queue. */
 export type QueuePlace =
   /** The controller publishes no queue. */
@@ -42,15 +70,24 @@ export type QueuePlace =
   /** Not waiting for a slot (not a candidate, or granted one since). */
   | { kind: "none"; of: number };
 
-/** Where `node` stands in `pool`'s published slot queue. */
-export function queuePlace(pool: BootcNodePool, node: string): QueuePlace {
-  const slots = publishedSlots(pool);
-  const queue = publishedQueue(pool);
-  if (!slots || !queue) return { kind: "unknown" };
-  const of = Math.max(slots.waiting, queue.length);
-  const entry = queue.find((e) => e.node === node);
+/**
+ * Where `node` stands in `pool`'s published slot queue, the nodes in flight
+ * left out ({@linkcode waitingQueue}).
+ */
+export function queuePlace(
+  pool: BootcNodePool,
+  node: string,
+  inFlight: ReadonlySet<string> = new Set(),
+): QueuePlace {
+  const q = waitingQueue(pool, inFlight);
+  if (!q) return { kind: "unknown" };
+  const of = Math.max(q.waiting, q.entries.length);
+  if (inFlight.has(node)) return { kind: "none", of };
+  const entry = q.entries.find((e) => e.node === node);
   if (entry) return { kind: "queued", entry, of };
-  return of > queue.length ? { kind: "beyond", shown: queue.length, of } : { kind: "none", of };
+  return of > q.entries.length
+    ? { kind: "beyond", shown: q.entries.length, of }
+    : { kind: "none", of };
 }
 
 /** "2nd of 3 in the slot queue", or what is known of the node's place. */

@@ -24,7 +24,7 @@ import {
   poolUpToDate,
   rolloutStart,
 } from "./progress.ts";
-import { NOT_PUBLISHED, publishedQueue, publishedSlots } from "./slot_queue.ts";
+import { NOT_PUBLISHED, publishedSlots, waitingQueue } from "./slot_queue.ts";
 import { type Style, visibleLength } from "./style.ts";
 
 /** How many waiting nodes the queue line names. */
@@ -58,8 +58,13 @@ export interface PoolView {
   slotsInUse: number;
   /** The slot limit and what sets it, as the controller publishes it (absent: an older controller). */
   slots?: SlotsStatus;
-  /** The first nodes waiting for a slot, in the order slots go (absent: not published). */
+  /**
+   * The first nodes waiting for a slot, in the order slots go, none of them in
+   * flight (absent: not published).
+   */
   queue?: string[];
+  /** How many nodes wait for a slot (those in flight left out). */
+  waiting: number;
   blockers: Blocker[];
   estimate: Estimate;
   /** One row per member, in name order. */
@@ -91,7 +96,12 @@ function poolView(
     failed.push(`${node} (${cls.state}/${cls.failedCheck ?? cls.reason})`);
   }
   const slots = publishedSlots(pool);
-  const queue = publishedQueue(pool);
+  // Disrupted members: in a slot or rebooting, a failed one holding its slot too. A node is
+  // in flight or queued, never both: the classification decides, the queue orders the rest.
+  const inFlight = [...progress.classes].filter(([n, c]) =>
+    c.disrupted || progress.buckets.get(n) === "rebooting"
+  ).map(([n]) => n);
+  const queue = waitingQueue(pool, new Set(inFlight));
   const headline = poolHeadline(pool);
   const paused = pool.spec?.rollout?.paused ?? false;
   const members = poolMembers(name, snapshot.bootcNodes);
@@ -104,14 +114,12 @@ function poolView(
     canary: canaryText(pool, progress.counts.updated, snapshot.now),
     total: progress.total,
     counts: progress.counts,
-    // Disrupted members: in a slot or rebooting, a failed one holding its slot too.
-    inFlight: [...progress.classes].filter(([n, c]) =>
-      c.disrupted || progress.buckets.get(n) === "rebooting"
-    ).map(([n]) => n),
+    inFlight,
     failed,
     slotsInUse: slots?.inUse ?? pool.status?.slotsInUse ?? 0,
     slots,
-    queue: queue?.map((e) => e.node),
+    queue: queue?.entries.map((e) => e.node),
+    waiting: queue?.waiting ?? 0,
     blockers: poolBlockers(pool),
     estimate: estimateTimeLeft({
       total: progress.total,
@@ -126,7 +134,7 @@ function poolView(
       nodeRow({
         bn,
         cls: progress.classes.get(bn.metadata?.name ?? "")!,
-        queued: queue?.find((e) => e.node === bn.metadata?.name),
+        queued: queue?.entries.find((e) => e.node === bn.metadata?.name),
         paused,
       })
     ),
@@ -190,7 +198,7 @@ export function renderPool(view: PoolView, options: RenderOptions): string[] {
       view.inFlight.length > 0 ? style.yellow(view.inFlight.join(", ")) : "none"
     } · ${view.slotsInUse} reboot slot(s) in use (${limit})`,
   );
-  const waiting = view.slots?.waiting ?? 0;
+  const waiting = view.waiting;
   if (view.queue && waiting > 0) {
     const shown = view.queue.slice(0, QUEUE_SHOWN);
     const more = waiting > shown.length ? ` and ${waiting - shown.length} more` : "";

@@ -197,6 +197,27 @@ Deno.test("slots and queue as the controller publishes them; an older controller
   assert.doesNotMatch(old, /queue/);
 });
 
+Deno.test("a node that took its slot is in flight, not queued, before the queue is written again", () => {
+  // The controller applied main-3's grant; the status it writes next still lists it first.
+  const snapshot = midRollout();
+  snapshot.pools[0] = pool({
+    ref: `${REPO}:v2`,
+    upToDate: cond("UpToDate", "False", "BudgetExhausted", "2/5 updated; 1 staged", 600),
+    slotsInUse: 1,
+    queue: ["main-3", "main-4"],
+  });
+  const [view] = poolViews(snapshot, "main");
+  assert.deepEqual(view.inFlight, ["main-3"]);
+  assert.deepEqual([view.queue, view.waiting], [["main-4"], 1]);
+  const rows = new Map(view.nodes.map((r) => [r.name, r]));
+  assert.equal(rows.get("main-3")?.place, "slot");
+  assert.doesNotMatch(rows.get("main-3")?.waits ?? "", /BudgetExhausted/);
+  assert.equal(rows.get("main-4")?.place, "#1");
+  const text = renderFrame([view], { style: plain, width: 200, now: NOW });
+  assert.match(text, /in flight +main-3 · /);
+  assert.match(text, /\n {2}queue {6}1 waiting for a slot: main-4\n/);
+});
+
 /** A pool whose rollout halted: main-2 failed its host check (bad.service) in its slot. */
 function halted(): Snapshot {
   const message = "node main-2 failed health checks: HostHealthy (the system is degraded: " +
@@ -209,6 +230,7 @@ function halted(): Snapshot {
     conditions: [
       cond("Verified", "False", "CheckFailed", message.slice(0, message.indexOf(";"))),
     ],
+    failedChecks: ["HostHealthy"],
   });
   failed.status!.hostHealth = {
     state: "Unhealthy",

@@ -112,7 +112,9 @@ export function explainNode(input: WhyInput): Explanation {
 
   // The queue matters for every node that could wait for a slot: as the controller publishes it.
   const slotsLine = slotsText(pool, slotHolders(poolName, input.nodes.values()));
-  const place = queuePlace(pool, name);
+  // In flight or queued, never both: its classification decides (a queue written before
+  // its grant may still list it).
+  const place = queuePlace(pool, name, new Set(cls.disrupted ? [name] : []));
   facts.push(["slot queue", queueFact(pool, name, place, slotsLine)]);
 
   const hasTarget = target !== undefined;

@@ -85,6 +85,12 @@ Deno.test("why: queued behind the staging limit, or not yet given the target", (
     ),
   });
   const bn = bootcNode("n3", { desired: OLD, idle: ["True", "Idle"] });
+  // A controller that publishes no status.staging: the limit holds, its use is unknown.
+  assert.equal(
+    why("n3", { bns: [bn], nodes: [node("n3")], pools: [queuedPool] }).headline,
+    "queued for staging: a staging place (spec.rollout.maxStaging)",
+  );
+  queuedPool.status!.staging = { limit: 2, downloading: 2, queued: 1 };
   assert.equal(
     why("n3", { bns: [bn], nodes: [node("n3")], pools: [queuedPool] }).headline,
     "queued for staging: staging limit: 2/2 downloading, 1 queued",
@@ -109,6 +115,9 @@ Deno.test("why: a staged node's place in the slot queue and the gate that holds 
     fact(behindBudget, "slot queue"),
     "2nd of 3: n2, [n3], n4 · 1/1 slot(s) in use (n1)",
   );
+  // A queue written before n1's grant still lists it: in flight, it is not queued.
+  const stale = why("n1", { bns, nodes, pools: [pool({ ...queued, queue: ["n1", "n2"] })] });
+  assert.equal(fact(stale, "slot queue"), "not a candidate · 1 waiting · 1/1 slot(s) in use (n1)");
   // A free slot: the first in line is next.
   const free = why("n2", { bns, nodes, pools: [pool({ ...queued, maxUnavailable: 2 })] });
   assert.equal(
@@ -301,6 +310,7 @@ Deno.test("why: a node that failed its verification says so, naming the check", 
         "node n1 failed health checks: HostHealthy (failed units: app.service)",
       ),
     ],
+    failedChecks: ["HostHealthy"],
   });
   const e = why("n1", { bns: [failed], nodes: [node("n1", { slot: 300, drained: 250 })] });
   assert.equal(
