@@ -19,6 +19,7 @@ import { clusterBudgetGate } from "./cluster_budget.ts";
 import { externalGate } from "./external.ts";
 import type { Gate } from "./gate.ts";
 import { maintenanceWindowGate } from "./maintenance_window.ts";
+import { nodeReadyAgeGate } from "./node_ready_age.ts";
 import { pausedGate } from "./paused.ts";
 import { poolOrderGate } from "./pool_order.ts";
 
@@ -33,6 +34,8 @@ export const GATES: readonly Gate[] = [
   // and the budgets: a refused node (scope Node) must not hold the budget's next node back.
   approvalGate,
   canaryGate,
+  // Before the budgets: a node held back for flapping takes no slot another node could use.
+  nodeReadyAgeGate,
   budgetGate,
   poolOrderGate,
   clusterBudgetGate,

@@ -48,6 +48,7 @@ function holdingInputs(): GateInput[] {
     { ...base, pool: rollout({ paused: true }) },
     { ...base, pool: rollout({ strategy: "External" }) },
     { ...base, pool: rollout({ after: ["ghost"] }) },
+    { ...base, pool: rollout({ minNodeReadySeconds: 60 }) },
     {
       ...base,
       pool: rollout({ approval: { mode: "Annotation" } }),

@@ -594,6 +594,13 @@ export const BootcNodePoolSpec = Type.Object({
       default: 0,
       description: "How long a rebooted node must be Ready before its slot is freed.",
     }),
+    minNodeReadySeconds: Type.Optional(Type.Integer({
+      minimum: 0,
+      maximum: 86400,
+      description: "How long a node must have been Ready before it gets a reboot slot, so a " +
+        "node that keeps flapping is not taken down; other nodes go ahead meanwhile. 0 or " +
+        "unset: no wait.",
+    })),
     // Optional in the type (objects built in code may leave them out; the API server
     // fills the defaults in), unlike the older fields above.
     stagingTimeoutSeconds: Type.Optional(Type.Integer({
