@@ -344,6 +344,17 @@ if (import.meta.main) {
     const daemonLog = `${logDir}/daemon.log`;
     const started = performance.now();
     const daemonArgv = inCgroup(daemonCgroup, [daemonExecutable]);
+    // The simulated bootc and systemctl are Deno programs standing in for native ones: they
+    // run outside the daemon's cgroup (a script each, as the daemon splits its flags at spaces).
+    const outside = async (name: string, argv: string[]) => {
+      if (!daemonCgroup) return argv.join(" ");
+      const path = `${logDir}/${name}`;
+      const quoted = daemonCgroup.unwrap(argv).map((a) => `'${a.replaceAll("'", `'\\''`)}'`);
+      await Deno.writeTextFile(path, `#!/bin/sh\nexec ${quoted.join(" ")} "$@"\n`, { mode: 0o755 });
+      return path;
+    };
+    const bootcCommand = await outside("bootc", host.command());
+    const systemctlCommand = await outside("systemctl", host.systemctlCommand());
     const daemon = startProcess({
       name: "daemon",
       command: daemonArgv[0],
@@ -359,9 +370,9 @@ if (import.meta.main) {
         "--host-root",
         host.root,
         "--bootc-command",
-        host.command().join(" "),
+        bootcCommand,
         "--systemctl-command",
-        host.systemctlCommand().join(" "),
+        systemctlCommand,
       ],
       logPath: daemonLog,
     });

@@ -183,6 +183,15 @@ export class MemoryCgroup {
     return inCgroupArgv(`${this.dir}/cgroup.procs`, argv);
   }
 
+  /**
+   * `argv` run in the cgroup above this one: for a helper the measured process starts that
+   * stands in for something else (the simulated bootc, a Deno program, for a native binary),
+   * so that the helper's memory is not the measured process's.
+   */
+  unwrap(argv: readonly string[]): string[] {
+    return inCgroupArgv(`${this.dir.slice(0, this.dir.lastIndexOf("/"))}/cgroup.procs`, argv);
+  }
+
   /** The cgroup's figures now. */
   read(): CgroupMemory {
     const v2 = this.version === 2;
