@@ -126,7 +126,7 @@ export async function loadKubeConfig(options: LoadKubeConfigOptions = {}): Promi
   if (fallback && await exists(fallback)) return await loadKubeConfigFile(fallback, options);
   throw new KubeConfigError(
     "no Kubernetes configuration: not in a cluster (KUBERNETES_SERVICE_HOST/PORT and " +
-      `${saDir}) and no kubeconfig (options.path, KUBECONFIG, ~/.kube/config)`,
+      `${saDir}) and no kubeconfig (--kubeconfig, KUBECONFIG, ~/.kube/config)`,
   );
 }
 
