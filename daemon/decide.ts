@@ -15,12 +15,12 @@
  * | booted D, nothing (or a copy of D) staged       | any               | True/Idle       | none             |
  * | booted D, other image B staged                  | any               | False/Staging   | stage D ¹ ¹¹     |
  * | booted ≠ D, D staged, locked                    | Staged            | False/Staged    | none             |
- * | booted ≠ D, D staged, unlocked                  | Staged            | False/Staging   | lock ²           |
+ * | booted ≠ D, D staged, unlocked                  | Staged            | False/Locking   | lock ²           |
  * | booted ≠ D, D staged, reboot authorized ⁶       | Booted            | False/Rebooting | apply ³          |
  * | booted ≠ D, D staged, reboot not authorized ⁶   | Booted            | False/Staged    | none (or lock ²) |
  * | booted ≠ D, nothing or other image staged       | any               | False/Staging   | stage D ⁴ ¹¹     |
  * | after Rebooting: booted ≠ D, rollback = D       | any               | unchanged       | none, Degraded ⁵ |
- * | booted ≠ D, rollback = D ⁷, B staged unlocked   | any ⁸             | False/Staging   | lock ²           |
+ * | booted ≠ D, rollback = D ⁷, B staged unlocked   | any ⁸             | False/Locking   | lock ²           |
  * | booted ≠ D, rollback = D ⁷, nothing/B locked    | Staged            | False/Staged    | none             |
  * | booted ≠ D, rollback = D ⁷, reboot authorized ⁶ | Booted            | False/Rebooting | rollback ⁹       |
  * | booted ≠ D, rollback = D ⁷, not authorized ⁶    | Booted            | False/Staged    | none             |
@@ -74,7 +74,8 @@
  * 11. Another image B staged unlocked (a crash between the two commands of an
  *    older bootc's stage, someone else's switch) is locked first: the pull of D
  *    may take long or never succeed, and B should not boot on an unexpected
- *    reboot meanwhile. The new spec is reported first, the lock (which asks B's
+ *    reboot meanwhile (Idle is False/Locking meanwhile, as for every lock). The new
+ *    spec is reported first, the lock (which asks B's
  *    registry) gets at most {@linkcode OTHER_LOCK_TIMEOUT_MS}, and while it fails
  *    and waits for its retry D is staged all the same (it replaces B).
  * 12. While the apply (or rollback) this process started still runs and the spec
@@ -125,8 +126,9 @@
  *    False/Draining or DrainBlocked naming the PodDisruptionBudget), see
  *    lib/api/drain_conditions.ts. Only NotRequired (D booted) replaces a False.
  *
- * `ImageStaged`'s message always names D as a word of its own: that is how a
- * later decision tells that the spec moved to another image. Then the phase
+ * `status.phaseImage` names the D they are about: that is how a later decision
+ * tells that the spec moved to another image (a status without it, from an older
+ * daemon, is taken to be about the current D). Then the phase
  * conditions start over (fresh transition times) and the controller's
  * `Verified` (if present) becomes Unknown and `Updated` (if present) False,
  * both with reason TargetChanged, in the write made for the new target anyway.
@@ -305,13 +307,15 @@ const RESET_ON_TARGET_CHANGE: readonly [string, "Unknown" | "False"][] = [
   [NodeConditionType.Updated, "False"],
 ];
 
-/** The phase condition `type` in `conditions` if it is about `image` (else undefined). */
+/** The phase condition `type` in `status` if it is about `image` (else undefined). */
 function phaseCondition(
-  conditions: readonly Condition[] | undefined,
+  status: BootcNodeStatus | undefined,
   image: string,
   type: string,
 ): Condition | undefined {
-  return phaseTargetIs(conditions, image) === false ? undefined : findCondition(conditions, type);
+  return phaseTargetIs(status, image) === false
+    ? undefined
+    : findCondition(status?.conditions, type);
 }
 
 /** Input of {@linkcode decide}. */
@@ -518,12 +522,11 @@ function planUpdate(input: DecideInput, host: Host, spec: BootcNodeSpec): Plan {
 
   // Footnote 5: after an apply of a staged D (not after a rollback, whose Rebooted reason is
   // RollingBack), or once reported (Rebooted False/FellBack, until the spec moves).
-  const rebooted = phaseCondition(input.status?.conditions, want, NodeConditionType.Rebooted);
+  const rebooted = phaseCondition(input.status, want, NodeConditionType.Rebooted);
   // Only a reboot that was applying D itself can have fallen back from D: the spec may have
   // moved on while the node rebooted into another image (or rolled back to one).
-  const idleMessage = findCondition(input.status?.conditions, NodeConditionType.Idle)?.message ??
-    "";
-  const rebootingForOther = idleMessage !== "" && !idleMessage.includes(want);
+  const about = input.status?.phaseImage;
+  const rebootingForOther = about !== undefined && about !== want;
   const afterApply = previous === IdleReason.Rebooting &&
     rebooted?.reason !== PhaseReason.RollingBack && !rebootingForOther;
   if (
@@ -576,7 +579,7 @@ function planUpdate(input: DecideInput, host: Host, spec: BootcNodeSpec): Plan {
       return {
         idle: idle(
           "False",
-          IdleReason.Staging,
+          IdleReason.Locking,
           "desiredImage is staged unlocked (an unexpected reboot would apply it); locking it",
         ),
         action: caps?.apply ? { type: "lockStaged" } : NONE,
@@ -640,7 +643,7 @@ function lockOtherFirst(
   return {
     idle: idle(
       "False",
-      IdleReason.Staging,
+      IdleReason.Locking,
       `${describeEntry(staged)} is staged unlocked (an unexpected reboot would apply it); ` +
         `locking it before staging ${want}`,
     ),
@@ -679,7 +682,7 @@ function planRollback(input: DecideInput, host: Host, spec: BootcNodeSpec): Plan
     return {
       idle: idle(
         "False",
-        IdleReason.Staging,
+        IdleReason.Locking,
         `${describeEntry(staged)} is staged unlocked (an unexpected reboot would apply it); ` +
           `locking it (${want} is the rollback deployment)`,
       ),
@@ -835,7 +838,7 @@ function phaseConditions(
   const { now } = input;
   const want = input.spec!.desiredImage;
   const { booted, staged, rollback } = host.status;
-  const newTarget = phaseTargetIs(conditions, want) === false;
+  const newTarget = phaseTargetIs(input.status, want) === false;
   let out = conditions;
   if (newTarget) {
     // Start over: fresh transition times for the new target.
@@ -1197,19 +1200,25 @@ export function decide(input: DecideInput): Decision {
   const version = caps?.version ?? previous.bootcVersion;
   if (version !== undefined) status.bootcVersion = version;
   status.autoUpdatesDisabled = input.autoUpdatesMasked;
+  if (previous.phaseImage !== undefined) status.phaseImage = previous.phaseImage;
+  let verification = previous.verification;
   if (p.host && input.spec && input.owned && !p.keepPhases) {
     conditions = phaseConditions(conditions, input, p.host, p);
+    status.phaseImage = input.spec.desiredImage;
     // The controller's verdict on the update rides in the release; recorded once, never
     // over a verdict the controller revised since (lib/api/verified.ts).
-    conditions = withVerifiedRelease(
-      conditions,
+    const verdict = withVerifiedRelease(
+      { conditions, verification },
       verifiedRelease({
         metadata: { generation: input.generation, annotations: input.annotations },
         spec: input.spec,
       }, now),
       entryProvides(p.host.status.booted, input.spec.desiredImage),
     );
+    conditions = verdict.conditions;
+    verification = verdict.verification;
   }
+  if (verification) status.verification = verification;
   const idleNow = findCondition(conditions, NodeConditionType.Idle)?.reason;
   const health = nextHostHealth(
     previous,

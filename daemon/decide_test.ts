@@ -271,7 +271,7 @@ const cases: Case[] = [
       status: persisted("Staging"),
       host: host(entry(A), entry(B, { downloadOnly: false })),
     }),
-    idle: ["False", "Staging"],
+    idle: ["False", "Locking"],
     degraded: ["False", "Healthy"],
     action: { type: "lockStaged" },
   },
@@ -393,7 +393,7 @@ const cases: Case[] = [
       host: host(entry(A), entry(B, { downloadOnly: false })),
       reboot: authorize(spec(B, "Booted"), node({}, false)),
     }),
-    idle: ["False", "Staging"],
+    idle: ["False", "Locking"],
     degraded: ["False", "Healthy"],
     action: { type: "lockStaged" },
     rebootAllowed: ["False", "NoRebootSlot"],
@@ -507,6 +507,7 @@ const cases: Case[] = [
           message: `Applying ${A} and rebooting`,
           lastTransitionTime: "2026-05-01T09:00:00Z",
         }],
+        phaseImage: A,
       },
       host: host(entry(A), null, entry(B)),
     }),
@@ -549,7 +550,7 @@ const cases: Case[] = [
       status: persisted("Staged"),
       host: host(entry(A), entry(B, { downloadOnly: false })),
     }),
-    idle: ["False", "Staging"],
+    idle: ["False", "Locking"],
     degraded: ["False", "Healthy"],
     action: { type: "lockStaged", other: true },
     persistFirst: true,
@@ -576,7 +577,7 @@ const cases: Case[] = [
       status: persisted("Staging"),
       host: host(entry(A), entry(B, { downloadOnly: false })),
     }),
-    idle: ["False", "Staging"],
+    idle: ["False", "Locking"],
     degraded: ["False", "Healthy"],
     action: { type: "lockStaged", other: true },
     persistFirst: true,
@@ -1010,7 +1011,7 @@ const cases: Case[] = [
       host: host(entry(B), entry(C, { downloadOnly: false }), entry(A)),
       reboot: authorize(spec(A, "Booted"), node(drained(A))),
     }),
-    idle: ["False", "Staging"],
+    idle: ["False", "Locking"],
     degraded: ["False", "Healthy"],
     action: { type: "lockStaged" },
   },
@@ -1157,11 +1158,14 @@ const cases: Case[] = [
     name: "fell back, then the controller rolls the node back to the booted image: Idle",
     input: input({
       spec: spec(A),
-      status: persisted("Rebooting", ["True", "SlotAndDrain"], [
-        ["ImageStaged", "True", "RollbackDeployment", `${B} is the rollback deployment`],
-        ["Rebooted", "False", "FellBack"],
-        ["Verified", "False", "FellBack"],
-      ]),
+      status: {
+        ...persisted("Rebooting", ["True", "SlotAndDrain"], [
+          ["ImageStaged", "True", "RollbackDeployment", `${B} is the rollback deployment`],
+          ["Rebooted", "False", "FellBack"],
+          ["Verified", "False", "FellBack"],
+        ]),
+        phaseImage: B,
+      },
       host: host(entry(A), null, entry(B)),
     }),
     idle: ["True", "Idle"],
@@ -1775,6 +1779,7 @@ Deno.test("decide: back from a reboot into B after a retarget to A (now the roll
     ["Rebooted", "False", "Rebooting", `Rebooting into ${B}`],
   ]);
   rebooting.conditions![0].message = `Applying ${B} and rebooting`;
+  rebooting.phaseImage = B;
   const r = decide(
     input({ spec: spec(A), status: rebooting, host: host(entry(B), null, entry(A)) }),
   );
@@ -1942,7 +1947,7 @@ Deno.test("decide: the controller's verdict in the release is recorded in the ac
     [verified?.status, verified?.reason, verified?.lastTransitionTime],
     ["True", "ChecksPassed", "2026-05-01T09:59:30Z"],
   );
-  assert.match(verified?.message ?? "", new RegExp(`verified ${B.replace(/[.]/g, "\\.")}`));
+  assert.deepEqual(out.status.verification, { image: B }, "Verified is about B");
   const updated = condition(out.status, "Updated");
   assert.deepEqual(
     [updated?.status, updated?.reason, updated?.lastTransitionTime],
@@ -2015,4 +2020,37 @@ Deno.test("decide: the controller's verdict in the release is recorded in the ac
   assert.equal(condition(missed.status, "Updated")?.status, "True");
   assert.equal(condition(missed.status, "Updated")?.lastTransitionTime, "2026-05-01T09:59:30Z");
   assert.equal(decide(input({ ...base, status: missed.status })).changed, false);
+});
+
+Deno.test("decide: status.phaseImage says which image the phase conditions are about", () => {
+  const staging = decide(input({ spec: spec(B), host: host(entry(A)) }));
+  assert.equal(staging.status.phaseImage, B);
+  // Retargeted to C: the phase conditions start over for C, read from the field alone.
+  const retargeted = decide(input({
+    spec: spec(C),
+    status: staging.status,
+    host: host(entry(A), entry(B, { downloadOnly: true })),
+  }));
+  assert.equal(retargeted.status.phaseImage, C);
+  assert.equal(condition(retargeted.status, "ImageStaged")?.reason, "Downloading");
+  // A report of a daemon that wrote no phaseImage is about an unknown image: its phase
+  // conditions are kept with their times, never read as another image's and started over.
+  const old = { ...staging.status, phaseImage: undefined };
+  const later = new Date(NOW.getTime() + 60_000);
+  const kept = decide(input({ spec: spec(B), status: old, host: host(entry(A)), now: later }));
+  assert.equal(kept.status.phaseImage, B);
+  assert.equal(
+    condition(kept.status, "ImageStaged")?.lastTransitionTime,
+    condition(staging.status, "ImageStaged")?.lastTransitionTime,
+  );
+  const moved = decide(input({
+    spec: spec(B),
+    status: { ...staging.status, phaseImage: C },
+    host: host(entry(A)),
+    now: later,
+  }));
+  assert.notEqual(
+    condition(moved.status, "ImageStaged")?.lastTransitionTime,
+    condition(staging.status, "ImageStaged")?.lastTransitionTime,
+  );
 });

@@ -29,6 +29,7 @@ Deno.test("rows render the classification: icon, state, version, slot or queue p
       "node failed failed health checks: " +
         "HostHealthy (the system is degraded: failed units: bad.service)",
     )],
+    failedChecks: ["HostHealthy"],
   });
   unhealthy.status!.hostHealth = {
     state: "Unhealthy",

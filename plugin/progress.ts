@@ -24,6 +24,7 @@ import {
 import { owningPool } from "../lib/api/ownership.ts";
 import { findCondition } from "../lib/api/conditions.ts";
 import { poolStateKind } from "../lib/api/pool_state.ts";
+import { stagingLimitMessage } from "../lib/api/display.ts";
 import {
   classifyNode,
   type DesiredImage,
@@ -106,12 +107,11 @@ function heldByOf(
   pool: BootcNodePool | undefined,
 ): { reason: string; message: string } | undefined {
   const up = findCondition(pool?.status?.conditions, PoolConditionType.UpToDate);
-  const message = up ? withoutBreakdown(up.message) : "";
-  if (up?.reason === "StagingLimit" || /staging limit: /.test(message)) {
-    return {
-      reason: "StagingLimit",
-      message: /staging limit: [^;]*/.exec(message)?.[0] ?? message,
-    };
+  const staging = pool?.status?.staging;
+  if (staging) return { reason: "StagingLimit", message: stagingLimitMessage(staging) };
+  // A controller that publishes no status.staging: the limit holds, its use is unknown.
+  if (up?.reason === "StagingLimit") {
+    return { reason: up.reason, message: "a staging place (spec.rollout.maxStaging)" };
   }
   if (
     up?.reason === "OutsideMaintenanceWindow" &&

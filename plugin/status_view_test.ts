@@ -230,6 +230,7 @@ function halted(): Snapshot {
     conditions: [
       cond("Verified", "False", "CheckFailed", message.slice(0, message.indexOf(";"))),
     ],
+    failedChecks: ["HostHealthy"],
   });
   failed.status!.hostHealth = {
     state: "Unhealthy",

@@ -53,6 +53,8 @@ export interface BootcNodeFixture {
   /** bootc's `version` of the booted and staged entries. */
   bootedVersion?: string;
   stagedVersion?: string;
+  /** `status.verification.failedChecks` (Verified is about the desired image when given). */
+  failedChecks?: string[];
 }
 
 /** A BootcNode owned by `pool` (default "main") with the given status. */
@@ -92,6 +94,14 @@ export function bootcNode(name: string, f: BootcNodeFixture = {}): BootcNode {
           ...(f.stagedVersion ? { version: f.stagedVersion } : {}),
         }
         : undefined,
+      ...(f.failedChecks || conditions.some((c) => c.type === "Verified")
+        ? {
+          verification: {
+            image: `${REPO}@${f.desired ?? NEW}`,
+            ...(f.failedChecks ? { failedChecks: f.failedChecks } : {}),
+          },
+        }
+        : {}),
       conditions,
     },
   };

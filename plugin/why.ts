@@ -13,7 +13,7 @@ import {
   NodeConditionType,
   RebootAllowedReason,
 } from "../lib/api/constants.ts";
-import { type NodeClassification, NodeStateReason } from "../lib/api/node_state.ts";
+import { type NodeClassification, NodeStateReason, phaseTargetIs } from "../lib/api/node_state.ts";
 import { disruptionRecord } from "../lib/api/annotations.ts";
 import { findCondition } from "../lib/api/conditions.ts";
 import { ago, clock, ordinal, shortDigest, shortImage } from "./format.ts";
@@ -293,8 +293,9 @@ function inFlightHeadline(ctx: HeadlineContext): string {
     case NodeStateReason.RollingBack:
       return `rolling back to ${shortImage(desired)} (its rollback deployment; since ${since})`;
     case "Rebooting":
-      return idle?.message && !idle.message.includes(desired)
-        ? `rebooting (${idle.message}; since ${since}); the target moved meanwhile: it is ` +
+      return phaseTargetIs(bn.status, desired) === false
+        ? `rebooting (${idle?.message ?? "another image"}; since ${since}); the target moved ` +
+          "meanwhile: it is " +
           "redone once the node is back"
         : `rebooting into ${shortImage(desired)} (since ${since})`;
     case NodeStateReason.WaitingForReady:

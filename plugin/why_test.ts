@@ -85,6 +85,12 @@ Deno.test("why: queued behind the staging limit, or not yet given the target", (
     ),
   });
   const bn = bootcNode("n3", { desired: OLD, idle: ["True", "Idle"] });
+  // A controller that publishes no status.staging: the limit holds, its use is unknown.
+  assert.equal(
+    why("n3", { bns: [bn], nodes: [node("n3")], pools: [queuedPool] }).headline,
+    "queued for staging: a staging place (spec.rollout.maxStaging)",
+  );
+  queuedPool.status!.staging = { limit: 2, downloading: 2, queued: 1 };
   assert.equal(
     why("n3", { bns: [bn], nodes: [node("n3")], pools: [queuedPool] }).headline,
     "queued for staging: staging limit: 2/2 downloading, 1 queued",
@@ -304,6 +310,7 @@ Deno.test("why: a node that failed its verification says so, naming the check", 
         "node n1 failed health checks: HostHealthy (failed units: app.service)",
       ),
     ],
+    failedChecks: ["HostHealthy"],
   });
   const e = why("n1", { bns: [failed], nodes: [node("n1", { slot: 300, drained: 250 })] });
   assert.equal(

@@ -77,7 +77,8 @@ export type HealthVerdict =
   /** Running the target; some checks still pending until `deadline`. */
   | { state: "Checking"; checks: CheckResult[]; deadline: Date; needPods: boolean }
   | { state: "Passed"; checks: CheckResult[] }
-  | { state: "Failed"; checks: CheckResult[]; message: string };
+  /** `failed`: the names of the checks that failed (or did not pass in time). */
+  | { state: "Failed"; checks: CheckResult[]; failed: string[]; message: string };
 
 /** The health timeout of a pool in milliseconds. */
 export function healthTimeoutMs(health: HealthSpec | undefined): number {
@@ -143,7 +144,12 @@ export function evaluateHealth(input: HealthInput): HealthVerdict {
 
   const failed = checks.filter((c) => c.state === "failed");
   if (failed.length > 0) {
-    return { state: "Failed", checks, message: describe(node.name, failed) };
+    return {
+      state: "Failed",
+      checks,
+      failed: failed.map((c) => c.name),
+      message: describe(node.name, failed),
+    };
   }
   const pending = checks.filter((c) => c.state === "pending");
   if (pending.length === 0) return { state: "Passed", checks };
@@ -156,6 +162,7 @@ export function evaluateHealth(input: HealthInput): HealthVerdict {
     return {
       state: "Failed",
       checks,
+      failed: judged.map((c) => c.name),
       message: `${describe(node.name, judged)} within ${healthTimeoutMs(health) / 1000}s`,
     };
   }

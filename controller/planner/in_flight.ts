@@ -17,6 +17,7 @@ import {
   type BootcNode,
   conditionsEqual,
   type DisruptionRecord,
+  failedChecksOn,
   findCondition,
   IdleReason,
   NodeConditionType,
@@ -511,7 +512,11 @@ function healthPhase(
       failures: [{ node: f.name, message: verdict.message }],
       unhealthy: [`${f.name} failed its health checks`],
       stuck: true,
-      out: verifiedFalse(f.bn, f.name, reason, verdict.message, env.now),
+      out: verifiedFalse(f.bn, f.name, {
+        reason,
+        message: verdict.message,
+        checks: verdict.state === "Failed" ? verdict.failed : ["FellBack"],
+      }, env.now),
     };
   }
   if (verdict.state === "Checking") {
@@ -536,7 +541,7 @@ function healthPhase(
 function passedPhase(f: NodeFacts, env: InFlightEnv): NodeOutcome & { done?: boolean } {
   const { bn, name, desired } = f;
   const window = verifiedWindow(f, env.now);
-  const verifiedAt = verifiedSince(bn.status?.conditions, desired.image, window) ?? env.now;
+  const verifiedAt = verifiedSince(bn.status, desired.image, window) ?? env.now;
   const soakMs = env.minReadyMs - (env.now.getTime() - verifiedAt.getTime());
   const readyOk = f.readyMs >= env.minReadyMs;
   if (soakMs <= 0 && readyOk) {
@@ -563,7 +568,7 @@ function passedPhase(f: NodeFacts, env: InFlightEnv): NodeOutcome & { done?: boo
   }
   return {
     out: mergeOutputs([
-      verifiedSince(bn.status?.conditions, desired.image, window)
+      verifiedSince(bn.status, desired.image, window)
         ? NO_OUTPUT
         : verifiedOutput(bn, name, desired.image, false, env.now, window),
       stepOutput({ wake: Math.max(soakMs, env.minReadyMs - f.readyMs, 1) }),
@@ -589,7 +594,11 @@ function onTargetPhase(f: NodeFacts, env: InFlightEnv): NodeOutcome {
       ...t,
       out: mergeOutputs([
         t.out ?? NO_OUTPUT,
-        verifiedFalse(bn, name, VerifiedReason.CheckFailed, `NodeReady: ${msg}`, env.now),
+        verifiedFalse(bn, name, {
+          reason: VerifiedReason.CheckFailed,
+          message: `NodeReady: ${msg}`,
+          checks: ["NodeReady"],
+        }, env.now),
       ]),
     };
   } else if (drainedAt && !node.ready) {
@@ -1096,16 +1105,23 @@ function releaseOutput(
   return stepOutput({ actions });
 }
 
-/** Verified=False (written once per reason and message) and the HealthCheckFailed event. */
+/**
+ * Verified=False with the checks that failed in `status.verification` (written once
+ * per verdict), and the HealthCheckFailed event.
+ */
 function verifiedFalse(
   bn: BootcNode,
   name: string,
-  reason: string,
-  message: string,
+  failure: { reason: string; message: string; checks: string[] },
   now: Date,
 ): StepOutput {
+  const { reason, message, checks } = failure;
   const cond = findCondition(bn.status?.conditions, NodeConditionType.Verified);
-  if (cond?.status === "False" && cond.reason === reason && cond.message === message) {
+  const listed = failedChecksOn(bn.status, bn.spec.desiredImage)?.join(",") ?? "";
+  if (
+    cond?.status === "False" && cond.reason === reason && cond.message === message &&
+    listed === checks.join(",")
+  ) {
     return NO_OUTPUT;
   }
   return stepOutput({
@@ -1121,6 +1137,7 @@ function verifiedFalse(
             reason,
             message,
           }, now),
+          verification: { image: bn.spec.desiredImage, failedChecks: checks },
         },
       },
       why: "health check failed",
@@ -1153,17 +1170,25 @@ function verifiedOutput(
   window: VerifiedWindow,
 ): StepOutput {
   const current = bn.status?.conditions;
-  const stale = verifiedOn(current, image) && !verifiedSince(current, image, window);
+  const stale = verifiedOn(bn.status, image) && !verifiedSince(bn.status, image, window);
   const base = stale ? current?.filter((c) => c.type !== NodeConditionType.Verified) : current;
-  const conditions = withVerified(base, image, updated, now);
-  if (conditionsEqual(conditions, bn.status?.conditions)) return NO_OUTPUT;
+  const { conditions, verification } = withVerified(
+    { conditions: base, verification: bn.status?.verification },
+    image,
+    updated,
+    now,
+  );
+  const about = bn.status?.verification;
+  const same = about?.image === image && about.failedChecks === undefined;
+  if (same && conditionsEqual(conditions, bn.status?.conditions)) return NO_OUTPUT;
   return stepOutput({
     actions: [{
       kind: "patchBootcNodeStatus",
       node: name,
       patch: {
         metadata: { resourceVersion: bn.metadata.resourceVersion },
-        status: { conditions },
+        // null: a merge patch removes the checks of an earlier Verified=False.
+        status: { conditions, verification: { failedChecks: null, ...verification } },
       },
       why: updated ? "verified and updated" : "verified",
     }],

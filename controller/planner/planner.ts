@@ -61,8 +61,9 @@ import {
 import { type AnnotatedMember, nodeAnnotations } from "./node_annotations.ts";
 import { type TargetLabel, targetLabel } from "./target_label.ts";
 import { bootcNodeDisplay } from "./bootc_node_display.ts";
+import { withFactConditions } from "./fact_conditions.ts";
 import { conditionEvents, type PoolWait, STAGING_LIMIT } from "./condition_events.ts";
-import { imageSummary } from "../../lib/api/display.ts";
+import { imageSummary, stagingLimitMessage, type StagingUse } from "../../lib/api/display.ts";
 import { formatTime } from "../model/slots.ts";
 import { buildPoolStatus, emptyCounts } from "./pool_status.ts";
 import {
@@ -175,6 +176,8 @@ function planRollout(
   const halted = rollout.health.haltFor !== undefined ||
     rollout.health.failed?.outcome === "Failed";
   const status = rolloutStatus(input, { need, target, gated, counts, wait, out, record, halted });
+  const staging = stagingUse(membership.staging);
+  if (staging) status.staging = staging;
   const all = mergeOutputs([out, conditionEvents(input, status, wait)]);
   const plan = finish(all, status, gated.slots.limit, counts, input);
   if (gated.approvalAsks) plan.approvalAsks = gated.approvalAsks;
@@ -182,12 +185,13 @@ function planRollout(
   // then shown at once.
   const held = gated.wait !== undefined ||
     gated.queue.some((q) => q.waitingFor === QueueWait.RolloutHalted);
-  return withNodeAnnotations(
+  const shown = withNodeAnnotations(
     withDisplay(plan, input, members, { ...target, held }),
     input,
     members,
     held,
   );
+  return withFacts(shown, input, members);
 }
 
 /** Step 8: the pool's status from what steps 1 to 7 found (`out`: their folded output). */
@@ -241,11 +245,17 @@ function stagingNote(staging: StagingQueue | undefined): StepOutput {
 
 /** The staging limit as the pool's wait, when it holds nodes back and no gate does. */
 function stagingWait(staging: StagingQueue | undefined): PoolWait | undefined {
+  const use = stagingUse(staging);
+  return use && { reason: STAGING_LIMIT, message: stagingLimitMessage(use) };
+}
+
+/** `status.staging`: the staging limit's use, while it holds nodes back. */
+function stagingUse(staging: StagingQueue | undefined): StagingUse | undefined {
   if (!staging || staging.held.length === 0) return undefined;
   return {
-    reason: STAGING_LIMIT,
-    message: `staging limit: ${staging.limit - staging.room}/${staging.limit} downloading, ` +
-      `${staging.held.length} queued`,
+    limit: staging.limit,
+    downloading: staging.limit - staging.room,
+    queued: staging.held.length,
   };
 }
 
@@ -456,7 +466,12 @@ function planInvalid(input: PlanInput, start: StepOutput, specErrors: string[]):
     label,
     held: true,
   });
-  return withNodeAnnotations(plan, input, members, true);
+  return withFacts(withNodeAnnotations(plan, input, members, true), input, members);
+}
+
+/** The plan with its members' ended Node facts set False in their conditions (`fact_conditions.ts`). */
+function withFacts(plan: Plan, input: PlanInput, members: readonly Member[]): Plan {
+  return { ...plan, actions: withFactConditions(plan.actions, members, input.now) };
 }
 
 /** The plan with its members' BootcNode annotations for people (`bootc_node_display.ts`). */
@@ -548,6 +563,7 @@ function finish(
     events: [...out.events],
     status,
     requeueAfterMs: out.requeueAfterMs,
+    pollAfterMs: out.pollAfterMs,
     draining: out.draining,
     slots,
     needPods: [...out.needPods],
@@ -555,4 +571,3 @@ function finish(
     issues: [...out.issues],
   };
 }
-    pollAfterMs: out.pollAfterMs,

@@ -32,6 +32,10 @@ Deno.test("staging: maxStaging bounds downloads; the rest queue with StagingLimi
   const up = findCondition(plan.status?.conditions, "UpToDate");
   assert.equal(up?.reason, "StagingLimit");
   assert.match(up?.message ?? "", /staging limit: 2\/2 downloading, 3 queued/);
+  // The same facts as fields, for views (the plugin) that must not read the message.
+  assert.deepEqual(plan.status?.staging, { limit: 2, downloading: 2, queued: 3 });
+  // Without maxStaging nothing is held back: no staging field.
+  assert.equal(planPool(input(pool(), idleFleet(5))).status?.staging, undefined);
 });
 
 Deno.test("staging: a place frees when a node staged; a failed or timed-out download holds none", () => {

@@ -61,9 +61,11 @@ const PROGRESS_FIELDS = [
   "updatingCount",
   "degradedCount",
   "slotsInUse",
-  // What views read (the slot limit and what sets it, the slot queue): nothing acts on them.
+  // What views read (the slot limit and what sets it, the slot queue, the staging limit's
+  // use): nothing acts on them.
   "slots",
   "queue",
+  "staging",
   // The hooks' last deliveries (controller/hooks/): reported, nothing acts on them.
   "hooks",
 ] as const;

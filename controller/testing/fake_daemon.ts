@@ -18,6 +18,7 @@ import {
   NodeConditionType,
   verdictDue,
   verifiedRelease,
+  type VerifiedStatus,
   withVerifiedRelease,
 } from "../../lib/api/mod.ts";
 import { Informer, type KubeClient, Resources } from "../../lib/kube/mod.ts";
@@ -76,9 +77,9 @@ function healthy(booted: { imageDigest?: string }) {
   };
 }
 
-/** `conditions` with `bn`'s verdict recorded as the real daemon does. */
-export function recordVerdict(conditions: Condition[], bn: BootcNode): Condition[] {
-  return withVerifiedRelease(conditions, verifiedRelease(bn), true) ?? conditions;
+/** `status` with `bn`'s verdict recorded as the real daemon does. */
+export function recordVerdict(status: VerifiedStatus, bn: BootcNode): VerifiedStatus {
+  return withVerifiedRelease(status, verifiedRelease(bn), true);
 }
 
 /**
@@ -112,7 +113,11 @@ export function nextStatus(
     const kept = status.conditions?.filter((c) =>
       c.type === NodeConditionType.Verified || c.type === NodeConditionType.Updated
     ) ?? [];
-    return { ...next, conditions: recordVerdict([...next.conditions, ...kept], bn) };
+    const verdict = recordVerdict({
+      conditions: [...next.conditions, ...kept],
+      verification: status.verification,
+    }, bn);
+    return { ...next, ...verdict };
   }
   switch (idle?.status === "False" ? idle.reason : IdleReason.Idle) {
     case IdleReason.Staging:

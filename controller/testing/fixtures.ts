@@ -189,6 +189,7 @@ export function bootcNode(
       rollback: opts.rollback
         ? { image: opts.rollback, imageDigest: opts.rollback.split("@")[1], architecture: "amd64" }
         : undefined,
+      ...(opts.verifiedAt ? { verification: { image: desired } } : {}),
       hostHealth: opts.host === "none" ? undefined : {
         bootedDigest: opts.bootedDigest ?? booted.split("@")[1],
         checkedAt: t,

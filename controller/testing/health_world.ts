@@ -270,7 +270,7 @@ export class World {
       setIdle("True", "Idle");
       setDegraded();
       // The controller's verdict rides in its release; the daemon records it.
-      s.conditions = recordVerdict(s.conditions ?? [], bn);
+      Object.assign(s, recordVerdict(s, bn));
     } else if (idle?.reason === "Rebooting" && !s.staged && is(s.rollback)) {
       return next; // fell back: Degraded, nothing done until the spec changes
     } else if (is(s.rollback)) {

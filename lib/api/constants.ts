@@ -323,6 +323,8 @@ export const IdleReason = {
   Rebooting: "Rebooting",
   /** True: the BootcNode has no owning pool; the daemon does nothing until one adopts it. */
   NotOwned: "NotOwned",
+  /** False: locking a staged deployment (an unexpected reboot would apply it unlocked). */
+  Locking: "Locking",
 } as const;
 /** A reason of the BootcNode Idle condition. */
 export type IdleReason = typeof IdleReason[keyof typeof IdleReason];

@@ -74,3 +74,15 @@ export function shortReference(reference: string | undefined): string {
 function digestOf(reference: string | undefined): string | undefined {
   return reference ? /@(sha256:[a-f0-9]{64})$/.exec(reference)?.[1] : undefined;
 }
+
+/** How far the staging limit is used (`status.staging` of a pool). */
+export interface StagingUse {
+  limit: number;
+  downloading: number;
+  queued: number;
+}
+
+/** "staging limit: 2/3 downloading, 4 queued": the pool's wait, when the limit holds nodes back. */
+export function stagingLimitMessage(s: StagingUse): string {
+  return `staging limit: ${s.downloading}/${s.limit} downloading, ${s.queued} queued`;
+}

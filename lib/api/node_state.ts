@@ -41,7 +41,7 @@
 import { disruptionRecord, ownedByPool } from "./annotations.ts";
 import { findCondition } from "./conditions.ts";
 import { shortReference } from "./display.ts";
-import { verifiedSince } from "./verified.ts";
+import { failedChecksOn, verifiedSince } from "./verified.ts";
 import {
   ANNOTATION_FAILED_IMAGE,
   ANNOTATION_SPEC_GENERATION,
@@ -50,7 +50,7 @@ import {
   NodeConditionType,
   VerifiedReason,
 } from "./constants.ts";
-import type { BootcNodeSpec, BootcNodeStatus, BootEntryStatus, Condition } from "./schema.ts";
+import type { BootcNodeSpec, BootcNodeStatus, BootEntryStatus } from "./schema.ts";
 import { type DesiredImage, entryRuns, referenceDigest } from "../bootc/image_ref.ts";
 
 /** The fine-grained states of a node, in the order an update reaches them. */
@@ -271,16 +271,15 @@ export function entryMatches(entry: BootEntryStatus | undefined, desired: Desire
 }
 
 /**
- * Whether the daemon's phase conditions are about `image`: its ImageStaged
- * message names the image as a word of its own. Undefined when there is no
- * ImageStaged (never reported on, or an older daemon).
+ * Whether the daemon's phase conditions are about `image` (`status.phaseImage`).
+ * Undefined when unknown: never reported on, or written by an older daemon.
  */
 export function phaseTargetIs(
-  conditions: readonly Condition[] | undefined,
+  status: Pick<BootcNodeStatus, "phaseImage"> | undefined,
   image: string,
 ): boolean | undefined {
-  const c = findCondition(conditions, NodeConditionType.ImageStaged);
-  return c ? c.message.split(/\s+/).includes(image) : undefined;
+  const about = status?.phaseImage;
+  return about === undefined ? undefined : about === image;
 }
 
 /** True when two references name the same image (the same digest, else the same string). */
@@ -309,14 +308,14 @@ export function daemonProgress(bn: BootcNodeFacts, target: DesiredImage): Effect
   if (busy === IdleReason.Rebooting && !fellBackFrom(bn, target)) return EffectiveState.Rebooting;
   if (entryMatches(status?.booted, target)) return EffectiveState.UpToDate;
   if (!sameImage(bn.spec.desiredImage, target.image)) return EffectiveState.Pending;
-  if (busy === IdleReason.Staging) return EffectiveState.Staging;
+  if (busy === IdleReason.Staging || busy === IdleReason.Locking) return EffectiveState.Staging;
   if (busy !== IdleReason.Staged) return EffectiveState.Pending;
   if (entryMatches(status?.staged, target)) return EffectiveState.Staged;
   // The rollback route: nothing to stage, whatever is staged (another image locked,
   // a copy of the booted image, nothing), as long as the report is about this target.
   if (
     entryMatches(status?.rollback, target) &&
-    phaseTargetIs(conditions, bn.spec.desiredImage) !== false
+    phaseTargetIs(status, bn.spec.desiredImage) !== false
   ) return EffectiveState.Staged;
   return EffectiveState.Pending;
 }
@@ -334,7 +333,7 @@ export function fellBackFrom(bn: BootcNodeFacts, target: DesiredImage): boolean 
   if (entryMatches(s?.booted, target) || entryMatches(s?.staged, target)) return false;
   if (!entryMatches(s?.rollback, target)) return false;
   const conditions = s?.conditions;
-  const about = phaseTargetIs(conditions, bn.spec.desiredImage);
+  const about = phaseTargetIs(s, bn.spec.desiredImage);
   // A report about another image: its Rebooting is a real reboot into that image
   // (retargeted mid-reboot), never a fall-back from this target.
   if (about === false) return false;
@@ -421,15 +420,14 @@ export function countedState(state: NodeState, progress: EffectiveState): Effect
   }
 }
 
-/** The failed check a Verified=False message names ("… failed health checks: NodeReady (…)"). */
-export function failedCheckOf(reason: string, message: string): string {
+/**
+ * The failed check a Verified=False names: FellBack by its reason, else the checks
+ * its `status.verification` lists for the BootcNode's image, else the reason itself
+ * (a verdict written without the list).
+ */
+export function failedCheckOf(bn: Pick<BootcNodeFacts, "spec" | "status">, reason: string): string {
   if (reason === VerifiedReason.FellBack) return "FellBack";
-  const listed = /failed health checks: (.*)$/.exec(message)?.[1];
-  if (listed) {
-    const names = [...listed.matchAll(/(?:^|, )([A-Za-z]+) \(/g)].map((m) => m[1]);
-    if (names.length > 0) return names.join(", ");
-  }
-  return /^([A-Za-z]+): /.exec(message)?.[1] ?? reason;
+  return failedChecksOn(bn.status, bn.spec.desiredImage)?.join(", ") ?? reason;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -474,9 +472,7 @@ function failedStep(f: Facts): Step | undefined {
   const failed = verified?.status === "False" && verified.reason !== VerifiedReason.RolledBack &&
     verified.reason !== "TargetChanged";
   if (!fellBack && !(failed && f.disrupted)) return undefined;
-  const check = fellBack && !failed
-    ? "FellBack"
-    : failedCheckOf(verified!.reason, verified!.message);
+  const check = fellBack && !failed ? "FellBack" : failedCheckOf(f.bn, verified!.reason);
   const detail = failed
     ? verified!.message
     : rebooted?.message || "the host booted the target and fell back to its previous deployment";
@@ -555,7 +551,6 @@ function disruptedStep(f: Facts): Step {
 
 /** Back on the target, still in its slot. */
 function verifyingStep(f: Facts): Step {
-  const conditions = f.bn.status?.conditions;
   if (f.node && f.node.ready !== true) {
     return step(
       NodeState.Verifying,
@@ -567,7 +562,7 @@ function verifyingStep(f: Facts): Step {
   // Verified in this slot (the planner's soak reads the same).
   const slotAt = Date.parse(f.record.slotAt ?? "");
   const from = Number.isFinite(slotAt) ? new Date(slotAt) : undefined;
-  if (verifiedSince(conditions, f.bn.spec.desiredImage, { from })) {
+  if (verifiedSince(f.bn.status, f.bn.spec.desiredImage, { from })) {
     return step(
       NodeState.Verifying,
       NodeStateReason.Soaking,
@@ -604,7 +599,7 @@ function waitingStep(f: Facts): Step {
       return step(NodeState.Updated, NodeStateReason.UpToDate, "nobody", "");
     case EffectiveState.Staging: {
       const idle = findCondition(bn.status?.conditions, NodeConditionType.Idle);
-      const locking = /locking it/.test(idle?.message ?? "");
+      const locking = idle?.reason === IdleReason.Locking;
       return step(
         NodeState.Staging,
         locking ? NodeStateReason.Locking : NodeStateReason.Downloading,

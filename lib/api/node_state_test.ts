@@ -46,7 +46,7 @@ function cond(
 const idle = {
   idle: cond("Idle", "True", "Idle", "Booted image matches desiredImage"),
   staging: cond("Idle", "False", "Staging", `Staging ${B}`),
-  locking: cond("Idle", "False", "Staging", "desiredImage is staged unlocked …; locking it"),
+  locking: cond("Idle", "False", "Locking", "desiredImage is staged unlocked …; locking it"),
   staged: cond("Idle", "False", "Staged", "Image staged, awaiting desiredImageState: Booted"),
   rollback: cond(
     "Idle",
@@ -59,6 +59,10 @@ const idle = {
 
 interface BnOptions {
   desired?: string;
+  /** `status.phaseImage`: what the daemon's report is about (default: `desired`). */
+  phaseImage?: string;
+  /** `status.verification` (default: about `desired` when a Verified condition is given). */
+  verification?: { image: string; failedChecks?: string[] };
   booted?: BootEntryStatus;
   staged?: BootEntryStatus;
   rollback?: BootEntryStatus;
@@ -86,6 +90,10 @@ function bn(o: BnOptions = {}): BootcNodeFacts {
       booted: o.booted ?? entry("a"),
       ...(o.staged ? { staged: o.staged } : {}),
       ...(o.rollback ? { rollback: o.rollback } : {}),
+      phaseImage: o.phaseImage ?? desired,
+      ...(o.verification || o.conditions?.some((c) => c.type === "Verified")
+        ? { verification: o.verification ?? { image: desired } }
+        : {}),
       conditions: [
         cond("Degraded", "False", "Healthy", "No errors"),
         ...word,
@@ -488,6 +496,7 @@ const cases: Case[] = [
             "node n1 failed health checks: HostHealthy (failed units: app.service)",
           ),
         ],
+        verification: { image: B, failedChecks: ["HostHealthy"] },
       }),
       node: node({ ...slot, drainedFor: B }),
       target,
@@ -674,6 +683,7 @@ function rollbackRoute(): Case[] {
         rollback: entry("b"),
         staged: entry("c"),
         conditions: [cond("ImageStaged", "True", "Staged", `${C} is staged`), idle.staged],
+        phaseImage: C,
       }),
       node: node(),
       target,
@@ -713,17 +723,24 @@ Deno.test("classifyNode: every state is reached by some case", () => {
   for (const s of Object.values(NodeState)) assert.ok(seen.has(s), `no case for ${s}`);
 });
 
-Deno.test("failedCheckOf: names the checks of a Verified=False message", () => {
+Deno.test("failedCheckOf: names the checks status.verification lists, else the reason", () => {
+  const IMG = "quay.io/os@sha256:" + "b".repeat(64);
+  const bn = (verification?: { image: string; failedChecks?: string[] }) => ({
+    spec: { desiredImage: IMG, desiredImageState: "Booted" as const },
+    status: verification ? { verification } : {},
+  });
+  const listed = bn({ image: IMG, failedChecks: ["NodeReady", "Pods"] });
+  assert.equal(failedCheckOf(listed, "CheckFailed"), "NodeReady, Pods");
+  assert.equal(failedCheckOf(listed, "FellBack"), "FellBack");
+  // Written without the list (an older controller), or about another image: the reason.
+  assert.equal(failedCheckOf(bn(), "CheckFailed"), "CheckFailed");
   assert.equal(
-    failedCheckOf("CheckFailed", "node n1 failed health checks: NodeReady (x), Pods (y, z)"),
-    "NodeReady, Pods",
+    failedCheckOf(
+      bn({ image: "quay.io/os@sha256:" + "c".repeat(64), failedChecks: ["Pods"] }),
+      "CheckFailed",
+    ),
+    "CheckFailed",
   );
-  assert.equal(
-    failedCheckOf("CheckFailed", "NodeReady: node n1 runs … but is not Ready"),
-    "NodeReady",
-  );
-  assert.equal(failedCheckOf("FellBack", "node n1 booted … and fell back"), "FellBack");
-  assert.equal(failedCheckOf("CheckFailed", "something else"), "CheckFailed");
 });
 
 Deno.test("entryMatches: pullspec digest, imageDigest or per-arch index digest", () => {

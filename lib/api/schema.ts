@@ -944,6 +944,11 @@ export const BootcNodePoolStatus = Type.Object({
     description: "The first nodes waiting for a reboot slot, in the order slots are handed " +
       "out, each with what holds it back.",
   })),
+  staging: Type.Optional(Type.Object({
+    limit: Type.Integer({ minimum: 0, description: "spec.rollout.maxStaging as resolved." }),
+    downloading: Type.Integer({ minimum: 0, description: "Nodes downloading the target now." }),
+    queued: Type.Integer({ minimum: 0, description: "Nodes waiting for a staging place." }),
+  }, { description: "The staging limit, while it holds nodes back." })),
   conditions: Type.Optional(Conditions),
   history: Type.Optional(Type.Array(Revision, {
     maxItems: 10,
@@ -1138,6 +1143,18 @@ export const BootcNodeStatus = Type.Object({
     failedUnits: Type.Optional(Type.Array(Type.String(), { maxItems: 64 })),
     message: Type.Optional(Type.String({ maxLength: 4096 })),
   }, { description: "The daemon's last host health check (see the HostHealthy condition)." })),
+  phaseImage: Type.Optional(Type.String({
+    description: "The desiredImage the daemon's phase conditions (Idle, ImageStaged, " +
+      "Cordoned, Drained, Rebooted) are about.",
+  })),
+  verification: Type.Optional(Type.Object({
+    image: Type.String({ description: "The image the Verified condition is about." }),
+    failedChecks: Type.Optional(Type.Array(Type.String({ maxLength: 64 }), {
+      maxItems: 16,
+      description: "While Verified is False: the checks that failed (NodeReady, " +
+        "HostHealthy, Pods, Prometheus, FellBack).",
+    })),
+  }, { description: "What the controller's Verified condition is about." })),
   conditions: Type.Optional(Conditions),
 });
 

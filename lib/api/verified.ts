@@ -27,7 +27,7 @@ import {
 import { formatTime } from "../clock.ts";
 import { type ConditionInput, findCondition, setCondition } from "./conditions.ts";
 import { shortReference } from "./display.ts";
-import type { Condition } from "./schema.ts";
+import type { BootcNodeStatus, Condition } from "./schema.ts";
 
 /** A verdict or Verified time later than this past now is a hand edit, not the controller's. */
 const FUTURE_SLACK_MS = 60_000;
@@ -38,7 +38,7 @@ export function verifiedCondition(image: string): ConditionInput {
     type: NodeConditionType.Verified,
     status: "True",
     reason: VerifiedReason.ChecksPassed,
-    message: `verified ${image}: running it, Ready and healthy after the reboot`,
+    message: `verified ${shortReference(image)}: running it, Ready and healthy after the reboot`,
   };
 }
 
@@ -52,10 +52,25 @@ export function updatedCondition(image: string): ConditionInput {
   };
 }
 
-/** True when `conditions` say the node was verified on `image` (Verified=True naming it). */
-export function verifiedOn(conditions: readonly Condition[] | undefined, image: string): boolean {
-  const cond = findCondition(conditions, NodeConditionType.Verified);
-  return cond?.status === "True" && cond.message.includes(image);
+/** The part of a BootcNode's status that holds the verdict: Verified and what it is about. */
+export type VerifiedStatus = Pick<BootcNodeStatus, "conditions" | "verification">;
+
+/** True when `status` says the node was verified on `image` (Verified=True about it). */
+export function verifiedOn(status: VerifiedStatus | undefined, image: string): boolean {
+  const cond = findCondition(status?.conditions, NodeConditionType.Verified);
+  return cond?.status === "True" && status?.verification?.image === image;
+}
+
+/**
+ * The checks a Verified=False on `image` names (`status.verification.failedChecks`);
+ * undefined when it names none, or is about another image.
+ */
+export function failedChecksOn(
+  status: VerifiedStatus | undefined,
+  image: string,
+): readonly string[] | undefined {
+  const v = status?.verification;
+  return v?.image === image && v.failedChecks?.length ? v.failedChecks : undefined;
 }
 
 /** When a Verified condition may date from to count for a node's soak in its slot. */
@@ -73,30 +88,31 @@ export interface VerifiedWindow {
  * classification (Soaking) both read it.
  */
 export function verifiedSince(
-  conditions: readonly Condition[] | undefined,
+  status: VerifiedStatus | undefined,
   image: string,
   window: VerifiedWindow,
 ): Date | undefined {
-  if (!verifiedOn(conditions, image)) return undefined;
-  const at = Date.parse(findCondition(conditions, NodeConditionType.Verified)!.lastTransitionTime);
+  if (!verifiedOn(status, image)) return undefined;
+  const verified = findCondition(status?.conditions, NodeConditionType.Verified)!;
+  const at = Date.parse(verified.lastTransitionTime);
   if (!Number.isFinite(at) || (window.from && at < window.from.getTime())) return undefined;
   return window.now && at > window.now.getTime() + FUTURE_SLACK_MS ? undefined : new Date(at);
 }
 
 /**
- * `conditions` with the node verified on `image` (kept if it already was, with its
+ * `status` with the node verified on `image` (kept if it already was, with its
  * time) and, when `updated`, its update complete, both transitioning at `at`.
  */
 export function withVerified(
-  conditions: readonly Condition[] | undefined,
+  status: VerifiedStatus | undefined,
   image: string,
   updated: boolean,
   at: Date,
-): Condition[] | undefined {
-  let out = conditions as Condition[] | undefined;
-  if (!verifiedOn(out, image)) out = setCondition(out, verifiedCondition(image), at);
+): VerifiedStatus {
+  let out = status?.conditions as Condition[] | undefined;
+  if (!verifiedOn(status, image)) out = setCondition(out, verifiedCondition(image), at);
   if (updated) out = setCondition(out, updatedCondition(image), at);
-  return out;
+  return { conditions: out, verification: { image } };
 }
 
 /** The annotations of the release write that tell the daemon the verdict on `image`. */
@@ -158,21 +174,19 @@ export function verdictDue(
 }
 
 /**
- * The daemon's part: `conditions` with the verdict of `release` recorded when it is
+ * The daemon's part: `status` with the verdict of `release` recorded when it is
  * due ({@linkcode verdictDue}) and the host boots that image (`bootsImage`); else
  * unchanged. Recorded once, in whichever write first can (the acknowledgement of the
  * release, or a later one when that one could not: an unreadable host, a daemon
  * upgraded after the release).
  */
 export function withVerifiedRelease(
-  conditions: readonly Condition[] | undefined,
+  status: VerifiedStatus,
   release: { image: string; at: Date } | undefined,
   bootsImage: boolean,
-): Condition[] | undefined {
-  if (!release || !bootsImage || !verdictDue(conditions, release)) {
-    return conditions as Condition[] | undefined;
-  }
+): VerifiedStatus {
+  if (!release || !bootsImage || !verdictDue(status.conditions, release)) return status;
   // A stale Updated (another time) is replaced, so the record is at the release's time.
-  const fresh = conditions?.filter((c) => c.type !== NodeConditionType.Updated);
-  return withVerified(fresh, release.image, true, release.at);
+  const fresh = status.conditions?.filter((c) => c.type !== NodeConditionType.Updated);
+  return withVerified({ ...status, conditions: fresh }, release.image, true, release.at);
 }

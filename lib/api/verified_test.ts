@@ -1,7 +1,9 @@
 import assert from "node:assert/strict";
 import { findCondition } from "./conditions.ts";
 import {
+  failedChecksOn,
   verifiedCondition,
+  verifiedOn,
   verifiedRelease,
   verifiedReleasePatch,
   withVerified,
@@ -58,12 +60,42 @@ Deno.test("verifiedRelease: a verdict naming its generation holds only at it, wh
 
 Deno.test("withVerified keeps an earlier Verified time; the release sets Updated at its time", () => {
   const soaked = withVerified(undefined, IMAGE, false, new Date("2026-05-01T09:00:00Z"));
-  assert.equal(findCondition(soaked, "Updated"), undefined);
-  const out = withVerifiedRelease(soaked, { image: IMAGE, at: AT }, true)!;
+  assert.equal(findCondition(soaked.conditions, "Updated"), undefined);
+  assert.deepEqual(soaked.verification, { image: IMAGE });
+  const out = withVerifiedRelease(soaked, { image: IMAGE, at: AT }, true).conditions;
   assert.equal(findCondition(out, "Verified")?.lastTransitionTime, "2026-05-01T09:00:00Z");
   assert.equal(findCondition(out, "Verified")?.message, verifiedCondition(IMAGE).message);
   assert.equal(findCondition(out, "Updated")?.status, "True");
   assert.equal(findCondition(out, "Updated")?.lastTransitionTime, "2026-05-01T10:00:00Z");
   // Not booted on it: nothing recorded.
   assert.equal(withVerifiedRelease(soaked, { image: IMAGE, at: AT }, false), soaked);
+});
+
+Deno.test("verifiedOn and failedChecksOn read status.verification, never the message", () => {
+  const OTHER = IMAGE.replace(/b+$/, "c".repeat(64));
+  const verified = withVerified(undefined, IMAGE, false, AT);
+  assert.equal(verifiedOn(verified, IMAGE), true);
+  assert.equal(verifiedOn(verified, OTHER), false);
+  // A status written before the field existed is about an unknown image: not verified.
+  assert.equal(verifiedOn({ conditions: verified.conditions }, IMAGE), false);
+  // Verified about another image, whatever its message says.
+  assert.equal(verifiedOn({ ...verified, verification: { image: OTHER } }, IMAGE), false);
+  const failed = {
+    conditions: [{
+      type: "Verified",
+      status: "False" as const,
+      reason: "CheckFailed",
+      message: "node n1 failed health checks: Prometheus (query)",
+      lastTransitionTime: "2026-05-01T10:00:00Z",
+    }],
+    verification: { image: IMAGE, failedChecks: ["NodeReady", "Pods"] },
+  };
+  assert.equal(verifiedOn(failed, IMAGE), false);
+  assert.deepEqual(failedChecksOn(failed, IMAGE), ["NodeReady", "Pods"]);
+  assert.equal(failedChecksOn(failed, OTHER), undefined);
+  assert.equal(failedChecksOn({ conditions: failed.conditions }, IMAGE), undefined);
+  assert.equal(
+    failedChecksOn({ verification: { image: IMAGE, failedChecks: [] } }, IMAGE),
+    undefined,
+  );
 });

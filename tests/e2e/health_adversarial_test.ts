@@ -140,8 +140,8 @@ Deno.test("health adversarial: records edited, controller killed, daemons silenc
         );
         const name = failing.metadata.name ?? "";
         const before = reboots(nodes);
-        // The attack: someone marks it verified (with the image in the message, as the
-        // controller writes it), then again while the first write is being undone.
+        // The attack: someone marks it verified (status.verification still names the image,
+        // as the controller wrote it), then again while the first write is being undone.
         const conditions = (failing.status?.conditions ?? []).filter((c) => c.type !== "Verified");
         await bootcNodes.patch(name, {
           status: {
