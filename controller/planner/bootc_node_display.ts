@@ -1,9 +1,11 @@
 /**
  * What `kubectl get bootcnodes` shows of a node besides what its daemon
  * reports: its state (the one classification's, `lib/api/node_state.ts`),
- * since when, and its desired image in short form, as annotations the
- * controller writes on the BootcNode (`bootc.dev/state`, `state-since`,
- * `target`; the printer columns read them, `lib/api/crd.ts`).
+ * what it is about where the state alone does not say (the check a Failed
+ * node failed, what a Stalled one waits on), since when, and its desired
+ * image in short form, as annotations the controller writes on the BootcNode
+ * (`bootc.dev/state`, `state-detail`, `state-since`, `target`; the printer
+ * columns read them, `lib/api/crd.ts`).
  *
  * Why annotations the controller writes: the controller already writes the
  * BootcNode (spec, the prior-cordon mirror), so least privilege is kept (the
@@ -24,11 +26,13 @@
  */
 import {
   ANNOTATION_NODE_STATE,
+  ANNOTATION_STATE_DETAIL,
   ANNOTATION_STATE_SINCE,
   ANNOTATION_TARGET_SHORT,
   type BootcNode,
 } from "../../lib/api/mod.ts";
 import { imageSummary } from "../../lib/api/display.ts";
+import { type NodeClassification, NodeState } from "../../lib/api/node_state.ts";
 import {
   type AnnotatedMember,
   classifiedAfter,
@@ -71,6 +75,17 @@ export function desiredShort(image: string, target?: Target, label?: TargetLabel
 }
 
 /**
+ * What a state is about, where the state alone does not say it: the check a
+ * Failed node failed, the reason a Stalled one is stalled; "" otherwise (an
+ * empty column, where an absent annotation would read `<none>`).
+ */
+export function stateDetail(cls: NodeClassification): string {
+  if (cls.state === NodeState.Failed) return cls.failedCheck ?? cls.reason;
+  if (cls.state === NodeState.Stalled) return cls.reason;
+  return "";
+}
+
+/**
  * The BootcNode annotation changes of a plan: each member's state and desired
  * image as the plan leaves them, where they differ from its BootcNode's (a new
  * state restarts `state-since`). A BootcNode the plan deletes gets none.
@@ -89,17 +104,28 @@ export function bootcNodeDisplay(input: BootcNodeDisplayInput): Map<string, Disp
     if (!bn || bn.metadata.deletionTimestamp) continue;
     const have = bn.metadata.annotations ?? {};
     const changes: DisplayChanges = {};
+    const detail = stateDetail(cls);
+    // The detail goes with every new state; an absent one reads "" (no write of its own).
+    const detailChanged = (have[ANNOTATION_STATE_DETAIL] ?? "") !== detail;
     if (have[ANNOTATION_NODE_STATE] !== cls.state) {
       changes[ANNOTATION_NODE_STATE] = cls.state;
       changes[ANNOTATION_STATE_SINCE] = formatTime(input.now);
+      if (detailChanged || have[ANNOTATION_STATE_DETAIL] === undefined) {
+        changes[ANNOTATION_STATE_DETAIL] = detail;
+      }
+    } else if (detailChanged) {
+      changes[ANNOTATION_STATE_DETAIL] = detail;
     }
     const short = desiredShort(bn.spec.desiredImage, input.target, input.label);
     if (have[ANNOTATION_TARGET_SHORT] !== short) changes[ANNOTATION_TARGET_SHORT] = short;
     if (Object.keys(changes).length === 0) continue;
-    // A daemon-reached state (RIDE_ALONG_STATES) with no BootcNode write to ride along waits.
+    // A daemon-reached state (RIDE_ALONG_STATES) with no BootcNode write to ride along waits
+    // (its detail is always empty).
     const held = input.held === true;
+    const { [ANNOTATION_STATE_DETAIL]: _detail, ...shown } = changes;
     if (
-      !written.has(m.node.name) && ridesAlongOnly(changes, have[ANNOTATION_NODE_STATE], { held })
+      !written.has(m.node.name) && detail === "" &&
+      ridesAlongOnly(shown, have[ANNOTATION_NODE_STATE], { held })
     ) {
       continue;
     }

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import {
   ANNOTATION_NODE_STATE,
+  ANNOTATION_STATE_DETAIL,
   ANNOTATION_STATE_SINCE,
   ANNOTATION_TARGET_SHORT,
   type BootcNode,
@@ -12,6 +13,7 @@ import {
 } from "./bootc_node_display.ts";
 import { type Action, type Plan, planPool } from "./planner.ts";
 import { bootcNode, digest, image, input, node, pool, REPO } from "../testing/fixtures.ts";
+import { A, B, settledWorld } from "../testing/health_world.ts";
 
 const NOW = "2026-01-01T01:00:00Z";
 const EARLIER = "2026-01-01T00:59:00Z";
@@ -92,6 +94,7 @@ Deno.test("display: Staged is written at once when no grant is coming, after Sta
     const plan = stagedBehind(state, { paused });
     assert.deepEqual(plan.bootcNodeDisplay?.get("a"), {
       [ANNOTATION_NODE_STATE]: "Staged",
+      [ANNOTATION_STATE_DETAIL]: "",
       [ANNOTATION_STATE_SINCE]: NOW,
     }, `${state}, paused ${paused}`);
     const writes = bnPatches(applied(plan), "a");
@@ -168,4 +171,39 @@ Deno.test("display: the annotations are never read back (same plan with or witho
   const [p1, p2] = [planPool(bare), planPool(marked)];
   assert.deepEqual(p1.actions, p2.actions);
   assert.deepEqual(p1.status, p2.status);
+});
+
+Deno.test("display: a failed node shows Failed and the check it failed; the detail empties after", () => {
+  const w = settledWorld({ onFailure: "Halt", maxUnavailable: 1 });
+  w.bad.set(B, "unit");
+  w.edit((p) => p.spec.image.ref = B);
+  // The shell folds the display into the plan's writes; the world applies those.
+  const tick = () => {
+    const plan = w.plan();
+    w.apply({ ...plan, actions: applied(plan) });
+    w.daemon();
+    w.now = new Date(w.now.getTime() + 1_000);
+    return plan;
+  };
+  let failed: string | undefined;
+  for (let i = 0; i < 30 && !failed; i++) {
+    tick();
+    failed = [...w.bns.values()].find((bn) =>
+      bn.metadata.annotations?.[ANNOTATION_NODE_STATE] === "Failed"
+    )?.metadata.name;
+  }
+  assert.ok(failed, "a node shows Failed");
+  const annotations = w.bns.get(failed)!.metadata.annotations ?? {};
+  assert.equal(annotations[ANNOTATION_STATE_DETAIL], "HostHealthy");
+  assert.ok(annotations[ANNOTATION_TARGET_SHORT]);
+  for (const [name, bn] of w.bns) {
+    if (name === failed) continue;
+    assert.equal(bn.metadata.annotations?.[ANNOTATION_STATE_DETAIL], "", name);
+  }
+  // Sent back to the good image, it is no longer Failed: the detail is removed.
+  w.edit((p) => p.spec.image.ref = A);
+  for (let i = 0; i < 30; i++) tick();
+  const after = w.bns.get(failed)!.metadata.annotations ?? {};
+  assert.notEqual(after[ANNOTATION_NODE_STATE], "Failed");
+  assert.equal(after[ANNOTATION_STATE_DETAIL], "");
 });

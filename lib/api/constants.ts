@@ -114,9 +114,15 @@ export const NODE_INFO_ANNOTATIONS = [
 export const ANNOTATION_STATE_SINCE = "bootc.dev/state-since";
 /** See {@linkcode ANNOTATION_STATE_SINCE}: the desired image in short form. */
 export const ANNOTATION_TARGET_SHORT = "bootc.dev/target";
+/**
+ * See {@linkcode ANNOTATION_STATE_SINCE}: what the state is about, where the state alone
+ * does not say it: the check a Failed node failed, what a Stalled one is stalled on.
+ */
+export const ANNOTATION_STATE_DETAIL = "bootc.dev/state-detail";
 /** The BootcNode annotations for people, in the order the printer columns show them. */
 export const BOOTC_NODE_INFO_ANNOTATIONS = [
   ANNOTATION_NODE_STATE,
+  ANNOTATION_STATE_DETAIL,
   ANNOTATION_STATE_SINCE,
   ANNOTATION_TARGET_SHORT,
 ] as const;

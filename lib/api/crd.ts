@@ -6,6 +6,7 @@
 import type { TSchema } from "@sinclair/typebox";
 import {
   ANNOTATION_NODE_STATE,
+  ANNOTATION_STATE_DETAIL,
   ANNOTATION_STATE_SINCE,
   ANNOTATION_TARGET_SHORT,
   BUDGET,
@@ -118,7 +119,8 @@ const condition = (type: string, field: "status" | "reason" | "message" | "lastT
 
 /**
  * The BootcNodePool CRD. The default columns fit a row in 120 columns (short
- * target, one headline STATE); full digests and the rest are in `-o wide`.
+ * target, node counts, the UpToDate and Degraded conditions, one headline
+ * STATE); full digests, the other counts and the rest are in `-o wide`.
  */
 export function bootcNodePoolCrd(): Record<string, unknown> {
   return crd({
@@ -126,13 +128,20 @@ export function bootcNodePoolCrd(): Record<string, unknown> {
     schema: BootcNodePool,
     columns: [
       { name: "Target", type: "string", jsonPath: ".status.targetShort" },
+      // Node counts, then the pool's health: its UpToDate and Degraded conditions.
       { name: "Nodes", type: "integer", jsonPath: ".status.nodeCount" },
       { name: "Updated", type: "integer", jsonPath: ".status.updatedCount" },
-      { name: "Degraded", type: "integer", jsonPath: ".status.degradedCount" },
       { name: "UpToDate", type: "string", jsonPath: condition("UpToDate", "status") },
+      { name: "Degraded", type: "string", jsonPath: condition("Degraded", "status") },
       { name: "State", type: "string", jsonPath: ".status.state" },
       { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" },
       { name: "Updating", type: "integer", jsonPath: ".status.updatingCount", priority: 1 },
+      {
+        name: "DegradedNodes",
+        type: "integer",
+        jsonPath: ".status.degradedCount",
+        priority: 1,
+      },
       { name: "Image", type: "string", jsonPath: ".spec.image.ref", priority: 1 },
       { name: "TargetDigest", type: "string", jsonPath: ".status.targetDigest", priority: 1 },
       {
@@ -175,7 +184,7 @@ const annotation = (key: string) => `.metadata.annotations.${key.replaceAll(".",
 
 /**
  * The BootcNode CRD. The default columns (the node's state from the one
- * classification, the daemon's phase, its version, its desired image in short
+ * classification and what it is about, the daemon's phase, its version, its desired image in short
  * form) fit a row in 120 columns; the full references and the daemon's conditions are in `-o wide`.
  */
 export function bootcNodeCrd(): Record<string, unknown> {
@@ -185,6 +194,8 @@ export function bootcNodeCrd(): Record<string, unknown> {
     columns: [
       { name: "Pool", type: "string", jsonPath: ".metadata.ownerReferences[0].name" },
       { name: "State", type: "string", jsonPath: annotation(ANNOTATION_NODE_STATE) },
+      // What the state is about where it does not say: the failed check, the stall.
+      { name: "Detail", type: "string", jsonPath: annotation(ANNOTATION_STATE_DETAIL) },
       // The daemon's own phase: Staging and Staged show here at once (State says Pending).
       { name: "Phase", type: "string", jsonPath: condition("Idle", "reason") },
       { name: "Version", type: "string", jsonPath: ".status.booted.version" },

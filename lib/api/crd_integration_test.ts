@@ -428,6 +428,7 @@ Deno.test("CRDs validate, default and print on the real API server", async (t) =
           "UPDATED",
           "UPDATING",
           "DEGRADED",
+          "DEGRADEDNODES",
           "UPTODATE",
           "STATE",
           "AGE",
@@ -445,7 +446,7 @@ Deno.test("CRDs validate, default and print on the real API server", async (t) =
       const bn = await cp.kubectl(["get", "bn"]);
       assert.equal(bn.code, 0, bn.stderr);
       for (
-        const column of ["POOL", "STATE", "VERSION", "TARGET", "SINCE", "AGE"]
+        const column of ["POOL", "STATE", "DETAIL", "VERSION", "TARGET", "SINCE", "AGE"]
       ) {
         assert.ok(bn.stdout.includes(column), `${column} missing from: ${bn.stdout}`);
       }

@@ -8,11 +8,20 @@
  *   converges), while `-o wide` still carries the full digests;
  * - the default columns name the target by tag, version and a 12-hex digest,
  *   and each node's state (the one classification) and version;
- * - a typo'd tag shows `UPTODATE False` and `STATE ImageResolutionFailed`, and
- *   an invalid spec whose image changed shows `False` / `InvalidSpec` with the
- *   old target kept, in the default columns;
+ * - node counts (`NODES`, `UPDATED`) and the pool's health (`UPTODATE`,
+ *   `DEGRADED`: its conditions) are separate columns, the degraded count in
+ *   `-o wide` (`DEGRADEDNODES`);
+ * - a typo'd tag shows `UPTODATE False`, `DEGRADED True` and `STATE
+ *   ImageResolutionFailed`, and an invalid spec whose image changed shows
+ *   `False` / `InvalidSpec` with the old target kept, in the default columns;
  * - a pool that starts waiting on a gate (paused) says so in STATE and in a
- *   `Waiting` event naming it, and a `WaitingCleared` event when it stops.
+ *   `Waiting` event naming it, and a `WaitingCleared` event when it stops;
+ * - a new pool whose selector overlaps the pool's nodes is `UPTODATE False`,
+ *   `DEGRADED True`, `STATE NodeConflict` with no RolloutComplete event, and
+ *   the pool that runs the nodes stays `DEGRADED False`;
+ * - a node failing its health checks under `onFailure: Halt` shows `STATE
+ *   Failed` with the check in `DETAIL`, and the pool `STATE Halted` with
+ *   UpToDate's reason `RolloutHalted`.
  *
  * Every wait is on a condition (never sleep-and-assert), with generous bounds
  * for a loaded 2-core machine.
@@ -20,6 +29,7 @@
 import assert from "node:assert/strict";
 import type { IEvent as CoreEvent } from "kubernetes-models/v1/Event";
 import { Resources } from "../../lib/kube/mod.ts";
+import { BAD_BOOT_LABEL } from "../bootc_sim/bad_boot.ts";
 import { type Stack, startStack } from "../harness/stack.ts";
 import { waitFor } from "../harness/wait.ts";
 import { getPool, patchPoolSpec, step, stopStack, waitConverged, waitPool } from "./scenario.ts";
@@ -55,9 +65,9 @@ async function kubectlGet(stack: Stack, args: string[]): Promise<Table> {
 }
 
 /** The messages of the pool's events with `reason` (Events live in `default`). */
-async function poolEvents(stack: Stack, reason: string): Promise<string[]> {
+async function poolEvents(stack: Stack, reason: string, pool = POOL): Promise<string[]> {
   const list = await stack.cp.client.resource<CoreEvent>(Resources.events, "default").list({
-    fieldSelector: `involvedObject.name=${POOL},reason=${reason}`,
+    fieldSelector: `involvedObject.name=${pool},reason=${reason}`,
   });
   return list.items.map((e) => e.message ?? "");
 }
@@ -120,8 +130,9 @@ Deno.test("kubectl get: default rows of the 6-node demo fit 120 columns; problem
         return pool?.TARGET === short && updated.length === NODES.length ? m : undefined;
       }, { timeoutMs: 60_000, intervalMs: 500, message: "columns show the converged pool" });
       const pool = seen.bnp.rows.find((r) => r.NAME === POOL)!;
-      assert.deepEqual([pool.UPTODATE, pool.STATE, pool.NODES, pool.UPDATED], [
+      assert.deepEqual([pool.UPTODATE, pool.DEGRADED, pool.STATE, pool.NODES, pool.UPDATED], [
         "True",
+        "False",
         "AllUpdated",
         "6",
         "6",
@@ -133,6 +144,7 @@ Deno.test("kubectl get: default rows of the 6-node demo fit 120 columns; problem
       // -o wide and -o yaml keep the full references.
       const wide = await kubectlGet(stack, ["bnp", POOL, "-o", "wide"]);
       assert.equal(wide.rows[0].TARGETDIGEST, v1.digest);
+      assert.deepEqual([wide.rows[0].DEGRADEDNODES, wide.rows[0].HEALTH], ["0", "Healthy"]);
       const bnWide = await kubectlGet(stack, ["bn", NODES[0], "-o", "wide"]);
       assert.equal(bnWide.rows[0].BOOTED, v1.digest);
       assert.equal(bnWide.rows[0].DESIRED, `${repository}@${v1.digest}`);
@@ -176,7 +188,8 @@ Deno.test("kubectl get: default rows of the 6-node demo fit 120 columns; problem
         "STATE ImageResolutionFailed",
         60_000,
       );
-      assert.equal(row.UPTODATE, "False");
+      // The pool's health, not a count of nodes: Degraded=True beside its reason.
+      assert.deepEqual([row.UPTODATE, row.DEGRADED], ["False", "True"]);
       assert.deepEqual(tooWide, []);
     });
 
@@ -237,6 +250,82 @@ Deno.test("kubectl get: default rows of the 6-node demo fit 120 columns; problem
           { timeoutMs: 60_000, message: "a WaitingCleared event" },
         );
         assert.match(ended, /^no longer waiting on Paused/);
+        assert.deepEqual(tooWide, []);
+      },
+    );
+    await step(
+      t,
+      "a pool overlapping the nodes: it reports the conflict, the owner stays healthy",
+      async () => {
+        await waitConverged(stack, POOL, v1.digest, NODES.length, LONG_MS);
+        await stack.createPool("extra", {
+          nodeSelector: { matchLabels: { [WORKER_LABEL]: "" } },
+          image: { ref: `${repository}:v1` },
+        });
+        const rows = await waitPool(
+          stack,
+          "extra",
+          async () => {
+            const bnp = await kubectlGet(stack, ["bnp"]);
+            widths.bnp = Math.max(widths.bnp, checkFits(bnp, "kubectl get bnp (conflict)"));
+            const extra = bnp.rows.find((r) => r.NAME === "extra");
+            return extra?.STATE === "NodeConflict" ? bnp.rows : undefined;
+          },
+          "STATE NodeConflict on the new pool",
+          60_000,
+        );
+        const extra = rows.find((r) => r.NAME === "extra")!;
+        const owner = rows.find((r) => r.NAME === POOL)!;
+        assert.deepEqual([extra.UPTODATE, extra.DEGRADED, extra.NODES], ["False", "True", "0"]);
+        assert.deepEqual([owner.UPTODATE, owner.DEGRADED, owner.STATE], [
+          "True",
+          "False",
+          "AllUpdated",
+        ]);
+        assert.deepEqual(await poolEvents(stack, "RolloutComplete", "extra"), []);
+        await stack.cp.client.resource(Resources.bootcNodePools).delete("extra");
+        await waitFor(async () => {
+          const bnp = await kubectlGet(stack, ["bnp"]);
+          return !bnp.rows.some((r) => r.NAME === "extra");
+        }, { timeoutMs: 60_000, message: "pool extra deleted" });
+        assert.deepEqual(tooWide, []);
+      },
+    );
+
+    await step(
+      t,
+      "a failed health check under Halt: STATE Failed with its check, the pool Halted",
+      async () => {
+        await stack.registry.pushImage({
+          repository: "bootc/os",
+          tag: "bad",
+          version: "bad",
+          labels: { [BAD_BOOT_LABEL]: "unit-fails" },
+        });
+        await patchPoolSpec(stack, POOL, {
+          image: { ref: `${repository}:bad` },
+          rollout: { onFailure: "Halt" },
+        });
+        const seen = await waitPool(
+          stack,
+          POOL,
+          async () => {
+            const m = await measure();
+            const failed = m.bn.rows.find((r) => r.STATE === "Failed");
+            const pool = m.bnp.rows.find((r) => r.NAME === POOL);
+            return failed && pool?.STATE === "Halted" ? { failed, pool } : undefined;
+          },
+          "a Failed node and a Halted pool in the default columns",
+          LONG_MS,
+        );
+        assert.equal(seen.failed.DETAIL, "HostHealthy");
+        assert.ok(seen.failed.TARGET.startsWith("bad "), seen.failed.TARGET);
+        assert.deepEqual([seen.pool.UPTODATE, seen.pool.DEGRADED], ["False", "True"]);
+        const wide = await kubectlGet(stack, ["bnp", POOL, "-o", "wide"]);
+        assert.deepEqual([wide.rows[0].REASON, wide.rows[0].HEALTH], [
+          "RolloutHalted",
+          "HealthCheckFailed",
+        ]);
         assert.deepEqual(tooWide, []);
       },
     );
