@@ -12,7 +12,9 @@
  * The pool converges on v1, then the tag moves to v2 and the rollout is
  * measured: makespan against the ideal, slot hand-off median and p99, API
  * writes per node by resource (events apart), controller peak RSS and CPU
- * seconds, the API server's request rate and the reconcile latency p99.
+ * seconds, its peak working set and anonymous memory in a memory cgroup
+ * (tools/memory_cgroup.ts; limit `SCALE_MEMORY_LIMIT_MIB`, default 1024), the
+ * API server's request rate and the reconcile latency p99.
  *
  * Not part of the test suite. Usage:
  *
@@ -44,6 +46,7 @@ import { pullImage } from "../tests/bootc_sim/registry_pull.ts";
 import type { PulledImage } from "../tests/bootc_sim/model.ts";
 import { StandInFleet } from "./scale_standin.ts";
 import { shippedControllerV8Flags } from "./shipped_flags.ts";
+import { dropFromPageCache, MemoryCgroup, trackPeaks } from "./memory_cgroup.ts";
 import {
   type EventLike,
   eventsByReason,
@@ -197,6 +200,11 @@ export async function runScale(o: ScaleOptions): Promise<void> {
     startRegistry(),
   ]);
   let controller: ManagedProcess | undefined;
+  // The controller's memory as a cluster sees it: a cgroup with a limit, as its container.
+  const limitMiB = Number(Deno.env.get("SCALE_MEMORY_LIMIT_MIB") ?? 1024);
+  const cgroup = MemoryCgroup.create(`bootc-scale-controller-${Deno.pid}`, limitMiB * 2 ** 20);
+  const memory = typeof cgroup === "string" ? undefined : cgroup;
+  let stopPeaks = () => {};
   let fleet: StandInFleet | undefined;
   let watch: ReturnType<typeof watchInvariants> | undefined;
   let failed = true;
@@ -297,8 +305,15 @@ export async function runScale(o: ScaleOptions): Promise<void> {
     // are not shared with other Deno processes here, so its resident set counts them all.
     const privateDeno = `${logDir}/deno`;
     await Deno.copyFile(Deno.execPath(), privateDeno);
-    const [command, ...prefix] = executables.controller.map((arg) =>
+    await dropFromPageCache(privateDeno);
+    const shipped = executables.controller.map((arg) =>
       arg.startsWith("DENO=") ? `DENO=${privateDeno}` : arg
+    );
+    const [command, ...prefix] = memory ? memory.wrap(shipped) : shipped;
+    out(
+      memory
+        ? `  controller in a cgroup v${memory.version} with a ${limitMiB} MiB limit`
+        : `  controller in no cgroup (${cgroup}): no working set figures`,
     );
     controller = startProcess({
       name: "controller",
@@ -323,6 +338,8 @@ export async function runScale(o: ScaleOptions): Promise<void> {
       logPath: `${logDir}/controller.log`,
     });
     const controllerPid = controller.pid;
+    const peaks = trackPeaks(controllerPid, memory, 500);
+    stopPeaks = peaks.stop;
     const samples: ProcessUsage[] = [];
     const sampler = setInterval(() => {
       const u = processUsage(controllerPid);
@@ -365,10 +382,13 @@ export async function runScale(o: ScaleOptions): Promise<void> {
       `  pools converged on v1 in ${secs(Date.now() - t1)} (setup ${secs(Date.now() - started)})`,
     );
     const idle = processUsage(controllerPid);
+    const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
+    const setupPeaks = { ...peaks.peaks };
     out(
       `  controller with ${o.nodes} Nodes, BootcNodes and pods known: RSS ${
         idle?.rssMiB.toFixed(1)
       } MiB, peak ${idle?.peakRssMiB.toFixed(1)} MiB` +
+        (memory ? `, working set ${mib(memory.read().workingSet)} MiB` : "") +
         (o.controllerV8Flags ? ` (DENO_V8_FLAGS=${o.controllerV8Flags})` : ""),
     );
 
@@ -506,6 +526,13 @@ export async function runScale(o: ScaleOptions): Promise<void> {
     const events = await cp.client.resource<EventLike & KubeObject>(Resources.events, "default")
       .list();
     out(`  events by reason:        ${eventsByReason(events.items, t0, o.nodes)}`);
+    stopPeaks();
+    out(
+      `  controller memory:       peak working set ${mib(peaks.peaks.workingSet)} MiB ` +
+        `(${mib(setupPeaks.workingSet)} until converged on v1), peak RssAnon ` +
+        `${mib(peaks.peaks.anon)} MiB (${mib(setupPeaks.anon)})` +
+        (memory ? `; cgroup peak usage ${mib(memory.read().peakUsage ?? 0)} MiB` : ""),
+    );
     out(
       `  controller:              peak RSS ${peakRss.toFixed(1)} MiB (now ${
         usage?.rssMiB.toFixed(1) ?? "-"
@@ -551,10 +578,12 @@ export async function runScale(o: ScaleOptions): Promise<void> {
     };
     const standIns = await fleet?.stop();
     if (standIns) out(`teardown: stand-ins ${standIns}`);
+    stopPeaks();
     await bounded(
       "stopping the controller",
       controller?.stop({ graceMs: 5000 }) ?? Promise.resolve(),
     );
+    if (memory) await bounded("removing the controller's cgroup", memory.remove());
     await bounded("stopping the invariant watch", watch?.stop() ?? Promise.resolve());
     await bounded(
       "stopping the control plane",

@@ -15,12 +15,19 @@
  *   message) until `deleteEmptyDirData: true`;
  * - d: the grace override reaches the eviction: the API server's
  *   `deletionGracePeriodSeconds` of the evicted pods (held by a finalizer so it
- *   can be read) is the override, or the pod's own when that is shorter.
+ *   can be read) is the override, or the pod's own when that is shorter;
+ * - e: `onTimeout: Force` deletes a PDB-pinned pod within seconds of the drain
+ *   timeout, though the refused evictions back off past it.
  */
 import assert from "node:assert/strict";
 import type { IEvent as CoreEvent } from "kubernetes-models/v1/Event";
 import type { IPod } from "kubernetes-models/v1/Pod";
-import { type BootcNode, findCondition, holdsRebootSlot } from "../../lib/api/mod.ts";
+import {
+  ANNOTATION_IN_REBOOT_SLOT as SLOT,
+  type BootcNode,
+  findCondition,
+  holdsRebootSlot,
+} from "../../lib/api/mod.ts";
 import { isNotFound, Resources } from "../../lib/kube/mod.ts";
 import { FAST_POD_ANNOTATIONS } from "../harness/kwok.ts";
 import { type Stack, startStack } from "../harness/stack.ts";
@@ -40,7 +47,7 @@ import {
 
 /** Generous bound for a rollout of a few nodes on a loaded 2-core machine. */
 const LONG_MS = 180_000;
-const POOLS = ["dkeep", "dpdb", "dempty", "dgrace"];
+const POOLS = ["dkeep", "dpdb", "dempty", "dgrace", "dtime"];
 const HOLD_FINALIZER = "bootc-test/hold";
 
 type Pod = IPod & { metadata: NonNullable<IPod["metadata"]> };
@@ -371,6 +378,44 @@ Deno.test("drain policy (issue 26): podSelector, Force vs Degrade, emptyDir, gra
         await waitConverged(stack, pool, v2.digest, 1, LONG_MS);
         await assertInvariants(stack, nodes);
         await retire(stack, pool, nodes);
+      },
+    );
+    await step(
+      t,
+      "e: Force acts within seconds of the drain timeout, whatever the eviction back-off",
+      async () => {
+        const pool = "dtime";
+        const timeoutSeconds = 20;
+        const [n] = await setUp(stack, pool, 1, {
+          drainTimeoutSeconds: timeoutSeconds,
+          drain: { onTimeout: "Force" },
+        });
+        await makePod(stack, pool, `pinned-${n}`, n, { labels: { app: "pinned" } });
+        await stack.cp.createPdb(pool, "pinned", { selector: { app: "pinned" }, minAvailable: 1 });
+        await rollOut(stack, pool);
+        const slotAt = await waitPool(
+          stack,
+          pool,
+          async () => (await nodesByName(stack)).get(n)?.metadata?.annotations?.[SLOT],
+          `${n} takes its slot`,
+          LONG_MS,
+        );
+        // Refused evictions back off 5, 10, 20 s: the deadline must not wait for them.
+        const removedAt = await waitPool(
+          stack,
+          pool,
+          async () => {
+            const p = await findPod(stack, pool, `pinned-${n}`);
+            return !p || p.metadata.deletionTimestamp ? Date.now() : undefined;
+          },
+          `the pinned pod on ${n} is deleted past the drain timeout`,
+          LONG_MS,
+        );
+        const late = (removedAt - Date.parse(slotAt)) / 1000 - timeoutSeconds;
+        assert.ok(late <= 8, `deleted ${late.toFixed(1)} s after the drain timeout`);
+        await waitConverged(stack, pool, v2.digest, 1, LONG_MS);
+        await assertInvariants(stack, [n]);
+        await retire(stack, pool, [n]);
       },
     );
   } finally {
