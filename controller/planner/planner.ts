@@ -61,6 +61,7 @@ import {
 import { type AnnotatedMember, nodeAnnotations } from "./node_annotations.ts";
 import { type TargetLabel, targetLabel } from "./target_label.ts";
 import { bootcNodeDisplay } from "./bootc_node_display.ts";
+import { withFactConditions } from "./fact_conditions.ts";
 import { conditionEvents, type PoolWait, STAGING_LIMIT } from "./condition_events.ts";
 import { imageSummary, stagingLimitMessage, type StagingUse } from "../../lib/api/display.ts";
 import { formatTime } from "../model/slots.ts";
@@ -184,12 +185,13 @@ function planRollout(
   // then shown at once.
   const held = gated.wait !== undefined ||
     gated.queue.some((q) => q.waitingFor === QueueWait.RolloutHalted);
-  return withNodeAnnotations(
+  const shown = withNodeAnnotations(
     withDisplay(plan, input, members, { ...target, held }),
     input,
     members,
     held,
   );
+  return withFacts(shown, input, members);
 }
 
 /** Step 8: the pool's status from what steps 1 to 7 found (`out`: their folded output). */
@@ -464,7 +466,12 @@ function planInvalid(input: PlanInput, start: StepOutput, specErrors: string[]):
     label,
     held: true,
   });
-  return withNodeAnnotations(plan, input, members, true);
+  return withFacts(withNodeAnnotations(plan, input, members, true), input, members);
+}
+
+/** The plan with its members' ended Node facts set False in their conditions (`fact_conditions.ts`). */
+function withFacts(plan: Plan, input: PlanInput, members: readonly Member[]): Plan {
+  return { ...plan, actions: withFactConditions(plan.actions, members, input.now) };
 }
 
 /** The plan with its members' BootcNode annotations for people (`bootc_node_display.ts`). */

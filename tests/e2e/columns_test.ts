@@ -8,6 +8,7 @@
  *   converges), while `-o wide` still carries the full digests;
  * - the default columns name the target by tag, version and a 12-hex digest,
  *   and each node's state (the one classification) and version;
+ * - once released, no node's Cordoned or Drained condition still says True;
  * - node counts (`NODES`, `UPDATED`) and the pool's health (`UPTODATE`,
  *   `DEGRADED`: its conditions) are separate columns, the degraded count in
  *   `-o wide` (`DEGRADEDNODES`);
@@ -28,11 +29,20 @@
  */
 import assert from "node:assert/strict";
 import type { IEvent as CoreEvent } from "kubernetes-models/v1/Event";
+import { findCondition } from "../../lib/api/mod.ts";
 import { Resources } from "../../lib/kube/mod.ts";
 import { BAD_BOOT_LABEL } from "../bootc_sim/bad_boot.ts";
 import { type Stack, startStack } from "../harness/stack.ts";
 import { waitFor } from "../harness/wait.ts";
-import { getPool, patchPoolSpec, step, stopStack, waitConverged, waitPool } from "./scenario.ts";
+import {
+  getPool,
+  patchPoolSpec,
+  poolNodes,
+  step,
+  stopStack,
+  waitConverged,
+  waitPool,
+} from "./scenario.ts";
 
 const POOL = "workers";
 const WORKER_LABEL = "node-role.kubernetes.io/worker";
@@ -171,6 +181,15 @@ Deno.test("kubectl get: default rows of the 6-node demo fit 120 columns; problem
       );
       await waitConverged(stack, POOL, v2.digest, NODES.length, LONG_MS);
       assert.ok(states.has("Rebooting") || states.has("Draining"), [...states].join(","));
+      // Released and uncordoned: no condition still says cordoned in a slot or drained.
+      await waitFor(async () => {
+        const held = (await poolNodes(stack, POOL)).flatMap((bn) =>
+          ["Cordoned", "Drained"].filter((type) =>
+            findCondition(bn.status?.conditions, type)?.status === "True"
+          ).map((type) => `${bn.metadata.name} ${type}`)
+        );
+        return held.length === 0 || undefined;
+      }, { timeoutMs: 30_000, message: "Cordoned and Drained end with the slot" });
       assert.deepEqual(tooWide, []);
     });
 
