@@ -237,6 +237,14 @@ Deno.test("hooks: phases in order, retries, timeouts, failures recorded, token a
           const mine = calls.filter((c) => ev(c).data.node === node).map((c) => ev(c).data.phase);
           assert.deepEqual(mine, ["NodePreDrain", "NodePreReboot", "NodePostVerification"], node);
         }
+        // maxUnavailable 1: a receiver replaying the stream never sees two nodes in flight.
+        const inFlight = new Set<string>();
+        for (const c of calls) {
+          const { phase, node = "" } = ev(c).data;
+          if (phase === "NodePreDrain") inFlight.add(node);
+          if (phase === "NodePostVerification") inFlight.delete(node);
+          assert.ok(inFlight.size <= 1, `two nodes in flight: ${phases.join(", ")}`);
+        }
         for (const c of calls) {
           const e = ev(c);
           assert.equal(c.headers["content-type"], "application/cloudevents+json");
