@@ -1121,7 +1121,10 @@ Deno.test("agent: the host fell back after the apply: Degraded names both images
     [h.host.booted, h.host.rollback] = [h.host.rollback, h.host.booted];
     await h.restart();
     await waitFor(() => h.degraded().status === "True", "Degraded");
-    assert.match(h.degraded().message!, /booted .*b{64} but the host fell back to .*a{64}/);
+    assert.match(
+      h.degraded().message!,
+      /booted .*@sha256:b{12} but the host fell back to .*@sha256:a{12}/,
+    );
     const status = h.nodes.peek(NODE)!.status!;
     assert.equal(status.booted?.image, A);
     assert.equal(status.rollback?.image, B);

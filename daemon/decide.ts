@@ -150,6 +150,7 @@ import {
   type RebootAuthorization,
 } from "../lib/api/annotations.ts";
 import { cordonedMessage } from "../lib/api/drain_conditions.ts";
+import { shortReference } from "../lib/api/display.ts";
 import {
   type ConditionInput,
   conditionsEqual,
@@ -480,7 +481,8 @@ function idle(status: "True" | "False", reason: IdleReason, message: string): Id
 }
 
 function describeEntry(entry: BootEntry | null): string {
-  return entry?.image?.image.image ?? "(no image)";
+  const image = entry?.image?.image.image;
+  return image ? shortReference(image) : "(no image)";
 }
 
 /** The state machine proper, for a readable host with a usable booted entry and a spec. */
@@ -533,7 +535,9 @@ function planUpdate(input: DecideInput, host: Host, spec: BootcNodeSpec): Plan {
     (afterApply || rebooted?.reason === PhaseReason.FellBack) && !staged &&
     entryProvides(rollback, want)
   ) {
-    const fellBack = `booted ${want} but the host fell back to ${describeEntry(booted)}`;
+    const fellBack = `booted ${shortReference(want)} but the host fell back to ${
+      describeEntry(booted)
+    }`;
     return {
       action: NONE,
       problems: [
@@ -604,8 +608,8 @@ function planUpdate(input: DecideInput, host: Host, spec: BootcNodeSpec): Plan {
   if (entryProvides(rollback, want)) return planRollback(input, host, spec);
 
   const why = !staged
-    ? `Staging ${want}`
-    : `Staging ${want} (replacing staged ${describeEntry(staged)})`;
+    ? `Staging ${shortReference(want)}`
+    : `Staging ${shortReference(want)} (replacing staged ${describeEntry(staged)})`;
   return lockOtherFirst(input, staged, want, {
     idle: idle("False", IdleReason.Staging, why),
     action: stage(),
@@ -645,7 +649,7 @@ function lockOtherFirst(
       "False",
       IdleReason.Locking,
       `${describeEntry(staged)} is staged unlocked (an unexpected reboot would apply it); ` +
-        `locking it before staging ${want}`,
+        `locking it before staging ${shortReference(want)}`,
     ),
     action: input.capabilities?.apply ? { type: "lockStaged", other: true } : NONE,
     problems: [],
@@ -669,7 +673,7 @@ function planRollback(input: DecideInput, host: Host, spec: BootcNodeSpec): Plan
   const booted = spec.desiredImageState === "Booted";
   if (booted && previous === IdleReason.Rebooting && input.applyInFlight) {
     return {
-      idle: idle("False", IdleReason.Rebooting, rollingBackMessage(want, soft)),
+      idle: idle("False", IdleReason.Rebooting, rollingBackMessage(shortReference(want), soft)),
       action: NONE,
       problems: [],
       route: "rollback",
@@ -684,13 +688,13 @@ function planRollback(input: DecideInput, host: Host, spec: BootcNodeSpec): Plan
         "False",
         IdleReason.Locking,
         `${describeEntry(staged)} is staged unlocked (an unexpected reboot would apply it); ` +
-          `locking it (${want} is the rollback deployment)`,
+          `locking it (${shortReference(want)} is the rollback deployment)`,
       ),
       action: caps?.apply ? { type: "lockStaged" } : NONE,
       problems: [],
     };
   }
-  const ready = `${want} is the rollback deployment: nothing to stage`;
+  const ready = `${shortReference(want)} is the rollback deployment: nothing to stage`;
   if (!booted) {
     return {
       idle: idle("False", IdleReason.Staged, `${ready}; awaiting desiredImageState: Booted`),
@@ -711,7 +715,7 @@ function planRollback(input: DecideInput, host: Host, spec: BootcNodeSpec): Plan
   if (!reboot) return { action, problems: [], needsNode: true };
   if (reboot.allowed) {
     return {
-      idle: idle("False", IdleReason.Rebooting, rollingBackMessage(want, soft)),
+      idle: idle("False", IdleReason.Rebooting, rollingBackMessage(shortReference(want), soft)),
       action,
       problems: [],
       rebootAllowed: rebootAllowedCondition(reboot),
@@ -849,7 +853,7 @@ function phaseConditions(
         type,
         status,
         reason: PhaseReason.TargetChanged,
-        message: `desiredImage changed to ${want}: not verified yet`,
+        message: `desiredImage changed to ${shortReference(want)}: not verified yet`,
       }, now);
     }
   }
@@ -869,27 +873,27 @@ function phaseConditions(
         type: NodeConditionType.ImageStaged,
         status: "True",
         reason: PhaseReason.Booted,
-        message: `${want} is booted`,
+        message: `${shortReference(want)} is booted`,
       }
       : entryProvides(staged, want)
       ? {
         type: NodeConditionType.ImageStaged,
         status: "True",
         reason: PhaseReason.Staged,
-        message: `${want} is staged`,
+        message: `${shortReference(want)} is staged`,
       }
       : entryProvides(rollback, want)
       ? {
         type: NodeConditionType.ImageStaged,
         status: "True",
         reason: PhaseReason.RollbackDeployment,
-        message: `${want} is the rollback deployment: nothing to download`,
+        message: `${shortReference(want)} is the rollback deployment: nothing to download`,
       }
       : {
         type: NodeConditionType.ImageStaged,
         status: "False",
         reason: PhaseReason.Downloading,
-        message: `Downloading ${want}`,
+        message: `Downloading ${shortReference(want)}`,
       },
   );
 
@@ -915,7 +919,7 @@ function phaseConditions(
           type,
           status: "False",
           reason: PhaseReason.NotRequired,
-          message: `${want} is booted: no reboot needed`,
+          message: `${shortReference(want)} is booted: no reboot needed`,
         }
         : { type, status: "False", reason: PhaseReason.Waiting, message: waiting },
     );
@@ -930,7 +934,7 @@ function phaseConditions(
       reason: PhaseReason.Cordoned,
       message: cordonedMessage(want, record?.slotAt),
     },
-    `Waiting for a reboot slot and cordon for ${want}`,
+    `Waiting for a reboot slot and cordon for ${shortReference(want)}`,
   );
   fromNode(
     NodeConditionType.Drained,
@@ -940,9 +944,9 @@ function phaseConditions(
       type: NodeConditionType.Drained,
       status: "True",
       reason: PhaseReason.Drained,
-      message: `Drained for ${want} (finished at ${record?.drainedAt})`,
+      message: `Drained for ${shortReference(want)} (finished at ${record?.drainedAt})`,
     },
-    `Waiting for the drain for ${want}`,
+    `Waiting for the drain for ${shortReference(want)}`,
   );
 
   // Rebooted.
@@ -969,21 +973,21 @@ function phaseConditions(
             type: NodeConditionType.Rebooted,
             status: "True",
             reason: PhaseReason.Rebooted,
-            message: `Booted ${want} after the reboot`,
+            message: `Booted ${shortReference(want)} after the reboot`,
           }
           : stagedBefore
           ? {
             type: NodeConditionType.Rebooted,
             status: "True",
             reason: PhaseReason.RebootedExternally,
-            message: `Booted ${want} after a reboot this daemon did not start ` +
+            message: `Booted ${shortReference(want)} after a reboot this daemon did not start ` +
               "(an external orchestrator, or by hand)",
           }
           : {
             type: NodeConditionType.Rebooted,
             status: "True",
             reason: PhaseReason.AlreadyBooted,
-            message: `${want} was already booted: no reboot needed`,
+            message: `${shortReference(want)} was already booted: no reboot needed`,
           },
       );
     }
@@ -996,13 +1000,13 @@ function phaseConditions(
           type: NodeConditionType.Rebooted,
           status: "False",
           reason: PhaseReason.RollingBack,
-          message: `Rolling back to ${want} (the rollback deployment)`,
+          message: `Rolling back to ${shortReference(want)} (the rollback deployment)`,
         }
         : {
           type: NodeConditionType.Rebooted,
           status: "False",
           reason: PhaseReason.Rebooting,
-          message: `Rebooting into ${want}`,
+          message: `Rebooting into ${shortReference(want)}`,
         },
     );
   } else {
@@ -1010,7 +1014,7 @@ function phaseConditions(
       type: NodeConditionType.Rebooted,
       status: "False",
       reason: PhaseReason.Waiting,
-      message: `Waiting to reboot into ${want}`,
+      message: `Waiting to reboot into ${shortReference(want)}`,
     });
   }
   return out;

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { shortReference } from "../lib/api/display.ts";
 import type { BootcNodeSpec, BootcNodeStatus, Condition } from "../lib/api/mod.ts";
 import {
   ANNOTATION_DRAINED_AT,
@@ -491,7 +492,7 @@ const cases: Case[] = [
       host: host(entry(A), null, entry(B)),
     }),
     idle: ["False", "Rebooting"],
-    degraded: ["True", "Error", /booted .*b{64} but the host fell back to .*a{64}/],
+    degraded: ["True", "Error", /booted .*@sha256:b{12} but the host fell back to .*@sha256:a{12}/],
     action: { type: "none" },
   },
   {
@@ -926,7 +927,7 @@ const cases: Case[] = [
     degraded: ["False", "Healthy"],
     action: { type: "none" },
     conditions: {
-      ImageStaged: ["True", "RollbackDeployment", /a{64} is the rollback deployment/],
+      ImageStaged: ["True", "RollbackDeployment", /@sha256:a{12} is the rollback deployment/],
       Rebooted: ["False", "Waiting"],
     },
   },
@@ -1132,10 +1133,14 @@ const cases: Case[] = [
       reboot: authorize(spec(B, "Booted"), node(drained(B))),
     }),
     idle: ["False", "Rebooting"],
-    degraded: ["True", "Error", /booted .*b{64} but the host fell back to .*a{64}/],
+    degraded: ["True", "Error", /booted .*@sha256:b{12} but the host fell back to .*@sha256:a{12}/],
     action: { type: "none" },
     conditions: {
-      Rebooted: ["False", "FellBack", /^booted .*b{64} but the host fell back to .*a{64}$/],
+      Rebooted: [
+        "False",
+        "FellBack",
+        /^booted .*@sha256:b{12} but the host fell back to .*@sha256:a{12}$/,
+      ],
     },
   },
   {
@@ -1499,7 +1504,7 @@ Deno.test("decide: phase conditions through a whole update, in the writes made a
   assert.equal(out.action.type, "stage");
   status = out.status;
   assert.equal(sr(status, "ImageStaged"), "False/Downloading");
-  assert.equal(condition(status, "ImageStaged")?.message, `Downloading ${B}`);
+  assert.equal(condition(status, "ImageStaged")?.message, `Downloading ${shortReference(B)}`);
   assert.equal(sr(status, "Cordoned"), "False/Waiting");
   assert.equal(sr(status, "Drained"), "False/Waiting");
   assert.equal(sr(status, "Rebooted"), "False/Waiting");

@@ -66,14 +66,14 @@ export function planAbort(pool: BootcNodePool): ActionPlan {
         `${shortImage(target) === "-" ? "no image yet" : shortImage(target)})`,
     };
   }
-  const back = planRollback(pool);
+  const back = planRollback(pool, undefined, `pool ${name}: rollout aborted`);
   if (back.kind === "nothing") {
     return { kind: "nothing", message: `cannot abort: ${back.message}` };
   }
   return {
     kind: "patch",
     patch: back.patch,
-    message: back.message.replace(/^pool (\S+) rolled back:/, "pool $1: rollout aborted:"),
+    message: back.message,
   };
 }
 

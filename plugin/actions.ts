@@ -89,8 +89,15 @@ export function repositoryOf(ref: string): string {
   return colon > slash ? noDigest.slice(0, colon) : noDigest;
 }
 
-/** Plans `rollback POOL [--to-revision N]` (see the module doc). */
-export function planRollback(pool: BootcNodePool, toRevision?: number): RollbackPlan {
+/**
+ * Plans `rollback POOL [--to-revision N]` (see the module doc); `done` heads the
+ * message of a patch (`abort` says the rollout was aborted).
+ */
+export function planRollback(
+  pool: BootcNodePool,
+  toRevision?: number,
+  done = `pool ${pool.metadata?.name ?? ""} rolled back`,
+): RollbackPlan {
   const name = pool.metadata?.name ?? "";
   const history = pool.status?.history ?? [];
   const target = pool.status?.targetDigest;
@@ -140,7 +147,7 @@ export function planRollback(pool: BootcNodePool, toRevision?: number): Rollback
     kind: "patch",
     patch: pin.patch,
     ref: to.image,
-    message: `pool ${name} rolled back: ${pin.change} (${to.why}` +
+    message: `${done}: ${pin.change} (${to.why}` +
       (target && target !== to.digest
         ? `; the rollout of ${shortDigest(target)} stops there`
         : "") +

@@ -269,22 +269,6 @@ export const REASON_TEXT: Readonly<Record<string, string>> = {
   CircuitOpen: "too many failed rollouts in a row: no automatic change until it is reset",
 };
 
-/**
- * The UpToDate message without its leading breakdown ("3/5 updated; 1 staged,
- * 1 rebooting; "), which the progress bar already shows.
- */
-export function withoutBreakdown(message: string): string {
-  return message.replace(/^\d+\/\d+ updated(?:; (?:\d+ [a-z]+)(?:, \d+ [a-z]+)*)?(?:; |$)/, "")
-    .trim();
-}
-
-/** The message without a leading "reason: " ("paused: no new slots" under reason Paused). */
-function withoutReason(message: string, reason: string): string {
-  return message.toLowerCase().startsWith(`${reason.toLowerCase()}: `)
-    ? message.slice(reason.length + 2)
-    : message;
-}
-
 /** What holds the pool back, most important first. */
 export function poolBlockers(pool: BootcNodePool): Blocker[] {
   const out: Blocker[] = [];
@@ -325,7 +309,9 @@ export function poolBlockers(pool: BootcNodePool): Blocker[] {
     });
   }
   const up = findCondition(status.conditions, PoolConditionType.UpToDate);
-  const upBlocker = up?.status === "False" ? upToDateBlocker(up, out) : undefined;
+  const upBlocker = up?.status === "False"
+    ? upToDateBlocker(up, status.notes ?? [], out)
+    : undefined;
   if (upBlocker) out.push(upBlocker);
   if (
     pool.spec?.rollout?.paused && up?.status !== "True" &&
@@ -341,10 +327,15 @@ export function poolBlockers(pool: BootcNodePool): Blocker[] {
  * of a progressing rollout, or a problem that keeps the spec from being
  * realised (a newer controller turns UpToDate False for those: an unresolvable
  * tag, a halt, a rollback hold, the circuit) unless the Degraded condition
- * already says it.
+ * already says it. Its text is the pool's `status.notes` (none from a controller
+ * that publishes none: the reason's stock text).
  */
-function upToDateBlocker(up: Condition, known: readonly Blocker[]): Blocker | undefined {
-  const text = withoutReason(withoutBreakdown(up.message), up.reason);
+function upToDateBlocker(
+  up: Condition,
+  notes: readonly string[],
+  known: readonly Blocker[],
+): Blocker | undefined {
+  const text = notes.join("; ");
   if (up.reason === UpToDateReason.RolloutInProgress) {
     return text ? { kind: "info", reason: "", message: text } : undefined;
   }
@@ -353,9 +344,9 @@ function upToDateBlocker(up: Condition, known: readonly Blocker[]): Blocker | un
   if (!problem) {
     return { kind: "wait", reason: up.reason, message: text || REASON_TEXT[up.reason] || "" };
   }
-  const said = known.some((b) =>
-    b.kind === "degraded" && (b.reason === up.reason || (text !== "" && b.message.includes(text)))
-  );
+  // A Degraded reason's text is one of the issues the Degraded condition lists.
+  const issue = (Object.values(PoolDegradedReason) as string[]).includes(up.reason);
+  const said = known.some((b) => b.kind === "degraded" && (b.reason === up.reason || issue));
   return said
     ? undefined
     : { kind: "degraded", reason: up.reason, message: text || REASON_TEXT[up.reason] || "" };

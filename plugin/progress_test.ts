@@ -1,12 +1,5 @@
 import assert from "node:assert/strict";
-import {
-  nodeBucket,
-  poolBlockers,
-  poolMembers,
-  poolProgress,
-  rolloutStart,
-  withoutBreakdown,
-} from "./progress.ts";
+import { nodeBucket, poolBlockers, poolMembers, poolProgress, rolloutStart } from "./progress.ts";
 import { bootcNode, cond, NEW, node, OLD, pool, REPO, secondsAgo } from "./testing.ts";
 
 const main = pool();
@@ -160,12 +153,17 @@ Deno.test("blockers: the gate's reason and message, Degraded, stale generation, 
       "OutsideMaintenanceWindow",
       "1/3 updated; 2 staged; outside the maintenance windows; next opens 2026-03-07T22:00:00Z",
     ),
+    notes: ["outside the maintenance windows; next opens 2026-03-07T22:00:00Z"],
   });
   assert.deepEqual(poolBlockers(windowWait), [{
     kind: "wait",
     reason: "OutsideMaintenanceWindow",
     message: "outside the maintenance windows; next opens 2026-03-07T22:00:00Z",
   }]);
+  // From a controller that publishes no notes: the stock explanation, not the message.
+  const older = pool({ upToDate: windowWait.status!.conditions![0] });
+  assert.match(poolBlockers(older)[0].message, /window/);
+  assert.doesNotMatch(poolBlockers(older)[0].message, /2026-03-07/);
   // A gate whose message is only the breakdown gets the stock explanation.
   const budget = pool({ upToDate: cond("UpToDate", "False", "BudgetExhausted", "0/3 updated") });
   assert.match(poolBlockers(budget)[0].message, /maxUnavailable/);
@@ -179,15 +177,16 @@ Deno.test("blockers: the gate's reason and message, Degraded, stale generation, 
     ["degraded", "RolloutHalted"],
   ]);
   assert.match(poolBlockers(halted)[0].message, /generation 3, observed 2/);
-  // The gate's own "paused: " prefix is not repeated after the reason.
+  // The text is the pool's notes, not the message taken apart.
   const gatePaused = pool({
     paused: true,
-    upToDate: cond("UpToDate", "False", "Paused", "0/3 updated; 3 staged; paused: no new slots"),
+    upToDate: cond("UpToDate", "False", "Paused", "0/3 updated; 3 staged; no new slots"),
+    notes: ["no new reboot slots while paused"],
   });
   assert.deepEqual(poolBlockers(gatePaused), [{
     kind: "wait",
     reason: "Paused",
-    message: "no new slots",
+    message: "no new reboot slots while paused",
   }]);
   // Paused in the spec before the controller reacted.
   assert.deepEqual(poolBlockers(pool({ paused: true })).map((b) => b.reason), ["Paused"]);
@@ -203,6 +202,7 @@ Deno.test("blockers: the gate's reason and message, Degraded, stale generation, 
       "RolloutInProgress",
       "2/5 updated; 1 staged, 1 rebooting; waiting on disruption budgets: n4 (PodDisruptionBudget default/web)",
     ),
+    notes: ["waiting on disruption budgets: n4 (PodDisruptionBudget default/web)"],
   });
   assert.deepEqual(poolBlockers(pdb), [{
     kind: "info",
@@ -215,6 +215,7 @@ Deno.test("blockers: an UpToDate problem is a problem, not a wait, and is said o
   // A newer controller turns UpToDate False for a spec it cannot realise.
   const typo = pool({
     upToDate: cond("UpToDate", "False", "ImageResolutionFailed", "4/4 updated; tag not found"),
+    notes: ["tag not found"],
     degraded: cond("Degraded", "True", "ImageResolutionFailed", "resolving os:nosuch: not found"),
   });
   assert.deepEqual(poolBlockers(typo), [
@@ -227,20 +228,11 @@ Deno.test("blockers: an UpToDate problem is a problem, not a wait, and is said o
   // A problem only UpToDate names (the failure record holds the spec's image back).
   const failedBefore = pool({
     upToDate: cond("UpToDate", "False", "ImageFailedBefore", "3/3 updated; os:v3 failed before"),
+    notes: ["os:v3 failed before"],
   });
   assert.deepEqual(poolBlockers(failedBefore), [
     { kind: "degraded", reason: "ImageFailedBefore", message: "os:v3 failed before" },
   ]);
-});
-
-Deno.test("the breakdown prefix is removed from UpToDate messages", () => {
-  assert.equal(withoutBreakdown("3/5 updated"), "");
-  assert.equal(withoutBreakdown("3/5 updated; 1 staged, 1 rebooting"), "");
-  assert.equal(
-    withoutBreakdown("3/5 updated; 2 staging; staging limit: 2/2"),
-    "staging limit: 2/2",
-  );
-  assert.equal(withoutBreakdown("target image not resolved yet"), "target image not resolved yet");
 });
 
 /** A node whose daemon reports NEW as the rollback deployment, a copy of OLD staged. */

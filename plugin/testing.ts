@@ -153,6 +153,8 @@ export interface PoolFixture {
   paused?: boolean;
   maxUnavailable?: number | string;
   upToDate?: Condition;
+  /** `status.notes`: the UpToDate message's parts after the node counts. */
+  notes?: string[];
   degraded?: Condition;
   generation?: number;
   observedGeneration?: number;
@@ -211,6 +213,7 @@ export function pool(f: PoolFixture = {}, name = "main"): BootcNodePool {
       deployedDigest: f.deployed ?? OLD,
       slotsInUse: f.slotsInUse ?? 0,
       ...published(f),
+      ...(f.notes ? { notes: f.notes } : {}),
       conditions: [
         f.upToDate ?? cond("UpToDate", "False", "RolloutInProgress", "0/3 updated", 600),
         f.degraded ?? cond("Degraded", "False", "Healthy", "No issues", 3600),

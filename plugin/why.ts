@@ -108,7 +108,6 @@ export function explainNode(input: WhyInput): Explanation {
   if (bn.metadata?.deletionTimestamp) {
     return result(`leaving pool ${poolName}: its BootcNode is being deleted`);
   }
-  const mentions = poolMentions(pool, name);
 
   // The queue matters for every node that could wait for a slot: as the controller publishes it.
   const slotsLine = slotsText(pool, slotHolders(poolName, input.nodes.values()));
@@ -129,7 +128,6 @@ export function explainNode(input: WhyInput): Explanation {
       place,
       blockers,
       slotsLine,
-      mentions,
       now,
     }),
   );
@@ -187,13 +185,12 @@ interface HeadlineContext {
   place: QueuePlace;
   blockers: readonly Blocker[];
   slotsLine: string;
-  mentions: string[];
   now: Date;
 }
 
 /** The headline: the node's classification in words. */
 function classHeadline(ctx: HeadlineContext): string {
-  const { cls, bn, pool, now, node, mentions } = ctx;
+  const { cls, bn, pool, now, node } = ctx;
   const conditions = bn.status?.conditions;
   const note = inFlightNote(cls.disrupted);
   switch (cls.state) {
@@ -202,13 +199,13 @@ function classHeadline(ctx: HeadlineContext): string {
       if (cls.reason === NodeStateReason.NotReady) {
         return "staged, but its Node is not Ready: not a slot candidate";
       }
-      const text = stagedHeadline(pool, ctx.place, ctx.blockers, ctx.slotsLine, mentions);
+      const text = stagedHeadline(pool, ctx.place, ctx.blockers, ctx.slotsLine);
       return cls.route === "rollback"
         ? text.replace(/^staged/, "staged (the target is its rollback deployment)")
         : text;
     }
     case "Pending":
-      if (!ctx.hasTarget) return `the pool has no target image yet${mentionText(mentions)}`;
+      if (!ctx.hasTarget) return "the pool has no target image yet";
       return pendingHeadline(ctx);
     case "Degraded": {
       const c = findCondition(conditions, NodeConditionType.Degraded);
@@ -265,7 +262,7 @@ function pendingHeadline(ctx: HeadlineContext): string {
 
 /** The headline of a node the operator is disrupting. */
 function inFlightHeadline(ctx: HeadlineContext): string {
-  const { cls, bn, record, mentions, now } = ctx;
+  const { cls, bn, record, now } = ctx;
   const conditions = bn.status?.conditions;
   const idle = findCondition(conditions, NodeConditionType.Idle);
   const allowed = findCondition(conditions, NodeConditionType.RebootAllowed);
@@ -275,15 +272,14 @@ function inFlightHeadline(ctx: HeadlineContext): string {
   switch (cls.reason) {
     case NodeStateReason.Releasing:
       return "the operator is finishing or undoing its work here (a disruption record without " +
-        `a reboot slot)${mentionText(mentions)}`;
+        "a reboot slot)";
     case NodeStateReason.Cordoning:
       return `${slot}; not cordoned: waiting for ${cls.waitsFor}`;
     case NodeStateReason.DrainBlocked:
-      return `${slot}; draining, blocked: ${cls.waitsFor}${mentionText(mentions)}`;
+      return `${slot}; draining, blocked: ${cls.waitsFor}`;
     case NodeStateReason.Draining:
       return `${slot}; draining: cordoned, evicting its pods` +
-        (cls.waitsOn === "daemon" ? `; then waiting for ${cls.waitsFor}` : "") +
-        mentionText(mentions);
+        (cls.waitsOn === "daemon" ? `; then waiting for ${cls.waitsFor}` : "");
     case "Drained":
       return "drained; waiting for the controller to request the reboot (desiredImageState Booted)";
     case NodeStateReason.RebootRequested:
@@ -337,7 +333,6 @@ function stagedHeadline(
   place: QueuePlace,
   blockers: readonly Blocker[],
   slots: string,
-  mentions: string[],
 ): string {
   const head = `staged, waiting for a reboot slot (${placeText(place)})`;
   const waitingFor = place.kind === "queued" ? place.entry.waitingFor : undefined;
@@ -348,43 +343,24 @@ function stagedHeadline(
   if (wait) return `${head}: the pool waits (${wait.reason})`;
   if (waitingFor === "PodDisruptionBudget") {
     return `${head}: its drain would wait on a PodDisruptionBudget that a drain in flight ` +
-      `needs${mentionText(mentions)}`;
+      "needs";
   }
   if (waitingFor === "PodList") {
     return `${head}: the controller reads its pods before it grants the slot`;
   }
   if (waitingFor !== undefined && waitingFor !== "BudgetExhausted") {
-    return `${head}: it waits (${waitingFor})${mentionText(mentions)}`;
+    return `${head}: it waits (${waitingFor})`;
   }
   const published = publishedSlots(pool);
   const free = published ? Math.max(0, published.limit - published.inUse) : 0;
   if (place.kind === "queued" && place.entry.position <= free) {
-    return `staged, next for a reboot slot (${placeText(place)}, ${free} free)` +
-      mentionText(mentions);
+    return `staged, next for a reboot slot (${placeText(place)}, ${free} free)`;
   }
-  return `${head}; ${slots}${mentionText(mentions)}`;
+  return `${head}; ${slots}`;
 }
 
 function inFlightNote(inFlight: boolean): string {
   return inFlight ? " (it holds its reboot slot until it recovers or the controller gives up)" : "";
-}
-
-/** Fragments of the pool's condition messages that name the node (e.g. a PDB wait). */
-export function poolMentions(pool: BootcNodePool, name: string): string[] {
-  const escaped = name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-  // The name as a whole word: "n1" must not match "n10".
-  const word = new RegExp(`(^|[^A-Za-z0-9.-])${escaped}($|[^A-Za-z0-9-])`);
-  const out: string[] = [];
-  for (const c of pool.status?.conditions ?? []) {
-    for (const fragment of c.message.split("; ")) {
-      if (word.test(fragment) && !out.includes(fragment)) out.push(fragment);
-    }
-  }
-  return out;
-}
-
-function mentionText(mentions: string[]): string {
-  return mentions.length > 0 ? `; the pool says: ${mentions.join("; ")}` : "";
 }
 
 function gateLabel(b: Blocker): string {

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import type { BootcNode, BootcNodePool, EventLike, NodeLike } from "./model.ts";
 import { createStyle } from "./style.ts";
 import { bootcNode, cond, event, NEW, node, NOW, OLD, pool, REPO } from "./testing.ts";
-import { explainNode, poolMentions, renderWhy, WHY_EVENTS } from "./why.ts";
+import { explainNode, renderWhy, WHY_EVENTS } from "./why.ts";
 
 const plain = createStyle(false);
 
@@ -135,6 +135,7 @@ Deno.test("why: a staged node's place in the slot queue and the gate that holds 
       "OutsideMaintenanceWindow",
       "0/4 updated; 3 staged, 1 rebooting; outside the maintenance windows (next opens 2026-03-07T22:00:00Z)",
     ),
+    notes: ["outside the maintenance windows (next opens 2026-03-07T22:00:00Z)"],
   });
   const gated = why("n4", { bns, nodes, pools: [windowPool] });
   assert.equal(
@@ -202,7 +203,7 @@ Deno.test("why: what the controller published holds the node, or that it publish
   assert.match(fact(old, "slot queue")!, /^not published by the controller/);
 });
 
-Deno.test("why: draining (naming the PDB the pool reports), drained, reboot refused, rebooting, back", () => {
+Deno.test("why: draining (the pool's note names the PDB), drained, reboot refused, rebooting, back", () => {
   const pdbPool = pool({
     upToDate: cond(
       "UpToDate",
@@ -210,6 +211,7 @@ Deno.test("why: draining (naming the PDB the pool reports), drained, reboot refu
       "RolloutInProgress",
       "0/2 updated; 1 staged, 1 rebooting; draining n1: PodDisruptionBudget default/web allows 0 disruptions",
     ),
+    notes: ["draining n1: PodDisruptionBudget default/web allows 0 disruptions"],
   });
   const draining = why("n1", {
     bns: [staged("n1", { mirror: "false" }), staged("n10")],
@@ -218,16 +220,18 @@ Deno.test("why: draining (naming the PDB the pool reports), drained, reboot refu
   });
   assert.equal(
     draining.headline,
-    "holds a reboot slot (taken 45s ago); draining: cordoned, evicting its pods; the pool says: " +
-      "draining n1: PodDisruptionBudget default/web allows 0 disruptions",
+    "holds a reboot slot (taken 45s ago); draining: cordoned, evicting its pods",
   );
   assert.equal(
     fact(draining, "disruption"),
     "reboot slot since 10:09:15 (45s ago) for pool main; was cordoned before: false",
   );
   assert.equal(fact(draining, "node"), "Ready, cordoned");
-  // n10 is not named by the message about n1.
-  assert.deepEqual(poolMentions(pdbPool, "n10"), []);
+  // The pool's notes are facts of their own, read from status.notes.
+  assert.equal(
+    fact(draining, "pool note"),
+    "draining n1: PodDisruptionBudget default/web allows 0 disruptions",
+  );
 
   const drainedNode = node("n1", { slot: 45, drained: 10 });
   const drained = why("n1", { bns: [staged("n1")], nodes: [drainedNode] });

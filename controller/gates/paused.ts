@@ -15,7 +15,7 @@ export const pausedGate: Gate = {
     if (!(input.pool.spec.rollout?.paused ?? false)) return { admit: input.candidates };
     return {
       admit: [],
-      wait: { reason: UpToDateReason.Paused, message: "paused: no new reboot slots" },
+      wait: { reason: UpToDateReason.Paused, message: "no new reboot slots while paused" },
     };
   },
 };

@@ -701,7 +701,7 @@ Deno.test("status: breakdown message, counts and deployedDigest", () => {
   }));
   assert.equal(
     upToDate(plan.status)?.message,
-    "2/6 updated; 1 staging, 1 staged, 1 rebooting, 1 degraded; paused: no new reboot slots",
+    "2/6 updated; 1 staging, 1 staged, 1 rebooting, 1 degraded; no new reboot slots while paused",
   );
   assert.deepEqual(
     [

@@ -138,7 +138,7 @@ Deno.test("gate waits: an event when the pool starts waiting on a gate, one when
   assert.equal(waiting.status?.state, "Paused");
   const started = waiting.events.filter((e) => e.reason.startsWith("Waiting"));
   assert.deepEqual(started.map((e) => [e.reason, e.message]), [
-    ["Waiting", "waiting on Paused: paused: no new reboot slots"],
+    ["Waiting", "waiting on Paused: no new reboot slots while paused"],
   ]);
   // Coalesced: the next reconcile of the same wait records nothing more.
   const again = planPool(input(pool({ paused: true, status: waiting.status }), fleet));

@@ -166,6 +166,7 @@ export function buildPoolStatus(input: PoolStatusInput): BootcNodePoolStatus {
     queue: input.queue && input.queue.length > 0
       ? input.queue.slice(0, SLOT_QUEUE_LIMIT)
       : undefined,
+    notes: verdict.upToDate ? undefined : nonEmpty(upToDateNotes(input, verdict)),
     conditions: poolConditions(input, { nodeCount, r, verdict, targetShort }),
     history: r.history && r.history.length > 0 ? r.history : undefined,
     failedDigests: r.failedDigests && r.failedDigests.length > 0 ? r.failedDigests : undefined,
@@ -232,12 +233,7 @@ function poolConditions(
     const breakdown = target === undefined
       ? "target image not resolved yet"
       : breakdownMessage(counts);
-    // What keeps the spec from being realised, unless a note already says it.
-    const explains = EXPLAINED_BY[verdict.reason] ?? [verdict.reason];
-    const why = input.issues.find((i) => explains.includes(i.reason))?.message;
-    const parts = [breakdown];
-    if (why && !input.note?.includes(why)) parts.push(why);
-    if (input.note) parts.push(input.note);
+    const parts = [breakdown, ...upToDateNotes(input, verdict)];
     conditions = setCondition(conditions, {
       type: PoolConditionType.UpToDate,
       status: "False",
@@ -270,6 +266,23 @@ const EXPLAINED_BY: Readonly<Record<string, readonly string[]>> = {
     PoolDegradedReason.HealthCheckFailed,
   ],
 };
+
+/**
+ * What a False UpToDate says after the node counts (`status.notes`): what keeps the
+ * spec from being realised, unless a note already says it, then the notes.
+ */
+function upToDateNotes(input: PoolStatusInput, verdict: PoolStateVerdict): string[] {
+  const explains = EXPLAINED_BY[verdict.reason] ?? [verdict.reason];
+  const why = input.issues.find((i) => explains.includes(i.reason))?.message;
+  const out: string[] = [];
+  if (why && !input.note?.includes(why)) out.push(truncate(why, 4096));
+  if (input.note) out.push(truncate(input.note, 4096));
+  return out;
+}
+
+function nonEmpty<T>(list: T[]): T[] | undefined {
+  return list.length > 0 ? list : undefined;
+}
 
 /** The Degraded condition: the most severe issue's reason and every issue's message. */
 function degradedCondition(

@@ -34,6 +34,9 @@ Deno.test("staging: maxStaging bounds downloads; the rest queue with StagingLimi
   assert.match(up?.message ?? "", /staging limit: 2\/2 downloading, 3 queued/);
   // The same facts as fields, for views (the plugin) that must not read the message.
   assert.deepEqual(plan.status?.staging, { limit: 2, downloading: 2, queued: 3 });
+  // The message after its node counts, part by part, for views that must not split it.
+  assert.deepEqual(plan.status?.notes, ["staging limit: 2/2 downloading, 3 queued"]);
+  assert.ok(up?.message.endsWith(`; ${plan.status?.notes?.join("; ")}`));
   // Without maxStaging nothing is held back: no staging field.
   assert.equal(planPool(input(pool(), idleFleet(5))).status?.staging, undefined);
 });

@@ -62,10 +62,11 @@ const PROGRESS_FIELDS = [
   "degradedCount",
   "slotsInUse",
   // What views read (the slot limit and what sets it, the slot queue, the staging limit's
-  // use): nothing acts on them.
+  // use, the UpToDate message's parts): nothing acts on them.
   "slots",
   "queue",
   "staging",
+  "notes",
   // The hooks' last deliveries (controller/hooks/): reported, nothing acts on them.
   "hooks",
 ] as const;

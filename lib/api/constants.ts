@@ -323,14 +323,14 @@ export const IdleReason = {
   Idle: "Idle",
   /** False: pulling/staging the image. */
   Staging: "Staging",
+  /** False: locking a staged deployment (an unexpected reboot would apply it unlocked). */
+  Locking: "Locking",
   /** False: image staged, waiting for desiredImageState: Booted. */
   Staged: "Staged",
   /** False: reboot in progress. */
   Rebooting: "Rebooting",
   /** True: the BootcNode has no owning pool; the daemon does nothing until one adopts it. */
   NotOwned: "NotOwned",
-  /** False: locking a staged deployment (an unexpected reboot would apply it unlocked). */
-  Locking: "Locking",
 } as const;
 /** A reason of the BootcNode Idle condition. */
 export type IdleReason = typeof IdleReason[keyof typeof IdleReason];

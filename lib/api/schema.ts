@@ -944,6 +944,12 @@ export const BootcNodePoolStatus = Type.Object({
     description: "The first nodes waiting for a reboot slot, in the order slots are handed " +
       "out, each with what holds it back.",
   })),
+  notes: Type.Optional(Type.Array(Type.String({ maxLength: 4096 }), {
+    maxItems: 8,
+    description: "While the pool is not up to date: what its UpToDate message says after the " +
+      "node counts, one entry a part (what keeps the spec from being realised; the gates' " +
+      "waits and the rollout's notes), for views that must not take the message apart.",
+  })),
   staging: Type.Optional(Type.Object({
     limit: Type.Integer({ minimum: 0, description: "spec.rollout.maxStaging as resolved." }),
     downloading: Type.Integer({ minimum: 0, description: "Nodes downloading the target now." }),

@@ -90,6 +90,8 @@ interface CacheEntry {
   /** The latest occurrence's time and message (a combined Event shows the latest). */
   lastTimestamp: string;
   message: string;
+  /** The Event stands for many similar ones: each patch carries the latest message. */
+  combined: boolean;
   /** A flush of the unwritten repeats is scheduled. */
   flushing?: AbortController;
 }
@@ -160,13 +162,15 @@ export class EventRecorder {
       reason,
     ]);
     let key = JSON.stringify([similarKey, msg]);
+    let combined = false;
     if (!this.#cache.has(key) && this.#tooManySimilar(similarKey, msg)) {
       // client-go's EventAggregator: one Event for the rest, showing the latest message.
       key = similarKey;
+      combined = true;
       msg = `${COMBINED_PREFIX}${msg}`.slice(0, MAX_MESSAGE);
     }
     const previous = this.#inflight.get(key) ?? Promise.resolve();
-    const next = previous.then(() => this.#write(key, involved, type, reason, msg));
+    const next = previous.then(() => this.#write(key, involved, type, reason, msg, combined));
     this.#inflight.set(key, next);
     return next.finally(() => {
       if (this.#inflight.get(key) === next) this.#inflight.delete(key);
@@ -225,7 +229,7 @@ export class EventRecorder {
       await this.#resource(entry.namespace).patch(entry.name, {
         count,
         lastTimestamp: entry.lastTimestamp,
-        ...(entry.message.startsWith(COMBINED_PREFIX) ? { message: entry.message } : {}),
+        ...(entry.combined ? { message: entry.message } : {}),
       }, { type: "merge" });
       entry.written = Math.max(entry.written, count);
       entry.writtenAt = this.#clock.now().getTime();
@@ -264,6 +268,7 @@ export class EventRecorder {
     type: EventType,
     reason: string,
     message: string,
+    combined: boolean,
   ): Promise<void> {
     const now = this.#timestamp();
     const cached = this.#cache.get(key);
@@ -324,6 +329,7 @@ export class EventRecorder {
         writtenAt: this.#clock.now().getTime(),
         lastTimestamp: now,
         message,
+        combined,
       });
       if (this.#cache.size > this.#cacheSize) {
         const oldest = this.#cache.keys().next().value!;

@@ -64,11 +64,23 @@ function decodeAuth(auth: string): RegistryCredentials | undefined {
   return { username: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
 }
 
+/** A malformed `.dockerconfigjson`; `problem` says what is wrong with it. */
+export class InvalidDockerConfig extends RegistryError {
+  /** The problem alone, for callers that name the Secret themselves. */
+  readonly problem: string;
+
+  /** Creates the error for `problem`. */
+  constructor(problem: string) {
+    super(
+      "Unauthorized",
+      `the pull secret is not a valid .dockerconfigjson: ${problem}; check the Secret`,
+    );
+    this.problem = problem;
+  }
+}
+
 function invalid(problem: string): RegistryError {
-  return new RegistryError(
-    "Unauthorized",
-    `the pull secret is not a valid .dockerconfigjson: ${problem}; check the Secret`,
-  );
+  return new InvalidDockerConfig(problem);
 }
 
 /**

@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { parseDockerConfig } from "./docker_config.ts";
+import { InvalidDockerConfig, parseDockerConfig } from "./docker_config.ts";
 
 /** The only Secret type pools may reference. */
 export const DOCKER_CONFIG_SECRET_TYPE = "kubernetes.io/dockerconfigjson";
@@ -71,10 +71,12 @@ export function dockerConfigJsonProblem(text: string): string | undefined {
   try {
     parseDockerConfig(json);
   } catch (e) {
-    const message = e instanceof Error ? e.message : String(e);
     // Keep only the problem: the caller names the Secret.
-    return /not a valid \.dockerconfigjson: (.*?)(?:; check the Secret)?$/.exec(message)?.[1] ??
-      message;
+    return e instanceof InvalidDockerConfig
+      ? e.problem
+      : e instanceof Error
+      ? e.message
+      : String(e);
   }
   return undefined;
 }

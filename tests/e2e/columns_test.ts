@@ -262,7 +262,7 @@ Deno.test("kubectl get: default rows of the 6-node demo fit 120 columns; problem
           async () => (await poolEvents(stack, "Waiting")).find((m) => m.includes("Paused")),
           { timeoutMs: 30_000, message: "a Waiting event naming the gate" },
         );
-        assert.match(started, /^waiting on Paused: paused: no new reboot slots/);
+        assert.match(started, /^waiting on Paused: no new reboot slots while paused/);
         await patchPoolSpec(stack, POOL, { rollout: { paused: false } });
         const ended = await waitFor(
           async () => (await poolEvents(stack, "WaitingCleared"))[0],
