@@ -5,9 +5,8 @@
  *
  * This test reads the product code (controller/, daemon/, lib/, plugin/; tests and
  * test helpers aside) for a `message` that is matched, split or searched. The few
- * texts that are no condition or event message (an exception's, an HTTP call's), and
- * the controller's own note on failing writes, are listed with why; an entry that no
- * longer occurs fails too, so the list only shrinks.
+ * texts that are no condition or event message (an exception's, an HTTP call's) are
+ * listed with why; an entry that no longer occurs fails too, so the list only shrinks.
  *
  * @module
  */
@@ -46,14 +45,6 @@ const ALLOWED: readonly [string, string, string][] = [
     "controller/pollers/approval_requests.ts",
     "r.message.startsWith(`${state.webhook.url}: `)",
     "an approval webhook call's error: the URL is named once",
-  ],
-  // The one condition message still searched, and only for a text the controller wrote
-  // itself: the note on failing writes it appends to another reason's Degraded message,
-  // found again so that a status written back with it says it once.
-  [
-    "controller/shell/writes_failing.ts",
-    "message.indexOf(`; ${NOTE}`)",
-    "the controller's own note, appended to a Degraded message it keeps",
   ],
   [
     "lib/registry/errors.ts",

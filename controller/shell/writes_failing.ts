@@ -8,7 +8,8 @@
  * node's pods could not be listed (that node waits with its pods unknown), on the
  * plan's. A pool already Degraded for another reason keeps that reason and
  * headline (what gates and other pools act on), its message saying the writes fail
- * too. The next plan whose writes succeed writes its own status, which drops it. The
+ * too (once: a status that already says so, `status.writesFailingSince`, keeps its
+ * message). The next plan whose writes succeed writes its own status, which drops it. The
  * streak is this leader's memory: after a restart or a change of leader it starts
  * again (the `WritesFailed` events say each failure meanwhile).
  *
@@ -63,24 +64,24 @@ export function writesFailingStatus(
   const note = `${NOTE}${formatTime(failure.since)}${which}: ${failure.error}`;
   const degraded = findCondition(base?.conditions, PoolConditionType.Degraded);
   const other = degraded?.status === "True" && degraded.reason !== PoolDegradedReason.WritesFailing;
+  // Another reason's message that already carries the note (a status this wrote) keeps it.
+  const said = other && base?.writesFailingSince !== undefined;
   const condition = {
     type: PoolConditionType.Degraded,
     status: "True" as const,
     reason: other ? degraded.reason : PoolDegradedReason.WritesFailing,
-    message: (other ? `${withoutNote(degraded.message)}; ${note}` : note).slice(0, 1024),
+    message: said
+      ? degraded.message
+      : (other ? `${degraded.message}; ${note}` : note).slice(0, 1024),
   };
   const timed = setCondition(stored?.conditions, condition, now)
     .find((c) => c.type === PoolConditionType.Degraded)!;
   return {
     ...base,
     ...(other ? {} : { state: PoolDegradedReason.WritesFailing }),
+    writesFailingSince: said ? base!.writesFailingSince : formatTime(failure.since),
     conditions: replaceCondition(base?.conditions, timed),
   };
-}
-
-function withoutNote(message: string): string {
-  const at = message.indexOf(`; ${NOTE}`);
-  return at < 0 ? message : message.slice(0, at);
 }
 
 function replaceCondition(list: readonly Condition[] | undefined, next: Condition): Condition[] {

@@ -58,9 +58,14 @@ Deno.test("writesFailingStatus: another Degraded reason keeps its reason and hea
     "2 nodes unhealthy; the controller's writes for this pool have failed since " +
       "2026-01-01T00:00:00Z (nodes left as they were: n1): forbidden",
   );
-  // Said again on that status: the note is not repeated.
+  assert.equal(out.writesFailingSince, "2026-01-01T00:00:00Z");
+  // Said again on that status: the note is not repeated, whatever the error is now (the
+  // status says it already: status.writesFailingSince; no message is searched for it).
   const again = writesFailingStatus(out, failure, new Date("2026-01-01T00:20:00Z"), 600_000)!;
   assert.deepEqual(again, out);
+  const worse = { ...failure, error: "the API server is gone" };
+  const later = writesFailingStatus(out, worse, new Date("2026-01-01T00:30:00Z"), 600_000)!;
+  assert.equal(findCondition(later.conditions, "Degraded")!.message, degraded.message);
 });
 
 Deno.test("writesFailingStatus: failed pod lists name the nodes as waiting, not left as they were", () => {

@@ -950,6 +950,11 @@ export const BootcNodePoolStatus = Type.Object({
       "node counts, one entry a part (what keeps the spec from being realised; the gates' " +
       "waits and the rollout's notes), for views that must not take the message apart.",
   })),
+  writesFailingSince: Type.Optional(Type.String({
+    format: "date-time",
+    description: "While the controller's writes for the pool have failed for " +
+      "progressTimeoutSeconds in a row: since when (the Degraded condition says so).",
+  })),
   staging: Type.Optional(Type.Object({
     limit: Type.Integer({ minimum: 0, description: "spec.rollout.maxStaging as resolved." }),
     downloading: Type.Integer({ minimum: 0, description: "Nodes downloading the target now." }),
