@@ -106,6 +106,16 @@ Deno.test("Halt: an Unhealthy host after its reboot fails Verified and keeps its
   }));
   assert.deepEqual(ofKind(again, "patchBootcNodeStatus"), []);
   assert.equal(again.status?.consecutiveFailures, 1, "one failed rollout, counted once");
+  // A daemon that does not keep status.verification dropped it: not written again for it
+  // alone (each write would be dropped by the next report, one after another).
+  const dropped = structuredClone(bn);
+  delete dropped.status!.verification;
+  const withoutRecord = planPool(input(healthPool({ maxUnavailable: 2 }, { status: plan.status }), {
+    nodes: [node("n1", { unschedulable: true, readySince: BACK }), node("n2")],
+    bootcNodes: [dropped, bootcNode("n2", { phase: "staged" })],
+    now: "2026-01-01T01:00:30Z",
+  }));
+  assert.deepEqual(ofKind(withoutRecord, "patchBootcNodeStatus"), []);
 });
 
 Deno.test("health: a host still Starting is being verified; past the health timeout it fails naming the check", () => {

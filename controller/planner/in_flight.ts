@@ -1117,11 +1117,11 @@ function verifiedFalse(
 ): StepOutput {
   const { reason, message, checks } = failure;
   const cond = findCondition(bn.status?.conditions, NodeConditionType.Verified);
-  const listed = failedChecksOn(bn.status, bn.spec.desiredImage)?.join(",") ?? "";
-  if (
-    cond?.status === "False" && cond.reason === reason && cond.message === message &&
-    listed === checks.join(",")
-  ) {
+  // No record of the checks (a daemon that does not keep status.verification drops it):
+  // written again, it would be dropped again, one write after another.
+  const listed = bn.status?.verification === undefined ||
+    failedChecksOn(bn.status, bn.spec.desiredImage)?.join(",") === checks.join(",");
+  if (cond?.status === "False" && cond.reason === reason && cond.message === message && listed) {
     return NO_OUTPUT;
   }
   return stepOutput({
@@ -1178,8 +1178,9 @@ function verifiedOutput(
     updated,
     now,
   );
+  // As in verifiedFalse: a status without the record is not written again for it alone.
   const about = bn.status?.verification;
-  const same = about?.image === image && about.failedChecks === undefined;
+  const same = about === undefined || (about.image === image && about.failedChecks === undefined);
   if (same && conditionsEqual(conditions, bn.status?.conditions)) return NO_OUTPUT;
   return stepOutput({
     actions: [{

@@ -55,10 +55,15 @@ export function updatedCondition(image: string): ConditionInput {
 /** The part of a BootcNode's status that holds the verdict: Verified and what it is about. */
 export type VerifiedStatus = Pick<BootcNodeStatus, "conditions" | "verification">;
 
-/** True when `status` says the node was verified on `image` (Verified=True about it). */
+/**
+ * True when `status` says the node was verified on `image`: Verified=True about it
+ * (`status.verification`), or about an image it does not record (written by a daemon
+ * that does not keep the field: then only its time, {@linkcode verifiedSince}, tells).
+ */
 export function verifiedOn(status: VerifiedStatus | undefined, image: string): boolean {
   const cond = findCondition(status?.conditions, NodeConditionType.Verified);
-  return cond?.status === "True" && status?.verification?.image === image;
+  const about = status?.verification?.image;
+  return cond?.status === "True" && (about === undefined || about === image);
 }
 
 /**

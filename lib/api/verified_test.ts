@@ -6,6 +6,7 @@ import {
   verifiedOn,
   verifiedRelease,
   verifiedReleasePatch,
+  verifiedSince,
   withVerified,
   withVerifiedRelease,
 } from "./verified.ts";
@@ -76,8 +77,14 @@ Deno.test("verifiedOn and failedChecksOn read status.verification, never the mes
   const verified = withVerified(undefined, IMAGE, false, AT);
   assert.equal(verifiedOn(verified, IMAGE), true);
   assert.equal(verifiedOn(verified, OTHER), false);
-  // A status written before the field existed is about an unknown image: not verified.
-  assert.equal(verifiedOn({ conditions: verified.conditions }, IMAGE), false);
+  // Written by a daemon that does not keep the field: about an unknown image, its time tells.
+  assert.equal(verifiedOn({ conditions: verified.conditions }, IMAGE), true);
+  assert.deepEqual(verifiedSince({ conditions: verified.conditions }, IMAGE, { from: AT }), AT);
+  const later = new Date(AT.getTime() + 1);
+  assert.equal(
+    verifiedSince({ conditions: verified.conditions }, IMAGE, { from: later }),
+    undefined,
+  );
   // Verified about another image, whatever its message says.
   assert.equal(verifiedOn({ ...verified, verification: { image: OTHER } }, IMAGE), false);
   const failed = {
