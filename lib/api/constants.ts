@@ -278,7 +278,10 @@ export const HostHealthyReason = {
 export const VerifiedReason = {
   /** True: every health check passed after the reboot. */
   ChecksPassed: "ChecksPassed",
-  /** False: a check failed or did not pass within the health timeout (message names it). */
+  /**
+   * False: a check failed or did not pass within the health timeout (named in
+   * `status.verification.failedChecks`).
+   */
   CheckFailed: "CheckFailed",
   /** False: the host booted the target and fell back to its previous deployment by itself. */
   FellBack: "FellBack",
