@@ -46,6 +46,7 @@ import {
   waitControllersReady,
 } from "./operator_install.ts";
 import { ANNOTATION_IN_REBOOT_SLOT } from "../../lib/api/constants.ts";
+import { formatPeaks, samplePodMemory } from "./pod_memory.ts";
 
 /** What {@linkcode installAsUser} runs on. */
 export interface InstallPhaseOptions {
@@ -114,7 +115,20 @@ export async function installAsUser(
   await t.step(
     "v2 rolls out; the leading controller is SIGKILLed while the node holds its slot",
     async () => {
-      await rollTo(phase, "v2", options.os.v2.digest, () => killLeader(phase));
+      // The pods' working set as the kubelet reports it, over the whole rollout.
+      const memory = samplePodMemory(cp, node, NAMESPACE);
+      try {
+        await rollTo(phase, "v2", options.os.v2.digest, () => killLeader(phase));
+      } finally {
+        const { samples, failures, lastError } = await memory.stop();
+        console.log(
+          `kubelet working set peaks during the rollout (${samples} samples, ${failures} ` +
+            `failed reads${failures ? `, the last: ${lastError}` : ""}): ${
+              formatPeaks(memory.peaks)
+            }`,
+        );
+      }
+      await withinLimits(phase, memory.peaks);
       const view = await cp.kubectl(["get", "bnp,bn", "-o", "wide"]);
       console.log(view.stdout);
       assert.match(view.stdout, /edge\s+v2 /);
@@ -132,6 +146,28 @@ export async function installAsUser(
 }
 
 const pools = (cp: ControlPlane) => cp.client.resource<BootcNodePool>(Resources.bootcNodePools);
+
+/**
+ * The kubelet reported a working set for the daemon and a controller, and every operator pod
+ * stayed under its container's memory limit (a pod killed by its limit would restart, not fail
+ * the rollout).
+ */
+async function withinLimits(phase: Phase, peaks: Map<string, number>): Promise<void> {
+  const names = [...peaks.keys()];
+  assert.ok(names.some((n) => n.startsWith("bootc-operator-daemon-")), names.join());
+  assert.ok(names.some((n) => n.startsWith("bootc-operator-controller-")), names.join());
+  const pods = await phase.cp.client.resource<Pod>(Resources.pods, NAMESPACE).list();
+  for (const pod of pods.items) {
+    const peak = peaks.get(pod.metadata!.name!);
+    const limit = pod.spec?.containers[0].resources?.limits?.memory;
+    const mib = /^(\d+)Mi$/.exec(String(limit ?? ""));
+    if (peak === undefined || !mib) continue;
+    assert.ok(
+      peak < Number(mib[1]) * (1 << 20),
+      `${pod.metadata!.name}: ${peak} B, limit ${limit}`,
+    );
+  }
+}
 
 async function kubectlValue(cp: ControlPlane, args: string[]): Promise<string> {
   return (await cp.kubectl(args)).stdout.trim();
