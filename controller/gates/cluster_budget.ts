@@ -92,10 +92,11 @@ import type {
   Gate,
   GateDecision,
   GateInput,
+  UnseenSlotWrites,
   WaitingNode,
 } from "./gate.ts";
 
-export type { ClusterBudget, ClusterBudgetSpec, WaitingNode } from "./gate.ts";
+export type { ClusterBudget, ClusterBudgetSpec, UnseenSlotWrites, WaitingNode } from "./gate.ts";
 
 /** The wait reason of this gate (it becomes the pool's UpToDate reason). */
 export const CLUSTER_BUDGET_EXHAUSTED = "ClusterBudgetExhausted";
@@ -298,16 +299,30 @@ export function externalDisruptions(
   return out;
 }
 
-/** The nodes every budget counts as disrupted: the operator's record, or an orchestrator's. */
+/**
+ * The nodes every budget counts as disrupted: the operator's record, or an orchestrator's,
+ * with the slot writes the view does not show yet (`unseen`) counted as written.
+ */
 function disruptedNodes(
   nodes: ReadonlyMap<string, NodeSummary>,
   external: ReadonlySet<string>,
+  unseen?: UnseenSlotWrites,
 ): Set<string> {
   const out = new Set(external);
   for (const [name, node] of nodes) {
     if (isDisrupted({ metadata: { annotations: node.annotations } })) out.add(name);
   }
+  for (const name of unseen?.released ?? []) out.delete(name);
+  for (const name of unseen?.granted ?? []) out.add(name);
   return out;
+}
+
+/** `cluster.unrecorded` less the nodes whose release was written. */
+function stillUnrecorded(cluster: ClusterView): ClusterView["unrecorded"] {
+  const released = cluster.unseen?.released;
+  return released
+    ? (cluster.unrecorded ?? []).filter((u) => !released.has(u.node))
+    : cluster.unrecorded;
 }
 
 /**
@@ -419,11 +434,15 @@ function baseline(cluster: ClusterView, poolName: string): Baseline {
 
   // What the Nodes say is disrupted (by the operator, or an External pool's
   // orchestrator): the base of the reservations.
-  const onNodes = disruptedNodes(cluster.nodes, externalDisruptions(cluster.pools, cluster.nodes));
+  const onNodes = disruptedNodes(
+    cluster.nodes,
+    externalDisruptions(cluster.pools, cluster.nodes),
+    cluster.unseen,
+  );
   const base = prepared.map((p) => {
     const t = new Tally(p);
     for (const name of onNodes) t.add(name, cluster.nodes.get(name)?.labels ?? {});
-    addUnrecorded(t, cluster.unrecorded);
+    addUnrecorded(t, stillUnrecorded(cluster));
     return t;
   });
 
@@ -479,40 +498,32 @@ export function clusterSlotCaps(
   return out;
 }
 
-/** Writes of slots the cluster view may not show yet (see {@linkcode grantRefusal}). */
-export interface UnseenSlotWrites {
-  /** Nodes granted a slot: disrupted, whatever the view says. */
-  granted: ReadonlySet<string>;
-  /** Nodes whose slot was released: no longer disrupted, whatever the view says. */
-  released: ReadonlySet<string>;
-}
-
 /**
  * Why a slot for `candidate` written now would break a cluster budget that selects it, on
- * `cluster` as it stands at the write (`unseen`: slot writes it may not show yet); undefined
- * when every such budget has room. The same count and topology rules the gate plans by,
- * without its fairness between pools (a plan's choice, not a limit): the one check every
- * grant passes as it is written, whatever the view it was planned on.
+ * `cluster` as it stands at the write (its `unseen` writes counted); undefined when every
+ * such budget has room. The gate's own count and topology rules, without its fairness
+ * between pools (a plan's choice, not a limit): the one check every grant passes as it is
+ * written, whatever the view it was planned on.
  */
 export function grantRefusal(
   cluster: ClusterView,
   candidate: { name: string; labels: Record<string, string> },
-  unseen: UnseenSlotWrites,
 ): string | undefined {
   const budgets = cluster.budgets ?? [];
   if (budgets.length === 0) return undefined;
-  const { granted, released } = unseen;
-  const onNodes = disruptedNodes(cluster.nodes, externalDisruptions(cluster.pools, cluster.nodes));
+  const onNodes = disruptedNodes(
+    cluster.nodes,
+    externalDisruptions(cluster.pools, cluster.nodes),
+    cluster.unseen,
+  );
   const labelsOf = (name: string) => cluster.nodes.get(name)?.labels ?? {};
-  const unrecorded = (cluster.unrecorded ?? []).filter((u) => !released.has(u.node));
   for (const budget of budgets) {
     const p = prepare(budget, cluster.nodes);
     if (!p.match(candidate.labels)) continue;
     if (p.error) return `BootcDisruptionBudget ${p.name} is invalid: ${p.error}`;
     const t = new Tally(p);
-    for (const name of onNodes) if (!released.has(name)) t.add(name, labelsOf(name));
-    for (const name of granted) t.add(name, labelsOf(name));
-    addUnrecorded(t, unrecorded);
+    for (const name of onNodes) t.add(name, labelsOf(name));
+    addUnrecorded(t, stillUnrecorded(cluster));
     const v = t.violation(candidate.name, candidate.labels);
     if (v) return violationMessage(t, v);
   }

@@ -907,3 +907,25 @@ Deno.test("cluster budget: a Node back without its record counts by its labels w
   const usage = budgetUsage(perZone, new Map(nodes.map((x) => [x.name, x])), new Set(), [back]);
   assert.deepEqual(usage.disrupted, ["back"]);
 });
+
+Deno.test("waitingCandidates: a node its own pool holds back for its own reason reserves nothing", () => {
+  const nodes = new Map<string, NodeSummary>();
+  const bns: BootcNode[] = [];
+  for (const [name, at] of [["a1", "09:00"], ["a2", "10:00"], ["a3", "11:00"]]) {
+    nodes.set(name, n(name));
+    bns.push(
+      withIdleSince(bootcNode(name, { pool: "a", phase: "staged" }), `2026-03-01T${at}:00Z`),
+    );
+  }
+  const pool = poolWith("a", { maxUnavailable: 3 });
+  pool.status = {
+    ...pool.status,
+    queue: [
+      { node: "a1", position: 1, waitingFor: "NodeNotReadyLongEnough" },
+      { node: "a2", position: 2, waitingFor: "ClusterBudgetExhausted" },
+    ],
+  } as BootcNodePool["status"];
+  const got = waitingCandidates({ pools: [pool], bootcNodes: bns, nodes, now: NOW });
+  // a1 waits for its own pool's gate; a2 waits for room; a3 is not in the published queue.
+  assert.deepEqual(got.map((w) => w.node), ["a2", "a3"]);
+});

@@ -58,6 +58,20 @@ export interface ClusterView {
    * while they reboot, or back without its record, or the record removed. Absent means none.
    */
   unrecorded?: readonly UnrecordedDisruption[];
+  /**
+   * Slot writes of this controller the view does not show yet (grants under way or
+   * landed, releases landed): counted as written, so a plan and the check at each grant's
+   * write (`grantRefusal`) agree. Absent means none.
+   */
+  unseen?: UnseenSlotWrites;
+}
+
+/** Slot writes the cluster view may not show yet (`ClusterView.unseen`). */
+export interface UnseenSlotWrites {
+  /** Nodes granted a slot (or whose grant is under way): disrupted, whatever the view says. */
+  granted: ReadonlySet<string>;
+  /** Nodes whose slot was released: no longer disrupted, whatever the view says. */
+  released: ReadonlySet<string>;
 }
 
 /**

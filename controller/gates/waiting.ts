@@ -86,6 +86,17 @@ export function poolBlockedReason(
   return undefined;
 }
 
+/**
+ * Queue reasons (`status.queue[].waitingFor`) of a node that waits only for room: the
+ * pool's own slots or a cluster budget, or its pods being read. Any other reason is its
+ * pool's own hold on it.
+ */
+const COMPETING: ReadonlySet<string> = new Set([
+  "BudgetExhausted",
+  "ClusterBudgetExhausted",
+  "PodList",
+]);
+
 /** When a BootcNode's Idle condition last changed (its waiting time), if readable. */
 export function idleSince(bn: BootcNode | undefined): Date | undefined {
   const idle = findCondition(bn?.status?.conditions, NodeConditionType.Idle);
@@ -156,8 +167,13 @@ function poolWaiting(
   }
   let disrupted = 0;
   const waiting: WaitingNode[] = [];
+  // What its own pool last published holds each queued node: a node its pool holds back
+  // for a reason of its own (a node-level gate, its drain policy) competes for no room.
+  const heldBy = new Map((pool.status?.queue ?? []).map((q) => [q.node, q.waitingFor]));
   for (const bn of members) {
     const nodeName = bn.metadata.name ?? "";
+    const held = heldBy.get(nodeName);
+    if (held !== undefined && !COMPETING.has(held)) continue;
     if (unrecorded.has(nodeName)) {
       disrupted++;
       continue;

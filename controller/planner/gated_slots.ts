@@ -359,7 +359,7 @@ export function invalidSlots(why: string): Omit<SlotsStatus, "inUse" | "waiting"
 
 /** What {@linkcode budgetView} reads. */
 export interface BudgetViewInput
-  extends Pick<PlanInput, "bootcNodes" | "nodes" | "budgets" | "now"> {
+  extends Pick<PlanInput, "bootcNodes" | "nodes" | "budgets" | "unseen" | "now"> {
   /** Every pool. */
   pools: readonly PlanInput["pool"][];
 }
@@ -398,6 +398,7 @@ export function budgetView(input: BudgetViewInput): ClusterView {
     nodes: input.nodes,
     budgets,
     unrecorded,
+    ...(input.unseen ? { unseen: input.unseen } : {}),
   };
 }
 

@@ -797,7 +797,12 @@ function evictPhase(f: NodeFacts, pods: readonly PodSummary[], env: InFlightEnv)
         stepOutput(poll),
         reported,
         force,
-        stuck ? timeoutEvent(f, pass, env, note) : NO_OUTPUT,
+        // The slack after which pods still there are reported is a deadline: no back-off.
+        stuck
+          ? timeoutEvent(f, pass, env, note)
+          : pass.toEvict.length > 0
+          ? stepOutput({ wake: deadline + TERMINATION_SLACK_MS - now.getTime() + 1 })
+          : NO_OUTPUT,
       ]),
     };
   }

@@ -6,7 +6,7 @@
  * @module
  */
 import type { BootcNode, BootcNodePool, BootcNodePoolStatus } from "../../lib/api/mod.ts";
-import type { ClusterBudget } from "../gates/gate.ts";
+import type { ClusterBudget, UnseenSlotWrites } from "../gates/gate.ts";
 import type { ApprovalAnswer, ApprovalAsks } from "../model/approval.ts";
 import type { QueryVerdict } from "../model/health.ts";
 import type { ChannelDecision } from "./channel.ts";
@@ -45,6 +45,8 @@ export interface PlanInput {
   poolObjects?: readonly BootcNodePool[];
   /** Every BootcDisruptionBudget (cluster-wide caps across pools). */
   budgets?: readonly ClusterBudget[];
+  /** Slot writes of this controller the caches do not show yet (the budgets count them). */
+  unseen?: UnseenSlotWrites;
   /** Every Node, by name. */
   nodes: ReadonlyMap<string, NodeSummary>;
   /** Every BootcNode, by name. */

@@ -7,11 +7,17 @@
  *
  * @module
  */
-import { type BootcNode, type BootcNodePool, CONTROLLER_FIELD_MANAGER } from "../../lib/api/mod.ts";
+import {
+  ANNOTATION_IN_REBOOT_SLOT,
+  type BootcNode,
+  type BootcNodePool,
+  CONTROLLER_FIELD_MANAGER,
+} from "../../lib/api/mod.ts";
 import type { Clock } from "../../lib/clock.ts";
 import {
   isAlreadyExists,
   isConflict,
+  isKubeError,
   isNotFound,
   type KubeClient,
   type ResourceClient,
@@ -203,33 +209,54 @@ export class ActionWriter {
   }
 
   async #patchNode(action: ActionOf<"patchNode">, ctx: WriteContext): Promise<number> {
-    const send = () =>
-      action.cordonSeen
-        ? this.#patchNodeIfCordon(action, action.cordonSeen)
-        : this.#nodes.patch(action.node, action.patch, { type: "merge", ...OPTS });
     const admission = isSlotGrant(action) ? this.#o.admission : undefined;
     const refused = admission?.admit(action.node);
     if (refused !== undefined) {
       throw new StalePlanError(action.node, `${refused}; not granting ${action.node} a slot`);
     }
+    let updated: Node;
     try {
-      const updated = await send().catch((e) => {
-        if (e instanceof StalePlanError || isNotFound(e) || isConflict(e)) {
-          admission?.unwritten(action.node);
-        }
-        throw e;
-      });
-      if (isSlotRelease(action)) this.#o.admission?.released(action.node);
-      // The annotations for people alone are counted apart (what they cost is visible).
-      this.#o.count(action.info ? "patchNodeAnnotations" : "patchNode");
-      ctx.written.push(writtenObject("nodes", action.node, updated));
-      if (action.info) ctx.log.debug(action.why, { node: action.node });
-      else ctx.log.info(action.why, { node: action.node });
-      this.#o.metrics?.observeAction(ctx.poolName, action, this.#o.clock.now());
+      updated = action.cordonSeen
+        ? await this.#patchNodeIfCordon(action, action.cordonSeen)
+        : await this.#nodes.patch(action.node, action.patch, { type: "merge", ...OPTS });
     } catch (e) {
+      if (admission) await this.#settleFailedGrant(action.node, e, admission);
       if (!isNotFound(e)) throw e;
+      // A grant of a Node gone is no grant: nothing after it in the lane may be written.
+      if (admission) throw new StalePlanError(action.node, `node ${action.node} is gone`);
+      return 0;
     }
+    admission?.landed(action.node);
+    if (isSlotRelease(action)) this.#o.admission?.released(action.node);
+    // The annotations for people alone are counted apart (what they cost is visible).
+    this.#o.count(action.info ? "patchNodeAnnotations" : "patchNode");
+    ctx.written.push(writtenObject("nodes", action.node, updated));
+    if (action.info) ctx.log.debug(action.why, { node: action.node });
+    else ctx.log.info(action.why, { node: action.node });
+    this.#o.metrics?.observeAction(ctx.poolName, action, this.#o.clock.now());
     return 0;
+  }
+
+  /**
+   * Tells the admission whether a grant whose write failed landed: an answer of the API
+   * server refusing it (a 4xx) did not; after anything else (a timeout, a server error) the
+   * Node is read back, and while that read fails too the grant counts as landed.
+   */
+  async #settleFailedGrant(node: string, e: unknown, admission: GrantAdmission): Promise<void> {
+    if (
+      e instanceof StalePlanError ||
+      (isKubeError(e) && e.status >= 400 && e.status < 500 && e.status !== 408)
+    ) {
+      return admission.unwritten(node);
+    }
+    try {
+      const fresh = await this.#nodes.get(node);
+      if (fresh.metadata?.annotations?.[ANNOTATION_IN_REBOOT_SLOT] !== undefined) {
+        admission.landed(node);
+      } else admission.unwritten(node);
+    } catch {
+      admission.landed(node);
+    }
   }
 
   /**

@@ -59,7 +59,7 @@ export interface CacheHandlers {
   enqueue: (pools: string[]) => void;
   /** A pool was deleted (after the pools it wakes were enqueued). */
   poolDeleted: (name: string) => void;
-  /** A PodDisruptionBudget changed: drains it refused may go on now. */
+  /** A PodDisruptionBudget came, went, or allows more: drains it refused may go on now. */
   pdbChanged: () => void;
 }
 
@@ -178,8 +178,15 @@ export class ControllerCaches {
       enqueue(secretEventPools(cache, { type: "update", old: o, object: n }))
     );
     this.secrets.onDelete((s) => enqueue(secretEventPools(cache, { type: "delete", object: s })));
+    // Only a change that may let a refused eviction through: a PDB's status churns often.
     this.pdbs.onAdd(h.pdbChanged);
-    this.pdbs.onUpdate(h.pdbChanged);
+    this.pdbs.onUpdate((o, n) => {
+      const allowed = (p: Pdb) => p.status?.disruptionsAllowed ?? 0;
+      const selector = (p: Pdb) => JSON.stringify(p.spec?.selector ?? null);
+      if (allowed(n) > allowed(o) || selector(n) !== selector(o)) {
+        h.pdbChanged();
+      }
+    });
     this.pdbs.onDelete(h.pdbChanged);
     this.#wireCrossPool(enqueue);
   }

@@ -5,17 +5,19 @@
  * and pools planned at the same time never both take a budget's last place.
  *
  * The check and the note of the grant happen in one synchronous step, so no other
- * grant of this process can come between them; a grant or release written but not
- * yet in the caches is counted as written (`unseen`) until the caches show it.
+ * grant of this process can come between them. A grant counts from then on: while its
+ * write is under way (however long that takes), and once it landed until the caches
+ * show it. Releases written count as done likewise. The planner counts the same
+ * writes (`unseen`), so a pool plans a wait for them rather than a grant refused here.
  *
  * @module
  */
 import { isDisrupted } from "../../lib/api/annotations.ts";
 import type { ClusterView } from "../gates/gate.ts";
-import { grantRefusal } from "../gates/cluster_budget.ts";
+import { grantRefusal, type UnseenSlotWrites } from "../gates/cluster_budget.ts";
 import type { NodeSummary } from "../model/types.ts";
 
-/** How long a written slot change is counted without the caches showing it. */
+/** How long a slot change, once written, is counted without the caches showing it. */
 const UNSEEN_MS = 60_000;
 
 /** What {@linkcode GrantAdmission} reads. */
@@ -33,8 +35,11 @@ export interface GrantAdmissionOptions {
 /** Checks every grant against the budgets at its write (see the module comment). */
 export class GrantAdmission {
   #o: GrantAdmissionOptions;
-  /** Slot writes of this process the caches may not show yet: node → granted (else released). */
-  #unseen = new Map<string, { granted: boolean; at: number }>();
+  /**
+   * Slot writes of this process the caches may not show yet: node → granted (else released),
+   * under way (`at` undefined) or landed at `at`.
+   */
+  #unseen = new Map<string, { granted: boolean; at?: number }>();
 
   /** An admission reading `options`. */
   constructor(options: GrantAdmissionOptions) {
@@ -50,11 +55,21 @@ export class GrantAdmission {
     this.#forgetSeen();
     if (this.#o.budgetsExist()) {
       const labels = this.#o.node(node)?.labels ?? {};
-      const why = grantRefusal(this.#o.view(), { name: node, labels }, this.#written());
+      const why = grantRefusal({ ...this.#o.view(), unseen: this.#written() }, {
+        name: node,
+        labels,
+      });
       if (why !== undefined) return why;
     }
-    this.#unseen.set(node, { granted: true, at: this.#o.now() });
+    this.#unseen.set(node, { granted: true });
     return undefined;
+  }
+
+  /** `node`'s admitted grant landed (or may have): it counts until the caches show it. */
+  landed(node: string): void {
+    if (this.#unseen.get(node)?.granted) {
+      this.#unseen.set(node, { granted: true, at: this.#o.now() });
+    }
   }
 
   /** `node`'s admitted grant surely did not land (its write was refused). */
@@ -62,12 +77,18 @@ export class GrantAdmission {
     if (this.#unseen.get(node)?.granted) this.#unseen.delete(node);
   }
 
+  /** The slot writes the caches may not show yet (what the planner counts beside them). */
+  unseen(): UnseenSlotWrites {
+    this.#forgetSeen();
+    return this.#written();
+  }
+
   /** `node`'s slot was released (its Node's record removed): it counts no longer. */
   released(node: string): void {
     this.#unseen.set(node, { granted: false, at: this.#o.now() });
   }
 
-  #written(): { granted: Set<string>; released: Set<string> } {
+  #written(): UnseenSlotWrites {
     const granted = new Set<string>();
     const released = new Set<string>();
     for (const [node, w] of this.#unseen) (w.granted ? granted : released).add(node);
@@ -78,6 +99,7 @@ export class GrantAdmission {
   #forgetSeen(): void {
     const now = this.#o.now();
     for (const [node, w] of this.#unseen) {
+      if (w.at === undefined) continue; // under way: it may land any time
       const cached = this.#o.node(node);
       const shown = cached !== undefined &&
         isDisrupted({ metadata: { annotations: cached.annotations } }) === w.granted;

@@ -205,6 +205,8 @@ export class PoolReconciler {
   #hooks: HookWiring;
   /** Per pool: drain passes in a row whose evictions were refused. */
   #drainRefusals = new Map<string, number>();
+  /** The check of every grant at its write, and the slot writes the caches do not show yet. */
+  #admission!: GrantAdmission;
 
   /** Creates the informers; nothing runs until {@linkcode startCaches} / {@linkcode runWorkers}. */
   constructor(options: PoolReconcilerOptions) {
@@ -248,7 +250,7 @@ export class PoolReconciler {
       count,
       requeue,
       fence: () => this.#fence(),
-      admission: new GrantAdmission({
+      admission: this.#admission = new GrantAdmission({
         budgetsExist: () => this.budgets.store.list().length > 0,
         view: () => {
           const { nodes, bootcNodes } = this.#view();
@@ -649,6 +651,7 @@ export class PoolReconciler {
       channel,
       poolObjects: this.pools.store.list(),
       budgets: clusterBudgets(this.budgets.store.list()),
+      unseen: this.#admission.unseen(),
       pdbs: this.pdbs.store.list().map(summarizePdb),
       resolution,
       healthQueries: this.#sources.healthVerdicts(pool, this.nodes.store.list()),
