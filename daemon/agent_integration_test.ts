@@ -17,6 +17,7 @@ import {
   type BootcNodePool,
   findCondition,
 } from "../lib/api/mod.ts";
+import { shortReference } from "../lib/api/display.ts";
 import type { CoreEvent } from "../lib/kube/events.ts";
 import { Resources } from "../lib/kube/resources.ts";
 import type { KubeObject, ResourceClient } from "../lib/kube/types.ts";
@@ -951,7 +952,12 @@ Deno.test({
           "Degraded after the fall-back",
         );
         const degraded = findCondition(n.status?.conditions, "Degraded")!.message;
-        assert.ok(degraded.includes(`booted ${vFall} but the host fell back to ${v1}`), degraded);
+        assert.ok(
+          degraded.includes(
+            `booted ${shortReference(vFall)} but the host fell back to ${shortReference(v1)}`,
+          ),
+          degraded,
+        );
         assert.equal(condition(n, "Rebooted"), "False/FellBack");
         // The status mirrors the host at once: the controller detects the fall-back from it.
         assert.equal(n.status?.booted?.image, v1);
