@@ -543,7 +543,9 @@ function passedPhase(f: NodeFacts, env: InFlightEnv): NodeOutcome & { done?: boo
   const window = verifiedWindow(f, env.now);
   const verifiedAt = verifiedSince(bn.status, desired.image, window) ?? env.now;
   const soakMs = env.minReadyMs - (env.now.getTime() - verifiedAt.getTime());
-  const readyOk = f.readyMs >= env.minReadyMs;
+  // Without minReadySeconds, Ready is enough: a Ready transition stamped by a clock
+  // ahead of the controller's must not hold the slot for the difference.
+  const readyOk = f.node.ready && (env.minReadyMs <= 0 || f.readyMs >= env.minReadyMs);
   if (soakMs <= 0 && readyOk) {
     // The release revokes the reboot request, which the daemon acknowledges with a status
     // write anyway: the verdict rides in the release for it to record (lib/api/verified.ts).
@@ -571,7 +573,7 @@ function passedPhase(f: NodeFacts, env: InFlightEnv): NodeOutcome & { done?: boo
       verifiedSince(bn.status, desired.image, window)
         ? NO_OUTPUT
         : verifiedOutput(bn, name, desired.image, false, env.now, window),
-      stepOutput({ wake: Math.max(soakMs, env.minReadyMs - f.readyMs, 1) }),
+      stepOutput({ wake: Math.max(soakMs, readyOk ? 0 : env.minReadyMs - f.readyMs, 1) }),
     ]),
   };
 }

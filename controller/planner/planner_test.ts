@@ -477,6 +477,15 @@ const releaseCases: {
     uncordon: false,
   },
   {
+    // The Node's clock ahead of the controller's: no minReadySeconds, nothing to wait for.
+    name: "Ready since a time still ahead of the controller's clock: released",
+    wasCordoned: false,
+    ready: true,
+    readySince: "2026-01-04T00:00:00Z",
+    released: true,
+    uncordon: true,
+  },
+  {
     name: "Ready for longer than minReadySeconds: released",
     wasCordoned: false,
     ready: true,
