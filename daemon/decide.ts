@@ -146,6 +146,7 @@
 // which the daemon does not need (resident memory matters on every node).
 import {
   disruptionRecord,
+  drainedFor,
   type NodeForReboot,
   type RebootAuthorization,
 } from "../lib/api/annotations.ts";
@@ -938,7 +939,7 @@ function phaseConditions(
   );
   fromNode(
     NodeConditionType.Drained,
-    record && (record.drainedAt !== undefined && record.drainedFor === want),
+    record && drainedFor(record, want),
     record?.drainedAt,
     {
       type: NodeConditionType.Drained,

@@ -14,7 +14,7 @@ import {
   RebootAllowedReason,
 } from "../lib/api/constants.ts";
 import { type NodeClassification, NodeStateReason, phaseTargetIs } from "../lib/api/node_state.ts";
-import { disruptionRecord } from "../lib/api/annotations.ts";
+import { disruptionRecord, drainedFor } from "../lib/api/annotations.ts";
 import { findCondition } from "../lib/api/conditions.ts";
 import { ago, clock, ordinal, shortDigest, shortImage } from "./format.ts";
 import type { BootcNode, BootcNodePool, Condition, EventLike, NodeLike } from "./model.ts";
@@ -397,7 +397,7 @@ function recordFact(
   }
   if (record.wasCordoned !== undefined) parts.push(`was cordoned before: ${record.wasCordoned}`);
   if (record.drainedAt !== undefined) {
-    const forDesired = record.drainedFor === bn?.spec?.desiredImage;
+    const forDesired = drainedFor(record, bn?.spec?.desiredImage);
     parts.push(
       `drained ${stamp(record.drainedAt, now)} for ${shortImage(record.drainedFor)}` +
         (bn ? (forDesired ? " (the desired image)" : " (NOT the desired image)") : ""),

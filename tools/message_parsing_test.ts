@@ -67,21 +67,51 @@ async function* productFiles(dir: string): AsyncGenerator<string> {
   }
 }
 
-/** Every line of product code that takes a `message` apart, as `file: code`. */
-async function messageParsing(): Promise<{ file: string; code: string }[]> {
+/** Every line of product code (outside `skip`) that one of `patterns` matches, as `file: code`. */
+async function linesMatching(
+  patterns: readonly RegExp[],
+  skip = "\0",
+): Promise<{ file: string; code: string }[]> {
   const out: { file: string; code: string }[] = [];
   for (const top of PRODUCT) {
     for await (const path of productFiles(join(ROOT, top))) {
       const file = relative(ROOT, path);
+      if (file.startsWith(skip)) continue;
       for (const line of (await Deno.readTextFile(path)).split("\n")) {
         const code = line.trim();
         if (code.startsWith("//") || code.startsWith("*")) continue;
-        if (PATTERNS.some((p) => p.test(code))) out.push({ file, code });
+        if (patterns.some((p) => p.test(code))) out.push({ file, code });
       }
     }
   }
   return out;
 }
+
+/** Every line of product code that takes a `message` apart. */
+function messageParsing(): Promise<{ file: string; code: string }[]> {
+  return linesMatching(PATTERNS);
+}
+
+/**
+ * The node facts `lib/api` decides once (`drainedFor`, `rebootRecorded`, `rebootReport`):
+ * code elsewhere comparing a record's drained-for image, or reading the Idle reason
+ * for a reboot, derives them a second time.
+ */
+const LIFECYCLE_FACTS: readonly RegExp[] = [
+  /\.drainedFor\s*[!=]==(?!\s*undefined\b)|[!=]==\s*[\w.?]*\.drainedFor\b/,
+  /\breason\s*[!=]==\s*IdleReason\.Rebooting|IdleReason\.Rebooting\s*[!=]==\s*[\w.?]*\breason\b/,
+];
+
+Deno.test("only lib/api decides drained-for-the-image and whether a daemon reboots", async () => {
+  const found = await linesMatching(LIFECYCLE_FACTS, "lib/api/");
+  assert.deepEqual(found.map((f) => `${f.file}: ${f.code}`), [], "read the fact from lib/api");
+  const caught = [
+    "const approved = record.slotAt !== undefined && record.drainedFor === wanted.desiredImage;",
+    "idle?.reason === IdleReason.Rebooting ? parseTime(idle.lastTransitionTime) : undefined,",
+    'if (idle?.status !== "False" || idle.reason !== IdleReason.Rebooting) return;',
+  ];
+  for (const code of caught) assert.ok(LIFECYCLE_FACTS.some((p) => p.test(code)), code);
+});
 
 Deno.test("no product code matches, splits or searches a condition or event message", async () => {
   const found = await messageParsing();

@@ -17,9 +17,9 @@ import {
   type BootcNode,
   conditionsEqual,
   type DisruptionRecord,
+  drainedFor,
   failedChecksOn,
   findCondition,
-  IdleReason,
   NodeConditionType,
   setCondition,
   StalledReason,
@@ -57,6 +57,7 @@ import {
   daemonSaysRebooting,
   type DesiredImage,
   EffectiveState,
+  rebootReport,
 } from "../../lib/api/node_state.ts";
 import type { HealthFailure } from "./failure_policy.ts";
 import { evaluateHealth, type HealthVerdict } from "../model/health.ts";
@@ -367,7 +368,7 @@ function progressRepaired(
     bn,
     record: repaired.record,
     slotAt: parseTime(repaired.record.slotAt) ?? env.now,
-    drainedAt: repaired.record.drainedFor === bn.spec.desiredImage
+    drainedAt: drainedFor(repaired.record, bn.spec.desiredImage)
       ? parseTime(repaired.record.drainedAt)
       : undefined,
     readyMs: readyForMs(repaired.node, env.now),
@@ -1019,9 +1020,8 @@ function drainUnproven(f: NodeFacts, env: InFlightEnv): PassOutcome | undefined 
  * new target, so the failure policy is not asked.
  */
 function retargetedRebootPhase(f: NodeFacts, env: InFlightEnv): PassOutcome {
-  const idle = findCondition(f.bn.status?.conditions, NodeConditionType.Idle);
   const known = [
-    idle?.reason === IdleReason.Rebooting ? parseTime(idle.lastTransitionTime) : undefined,
+    parseTime(rebootReport(f.bn)?.since),
     parseTime(f.record.drainedAt),
     f.slotAt,
   ].filter((t): t is Date => t !== undefined);

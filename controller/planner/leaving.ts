@@ -16,11 +16,12 @@ import {
   type BootcNode,
   type BootcNodePool,
   findCondition,
-  IdleReason,
   isDisrupted,
   NodeConditionType,
   owningPool,
   PoolDegradedReason,
+  rebootRecorded,
+  rebootReport,
 } from "../../lib/api/mod.ts";
 import { mirrorOf, recordOf } from "../model/disruption.ts";
 import type { UnrecordedDisruption } from "../gates/mod.ts";
@@ -71,17 +72,15 @@ export function leavingHold(facts: LeavingFacts): LeavingHold {
   const { node, bn, now } = facts;
   const timeoutMs = facts.rebootTimeoutMs ?? DEFAULT_REBOOT_TIMEOUT_MS;
   const record = recordOf(node);
-  const idle = findCondition(bn?.status?.conditions, NodeConditionType.Idle);
-  const rebooting = idle?.status === "False" && idle.reason === IdleReason.Rebooting;
+  const report = rebootReport(bn);
+  const rebooting = report !== undefined;
   const requestedAt = pastTime(record.drainedAt, now) ?? pastTime(record.slotAt, now) ??
-    (rebooting ? pastTime(idle.lastTransitionTime, now) : undefined);
+    pastTime(report?.since, now);
   const deadline = requestedAt ? new Date(requestedAt.getTime() + timeoutMs) : undefined;
   const overdue = deadline !== undefined && now >= deadline;
   if (bn) {
     // The daemon applies only Booted with a slot and a drain for that image on the Node.
-    const authorized = bn.spec.desiredImageState === "Booted" && record.slotAt !== undefined &&
-      record.drainedFor === bn.spec.desiredImage;
-    if (!authorized && !rebooting) return { overdue: false };
+    if (!rebootRecorded(record, bn) && !rebooting) return { overdue: false };
     const desired = { image: bn.spec.desiredImage, platforms: facts.platforms };
     const rebooted = findCondition(bn.status?.conditions, NodeConditionType.Rebooted);
     const back = !rebooting && node.ready &&
@@ -134,9 +133,9 @@ export interface DeletedNodeFacts {
  */
 export function deletedNodeHold(facts: DeletedNodeFacts): LeavingHold {
   const { bn, now } = facts;
-  const idle = findCondition(bn.status?.conditions, NodeConditionType.Idle);
-  if (idle?.status !== "False" || idle.reason !== IdleReason.Rebooting) return { overdue: false };
-  const since = pastTime(idle.lastTransitionTime, now);
+  const report = rebootReport(bn);
+  if (!report) return { overdue: false };
+  const since = pastTime(report.since, now);
   const timeoutMs = facts.rebootTimeoutMs ?? DEFAULT_REBOOT_TIMEOUT_MS;
   const deadline = since ? new Date(since.getTime() + timeoutMs) : undefined;
   return {

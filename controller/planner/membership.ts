@@ -15,6 +15,7 @@ import {
   type BootcNode,
   type BootcNodePool,
   type BootcNodeSpec,
+  drainedFor,
   isDisrupted,
   LABEL_MANAGED,
   LABEL_POOL,
@@ -684,7 +685,7 @@ function syncMember(
   };
   const state = classifyMember(viewNode, { ...bn, spec: wanted }, context).state;
   const record = recordOf(viewNode);
-  const approved = record.slotAt !== undefined && record.drainedFor === wanted.desiredImage;
+  const approved = record.slotAt !== undefined && drainedFor(record, wanted.desiredImage);
   const events: PlannedEvent[] = [];
   if (wanted.desiredImageState === "Booted" && state !== EffectiveState.UpToDate && !approved) {
     wanted.desiredImageState = "Staged";

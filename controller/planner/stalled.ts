@@ -15,6 +15,7 @@ import {
   type Condition,
   daemonBehindController,
   daemonUnreported,
+  drainedFor,
   findCondition,
   NodeConditionType,
   PoolDegradedReason,
@@ -109,7 +110,7 @@ function reportClockAnchors(m: Member, now: Date): Date[] {
   return [
     created,
     pastTime(annotations?.[ANNOTATION_DESIRED_SINCE], now),
-    record.drainedFor === bn.spec.desiredImage ? pastTime(record.drainedAt, now) : undefined,
+    drainedFor(record, bn.spec.desiredImage) ? pastTime(record.drainedAt, now) : undefined,
   ].filter((t): t is Date => t !== undefined);
 }
 

@@ -68,6 +68,24 @@ export function disruptionRecord(object: Annotated): DisruptionRecord {
   return out;
 }
 
+/**
+ * True when the record holds a finished drain for exactly `image`: the one rule for
+ * "drained for the desired image" that the planner, the daemon and every view read.
+ */
+export function drainedFor(record: DisruptionRecord, image: string | undefined): boolean {
+  return image !== undefined && record.drainedAt !== undefined && record.drainedFor === image;
+}
+
+/**
+ * True when the record lets the daemon apply `bn`'s target: Booted is asked for, and
+ * the Node holds a slot and a finished drain for that image. The cordon and the owner
+ * aside, this is {@linkcode rebootAuthorization}; a node it holds for may be down.
+ */
+export function rebootRecorded(record: DisruptionRecord, bn: BootcNodeForReboot): boolean {
+  return bn.spec?.desiredImageState === "Booted" && record.slotAt !== undefined &&
+    drainedFor(record, bn.spec.desiredImage);
+}
+
 /** What {@linkcode rebootAuthorization} looks at of a Node. */
 export interface NodeForReboot extends Annotated {
   spec?: { unschedulable?: boolean };
@@ -137,7 +155,7 @@ export function rebootAuthorization(
         `(no ${ANNOTATION_IN_REBOOT_SLOT} annotation); keeping the image staged`,
     };
   }
-  if (r.drainedAt === undefined || r.drainedFor !== want) {
+  if (!drainedFor(r, want)) {
     return {
       allowed: false,
       reason: RebootAllowedReason.AwaitingDrain,

@@ -17,7 +17,7 @@
  *
  * @module
  */
-import { disruptionRecord } from "./annotations.ts";
+import { disruptionRecord, drainedFor } from "./annotations.ts";
 import { findCondition, setCondition } from "./conditions.ts";
 import { NodeConditionType } from "./constants.ts";
 import { shortReference } from "./display.ts";
@@ -67,7 +67,7 @@ export function drainFacts(
   const r = disruptionRecord({ metadata: { annotations: node.annotations } });
   return {
     cordonedInSlot: r.slotAt !== undefined && node.unschedulable === true,
-    drainedForTarget: r.drainedAt !== undefined && r.drainedFor === image,
+    drainedForTarget: drainedFor(r, image),
   };
 }
 

@@ -38,7 +38,7 @@
  *
  * @module
  */
-import { disruptionRecord, ownedByPool } from "./annotations.ts";
+import { disruptionRecord, drainedFor, ownedByPool } from "./annotations.ts";
 import { findCondition } from "./conditions.ts";
 import { shortReference } from "./display.ts";
 import { failedChecksOn, verifiedSince } from "./verified.ts";
@@ -341,14 +341,24 @@ export function fellBackFrom(bn: BootcNodeFacts, target: DesiredImage): boolean 
   if (rebooted) return rebooted.reason === "FellBack";
   // Only a daemon that writes no phase conditions at all is read by its stale Idle.
   if (about === true) return false;
-  const idle = findCondition(conditions, NodeConditionType.Idle);
-  return idle?.status === "False" && idle.reason === IdleReason.Rebooting;
+  return daemonSaysRebooting(bn);
+}
+
+/**
+ * The daemon's report that its machine is rebooting (`Idle=False/Rebooting`), with
+ * when it said so as written; undefined when it does not say so.
+ */
+export function rebootReport(
+  bn: Pick<BootcNodeFacts, "status"> | undefined,
+): { since?: string } | undefined {
+  const idle = findCondition(bn?.status?.conditions, NodeConditionType.Idle);
+  if (idle?.status !== "False" || idle.reason !== IdleReason.Rebooting) return undefined;
+  return { since: idle.lastTransitionTime };
 }
 
 /** True while a BootcNode's daemon reports `Idle=False/Rebooting` (its machine may be down). */
 export function daemonSaysRebooting(bn: Pick<BootcNodeFacts, "status"> | undefined): boolean {
-  const idle = findCondition(bn?.status?.conditions, NodeConditionType.Idle);
-  return idle?.status === "False" && idle.reason === IdleReason.Rebooting;
+  return rebootReport(bn) !== undefined;
 }
 
 /** Classifies one node (see the module doc). Pure. */
@@ -379,9 +389,7 @@ export function classifyNode(input: ClassifyInput): NodeClassification {
   const target = input.target ?? (rolledBack ? undefined : poolTarget) ??
     { image: bn.spec.desiredImage };
   const progress = daemonProgress(bn, target);
-  const idle = findCondition(bn.status?.conditions, NodeConditionType.Idle);
-  const rebooting = idle?.status === "False" && idle.reason === IdleReason.Rebooting &&
-    !fellBackFrom(bn, target);
+  const rebooting = daemonSaysRebooting(bn) && !fellBackFrom(bn, target);
   const disrupted = recorded || rebooting;
   const facts: Facts = { bn, node, record, target, progress, disrupted, input };
   let s = failedStep(facts) ?? (disrupted ? disruptedStep(facts) : waitingStep(facts));
@@ -511,7 +519,7 @@ function disruptedStep(f: Facts): Step {
     );
   }
   if (progress === EffectiveState.UpToDate) return verifyingStep(f);
-  const drained = record.drainedAt !== undefined && record.drainedFor === bn.spec.desiredImage;
+  const drained = drainedFor(record, bn.spec.desiredImage);
   if (node && node.unschedulable !== true) {
     return step(
       NodeState.InSlot,
