@@ -25,7 +25,14 @@ export interface GlobalFlags {
 /** A parsed command line. */
 export type Command =
   | { command: "help" }
-  | { command: "status"; pool?: string; watch: boolean; intervalMs: number; strict: boolean }
+  | {
+    command: "status";
+    pool?: string;
+    watch: boolean;
+    intervalMs: number;
+    strict: boolean;
+    output: "text" | "json";
+  }
   | { command: "why"; node: string }
   | { command: "pause" | "resume" | "history" | "abort" | "retry"; pool: string }
   | { command: "rollback"; pool: string; toRevision?: number }
@@ -44,11 +51,12 @@ export const DEFAULT_INTERVAL_MS = 2_000;
 export const USAGE = `kubectl bootc: watch and steer bootc OS image rollouts.
 
 Usage:
-  kubectl bootc status [POOL] [--watch] [--interval DUR] [--strict]
+  kubectl bootc status [POOL] [--watch] [--interval DUR] [--strict] [-o text|json]
       Per pool: a headline coloured by health, what is wrong or what it waits for, the
       stable and new images, canary step, a progress bar, slots, time left, and a tree
       of its nodes (state, version, slot or queue place, what each waits for).
       --watch (-w) redraws on a terminal and prints a line per change otherwise.
+      -o json prints the same per pool and node as JSON (not with --watch).
       Exit code: 0 healthy or progressing, 1 a pool is degraded, halted, rolled back or
       its circuit is open; with --strict, 4 while a pool is still progressing.
   kubectl bootc why NODE
@@ -177,8 +185,12 @@ export function parseCommandLine(
   };
   switch (verb) {
     case "status": {
-      only(["watch", "interval", "strict"]);
+      only(["watch", "interval", "strict", "output"]);
       if (rest.length > 1) throw new UsageError("status takes at most one POOL");
+      const output = outputFormat(values.get("output"));
+      if (output === "json" && switches.has("watch")) {
+        throw new UsageError("status -o json prints once: it does not take --watch");
+      }
       const interval = values.get("interval");
       const intervalMs = interval === undefined
         ? DEFAULT_INTERVAL_MS
@@ -192,6 +204,7 @@ export function parseCommandLine(
           watch: switches.has("watch"),
           intervalMs,
           strict: switches.has("strict"),
+          output,
         },
       };
     }
@@ -238,13 +251,18 @@ export function parseCommandLine(
     case "version": {
       only(["output"]);
       if (rest.length > 0) throw new UsageError("version takes no arguments");
-      const output = values.get("output") ?? "text";
-      if (output !== "text" && output !== "json") {
-        throw new UsageError(`--output: expected text or json, not ${JSON.stringify(output)}`);
-      }
-      return { flags, command: { command: "version", output } };
+      return { flags, command: { command: "version", output: outputFormat(values.get("output")) } };
     }
     default:
       throw new UsageError(`unknown command ${verb}; see kubectl bootc --help`);
   }
+}
+
+/** `--output`'s value: text (the default) or json. */
+function outputFormat(value: string | undefined): "text" | "json" {
+  const output = value ?? "text";
+  if (output !== "text" && output !== "json") {
+    throw new UsageError(`--output: expected text or json, not ${JSON.stringify(output)}`);
+  }
+  return output;
 }

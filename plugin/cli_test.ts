@@ -10,6 +10,7 @@ Deno.test("status: optional pool, --watch/-w, --interval in any position", () =>
       watch: false,
       intervalMs: DEFAULT_INTERVAL_MS,
       strict: false,
+      output: "text",
     },
   });
   const p = parseCommandLine(["-w", "status", "workers", "--interval=1s", "--strict"]);
@@ -19,7 +20,14 @@ Deno.test("status: optional pool, --watch/-w, --interval in any position", () =>
     watch: true,
     intervalMs: 1000,
     strict: true,
+    output: "text",
   });
+  assert.equal(
+    (parseCommandLine(["status", "workers", "-o", "json"]).command as { output: string }).output,
+    "json",
+  );
+  assert.throws(() => parseCommandLine(["status", "-o", "json", "-w"]), /does not take --watch/);
+  assert.throws(() => parseCommandLine(["status", "-o", "yaml"]), /expected text or json/);
   assert.throws(() => parseCommandLine(["why", "n1", "--strict"]), /why does not take --strict/);
 });
 
@@ -123,7 +131,6 @@ Deno.test("version: -o text|json in kubectl's spellings; no arguments, no other 
   );
   assert.throws(() => parseCommandLine(["version", "x"]), /version takes no arguments/);
   assert.throws(() => parseCommandLine(["version", "--watch"]), /version does not take --watch/);
-  assert.throws(() => parseCommandLine(["status", "-o", "json"]), /status does not take --output/);
 });
 
 Deno.test("kubectl bootc version: the plugin's build even when the cluster is out of reach", async () => {

@@ -141,12 +141,15 @@ async function run(flags: GlobalFlags, cmd: Command): Promise<number> {
         if (cmd.pool !== undefined && views.length === 0) {
           throw new NotFoundError("BootcNodePool", cmd.pool);
         }
-        await out(renderFrame(views, {
-          style,
-          width: isTerminal ? columns() : Infinity,
-          now: snapshot.now,
-          only: cmd.pool,
-        }));
+        const frame = cmd.output === "json"
+          ? JSON.stringify(views, null, 2) + "\n"
+          : renderFrame(views, {
+            style,
+            width: isTerminal ? columns() : Infinity,
+            now: snapshot.now,
+            only: cmd.pool,
+          });
+        await out(frame);
         return statusExitCode(views.map((v) => v.health), cmd.strict);
       }
       case "why": {
