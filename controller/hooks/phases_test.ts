@@ -43,7 +43,7 @@ function status(history: Revision[], state = "RollingOut"): BootcNodePoolStatus 
 const grant: Action = {
   kind: "patchNode",
   node: "n1",
-  grant: true,
+  intent: "grant",
   why: "assign slot",
   patch: { metadata: { annotations: { [ANNOTATION_IN_REBOOT_SLOT]: SLOT } } },
 };

@@ -50,7 +50,7 @@ function plan(p: BootcNodePool, answers?: ApprovalAnswer[]): Plan {
 }
 
 function granted(plan: Plan): string[] {
-  return plan.actions.filter((a) => a.kind === "patchNode" && a.grant).map((a) =>
+  return plan.actions.filter((a) => a.kind === "patchNode" && a.intent === "grant").map((a) =>
     "node" in a ? a.node : ""
   );
 }

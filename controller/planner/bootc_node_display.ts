@@ -173,7 +173,7 @@ export function foldBootcNodeDisplay(
         node,
         patch: { metadata: { annotations: set } },
         why: BOOTC_NODE_DISPLAY_WHY,
-        info: true,
+        intent: "annotate",
       });
     }
   }

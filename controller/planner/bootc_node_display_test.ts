@@ -98,7 +98,7 @@ Deno.test("display: Staged is written at once when no grant is coming, after Sta
       [ANNOTATION_STATE_SINCE]: NOW,
     }, `${state}, paused ${paused}`);
     const writes = bnPatches(applied(plan), "a");
-    assert.deepEqual(writes.map((w) => [w.why, w.info]), [[BOOTC_NODE_DISPLAY_WHY, true]]);
+    assert.deepEqual(writes.map((w) => [w.why, w.intent]), [[BOOTC_NODE_DISPLAY_WHY, "annotate"]]);
   }
   const again = stagedBehind("Staged", { paused: true });
   assert.equal(again.bootcNodeDisplay?.get("a"), undefined);

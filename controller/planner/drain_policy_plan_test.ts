@@ -228,7 +228,7 @@ Deno.test("drain policy: a node whose emptyDir pod the policy refuses is not gra
       pods: [pod("cache", "n1", { labels: {}, emptyDir: true })],
     }));
   const held = plan({});
-  const granted = ofKind(held, "patchNode").filter((a) => a.grant).map((a) => a.node);
+  const granted = ofKind(held, "patchNode").filter((a) => a.intent === "grant").map((a) => a.node);
   assert.deepEqual(granted, ["n2"], "n1 is neither cordoned nor given the slot");
   assert.deepEqual(held.status?.queue?.find((q) => q.node === "n1")?.waitingFor, "DrainPolicy");
   assert.match(
@@ -236,5 +236,5 @@ Deno.test("drain policy: a node whose emptyDir pod the policy refuses is not gra
     /drain policy refuses: n1 \(pod default\/cache has emptyDir data \(set spec\.rollout\.drain\.deleteEmptyDirData/,
   );
   const allowed = plan({ deleteEmptyDirData: true });
-  assert.ok(ofKind(allowed, "patchNode").some((a) => a.grant && a.node === "n1"));
+  assert.ok(ofKind(allowed, "patchNode").some((a) => a.intent === "grant" && a.node === "n1"));
 });

@@ -40,7 +40,7 @@ function staged(name: string): BootcNode {
 
 function nodePatches(plan: Plan): Extract<Action, { kind: "patchNode" }>[] {
   return plan.actions.filter((a): a is Extract<Action, { kind: "patchNode" }> =>
-    a.kind === "patchNode" && a.info !== true
+    a.kind === "patchNode" && a.intent !== "annotate"
   );
 }
 
@@ -75,7 +75,7 @@ Deno.test("External: staged nodes get no slot; the pool names the wait on the or
   );
   // The control: the same pool rolling itself grants both slots.
   const rolling = planPool(input(withStrategy(), { nodes, bootcNodes: bns, now: NOW }));
-  assert.equal(nodePatches(rolling).filter((a) => a.grant).length, 2);
+  assert.equal(nodePatches(rolling).filter((a) => a.intent === "grant").length, 2);
 });
 
 Deno.test("External: a staged node NotReady (the orchestrator rebooting it) waits, never stalls", () => {
@@ -137,7 +137,7 @@ Deno.test("back to RollingUpdate: a node the orchestrator left cordoned gets its
     bootcNodes: [staged("n1")],
     now: NOW,
   }));
-  const grant = nodePatches(plan).find((a) => a.grant);
+  const grant = nodePatches(plan).find((a) => a.intent === "grant");
   assert.ok(grant, "the staged node gets a slot");
   const annotations = (grant.patch.metadata as { annotations: Record<string, string> })
     .annotations;

@@ -430,7 +430,7 @@ function repairPhase(
       node: name,
       patch: repair.patch,
       why: "repair record",
-      repair: true,
+      intent: "repairRecord",
     });
   }
   if (repair.fixed.length > 0) {
@@ -1094,7 +1094,7 @@ function releaseOutput(
       node: name,
       patch: bnPatch,
       why: "release slot",
-      release: true,
+      intent: "release",
     });
   }
   const patch = releasePatch(node, bn, { unlabel: false });
@@ -1104,7 +1104,7 @@ function releaseOutput(
       node: name,
       patch,
       why: "release slot",
-      release: true,
+      intent: "release",
       observe: slotAt
         ? { metric: "update_seconds", seconds: (now.getTime() - slotAt.getTime()) / 1000 }
         : undefined,

@@ -12,7 +12,7 @@ function ofKind<K extends Action["kind"]>(plan: Plan, kind: K): Extract<Action, 
   return plan.actions.filter((a): a is Extract<Action, { kind: K }> => a.kind === kind);
 }
 function granted(plan: Plan): string[] {
-  return ofKind(plan, "patchNode").filter((a) => a.grant === true || a.why === "assign slot")
+  return ofKind(plan, "patchNode").filter((a) => a.intent === "grant" || a.why === "assign slot")
     .map((a) => a.node);
 }
 

@@ -315,7 +315,7 @@ export function foldNodeAnnotations(
         node,
         patch: { metadata: { annotations: set } },
         why: NODE_ANNOTATIONS_WHY,
-        info: true,
+        intent: "annotate",
       });
       continue;
     }

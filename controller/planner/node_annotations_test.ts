@@ -111,7 +111,7 @@ Deno.test("fold: into the plan's last write of that Node, else a write of its ow
       node: "a",
       patch: { metadata: { annotations: { [ANNOTATION_IN_REBOOT_SLOT]: NOW } } },
       why: "assign slot",
-      grant: true,
+      intent: "grant",
     },
     { kind: "patchBootcNode", node: "b", patch: {}, why: "sync spec" },
   ];
@@ -135,7 +135,7 @@ Deno.test("fold: into the plan's last write of that Node, else a write of its ow
     node: "b",
     patch: { metadata: { annotations: { [ANNOTATION_NODE_STATE]: "Staging" } } },
     why: NODE_ANNOTATIONS_WHY,
-    info: true,
+    intent: "annotate",
   });
   assert.equal(out.length, 4);
   assert.deepEqual(foldNodeAnnotations(actions, undefined), actions);
@@ -183,7 +183,7 @@ Deno.test("annotations: Staged is written at once when no grant is coming, after
       `${shown}, paused ${paused}`,
     );
     const writes = nodePatches(applied(plan), "a");
-    assert.deepEqual(writes.map((w) => [w.why, w.info]), [[NODE_ANNOTATIONS_WHY, true]]);
+    assert.deepEqual(writes.map((w) => [w.why, w.intent]), [[NODE_ANNOTATIONS_WHY, "annotate"]]);
   }
   // Once the Node says so, nothing more is written.
   const again = stagedBehind("Staged", { paused: true });
@@ -225,7 +225,7 @@ Deno.test("annotations: a grant says Draining in the grant's own write", () => {
   assert.deepEqual(plan.nodeAnnotations?.get("a"), { [ANNOTATION_NODE_STATE]: "Draining" });
   const writes = nodePatches(applied(plan), "a");
   assert.equal(writes.length, 1);
-  assert.equal(writes[0].grant, true);
+  assert.equal(writes[0].intent, "grant");
   const annotations = (writes[0].patch.metadata as { annotations: Record<string, string> })
     .annotations;
   assert.equal(annotations[ANNOTATION_IN_REBOOT_SLOT], NOW);

@@ -96,6 +96,22 @@ export interface Observation {
   seconds: number;
 }
 
+/**
+ * What a Node or BootcNode write is for, when the shell must treat it apart; a write
+ * without one is an ordinary step of the node's update.
+ *
+ * - `grant`: hands the node a reboot slot (`slot_grant.ts`): the last budget check, the
+ *   apply order and the hand-off metric key on it. A repair that rewrites the record is
+ *   no grant, so the patch alone cannot tell.
+ * - `release`: hands a node's slot back (`in_flight.ts`): the room it frees goes to
+ *   grants of the same plan, which the shell applies only after it (`shell/apply_order.ts`).
+ * - `repairRecord`: restores a damaged or removed disruption record: applied before any
+ *   grant of the plan.
+ * - `annotate`: only the annotations that tell people the node's update
+ *   (`node_annotations.ts`, `bootc_node_display.ts`): read-only facts, counted apart.
+ */
+export type WriteIntent = "grant" | "release" | "repairRecord" | "annotate";
+
 /** One write, applied by the shell in order. */
 export type Action =
   | { kind: "createBootcNode"; node: string; object: BootcNode }
@@ -105,13 +121,8 @@ export type Action =
     patch: MergePatch;
     why: string;
     observe?: Observation;
-    /**
-     * Set on a write of only the annotations `kubectl get bootcnodes` shows
-     * (`bootc_node_display.ts`): read-only facts, counted apart.
-     */
-    info?: true;
-    /** Set on the writes that hand a node's slot back (see {@linkcode isSlotRelease}). */
-    release?: true;
+    /** What the write is for, when the shell treats it apart ({@linkcode WriteIntent}). */
+    intent?: "annotate" | "release";
   }
   /**
    * A merge patch of the BootcNode's status subresource; `patch.metadata.resourceVersion`
@@ -125,23 +136,8 @@ export type Action =
     patch: MergePatch;
     why: string;
     observe?: Observation;
-    /**
-     * Set on the one write that hands the node a reboot slot (`slot_grant.ts`): the
-     * apply order and the hand-off metric key on it. A repair that rewrites the slot
-     * record is no grant, so the patch alone cannot tell.
-     */
-    grant?: true;
-    /**
-     * Set on the writes that hand a node's slot back (`in_flight.ts`): the planner
-     * counts the room they free for grants of the same plan, which the shell applies
-     * only after them (controller/shell/apply_order.ts).
-     */
-    release?: true;
-    /**
-     * Set on the write that restores a damaged or removed disruption record
-     * (`in_flight.ts`): the shell applies it before any grant of the plan.
-     */
-    repair?: true;
+    /** What the write is for, when the shell treats it apart ({@linkcode WriteIntent}). */
+    intent?: WriteIntent;
     /**
      * The Node's cordon (`spec.unschedulable`) the write was planned on, and the cached
      * `resourceVersion` it was read at. Set on the grant, which records that cordon as the
@@ -150,11 +146,6 @@ export type Action =
      * plan instead of recording a wrong prior state (controller/shell/action_writer.ts).
      */
     cordonSeen?: { unschedulable: boolean; resourceVersion?: string };
-    /**
-     * Set on a write of only the Node annotations that tell people the node's update
-     * (`node_annotations.ts`): read-only facts, counted apart from the record's writes.
-     */
-    info?: true;
   }
   | { kind: "evict"; node: string; pods: PodRef[] }
   /**
@@ -175,18 +166,18 @@ export interface PodRef {
 
 /** True for the action that grants a node a reboot slot: the one marked `grant`. */
 export function isSlotGrant(action: Action): boolean {
-  return action.kind === "patchNode" && action.grant === true;
+  return action.kind === "patchNode" && action.intent === "grant";
 }
 
 /** True for a write that hands a node's slot back (the Node's record, or the BootcNode's mirror). */
 export function isSlotRelease(action: Action): boolean {
   return (action.kind === "patchNode" || action.kind === "patchBootcNode") &&
-    action.release === true;
+    action.intent === "release";
 }
 
 /** True for the write that restores a node's disruption record. */
 export function isRecordRepair(action: Action): boolean {
-  return action.kind === "patchNode" && action.repair === true;
+  return action.kind === "patchNode" && action.intent === "repairRecord";
 }
 
 /** A Kubernetes Event to record. */

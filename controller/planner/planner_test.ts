@@ -595,7 +595,7 @@ function handOffScene(p: ReturnType<typeof pool>, waiting: string[]) {
 Deno.test("hand-off: a slot this plan releases goes to the next node in the same plan, after the release", () => {
   const plan = planPool(handOffScene(pool({ maxUnavailable: 1 }), ["n2", "n3"]));
   const release = plan.actions.findIndex((a) => a.kind === "patchNode" && a.why === "release slot");
-  const grant = plan.actions.findIndex((a) => a.kind === "patchNode" && a.grant === true);
+  const grant = plan.actions.findIndex((a) => a.kind === "patchNode" && a.intent === "grant");
   assert.ok(release >= 0 && grant > release, `release at ${release}, grant at ${grant}`);
   assert.deepEqual(withWhy(plan, "assign slot"), ["n2"]);
   assert.equal(plan.status?.slotsInUse, 1);

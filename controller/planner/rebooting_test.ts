@@ -52,7 +52,10 @@ for (
       }),
     );
     assert.equal(plan.status?.slots?.inUse, 1, "n1 keeps its slot");
-    assert.ok(!plan.actions.some((a) => a.kind === "patchNode" && a.grant), "no grant");
+    assert.ok(
+      !plan.actions.some((a) => a.kind === "patchNode" && a.intent === "grant"),
+      "no grant",
+    );
     const degraded = findCondition(plan.status?.conditions, "Degraded");
     if (stalled) {
       assert.equal(degraded?.status, "True");

@@ -195,7 +195,7 @@ function grantOutput(
       node: name,
       patch: grantPatch(c.node, input.pool.metadata.name ?? "", input.now),
       why: "assign slot",
-      grant: true,
+      intent: "grant",
       cordonSeen: { unschedulable: c.node.unschedulable, resourceVersion: c.node.resourceVersion },
     },
     {

@@ -163,13 +163,13 @@ export class ActionWriter {
       updated = await this.#bootcNodes.patch(action.node, action.patch, { type: "merge", ...OPTS });
     } catch (e) {
       // A display-only write to a BootcNode gone meanwhile: nothing to show.
-      if (action.info && isNotFound(e)) return 0;
+      if ((action.intent === "annotate") && isNotFound(e)) return 0;
       throw e;
     }
     // The annotations for `kubectl get bootcnodes` alone are counted apart (their cost shows).
-    this.#o.count(action.info ? "patchBootcNodeDisplay" : "patchBootcNode");
+    this.#o.count((action.intent === "annotate") ? "patchBootcNodeDisplay" : "patchBootcNode");
     ctx.written.push(writtenObject("bootcNodes", action.node, updated));
-    if (action.info) ctx.log.debug(action.why, { node: action.node });
+    if ((action.intent === "annotate")) ctx.log.debug(action.why, { node: action.node });
     else ctx.log.info(action.why, { node: action.node });
     this.#o.metrics?.observeAction(ctx.poolName, action, this.#o.clock.now());
     return 0;
@@ -229,9 +229,9 @@ export class ActionWriter {
     admission?.landed(action.node);
     if (isSlotRelease(action)) this.#o.admission?.released(action.node);
     // The annotations for people alone are counted apart (what they cost is visible).
-    this.#o.count(action.info ? "patchNodeAnnotations" : "patchNode");
+    this.#o.count((action.intent === "annotate") ? "patchNodeAnnotations" : "patchNode");
     ctx.written.push(writtenObject("nodes", action.node, updated));
-    if (action.info) ctx.log.debug(action.why, { node: action.node });
+    if ((action.intent === "annotate")) ctx.log.debug(action.why, { node: action.node });
     else ctx.log.info(action.why, { node: action.node });
     this.#o.metrics?.observeAction(ctx.poolName, action, this.#o.clock.now());
     return 0;

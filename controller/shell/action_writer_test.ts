@@ -31,7 +31,7 @@ const object = (uid: string, resourceVersion: string) => ({
 Deno.test("ActionWriter: writes are recorded by the identity the API returned", async () => {
   const w = world(() => jsonResponse(object("u2", "41")));
   await w.apply({ kind: "createBootcNode", node: "n1", object: bootcNode("n1") });
-  await w.apply({ kind: "patchNode", node: "n1", patch: {}, why: "assign slot", grant: true });
+  await w.apply({ kind: "patchNode", node: "n1", patch: {}, why: "assign slot", intent: "grant" });
   await w.apply({ kind: "deleteBootcNode", node: "n1", uid: "u1" });
   assert.deepEqual(w.written, [
     { store: "bootcNodes", name: "n1", uid: "u2", resourceVersion: "41" },
@@ -156,7 +156,7 @@ Deno.test("ActionWriter: once the fence closes (lease no longer held) nothing mo
   });
   const written: Written[] = [];
   const apply = (action: Action) => writer.apply(pool(), action, written, silentLogger);
-  await apply({ kind: "patchNode", node: "n1", patch: {}, why: "assign slot", grant: true });
+  await apply({ kind: "patchNode", node: "n1", patch: {}, why: "assign slot", intent: "grant" });
   assert.equal(transport.requests.length, 1);
   const refused = await apply({
     kind: "evict",
@@ -166,7 +166,7 @@ Deno.test("ActionWriter: once the fence closes (lease no longer held) nothing mo
   assert.equal(transport.requests.length, 2, "the second eviction did not go out");
   assert.equal(refused, 0);
   await assert.rejects(
-    apply({ kind: "patchNode", node: "n2", patch: {}, why: "assign slot", grant: true }),
+    apply({ kind: "patchNode", node: "n2", patch: {}, why: "assign slot", intent: "grant" }),
     /not leading/,
   );
   await assert.rejects(
@@ -185,7 +185,7 @@ const grant: Action = {
     spec: { unschedulable: true },
   },
   why: "assign slot",
-  grant: true,
+  intent: "grant",
   cordonSeen: { unschedulable: false, resourceVersion: "7" },
 };
 

@@ -8,14 +8,14 @@ const release = (node: string): Action => ({
   node,
   patch: { metadata: { annotations: { [ANNOTATION_IN_REBOOT_SLOT]: null } } },
   why: "release slot",
-  release: true,
+  intent: "release",
 });
 const grant = (node: string): Action => ({
   kind: "patchNode",
   node,
   patch: { metadata: { annotations: { [ANNOTATION_IN_REBOOT_SLOT]: "2026-11-23T00:00:00Z" } } },
   why: "assign slot",
-  grant: true,
+  intent: "grant",
 });
 const mirror = (node: string): Action => ({
   kind: "patchBootcNode",
@@ -32,7 +32,7 @@ const repair = (node: string): Action => ({
   node,
   patch: { metadata: { annotations: { [ANNOTATION_IN_REBOOT_SLOT]: "2026-11-23T00:00:00Z" } } },
   why: "repair record",
-  repair: true,
+  intent: "repairRecord",
 });
 
 Deno.test("isSlotGrant: the grant, not a release nor a repair that rewrites the slot record", () => {
@@ -42,7 +42,7 @@ Deno.test("isSlotGrant: the grant, not a release nor a repair that rewrites the 
   assert.equal(isSlotGrant(mirror("a")), false);
   assert.equal(isSlotGrant({ kind: "addFinalizer" }), false);
   // Known by its mark, not by its words: the same `why` without the mark is no grant.
-  const { grant: _, ...unmarked } = grant("a") as Extract<Action, { kind: "patchNode" }>;
+  const { intent: _, ...unmarked } = grant("a") as Extract<Action, { kind: "patchNode" }>;
   assert.equal(isSlotGrant(unmarked), false);
 });
 
@@ -55,9 +55,9 @@ const drained = (node: string): Action => ({
 
 Deno.test("isSlotRelease: the marked writes that hand a slot back, not words alike", () => {
   assert.equal(isSlotRelease(release("a")), true);
-  assert.equal(isSlotRelease({ ...mirror("a"), release: true } as Action), true);
+  assert.equal(isSlotRelease({ ...mirror("a"), intent: "release" } as Action), true);
   assert.equal(isSlotRelease(grant("a")), false);
-  const { release: _, ...unmarked } = release("a") as Extract<Action, { kind: "patchNode" }>;
+  const { intent: _, ...unmarked } = release("a") as Extract<Action, { kind: "patchNode" }>;
   assert.equal(isSlotRelease(unmarked), false);
 });
 

@@ -74,7 +74,7 @@ const grant = (n: string): Action => ({
   node: n,
   patch: {},
   why: "assign slot",
-  grant: true,
+  intent: "grant",
 });
 const at = (s: number) => new Date(Date.parse(NOW) + s * 1000);
 
