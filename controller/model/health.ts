@@ -23,7 +23,7 @@ import {
 import { type DesiredImage, entryMatches } from "./effective_state.ts";
 import { matchesSelector } from "./selector.ts";
 import { shortReference } from "../../lib/api/display.ts";
-import { parseTime, pastTime } from "./slots.ts";
+import { parseTime } from "./slots.ts";
 import type { NodeSummary, PodSummary } from "./types.ts";
 
 /** Default `spec.rollout.health.timeoutSeconds`. */
@@ -226,12 +226,7 @@ export function soakVerdict(input: SoakInput): SoakVerdict {
   }
   // Without a grace, a flap the reconciles did not see still counts: the Ready condition
   // changed during the soak, so it was NotReady in between.
-  // A Ready time ahead of our clock (another clock's) tells nothing of the soak.
-  const readySince = pastTime(node.readySince, now);
-  if (
-    graceMs === 0 && readySince && input.soakStart &&
-    readySince.getTime() > input.soakStart.getTime()
-  ) {
+  if (graceMs === 0 && since && input.soakStart && since.getTime() > input.soakStart.getTime()) {
     return {
       state: "Failed",
       message: `node ${node.name} was not Ready during the canary soak (Ready again since ` +

@@ -140,8 +140,8 @@ export const BOOTC_NODE_DISPLAY_WHY = "state for kubectl get";
 /**
  * `actions` with the BootcNode annotation `changes` folded in: into the plan's
  * last BootcNode patch for that node (the values are those after the plan), or
- * the BootcNode it creates, else an annotation-only patch of its own, marked
- * `info`, after the others.
+ * the BootcNode it creates, else an annotation-only patch of its own (intent
+ * `annotate`), after the others.
  */
 export function foldBootcNodeDisplay(
   actions: readonly Action[],

@@ -73,7 +73,7 @@ import {
   type StepOutput,
   stepOutput,
 } from "./plan.ts";
-import { formatTime, parseTime, pastTime, slotUnhealthyReason } from "../model/slots.ts";
+import { formatTime, parseTime, slotUnhealthyReason } from "../model/slots.ts";
 import type { NodeSummary, PdbSummary, PodSummary } from "../model/types.ts";
 
 /** Why a node is stalled, found by a step (the Stalled condition's reason and message). */
@@ -225,10 +225,9 @@ export function evictPass(
   return { action, pass, toEvict: pass.toEvict.length, terminating: pass.terminating.length };
 }
 
-/** How long `node` has been Ready; a time unreadable or ahead of ours counts as long enough. */
 function readyForMs(node: NodeSummary, now: Date): number {
   if (!node.ready) return -1;
-  const since = pastTime(node.readySince, now);
+  const since = parseTime(node.readySince);
   return since ? now.getTime() - since.getTime() : Number.POSITIVE_INFINITY;
 }
 

@@ -294,7 +294,7 @@ export const NODE_ANNOTATIONS_WHY = "node annotations";
 /**
  * `actions` with the annotation `changes` folded in: into the last Node patch
  * the plan makes for that node (the values are those after the plan), else in
- * an annotation-only Node patch of its own, marked `info`, after the others.
+ * an annotation-only Node patch of its own, intent `annotate`, after the others.
  */
 export function foldNodeAnnotations(
   actions: readonly Action[],

@@ -103,7 +103,7 @@ Deno.test("applyMergePatch and projectNode follow RFC 7386", () => {
   assert.equal(projectNode(after, [{ spec: { unschedulable: null } }]).unschedulable, false);
 });
 
-Deno.test("fold: into the plan's last write of that Node, else a write of its own marked info", () => {
+Deno.test("fold: into the plan's last write of that Node, else a write of its own, intent annotate", () => {
   const actions: Action[] = [
     { kind: "patchNode", node: "a", patch: { metadata: { labels: { x: "" } } }, why: "one" },
     {
