@@ -167,7 +167,7 @@ import {
 } from "../lib/api/constants.ts";
 // Whether the phase conditions are about an image: the one test the controller and the
 // plugin read too.
-import { daemonUnreported, phaseTargetIs } from "../lib/api/node_state.ts";
+import { daemonSaysRebooting, daemonUnreported, phaseTargetIs } from "../lib/api/node_state.ts";
 import type {
   BootcNodeSpec,
   BootcNodeStatus,
@@ -965,9 +965,7 @@ function phaseConditions(
     if (lastRebooted?.status !== "True") {
       const rebootedNow = lastRebooted?.reason === PhaseReason.Rebooting ||
         lastRebooted?.reason === PhaseReason.RollingBack ||
-        (!newTarget &&
-          findCondition(input.status?.conditions, NodeConditionType.Idle)?.reason ===
-            IdleReason.Rebooting);
+        (!newTarget && daemonSaysRebooting({ status: input.status }));
       set(
         rebootedNow
           ? {
