@@ -50,6 +50,7 @@ import {
   type Action,
   type ActionFailure,
   actionKey,
+  API_RETRY,
   decide,
   type Decision,
   DEFAULT_REBOOT_RECHECK_MS,
@@ -543,6 +544,11 @@ export class Agent {
     }
   }
 
+  /** When a failed status write is tried again: soon, whatever the count (see API_RETRY). */
+  #writeRetryAt(): Date {
+    return new Date(this.#clock.now().getTime() + retryDelay(this.#writeFailures, API_RETRY));
+  }
+
   #recordFailure(action: Action, e: unknown): void {
     const key = actionKey(action);
     const attempts = (this.#failures[key]?.attempts ?? 0) + 1;
@@ -681,9 +687,7 @@ export class Agent {
         if (decision.changed) {
           const before = this.#current.status;
           if (!(await this.#write(decision.status))) {
-            deadlines.push(
-              new Date(this.#clock.now().getTime() + retryDelay(this.#writeFailures, this.#retry)),
-            );
+            deadlines.push(this.#writeRetryAt());
             break;
           }
           this.#logTransition(before, decision.status);
@@ -869,10 +873,7 @@ export class Agent {
     }
     if (decision.changed) {
       const before = this.#current?.status;
-      if (!(await this.#write(decision.status))) {
-        this.kick();
-        return undefined;
-      }
+      if (!(await this.#write(decision.status))) return this.#writeRetryAt();
       this.#logTransition(before, decision.status);
       // The write took time (or this process was frozen meanwhile): the Node is read again, so
       // the last check before bootc is against what the API holds now, not before the write.

@@ -19,7 +19,7 @@ import {
   type HealthCheckIntervals,
   MAX_STATUS_EVENTS,
 } from "./agent.ts";
-import { STAGING_REPORT_DELAY_MS } from "./decide.ts";
+import { API_RETRY, DEFAULT_RETRY, type RetryPolicy, STAGING_REPORT_DELAY_MS } from "./decide.ts";
 import {
   FakeBootcHost,
   fakeEntry,
@@ -102,6 +102,8 @@ interface StartOptions {
   owned?: boolean;
   /** Health check intervals (default: the agent's). */
   healthCheck?: Partial<HealthCheckIntervals>;
+  /** Backoff of failed actions (default: 1 s doubling to 8 s). */
+  retry?: RetryPolicy;
 }
 
 async function start(
@@ -156,7 +158,7 @@ async function start(
         executor: host,
         hostRoot,
         clock,
-        retry: { initialMs: 1_000, maxMs: 8_000 },
+        retry: options.retry ?? { initialMs: 1_000, maxMs: 8_000 },
         healthCheck: options.healthCheck,
       });
       done = h.agent.run(controller.signal);
@@ -222,6 +224,45 @@ Deno.test("agent: a slow pull's Staging that fails to write is tried again while
     assert.equal(h.nodes.peek(NODE)?.status?.observedGeneration, 1);
     release();
     await waitFor(() => h.idle() === "False/Staged", "Staged");
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("agent: a reboot due as the API server goes away is issued soon after it is back", async () => {
+  const host = new FakeBootcHost(A);
+  host.staged = fakeEntry(B, { downloadOnly: true });
+  const h = await start({ desiredImage: B }, host, { retry: DEFAULT_RETRY });
+  try {
+    await waitFor(() => h.idle() === "False/Staged", "Staged reported");
+    const outage = new Error("connect ECONNREFUSED 10.96.0.1:443");
+    // The API server goes away just as the daemon persists Rebooting.
+    h.nodes.beforePatch = () => {
+      for (const r of [h.nodes, h.coreNodes]) {
+        r.failPatch = outage;
+        r.failGet = outage;
+      }
+    };
+    h.coreNodes.put(readyToReboot(B));
+    h.nodes.put({
+      ...h.nodes.peek(NODE)!,
+      spec: { ...h.nodes.peek(NODE)!.spec, desiredImageState: "Booted" },
+    });
+    await waitFor(() => h.nodes.failPatch !== undefined, "the outage");
+    h.nodes.beforePatch = undefined;
+    // Ten minutes down: every try fails, and the tries back off meanwhile.
+    const end = h.clock.now().getTime() + 10 * 60_000;
+    await advanceUntil(h, () => h.clock.now().getTime() >= end, "the outage", 5_000);
+    assert.equal(h.host.rebootRequested, false, "no reboot without the reads");
+    for (const r of [h.nodes, h.coreNodes]) {
+      r.failPatch = undefined;
+      r.failGet = undefined;
+    }
+    const back = h.clock.now().getTime();
+    await advanceUntil(h, () => h.host.rebootRequested, "the apply once the API answers");
+    const waited = h.clock.now().getTime() - back;
+    assert.ok(waited <= API_RETRY.maxMs, `applied ${waited} ms after the outage`);
+    assert.equal(h.idle(), "False/Rebooting");
   } finally {
     await h.close();
   }

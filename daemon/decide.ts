@@ -240,6 +240,14 @@ export interface RetryPolicy {
 /** Default {@linkcode RetryPolicy}. */
 export const DEFAULT_RETRY: RetryPolicy = { initialMs: 10_000, maxMs: 10 * 60_000 };
 
+/**
+ * Backoff of the daemon's own status writes. Nothing else wakes the daemon once the API
+ * server answers again, so a write that failed through an outage must not sleep for the
+ * minutes a registry or a host command backs off: a reboot persisted as Rebooting would
+ * wait that long to be issued, and every view would show it rebooting meanwhile.
+ */
+export const API_RETRY: RetryPolicy = { initialMs: 1_000, maxMs: 15_000 };
+
 /** How long a status timeout is tolerated before it is reported (default 10 min). */
 export const DEFAULT_STATUS_BUSY_GRACE_MS = 10 * 60_000;
 
