@@ -156,13 +156,24 @@ export async function writeApplyVerdict(
   await writeAtomic(verdictPath(paths, id), JSON.stringify(verdict) + "\n");
 }
 
-/** Every recorded invocation, oldest first, with its verdict when there is one. */
-export async function readApplyRecords(paths: SimPaths): Promise<ApplyRecord[]> {
+/**
+ * Every recorded invocation, oldest first, with its verdict when there is one; with
+ * `pendingOnly`, only those without one, read without opening the others' files (the
+ * harness polls for them every few milliseconds for the whole run).
+ */
+export async function readApplyRecords(
+  paths: SimPaths,
+  options: { pendingOnly?: boolean } = {},
+): Promise<ApplyRecord[]> {
   const ids: string[] = [];
+  const judged = new Set<string>();
   try {
     for await (const entry of Deno.readDir(paths.appliesDir)) {
-      const m = /^(.+)(?<!\.verdict)\.json$/.exec(entry.name);
-      if (entry.isFile && m) ids.push(m[1]);
+      if (!entry.isFile) continue;
+      const verdict = /^(.+)\.verdict\.json$/.exec(entry.name);
+      const invocation = /^(.+)\.json$/.exec(entry.name);
+      if (verdict) judged.add(verdict[1]);
+      else if (invocation) ids.push(invocation[1]);
     }
   } catch (e) {
     if (e instanceof Deno.errors.NotFound) return [];
@@ -171,13 +182,14 @@ export async function readApplyRecords(paths: SimPaths): Promise<ApplyRecord[]> 
   ids.sort();
   const records: ApplyRecord[] = [];
   for (const id of ids) {
+    if (options.pendingOnly && judged.has(id)) continue;
     let invocation: ApplyInvocation;
     try {
       invocation = JSON.parse(await Deno.readTextFile(invocationPath(paths, id)));
     } catch {
       continue; // removed meanwhile (the host is being destroyed)
     }
-    const verdict = await readVerdict(paths, id);
+    const verdict = judged.has(id) ? await readVerdict(paths, id) : undefined;
     records.push(verdict ? { ...invocation, verdict } : invocation);
   }
   return records;

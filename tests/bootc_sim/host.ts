@@ -258,7 +258,7 @@ export class SimulatedHost {
 
   /** The recorded `--apply` invocations that have no verdict yet (gated ones are waiting). */
   async pendingApplies(): Promise<ApplyRecord[]> {
-    return (await this.applyInvocations()).filter((r) => r.verdict === undefined);
+    return await readApplyRecords(this.paths, { pendingOnly: true });
   }
 
   /** Records the harness's verdict on an invocation; a gated `--apply` then proceeds. */

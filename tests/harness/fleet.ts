@@ -152,6 +152,8 @@ export class Fleet {
   #gateLoop?: Promise<void>;
   /** Invocation ids being judged or judged (so each is judged once). */
   #judging = new Set<string>();
+  /** Set when a daemon should start without waiting for the next Node list (after a reboot). */
+  #listNow = false;
   /** Reboots performed so far. */
   rebootCount = 0;
   /** Node writes the supervisor itself made (readiness flips), to tell them from the operator's. */
@@ -241,6 +243,7 @@ export class Fleet {
   /** Lets the supervisor run a node's daemon again. */
   allowDaemon(name: string): void {
     this.#member(name).daemonAllowed = true;
+    this.#listNow = true;
   }
 
   /**
@@ -260,24 +263,19 @@ export class Fleet {
   async #supervise(): Promise<void> {
     const signal = this.#abort.signal;
     const nodes = this.#options.controlPlane.client.resource<INode>(Resources.nodes);
+    // Reboot requests are local files, looked for often; the Node list that says which
+    // daemons should run is an API request, made once a second (a DaemonSet is no quicker).
+    let listedAt = 0;
     while (!signal.aborted) {
       try {
-        const list = await nodes.list({ signal });
-        const managed = new Set(
-          list.items.filter((n) => n.metadata?.labels?.[LABEL_MANAGED] !== undefined)
-            .map((n) => n.metadata!.name!),
-        );
+        if (this.#listNow || Date.now() - listedAt >= SUPERVISE_LIST_MS) {
+          this.#listNow = false;
+          listedAt = Date.now();
+          await this.#startAndStopDaemons(await nodes.list({ signal }));
+        }
         for (const member of this.nodes.values()) {
-          if (member.rebooting) continue;
-          const running = member.daemon?.running === true;
-          if (managed.has(member.name) && member.daemonAllowed && !running) {
-            await this.#startDaemon(member);
-          } else if (!managed.has(member.name) && running) {
-            await member.daemon!.stop({ graceMs: 5000 });
-            member.daemon = undefined;
-            this.#options.onEvent?.({ type: "daemon-stopped", node: member.name });
-          }
-          if (running && await member.host.rebootRequested()) {
+          if (member.rebooting || member.daemon?.running !== true) continue;
+          if (await member.host.rebootRequested()) {
             this.#track(this.#rebootCycle(member, { unexpected: false }));
           }
         }
@@ -286,6 +284,25 @@ export class Fleet {
         if (signal.aborted) break;
       }
       await new Promise((resolve) => setTimeout(resolve, 150));
+    }
+  }
+
+  /** DaemonSet emulation: a daemon on every managed Node the fleet runs, none elsewhere. */
+  async #startAndStopDaemons(list: { items: INode[] }): Promise<void> {
+    const managed = new Set(
+      list.items.filter((n) => n.metadata?.labels?.[LABEL_MANAGED] !== undefined)
+        .map((n) => n.metadata!.name!),
+    );
+    for (const member of this.nodes.values()) {
+      if (member.rebooting) continue;
+      const running = member.daemon?.running === true;
+      if (managed.has(member.name) && member.daemonAllowed && !running) {
+        await this.#startDaemon(member);
+      } else if (!managed.has(member.name) && running) {
+        await member.daemon!.stop({ graceMs: 5000 });
+        member.daemon = undefined;
+        this.#options.onEvent?.({ type: "daemon-stopped", node: member.name });
+      }
     }
   }
 
@@ -462,6 +479,7 @@ export class Fleet {
       this.#options.onEvent?.({ type: "reboot-finished", node: member.name, soft: boot.soft });
     } finally {
       member.rebooting = false;
+      this.#listNow = true; // its daemon starts again at once
     }
   }
 
@@ -518,6 +536,9 @@ function bootEvent(type: FleetEvent["type"], node: string, boot: BootRecord): Fl
     ...(boot.badBoot ? { badBoot: formatBadBoot(boot.badBoot) } : {}),
   };
 }
+
+/** How often the supervisor lists Nodes to start and stop daemons. */
+const SUPERVISE_LIST_MS = 1_000;
 
 /** Retries `fn` for up to a minute: the API server may be restarting under a fault scenario. */
 async function retry<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
