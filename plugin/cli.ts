@@ -32,6 +32,8 @@ export type Command =
     intervalMs: number;
     strict: boolean;
     output: "text" | "json";
+    /** `--timeout`: follow until every pool is done or unhealthy, at most this long. */
+    timeoutMs?: number;
   }
   | { command: "why"; node: string }
   | { command: "pause" | "resume" | "history" | "abort" | "retry"; pool: string }
@@ -51,12 +53,14 @@ export const DEFAULT_INTERVAL_MS = 2_000;
 export const USAGE = `kubectl bootc: watch and steer bootc OS image rollouts.
 
 Usage:
-  kubectl bootc status [POOL] [--watch] [--interval DUR] [--strict] [-o text|json]
+  kubectl bootc status [POOL] [--watch] [--timeout DUR] [--interval DUR] [--strict] [-o text|json]
       Per pool: a headline coloured by health, what is wrong or what it waits for, the
       stable and new images, canary step, a progress bar, slots, time left, and a tree
       of its nodes (state, version, slot or queue place, what each waits for).
       --watch (-w) redraws on a terminal and prints a line per change otherwise.
-      -o json prints the same per pool and node as JSON (not with --watch).
+      --timeout DUR follows like --watch until every pool is done (exit 0) or one is
+      unhealthy (exit 1); still progressing when DUR runs out: exit 4.
+      -o json prints the same per pool and node as JSON (not with --watch or --timeout).
       Exit code: 0 healthy or progressing, 1 a pool is degraded, halted, rolled back or
       its circuit is open; with --strict, 4 while a pool is still progressing.
   kubectl bootc why NODE
@@ -97,11 +101,11 @@ error, or the pool or node does not exist; 3 the API server or kubeconfig failed
 
 Durations: 500ms, 2s, 1m, or a number of seconds.`;
 
-/** Parses `500ms`, `2s`, `1m` or plain seconds into milliseconds. */
+/** Parses `500ms`, `2s`, `1m`, `1h` or plain seconds into milliseconds. */
 export function parseDuration(text: string, flag: string): number {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(text.trim());
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim());
   if (!m) throw new UsageError(`${flag}: invalid duration ${JSON.stringify(text)}`);
-  return Math.round(Number(m[1]) * { ms: 1, s: 1_000, m: 60_000 }[m[2] ?? "s"]!);
+  return Math.round(Number(m[1]) * { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 }[m[2] ?? "s"]!);
 }
 
 const VALUE_FLAGS: Record<string, string> = {
@@ -110,6 +114,7 @@ const VALUE_FLAGS: Record<string, string> = {
   "--namespace": "namespace",
   "-n": "namespace",
   "--interval": "interval",
+  "--timeout": "timeout",
   "--to-revision": "to-revision",
   "--revision": "revision",
   "--output": "output",
@@ -185,11 +190,18 @@ export function parseCommandLine(
   };
   switch (verb) {
     case "status": {
-      only(["watch", "interval", "strict", "output"]);
+      only(["watch", "interval", "strict", "output", "timeout"]);
       if (rest.length > 1) throw new UsageError("status takes at most one POOL");
       const output = outputFormat(values.get("output"));
-      if (output === "json" && switches.has("watch")) {
-        throw new UsageError("status -o json prints once: it does not take --watch");
+      for (const follow of ["watch", "timeout"]) {
+        if (output === "json" && (switches.has(follow) || values.has(follow))) {
+          throw new UsageError(`status -o json prints once: it does not take --${follow}`);
+        }
+      }
+      const timeout = values.get("timeout");
+      const timeoutMs = timeout === undefined ? undefined : parseDuration(timeout, "--timeout");
+      if (timeoutMs !== undefined && timeoutMs <= 0) {
+        throw new UsageError("--timeout must be more than 0s");
       }
       const interval = values.get("interval");
       const intervalMs = interval === undefined
@@ -205,6 +217,7 @@ export function parseCommandLine(
           intervalMs,
           strict: switches.has("strict"),
           output,
+          ...(timeoutMs !== undefined ? { timeoutMs } : {}),
         },
       };
     }

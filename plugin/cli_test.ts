@@ -31,6 +31,20 @@ Deno.test("status: optional pool, --watch/-w, --interval in any position", () =>
   assert.throws(() => parseCommandLine(["why", "n1", "--strict"]), /why does not take --strict/);
 });
 
+Deno.test("status --timeout: a duration, more than zero, not with -o json", () => {
+  const c = parseCommandLine(["status", "workers", "--timeout", "10m"]).command;
+  assert.equal((c as { timeoutMs?: number }).timeoutMs, 600_000);
+  const h = parseCommandLine(["status", "--timeout=1h"]).command;
+  assert.equal((h as { timeoutMs?: number }).timeoutMs, 3_600_000);
+  assert.equal("timeoutMs" in parseCommandLine(["status"]).command, false);
+  assert.throws(() => parseCommandLine(["status", "--timeout", "0"]), /more than 0s/);
+  assert.throws(() => parseCommandLine(["status", "--timeout", "soon"]), /invalid duration/);
+  assert.throws(
+    () => parseCommandLine(["status", "-o", "json", "--timeout", "1m"]),
+    /does not take --timeout/,
+  );
+});
+
 Deno.test("kubectl's connection flags, both spellings, anywhere", () => {
   const { flags } = parseCommandLine([
     "why",

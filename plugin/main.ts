@@ -13,6 +13,7 @@
  */
 import { type Command, type GlobalFlags, parseCommandLine, USAGE, UsageError } from "./cli.ts";
 import { ExitCode, NotFoundError } from "./errors.ts";
+import type { PoolView } from "./status_view.ts";
 
 const encoder = new TextEncoder();
 
@@ -113,14 +114,18 @@ async function run(flags: GlobalFlags, cmd: Command): Promise<number> {
           import("./status_view.ts"),
           import("./health.ts"),
         ]);
-        if (cmd.watch) {
+        if (cmd.watch || cmd.timeoutMs !== undefined) {
           const { watchStatus } = await import("./watch.ts");
           const stop = new AbortController();
           const onSignal = () => stop.abort();
           Deno.addSignalListener("SIGINT", onSignal);
           Deno.addSignalListener("SIGTERM", onSignal);
+          const waiting = cmd.timeoutMs !== undefined;
+          const codeOf = (views: readonly PoolView[]) =>
+            statusExitCode(views.map((v) => v.health), true);
+          let views: PoolView[];
           try {
-            await watchStatus({
+            views = await watchStatus({
               read: () => readSnapshot(client, cmd.pool),
               write: out,
               isTerminal,
@@ -128,13 +133,32 @@ async function run(flags: GlobalFlags, cmd: Command): Promise<number> {
               columns,
               pool: cmd.pool,
               intervalMs: cmd.intervalMs,
-              signal: stop.signal,
+              signal: waiting
+                ? AbortSignal.any([stop.signal, AbortSignal.timeout(cmd.timeoutMs!)])
+                : stop.signal,
+              until: waiting
+                ? (views) => views.length > 0 && codeOf(views) !== ExitCode.NotDone
+                : undefined,
             });
           } finally {
             Deno.removeSignalListener("SIGINT", onSignal);
             Deno.removeSignalListener("SIGTERM", onSignal);
           }
-          return ExitCode.Ok;
+          if (!waiting) return ExitCode.Ok;
+          if (cmd.pool !== undefined && views.length === 0) {
+            throw new NotFoundError("BootcNodePool", cmd.pool);
+          }
+          const code = views.length > 0 ? codeOf(views) : ExitCode.NotDone;
+          if (code === ExitCode.NotDone) {
+            const left = views.filter((v) => v.health !== "healthy").map((v) => v.name);
+            console.error(
+              `kubectl bootc: ${
+                stop.signal.aborted ? "stopped" : `timed out after ${cmd.timeoutMs! / 1000}s`
+              } waiting for ` +
+                (left.length > 0 ? `${left.join(", ")} (still progressing)` : "a pool"),
+            );
+          }
+          return code;
         }
         const snapshot = await readSnapshot(client, cmd.pool);
         const views = poolViews(snapshot, cmd.pool);

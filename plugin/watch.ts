@@ -1,5 +1,6 @@
 /**
- * `status --watch`: refreshes every interval until interrupted. On a terminal
+ * `status --watch`: refreshes every interval until interrupted (with `--timeout`, until
+ * every pool is done or unhealthy, or the time ran out). On a terminal
  * the frame is redrawn in place (cursor home, each line cleared to its end, the
  * rest of the screen cleared: no flicker, no scrolling); otherwise one plain
  * line is appended per pool whenever something other than the time estimate
@@ -61,10 +62,15 @@ export interface WatchOptions {
   pool?: string;
   intervalMs: number;
   signal: AbortSignal;
+  /** Ends the watch once it holds for the pools just read (`status --timeout`). */
+  until?: (views: readonly PoolView[]) => boolean;
 }
 
-/** Refreshes until `signal` aborts. A failed read is shown and retried, never fatal. */
-export async function watchStatus(options: WatchOptions): Promise<void> {
+/**
+ * Refreshes until `signal` aborts or `until` holds; returns the pools last read. A failed
+ * read is shown and retried, never fatal.
+ */
+export async function watchStatus(options: WatchOptions): Promise<PoolView[]> {
   const { write, style, signal } = options;
   const printed = new Map<string, string>();
   let first = true;
@@ -110,8 +116,10 @@ export async function watchStatus(options: WatchOptions): Promise<void> {
       if (lines.length > 0) await write(lines.join("\n") + "\n");
     }
     lastError = error;
+    if (!error && options.until?.(views)) break;
     await sleep(options.intervalMs, signal);
   }
+  return views;
 }
 
 /** Resolves after `ms` or as soon as `signal` aborts. */

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import type { Snapshot } from "./model.ts";
 import { createStyle, stripAnsi } from "./style.ts";
+import type { PoolView } from "./status_view.ts";
 import { bootcNode, NEW, node, NOW, pool } from "./testing.ts";
 import { CLEAR_BELOW, CLEAR_LINE, CLEAR_SCREEN, HOME, redraw, watchStatus } from "./watch.ts";
 
@@ -25,10 +26,20 @@ function rollout(): Snapshot[] {
 
 /** Runs watchStatus over `reads` (a function throws), stopping after the last. */
 async function run(reads: (Snapshot | Error)[], isTerminal: boolean, color = false) {
+  return (await follow(reads, isTerminal, color)).writes;
+}
+
+/** {@linkcode run}, ended by `until`: what was written, the pools last read, reads made. */
+async function follow(
+  reads: (Snapshot | Error)[],
+  isTerminal: boolean,
+  color = false,
+  until?: (views: readonly PoolView[]) => boolean,
+) {
   const writes: string[] = [];
   const controller = new AbortController();
   let i = 0;
-  await watchStatus({
+  const views = await watchStatus({
     read: () => {
       // Past the last one: stop (the loop ignores a read that fails because it stopped).
       if (i >= reads.length) controller.abort();
@@ -44,8 +55,9 @@ async function run(reads: (Snapshot | Error)[], isTerminal: boolean, color = fal
     columns: () => 100,
     intervalMs: 1,
     signal: controller.signal,
+    until,
   });
-  return writes;
+  return { writes, views, reads: i };
 }
 
 Deno.test("redraw: clear once, then home; every line cleared to its end; the rest below", () => {
@@ -79,6 +91,16 @@ Deno.test("off a terminal: one plain line per change, none for a mere tick", asy
     "0 failed; done\n",
   ]);
   for (const w of writes) assert.ok(!w.includes("\x1b"), "no escape codes in plain lines");
+});
+
+Deno.test("until: the watch ends at the first read it holds for, with those pools", async () => {
+  const done = (views: readonly PoolView[]) => views.every((v) => v.counts.updated === v.total);
+  const ended = await follow(rollout(), false, false, done);
+  assert.equal(ended.reads, 4, "it stopped at the finished rollout, reading no more");
+  assert.equal(ended.views[0].counts.updated, 2);
+  assert.match(ended.writes.at(-1)!, /2\/2 updated.*; done\n$/);
+  const never = await follow(rollout(), false, false, () => false);
+  assert.equal(never.reads, 5, "without it holding, only the signal ends the watch");
 });
 
 Deno.test("a failed read is shown and retried, once per distinct error off a terminal", async () => {

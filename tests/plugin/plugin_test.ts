@@ -370,6 +370,10 @@ Deno.test("kubectl bootc: live status in a terminal, why, pause/resume, a failur
         ],
         "web-1 updated, the rest paused",
       );
+      // A paused rollout is not done: a wait for it runs out and says so.
+      const waited = await kubectlBootc(["status", "web", "--timeout", "2s", ...ctx]);
+      assert.equal(waited.code, 4, waited.stderr);
+      assert.match(waited.stderr, /timed out after 2s waiting for web \(still progressing\)/);
     });
 
     await step(t, "a budget of 0: the gate is named and the time left is estimated", async () => {
@@ -393,8 +397,13 @@ Deno.test("kubectl bootc: live status in a terminal, why, pause/resume, a failur
     });
 
     await step(t, "the rollout completes on screen and in the piped lines", async () => {
+      // Started before the budget is lifted, a wait ends by itself once the rollout is done.
+      const waiting = kubectlBootc(["status", "web", "--timeout", "10m", ...ctx]);
       await patchPoolSpec(stack, "web", { rollout: { budgets: null } });
       await waitConverged(stack, "web", v2.digest, 4, SCREEN_TIMEOUT_MS);
+      const waited = await waiting;
+      assert.equal(waited.code, 0, waited.stderr);
+      assert.match(waited.stdout, /web AllUpdated 4\/4 updated.*; done$/m);
       const screen = await waitScreen(
         [
           /web {2}✔ AllUpdated {2}4\/4 updated/,
@@ -534,6 +543,9 @@ Deno.test("kubectl bootc: live status in a terminal, why, pause/resume, a failur
       // CI sees it: status exits 1, the same screen without colour.
       const once = await kubectlBootc(["status", "web", ...ctx]);
       assert.equal(once.code, 1, once.stdout);
+      // A wait ends at once on a halted pool: it will not finish by itself.
+      const waited = await kubectlBootc(["status", "web", "--timeout", "10m", ...ctx]);
+      assert.equal(waited.code, 1, waited.stderr);
       assert.match(once.stdout, /^web {2}✖ \S+ {2}\d\/4 updated$/m);
       assert.match(once.stdout, new RegExp(`failed HostHealthy: ${BAD_UNIT}`));
       // Halted in place: retry has no failure record to clear; it says what to do.
