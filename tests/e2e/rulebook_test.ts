@@ -29,7 +29,6 @@ import {
   LABEL_POOL,
 } from "../../lib/api/mod.ts";
 import { Resources } from "../../lib/kube/mod.ts";
-import { ensureBuild } from "../../tools/build.ts";
 import { BAD_BOOT_LABEL } from "../bootc_sim/bad_boot.ts";
 import { type Stack, startStack } from "../harness/stack.ts";
 import { waitFor } from "../harness/wait.ts";
@@ -38,6 +37,7 @@ import {
   describePool,
   getPool,
   idleReason,
+  kubectlBootc,
   nodesByName,
   patchPoolSpec,
   poolNodes,
@@ -179,29 +179,6 @@ async function waitAllStaged(
 /** Every message of the conditions, as one text. */
 function conditionText(conditions: { type: string; message?: string }[] | undefined): string {
   return (conditions ?? []).map((c) => `${c.type}: ${c.message ?? ""}`).join("\n");
-}
-
-/**
- * Runs the built `kubectl-bootc` against the stack (plain output) and asserts its
- * exit code (`status` exits 1 when a pool has a problem).
- */
-async function plugin(stack: Stack, args: string[], expectedCode = 0): Promise<string> {
-  const [command, ...prefix] = (await ensureBuild()).plugin;
-  const out = await new Deno.Command(command, {
-    args: [...prefix, "--kubeconfig", stack.cp.kubeconfigPath, "--no-color", ...args],
-    env: { DENO: Deno.execPath(), NO_COLOR: "1" },
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const decoder = new TextDecoder();
-  const stdout = decoder.decode(out.stdout);
-  assert.equal(
-    out.code,
-    expectedCode,
-    `kubectl bootc ${args.join(" ")}: exit ${out.code}\n${stdout}${decoder.decode(out.stderr)}`,
-  );
-  return stdout;
 }
 
 /** One pool's slot holders, sampled over time, and when each was back / released. */
@@ -590,7 +567,7 @@ Deno.test("rulebook (issue 22): one classification, no deadlock, no silent wait"
           LONG_MS,
         );
         const why = await waitFor(async () => {
-          const out = await plugin(stack, ["why", failed]);
+          const out = await kubectlBootc(stack, ["why", failed]);
           const headline = out.split("\n")[0];
           return /fail/i.test(headline) ? out : undefined;
         }, {
@@ -598,12 +575,12 @@ Deno.test("rulebook (issue 22): one classification, no deadlock, no silent wait"
           intervalMs: 2_000,
           message: `\`why ${failed}\` says it failed verification`,
         }).catch(async (e) => {
-          const out = await plugin(stack, ["why", failed]).catch((x) => String(x));
+          const out = await kubectlBootc(stack, ["why", failed]).catch((x) => String(x));
           throw new Error(`${e instanceof Error ? e.message : e}\nwhy said:\n${out}`);
         });
         assert.doesNotMatch(why.split("\n")[0], /released once minReadySeconds|back on the target/);
         // A halted pool is a problem: `status` says so and exits 1 (for CI).
-        const status = await plugin(stack, ["status", pool], 1);
+        const status = await kubectlBootc(stack, ["status", pool], [1]);
         assert.match(status, /[1-9]\d* failed/, `status counts the failed node:\n${status}`);
         await patchPoolSpec(stack, pool, { image: { ref: ref1 } });
         await waitConverged(stack, pool, v1.digest, 2, LONG_MS);

@@ -17,6 +17,7 @@ import {
 import { Resources } from "../../lib/kube/mod.ts";
 import type { Stack } from "../harness/stack.ts";
 import { waitFor } from "../harness/wait.ts";
+import { ensureBuild } from "../../tools/build.ts";
 
 /** Adds `count` nodes named `<prefix>-<i>` labelled `pool=<prefix>`, booted into `image`. */
 export async function addNodes(
@@ -219,4 +220,30 @@ export async function step(
 export async function stopStack(stack: Stack): Promise<void> {
   if (stepFailed) console.error(`a step failed: stack logs kept in ${stack.logDir}`);
   await stack.stop({ keepLogs: stepFailed });
+}
+
+/**
+ * Runs the built `kubectl bootc` against the stack, without colour; asserts that it
+ * exited with one of `codes` and returns what it printed.
+ */
+export async function kubectlBootc(
+  stack: Stack,
+  args: string[],
+  codes: readonly number[] = [0],
+): Promise<string> {
+  const [command, ...prefix] = (await ensureBuild()).plugin;
+  const out = await new Deno.Command(command, {
+    args: [...prefix, "--kubeconfig", stack.cp.kubeconfigPath, "--no-color", ...args],
+    env: { DENO: Deno.execPath(), NO_COLOR: "1" },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const decoder = new TextDecoder();
+  const stdout = decoder.decode(out.stdout);
+  assert.ok(
+    codes.includes(out.code),
+    `kubectl bootc ${args.join(" ")}: exit ${out.code}\n${stdout}${decoder.decode(out.stderr)}`,
+  );
+  return stdout;
 }

@@ -13,13 +13,13 @@ import assert from "node:assert/strict";
 import type { INode } from "kubernetes-models/v1/Node";
 import { ANNOTATION_NODE_STATE, LABEL_POOL, NodeState } from "../../lib/api/mod.ts";
 import { Resources } from "../../lib/kube/mod.ts";
-import { ensureBuild } from "../../tools/build.ts";
 import { type Stack, startStack } from "../harness/stack.ts";
 import { waitFor } from "../harness/wait.ts";
 import {
   addNodes,
   assertInvariants,
   idleReason,
+  kubectlBootc,
   patchPoolSpec,
   poolSpec,
   step,
@@ -60,17 +60,8 @@ async function annotationStates(stack: Stack, nodes: string[]): Promise<Map<stri
 }
 
 async function pluginStates(stack: Stack): Promise<Map<string, string>> {
-  const [command, ...prefix] = (await ensureBuild()).plugin;
-  const run = await new Deno.Command(command, {
-    args: [...prefix, "--kubeconfig", stack.cp.kubeconfigPath, "status", POOL, "-o", "json"],
-    env: { DENO: Deno.execPath(), NO_COLOR: "1" },
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const text = new TextDecoder().decode(run.stdout);
   // 0 healthy or progressing, 1 a pool with a problem: both print the views.
-  assert.ok(run.code <= 1, `kubectl bootc status: exit ${run.code}\n${text}`);
+  const text = await kubectlBootc(stack, ["status", POOL, "-o", "json"], [0, 1]);
   const views = JSON.parse(text) as { nodes: { name: string; state: string }[] }[];
   return new Map(views[0].nodes.map((n) => [n.name, n.state]));
 }
