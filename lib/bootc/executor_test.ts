@@ -20,8 +20,26 @@ const STATUS = JSON.stringify({
   },
 });
 
-/** A fake `bootc` that logs its argv (and whether the prefix ran) and behaves per $MODE. */
-async function fakeHost(mode: string) {
+/** Aborts `stop` once `ready` holds (polled every 20 ms), then 100 ms later. */
+function abortOnce(stop: AbortController, ready: () => Promise<boolean>): void {
+  const poll = async () => {
+    if (await ready()) setTimeout(() => stop.abort(), 100);
+    else setTimeout(poll, 20);
+  };
+  poll();
+}
+
+/** Whether `path` exists. */
+async function exists(path: string): Promise<boolean> {
+  return await Deno.stat(path).then(() => true, () => false);
+}
+
+/**
+ * A fake `bootc` that logs its argv (and whether the prefix ran) and behaves per $MODE.
+ * Its status time limit is generous unless a test is about it: on a loaded machine a
+ * shell script behind `env` can take longer than a real bootc status.
+ */
+async function fakeHost(mode: string, options: { statusMs?: number } = {}) {
   const dir = await Deno.makeTempDir();
   const log = `${dir}/log`;
   await Deno.writeTextFile(`${dir}/status.json`, STATUS);
@@ -35,7 +53,7 @@ case "${mode}:$*" in
   slowpull:switch*|slowpull:upgrade*) sleep 30 ;;
   quickpull:switch*) sleep 1 ;;
   slowlock:upgrade*) sleep 30 ;;
-  trapterm:switch*) trap 'exit 0' TERM; sleep 30 & wait ;;
+  trapterm:switch*) trap 'exit 0' TERM; touch ${dir}/trapped; sleep 30 & wait ;;
   nobus:systemctl*) echo "Failed to connect to bus: No such file or directory" >&2; exit 1 ;;
   *:--version) echo "bootc 1.16.10" ;;
   *:systemctl\\ is-enabled*) echo "masked-runtime"; exit 1 ;;
@@ -57,7 +75,7 @@ esac
     systemctlCommand: [script, "systemctl"],
     hostExecPrefix: ["env", "PREFIXED=yes"],
     env: { PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin", container: "oci" },
-    timeouts: { statusMs: 300 },
+    timeouts: { statusMs: options.statusMs ?? 20_000 },
     killGraceMs: 200,
   });
   const lines = async () =>
@@ -175,7 +193,7 @@ Deno.test("executor puts bootc's error: line in the error message", async () => 
 });
 
 Deno.test("executor times out a blocking status", async () => {
-  const h = await fakeHost("slow");
+  const h = await fakeHost("slow", { statusMs: 300 });
   try {
     await assert.rejects(() => h.executor.status(), (e: unknown) => {
       assert.ok(e instanceof BootcCommandError);
@@ -261,7 +279,8 @@ Deno.test("executor stops a pull on request and waits for it to end", async () =
   try {
     const stop = new AbortController();
     const started = Date.now();
-    setTimeout(() => stop.abort(), 300);
+    // Stopped once it runs: on a loaded machine 300 ms may pass before it starts.
+    abortOnce(stop, async () => (await h.lines()).some((l) => l.includes(" switch ")));
     await assert.rejects(
       () =>
         h.executor.stage("q/os@sha256:" + "b".repeat(64), "switch-download-only", {
@@ -301,7 +320,8 @@ Deno.test("executor stops the transient unit of a pull it stopped", async () => 
       killGraceMs: 200,
     });
     const stop = new AbortController();
-    setTimeout(() => stop.abort(), 300);
+    // Stopped once it runs: on a loaded machine 300 ms may pass before it starts.
+    abortOnce(stop, async () => (await h.lines()).some((l) => l.includes(" switch ")));
     await assert.rejects(
       () =>
         executor.stage("q/os@sha256:" + "b".repeat(64), "switch-download-only", {
@@ -380,7 +400,8 @@ Deno.test("executor: a pull that ended by itself as it was stopped succeeded", a
   const h = await fakeHost("trapterm");
   try {
     const stop = new AbortController();
-    setTimeout(() => stop.abort(), 300);
+    // Stopped once its trap is set: a SIGTERM before that would kill it outright.
+    abortOnce(stop, () => exists(`${h.dir}/trapped`));
     // It finishes its work on SIGTERM and exits 0, as a command whose exit raced the stop.
     await h.executor.stage("q/os@sha256:" + "b".repeat(64), "switch-download-only", {
       signal: stop.signal,
