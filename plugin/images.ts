@@ -66,6 +66,7 @@ function targetTag(pool: BootcNodePool): { ref?: string; tag?: string } {
   const degraded = findCondition(s?.conditions, PoolConditionType.Degraded);
   const unresolved = degraded?.status === "True" &&
     (degraded.reason === PoolDegradedReason.ImageResolutionFailed ||
+      degraded.reason === PoolDegradedReason.SignatureInvalid ||
       degraded.reason === PoolDegradedReason.InvalidSpec);
   const current = pool.metadata?.generation === undefined ||
     s?.observedGeneration === pool.metadata.generation;

@@ -257,6 +257,8 @@ export const REASON_TEXT: Readonly<Record<string, string>> = {
   [PoolDegradedReason.NodeStalled]: "a node has not caught up with its spec within a deadline",
   [PoolDegradedReason.NodeDegraded]: "a node reports errors or its drain is blocked",
   [PoolDegradedReason.ImageResolutionFailed]: "the image reference could not be resolved",
+  [PoolDegradedReason.SignatureInvalid]:
+    "the image's signature does not verify (spec.image.verification): it is not rolled out",
   [PoolDegradedReason.InvalidSpec]: "the pool's spec is invalid: no new reboot slots",
   [PoolDegradedReason.NodeConflict]: "a node matches this pool and another one",
   [PoolDegradedReason.PullSecretInvalid]: "the pool's pull Secret cannot be read",

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import type { SignatureMemo } from "./trust.ts";
 import type { BootcNode, BootcNodePool, BootcNodePoolStatus } from "../../lib/api/mod.ts";
 import type { ClusterBudget, UnseenSlotWrites } from "../gates/gate.ts";
 import type { ApprovalAnswer, ApprovalAsks } from "../model/approval.ts";
@@ -67,6 +68,8 @@ export interface PlanInput {
   pdbs: readonly PdbSummary[];
   /** The latest resolution of the pool's tag, if the shell has one. */
   resolution?: ResolutionMemo;
+  /** The latest signature checks, by digest-pinned image (`trust.ts`'s candidates). */
+  signatures?: ReadonlyMap<string, SignatureMemo>;
   /** sha256 of the pull Secret's data, when the pool names a Secret that exists. */
   pullSecretHash?: string;
   /**

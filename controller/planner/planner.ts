@@ -74,6 +74,7 @@ import {
   resolveTarget,
 } from "./resolution.ts";
 import { rolloutRecord } from "./rollout_record.ts";
+import { trustedTarget, type Trusted } from "./trust.ts";
 import { specErrors } from "./spec_check.ts";
 import { stampSpecChanges } from "./spec_since.ts";
 import { QueueWait } from "./slot_grant.ts";
@@ -97,7 +98,9 @@ export {
   type ResolutionNeed,
   resolutionNeed,
   type ResolveResult,
+  resolveTarget,
 } from "./resolution.ts";
+export { type SignatureMemo, trustCandidates } from "./trust.ts";
 // The channel and circuit decisions made before planning (the chosen version is the ref).
 export { type ChannelPlan, channelWant, plannedChannel } from "./channel_step.ts";
 
@@ -218,6 +221,7 @@ function rolloutStatus(
     generation: input.pool.metadata.generation,
     target: target.target,
     lastResolvedTime: target.lastResolvedTime,
+    verification: target.verification,
     nextTagResolutionTime: nextResolution(s.need, input.now),
     targetLabel: target.label,
     counts: s.counts,
@@ -277,7 +281,7 @@ function degradedIssue(inFlight: InFlightResult): StepOutput {
 }
 
 /** What step 1 settled, with what the failure record and the history say of it. */
-interface TargetStep extends Resolution {
+interface TargetStep extends Trusted {
   /** The pool's failure record before this plan. */
   record: ReturnType<typeof failureRecord>;
   effective: ReturnType<typeof effectiveTarget>;
@@ -292,12 +296,12 @@ interface TargetStep extends Resolution {
 /** Step 1: the target, after the failure record had its say. */
 function targetStep(input: PlanInput, need: Exclude<ResolutionNeed, { kind: "invalid" }>) {
   const { pool, now } = input;
-  const resolved = resolveTarget(pool, need, input.resolution, now);
+  const resolved = trustedTarget(pool, resolveTarget(pool, need, input.resolution, now), input.signatures);
   const record = failureRecord(pool);
   const effective = effectiveTarget({
     pool,
     specTarget: resolved.target,
-    priorTarget: priorTarget(pool),
+    priorTarget: resolved.priorUntrusted ? undefined : priorTarget(pool),
     record,
   });
   const target = effective.target;
@@ -313,6 +317,7 @@ function targetStep(input: PlanInput, need: Exclude<ResolutionNeed, { kind: "inv
     target,
     label,
     lastResolvedTime: resolved.lastResolvedTime,
+    verification: resolved.verification,
     record,
     effective,
     lastGood: lastGood?.image,

@@ -83,6 +83,8 @@ export interface PoolStatusInput {
   targetLabel?: { tag?: string; version?: string };
   /** When the tag is next resolved (RFC 3339; tag references only). */
   nextTagResolutionTime?: string;
+  /** The candidate image's signature verdict (spec.image.verification). */
+  verification?: BootcNodePoolStatus["verification"];
   now: Date;
 }
 
@@ -157,6 +159,7 @@ export function buildPoolStatus(input: PoolStatusInput): BootcNodePoolStatus {
     updateAvailable: target !== undefined && target.digest !== deployedDigest,
     lastResolvedTime: input.lastResolvedTime,
     nextTagResolutionTime: input.nextTagResolutionTime,
+    ...(input.verification ? { verification: input.verification } : {}),
     nodeCount,
     updatedCount: counts.UpToDate,
     updatingCount: nodeCount - counts.UpToDate - degradedCount,

@@ -90,7 +90,7 @@ export interface KeyedPollOptions<Sub, Ok extends { ok: true }> extends KeyedPol
   /** Performs one attempt; must settle promptly when `signal` aborts. */
   attempt(
     target: string,
-    options: { dockerConfigJson?: string; signal: AbortSignal },
+    options: { key: string; dockerConfigJson?: string; signal: AbortSignal },
   ): Promise<Ok>;
   /** When a key tries next (ms since the epoch; `Infinity`: not until a schedule changes). */
   nextAt(schedule: PollSchedule<Sub, Ok>): number;
@@ -380,6 +380,7 @@ export class KeyedPoll<Sub, Ok extends { ok: true }> {
     const request: Promise<PollResult<Ok>> = (async () => {
       try {
         return await this.#options.attempt(state.target, {
+          key: state.key,
           ...(state.dockerConfigJson !== undefined
             ? { dockerConfigJson: state.dockerConfigJson }
             : {}),

@@ -7,6 +7,11 @@
  */
 import type { PlatformDigest } from "../../lib/api/mod.ts";
 import { RegistryClient } from "../../lib/registry/mod.ts";
+import {
+  type SignatureVerdict,
+  type TrustedKey,
+  verifyImageSignatures,
+} from "../../lib/registry/signatures.ts";
 
 /** What a tag resolved to. */
 export interface ResolvedTarget {
@@ -28,6 +33,12 @@ export interface ResolveOptions {
 /** Resolves image references; errors carry a message meant for users. */
 export interface ImageResolver {
   resolve(ref: string, options: ResolveOptions): Promise<ResolvedTarget>;
+  /** Verifies the cosign signatures of a digest-pinned image against `keys`. */
+  verifySignatures?(
+    image: string,
+    keys: readonly TrustedKey[],
+    options: ResolveOptions,
+  ): Promise<SignatureVerdict>;
 }
 
 /** Options of {@linkcode RegistryImageResolver}. */
@@ -53,25 +64,7 @@ export class RegistryImageResolver implements ImageResolver {
 
   /** Resolves `ref` with the pull secret's `.dockerconfigjson`, if any, until `signal` aborts. */
   async resolve(ref: string, options: ResolveOptions): Promise<ResolvedTarget> {
-    const signal = options.signal;
-    signal?.throwIfAborted();
-    const base = this.#options.fetch ?? globalThis.fetch;
-    // The registry client has its own per-request timeout; the caller's signal must
-    // also cut every request short, so it is joined to each request's own signal.
-    const fetchWithSignal: typeof fetch = signal
-      ? (input, init) =>
-        base(input, {
-          ...init,
-          signal: init?.signal ? AbortSignal.any([init.signal, signal]) : signal,
-        })
-      : base;
-    const client = new RegistryClient({
-      dockerConfigJson: options.dockerConfigJson,
-      insecureRegistries: this.#options.insecureRegistries,
-      caCertPem: this.#options.caCertPem,
-      timeoutMs: this.#options.timeoutMs,
-      fetch: fetchWithSignal,
-    });
+    const client = this.#client(options);
     try {
       const resolved = await client.resolve(ref);
       return {
@@ -86,6 +79,42 @@ export class RegistryImageResolver implements ImageResolver {
     } finally {
       client.close();
     }
+  }
+
+  /** Verifies `image`'s cosign signatures with the pool's credentials, until `signal` aborts. */
+  async verifySignatures(
+    image: string,
+    keys: readonly TrustedKey[],
+    options: ResolveOptions,
+  ): Promise<SignatureVerdict> {
+    const client = this.#client(options);
+    try {
+      return await verifyImageSignatures(client, image, keys);
+    } finally {
+      client.close();
+    }
+  }
+
+  #client(options: ResolveOptions): RegistryClient {
+    const signal = options.signal;
+    signal?.throwIfAborted();
+    const base = this.#options.fetch ?? globalThis.fetch;
+    // The registry client has its own per-request timeout; the caller's signal must
+    // also cut every request short, so it is joined to each request's own signal.
+    const fetchWithSignal: typeof fetch = signal
+      ? (input, init) =>
+        base(input, {
+          ...init,
+          signal: init?.signal ? AbortSignal.any([init.signal, signal]) : signal,
+        })
+      : base;
+    return new RegistryClient({
+      dockerConfigJson: options.dockerConfigJson,
+      insecureRegistries: this.#options.insecureRegistries,
+      caCertPem: this.#options.caCertPem,
+      timeoutMs: this.#options.timeoutMs,
+      fetch: fetchWithSignal,
+    });
   }
 }
 

@@ -35,7 +35,11 @@ import {
   pollIntervalMs,
   type ResolutionMemo,
   resolutionNeed,
+  resolveTarget,
+  type SignatureMemo,
+  trustCandidates,
 } from "../planner/planner.ts";
+import { SignatureChecks } from "../pollers/signature_checks.ts";
 import type { PoolIssue } from "../planner/pool_status.ts";
 import type { ApprovalAnswer, ApprovalAsks } from "../model/approval.ts";
 import { ApprovalRequests, type ApprovalRequestsOptions } from "../pollers/approval_requests.ts";
@@ -98,6 +102,8 @@ export class PoolSources {
   #channels: ChannelChecks;
   /** Asks pools' approval webhooks beside the work queue; a reconcile reads the answers. */
   #approvals: ApprovalRequests;
+  /** Verifies pools' candidate images beside the work queue; a reconcile reads verdicts. */
+  #signatures: SignatureChecks;
 
   /** Creates the pollers (idle until a pool wants something). */
   constructor(options: PoolSourcesOptions) {
@@ -113,6 +119,15 @@ export class PoolSources {
           options.resolved?.(p, this.#tags.latest(p));
           options.wake(p);
         }
+      },
+    });
+    this.#signatures = new SignatureChecks({
+      resolver: options.resolver,
+      ...options.tagResolution,
+      ...common,
+      timeoutMs: undefined,
+      onResult: (pools) => {
+        for (const p of pools) options.wake(p.slice(0, p.lastIndexOf("/")));
       },
     });
     this.#channels = new ChannelChecks({
@@ -142,6 +157,7 @@ export class PoolSources {
   /** Drops everything `pool` wanted (it is gone). */
   forget(pool: string): void {
     this.#tags.forget(pool);
+    for (const role of SIGNATURE_ROLES) this.#signatures.forget(`${pool}/${role}`);
     this.#channels.forget(pool);
     this.#healthQueries.forget(pool);
     this.#approvals.forget(pool);
@@ -150,6 +166,7 @@ export class PoolSources {
   /** Stops every poll (leadership lost: a replica that does not lead polls nothing). */
   async stop(): Promise<void> {
     await this.#tags.forgetAll();
+    await this.#signatures.forgetAll();
     this.#channels.forgetAll();
     await this.#healthQueries.close();
     await this.#approvals.close();
@@ -279,6 +296,41 @@ export class PoolSources {
   }
 
   /**
+   * The latest signature verdicts of the images the pool's trust step reads (its
+   * candidate and its current target), never waiting for a registry; a verdict
+   * wakes the pool. Undefined without `spec.image.verification`.
+   */
+  async signatures(
+    pool: BootcNodePool,
+    secret: PoolSecret,
+    resolution: ResolutionMemo | undefined,
+    now: Date,
+  ): Promise<Map<string, SignatureMemo> | undefined> {
+    const name = pool.metadata.name ?? "";
+    const policy = pool.spec.image.verification;
+    const need = resolutionNeed(pool, now, resolution, this.#o.planner);
+    const images = policy && need.kind !== "invalid" && !pool.metadata.deletionTimestamp
+      ? trustCandidates(pool, resolveTarget(pool, need, resolution, now))
+      : [];
+    const keys = (policy?.keys ?? []).map((k, i) => ({ name: `keys[${i}]`, pem: k.pem }));
+    const found = new Map<string, SignatureMemo>();
+    for (const [i, role] of SIGNATURE_ROLES.entries()) {
+      const image = images[i];
+      if (image === undefined) {
+        this.#signatures.forget(`${name}/${role}`);
+        continue;
+      }
+      const latest = await this.#signatures.want(`${name}/${role}`, {
+        image,
+        keys,
+        ...await credentials(secret),
+      });
+      if (latest) found.set(image, { at: latest.at, result: latest.result });
+    }
+    return policy ? found : undefined;
+  }
+
+  /**
    * The latest Prometheus health-check verdicts of the pool's nodes, never waiting
    * for Prometheus: the nodes holding the pool's reboot slot are polled by
    * {@linkcode HealthQueries}, every other key of the pool is dropped.
@@ -302,6 +354,9 @@ export class PoolSources {
     return this.#healthQueries.wantOnly(name, wanted);
   }
 }
+
+/** The subscriptions of a pool to the signature poller: one per image its trust step reads. */
+const SIGNATURE_ROLES = ["candidate", "current"] as const;
 
 /** The credentials part of a poll's key: the Secret's hash and its dockerconfigjson. */
 async function credentials(

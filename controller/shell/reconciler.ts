@@ -654,6 +654,7 @@ export class PoolReconciler {
       unseen: this.#admission.unseen(),
       pdbs: this.pdbs.store.list().map(summarizePdb),
       resolution,
+      signatures: await this.#sources.signatures(planned, secret, resolution, now),
       healthQueries: this.#sources.healthVerdicts(pool, this.nodes.store.list()),
       approvalAnswers: this.#sources.approvalAnswers(pool),
       pullSecretHash: secret.hash,

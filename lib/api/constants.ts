@@ -406,6 +406,11 @@ export const PoolDegradedReason = {
   PullSecretInvalid: "PullSecretInvalid",
   /** The image reference could not be resolved (message has the registry's error). */
   ImageResolutionFailed: "ImageResolutionFailed",
+  /**
+   * Under `spec.image.verification.mode: Enforce`, the candidate image's signature did not
+   * verify (message names the image and why); the pool stays on its current image.
+   */
+  SignatureInvalid: "SignatureInvalid",
   /** A node's status has not caught up with its spec within a deadline (see Stalled). */
   NodeStalled: "NodeStalled",
   /** Two or more nodes in reboot slots are unhealthy: no new slots are handed out. */

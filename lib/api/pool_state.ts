@@ -26,6 +26,8 @@ export const PoolState = {
   PullSecretInvalid: PoolDegradedReason.PullSecretInvalid,
   /** The tag cannot be resolved (Degraded reason). */
   ImageResolutionFailed: PoolDegradedReason.ImageResolutionFailed,
+  /** The candidate image's signature does not verify (Degraded reason). */
+  SignatureInvalid: PoolDegradedReason.SignatureInvalid,
   /** The rollout of the target is halted: two unhealthy slots, or onFailure stopped it. */
   Halted: "Halted",
   /** The pool rolled back to its last good image by itself (onFailure: RollbackPool). */
@@ -84,6 +86,11 @@ export const PROBLEM_PRECEDENCE: readonly ProblemRow[] = [
     state: PoolState.ImageResolutionFailed,
     fact: PoolDegradedReason.ImageResolutionFailed,
     blocks: "ImageResolutionFailed",
+  },
+  {
+    state: PoolState.SignatureInvalid,
+    fact: PoolDegradedReason.SignatureInvalid,
+    blocks: "SignatureInvalid",
   },
   { state: PoolState.Halted, fact: PoolFact.Halted, blocks: "RolloutHalted" },
   { state: PoolState.RolledBack, fact: PoolDegradedReason.RolledBack, blocks: "RolledBack" },

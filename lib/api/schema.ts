@@ -543,6 +543,43 @@ export const DrainPolicySpec = Type.Object({
     "timeout.",
 });
 
+/** How signatures are enforced: `spec.image.verification.mode`. */
+export const VerificationModeValues = ["Enforce", "Audit"] as const;
+
+const ImageVerification = Type.Object({
+  mode: StringEnum(VerificationModeValues, {
+    description: "Enforce: an image becomes the pool's target only once its cosign signature " +
+      "verifies with one of the keys; until then the pool stays on its current image and says " +
+      "SignatureInvalid. Audit: the verdict is reported in status.verification and a Warning " +
+      "event, and the image rolls out anyway.",
+  }),
+  keys: Type.Array(
+    Type.Object({
+      pem: Type.String({
+        minLength: 1,
+        maxLength: 16384,
+        description: "A cosign public key in PEM (the cosign.pub of `cosign generate-key-pair`): " +
+          "ECDSA, RSA or Ed25519.",
+        ...validations({
+          rule: "self.contains('-----BEGIN PUBLIC KEY-----') && " +
+            "self.contains('-----END PUBLIC KEY-----')",
+          message: "must be a PEM public key (-----BEGIN PUBLIC KEY----- ... " +
+            "-----END PUBLIC KEY-----)",
+        }),
+      }),
+    }),
+    {
+      minItems: 1,
+      maxItems: 16,
+      description: "The trusted public keys: an image verifies when any of them verifies its " +
+        "signature.",
+    },
+  ),
+}, {
+  description: "Cosign signature verification of the pool's images (the sha256-<digest>.sig " +
+    "tag scheme). For an image index, the index and every platform manifest must verify.",
+});
+
 /** BootcNodePool spec. */
 export const BootcNodePoolSpec = Type.Object({
   nodeSelector: LabelSelector,
@@ -555,6 +592,7 @@ export const BootcNodePoolSpec = Type.Object({
         "--registry-poll-interval.",
     })),
     channel: Type.Optional(Channel),
+    verification: Type.Optional(ImageVerification),
   }, {
     ...validations({
       rule: "has(self.ref) != has(self.channel)",
@@ -917,7 +955,7 @@ export const BootcNodePoolStatus = Type.Object({
   state: Type.Optional(Type.String({
     maxLength: 64,
     description: "One headline, the most important first: a problem (InvalidSpec, " +
-      "PullSecretInvalid, ImageResolutionFailed, Halted, RolledBack, CircuitOpen, " +
+      "PullSecretInvalid, ImageResolutionFailed, SignatureInvalid, Halted, RolledBack, CircuitOpen, " +
       "ImageFailedBefore, HealthCheckFailed, NodeConflict, NodeStalled, NodeDegraded, " +
       "ApprovalWebhookFailing; WritesFailing while the controller's writes for the pool " +
       "have failed for progressTimeoutSeconds), else the " +
@@ -928,6 +966,22 @@ export const BootcNodePoolStatus = Type.Object({
   })),
   deployedDigest: Type.Optional(Type.String({ description: "The last digest fully rolled out." })),
   updateAvailable: Type.Optional(Type.Boolean()),
+  verification: Type.Optional(Type.Object({
+    image: Type.String({ description: "The digest-pinned image the verdict is about." }),
+    verified: Type.Boolean(),
+    by: Type.Optional(Type.String({
+      maxLength: 64,
+      description: "The key that verified it (keys[N]).",
+    })),
+    message: Type.Optional(Type.String({
+      maxLength: 1024,
+      description: "Why it did not verify.",
+    })),
+    checkedTime: Type.String({ format: "date-time" }),
+  }, {
+    description: "The signature verdict of the pool's latest candidate image " +
+      "(spec.image.verification).",
+  })),
   lastResolvedTime: Type.Optional(Type.String({ format: "date-time" })),
   nextTagResolutionTime: Type.Optional(Type.String({
     format: "date-time",

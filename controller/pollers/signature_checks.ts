@@ -1,0 +1,136 @@
+/**
+ * Signature verification off the reconcile path, like tag resolution: a pool
+ * with `spec.image.verification` says which digest-pinned images it needs a
+ * verdict for (its candidate target and its current one), and reads the latest
+ * verdicts without waiting for the registry.
+ *
+ * Work is keyed by (image, keys, credentials), so a verdict is computed once per
+ * digest and policy however many pools share it, and a key no pool wants any
+ * more is dropped: memory is bounded by what the pools name now. A verdict is
+ * re-checked every hour (a signature can be deleted); a registry failure is
+ * retried with the shared back-off.
+ *
+ * @module
+ */
+import type { SignatureVerdict, TrustedKey } from "../../lib/registry/signatures.ts";
+import {
+  KeyedPoll,
+  type KeyedPollTunables,
+  pollKey,
+  type PollOutcome,
+  type PollSchedule,
+} from "./keyed_poll.ts";
+import type { ImageResolver } from "./resolver.ts";
+
+/** A finished verification: the verdict (a registry failure is `ok: false`). */
+export interface SignatureSuccess {
+  ok: true;
+  verdict: SignatureVerdict;
+}
+
+/** The latest outcome of one image's check. */
+export type SignatureOutcome = PollOutcome<SignatureSuccess>;
+
+/** What a pool asks to have verified. */
+export interface SignatureRequest {
+  /** The digest-pinned image. */
+  image: string;
+  keys: readonly TrustedKey[];
+  /** The pull Secret, as for tag resolution. */
+  credentials?: { hash: string; dockerConfigJson?: string };
+}
+
+/** Options of {@linkcode SignatureChecks}. */
+export interface SignatureChecksOptions extends KeyedPollTunables {
+  resolver: ImageResolver;
+  /** How long one verification may take (default 20 s). */
+  timeoutMs?: number;
+  /** How often a verdict is checked again (default 1 h). */
+  recheckMs?: number;
+}
+
+const DEFAULT_TIMEOUT_MS = 20_000;
+const DEFAULT_RECHECK_MS = 60 * 60_000;
+
+/** `sha256:<hex>` of the keys, so a key change is a new verification. */
+export async function keysHash(keys: readonly TrustedKey[]): Promise<string> {
+  const bytes = new TextEncoder().encode(JSON.stringify(keys.map((k) => [k.name, k.pem])));
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+  return Array.from(digest.slice(0, 16), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** Verifies pools' images in the background; see the module documentation. */
+export class SignatureChecks {
+  #poll: KeyedPoll<{ recheckMs: number }, SignatureSuccess>;
+  /** keys hash → the keys, for the attempts; pruned to what subscribers use. */
+  #keys = new Map<string, readonly TrustedKey[]>();
+  #subscriberKeys = new Map<string, string>();
+  #recheckMs: number;
+
+  /** Creates an idle service. */
+  constructor(options: SignatureChecksOptions) {
+    const resolver = options.resolver;
+    this.#recheckMs = options.recheckMs ?? DEFAULT_RECHECK_MS;
+    this.#poll = new KeyedPoll({
+      ...options,
+      timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+      attempt: async (image, { key, dockerConfigJson, signal }) => {
+        const keys = this.#keys.get(key.split(" ")[1] ?? "") ?? [];
+        if (!resolver.verifySignatures) throw new Error("this controller cannot verify signatures");
+        const verdict = await resolver.verifySignatures(image, keys, { dockerConfigJson, signal });
+        return { ok: true, verdict };
+      },
+      nextAt: (s: PollSchedule<{ recheckMs: number }, SignatureSuccess>) => {
+        if (s.settledAt === undefined) return -Infinity;
+        return s.latest?.result.ok
+          ? s.settledAt + this.#recheckMs
+          : s.settledAt + Math.min(s.retryDelayMs, this.#recheckMs);
+      },
+      sameSchedule: () => true,
+      timeoutMessage: (host, _image, timeout) => `registry ${host} did not answer within ${timeout}`,
+      log: {
+        component: "signature-checks",
+        field: "image",
+        recovered: "signature check answered again",
+        failed: "signature check failed",
+      },
+    });
+  }
+
+  /**
+   * Declares that `subscriber` (a pool and a role, e.g. `pool/candidate`) wants
+   * `request` verified, and returns the latest outcome, if any. Never waits.
+   */
+  async want(subscriber: string, request: SignatureRequest): Promise<SignatureOutcome | undefined> {
+    const hash = await keysHash(request.keys);
+    this.#keys.set(hash, request.keys);
+    this.#subscriberKeys.set(subscriber, hash);
+    this.#prune();
+    return this.#poll.want(subscriber, {
+      key: `${request.image} ${hash} ${pollKey("", request.credentials).trim()}`,
+      target: request.image,
+      dockerConfigJson: request.credentials?.dockerConfigJson,
+      schedule: { recheckMs: this.#recheckMs },
+    });
+  }
+
+  /** `subscriber` wants nothing any more. */
+  forget(subscriber: string): void {
+    this.#subscriberKeys.delete(subscriber);
+    this.#prune();
+    this.#poll.forget(subscriber);
+  }
+
+  /** Drops every key, aborting checks in flight. */
+  async forgetAll(): Promise<void> {
+    this.#subscriberKeys.clear();
+    this.#keys.clear();
+    this.#poll.forgetAll();
+    await this.#poll.settled();
+  }
+
+  #prune(): void {
+    const used = new Set(this.#subscriberKeys.values());
+    for (const hash of this.#keys.keys()) if (!used.has(hash)) this.#keys.delete(hash);
+  }
+}
