@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes a fresh machine ready for `deno task test` and `deno task demo`:
 # the Kubernetes control plane binaries (built once, cached), the Debian packages the tests use (the
-# CNCF distribution registry, htpasswd, openssl, ...) and, with --test-tools, helm and the real
+# CNCF distribution registry, htpasswd, openssl, ...) and, with --test-tools, helm, cosign and the real
 # node's kubelet and containerd (built once, cached), qemu-user-static, runc and busybox-static.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -48,6 +48,8 @@ bash "$here/kube/build.sh" >/dev/null
 # helm is test tooling only (tests/helm).
 if $test_tools; then
   bash "$here/helm/build.sh" >/dev/null
+  # cosign signs the test images (tests/cosign).
+  bash "$here/cosign/build.sh" >/dev/null
   # The real node's kubelet, containerd and images (tests/node).
   bash "$here/node/build.sh" >/dev/null
 fi
