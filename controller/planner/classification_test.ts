@@ -147,10 +147,22 @@ Deno.test("a node rolled back by RollbackNode still counts as degraded", () => {
       targetImage: image("b"),
       targetDigest: digest("b"),
       history: [
-        { revision: 1, image: image("a"), digest: digest("a"), outcome: "Succeeded" },
-        { revision: 2, image: image("b"), digest: digest("b"), outcome: "Progressing" },
+        {
+          revision: 1,
+          image: image("a"),
+          digest: digest("a"),
+          outcome: "Succeeded",
+          startedAt: "2026-01-01T00:00:00Z",
+        },
+        {
+          revision: 2,
+          image: image("b"),
+          digest: digest("b"),
+          outcome: "Progressing",
+          startedAt: "2026-01-01T00:00:00Z",
+        },
       ],
-    } as BootcNode["status"] & Record<string, unknown>,
+    },
   });
   p.spec.rollout!.onFailure = "RollbackNode";
   const bn = bootcNode("n1", { desired: image("a"), booted: image("a"), phase: "idle" });

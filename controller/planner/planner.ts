@@ -68,13 +68,12 @@ import { formatTime } from "../model/slots.ts";
 import { buildPoolStatus, emptyCounts } from "./pool_status.ts";
 import {
   priorTarget,
-  type Resolution,
   type ResolutionNeed,
   resolutionNeed,
   resolveTarget,
 } from "./resolution.ts";
 import { rolloutRecord } from "./rollout_record.ts";
-import { trustedTarget, type Trusted } from "./trust.ts";
+import { type Trusted, trustedTarget } from "./trust.ts";
 import { specErrors } from "./spec_check.ts";
 import { stampSpecChanges } from "./spec_since.ts";
 import { QueueWait } from "./slot_grant.ts";
@@ -296,7 +295,11 @@ interface TargetStep extends Trusted {
 /** Step 1: the target, after the failure record had its say. */
 function targetStep(input: PlanInput, need: Exclude<ResolutionNeed, { kind: "invalid" }>) {
   const { pool, now } = input;
-  const resolved = trustedTarget(pool, resolveTarget(pool, need, input.resolution, now), input.signatures);
+  const resolved = trustedTarget(
+    pool,
+    resolveTarget(pool, need, input.resolution, now),
+    input.signatures,
+  );
   const record = failureRecord(pool);
   const effective = effectiveTarget({
     pool,

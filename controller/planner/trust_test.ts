@@ -65,7 +65,10 @@ Deno.test("trust: Enforce keeps the pool on its image and says SignatureInvalid"
   assert.equal(bad.status?.state, "SignatureInvalid");
   const degraded = findCondition(bad.status?.conditions, PoolConditionType.Degraded);
   assert.equal(degraded?.reason, "SignatureInvalid");
-  assert.match(degraded?.message ?? "", /cccccccccccc.*no signature; the pool stays on .*bbbbbbbbbbbb/);
+  assert.match(
+    degraded?.message ?? "",
+    /cccccccccccc.*no signature; the pool stays on .*bbbbbbbbbbbb/,
+  );
   assert.equal(bad.status?.verification?.verified, false);
   // No BootcNode is pointed at the untrusted image.
   const specs = JSON.stringify(bad.actions);
@@ -81,7 +84,10 @@ Deno.test("trust: Enforce keeps the pool on its image and says SignatureInvalid"
   );
 
   // A registry error is no verdict to trust either.
-  const down = plan(p, new Map([[image("c"), { at: AT, result: { ok: false, message: "timed out" } }]]));
+  const down = plan(
+    p,
+    new Map([[image("c"), { at: AT, result: { ok: false, message: "timed out" } }]]),
+  );
   assert.equal(down.status?.targetImage, image("b"));
   assert.match(
     findCondition(down.status?.conditions, PoolConditionType.Degraded)?.message ?? "",
@@ -98,7 +104,10 @@ Deno.test("trust: Audit rolls out, records the verdict and warns once", () => {
     first.events.filter((e) => e.reason === "SignatureUnverified").map((e) => e.type),
     ["Warning"],
   );
-  assert.notEqual(findCondition(first.status?.conditions, PoolConditionType.Degraded)?.status, "True");
+  assert.notEqual(
+    findCondition(first.status?.conditions, PoolConditionType.Degraded)?.status,
+    "True",
+  );
   const again = plan({ ...p, status: first.status }, new Map([[image("c"), unsigned()]]));
   assert.equal(again.events.filter((e) => e.reason === "SignatureUnverified").length, 0);
 });

@@ -6,9 +6,10 @@
  *
  * Work is keyed by (image, keys, credentials), so a verdict is computed once per
  * digest and policy however many pools share it, and a key no pool wants any
- * more is dropped: memory is bounded by what the pools name now. A verdict is
- * re-checked every hour (a signature can be deleted); a registry failure is
- * retried with the shared back-off.
+ * more is dropped: memory is bounded by what the pools name now. A verified
+ * image is checked again every hour (a signature can be deleted); one that did
+ * not verify at the pool's poll interval (it may be signed since); a registry
+ * failure is retried with the shared back-off.
  *
  * @module
  */
@@ -38,6 +39,13 @@ export interface SignatureRequest {
   keys: readonly TrustedKey[];
   /** The pull Secret, as for tag resolution. */
   credentials?: { hash: string; dockerConfigJson?: string };
+  /** How soon an image that did not verify is checked again (the pool's poll interval). */
+  retryMs: number;
+}
+
+/** One subscriber's schedule. */
+interface Schedule {
+  retryMs: number;
 }
 
 /** Options of {@linkcode SignatureChecks}. */
@@ -61,7 +69,7 @@ export async function keysHash(keys: readonly TrustedKey[]): Promise<string> {
 
 /** Verifies pools' images in the background; see the module documentation. */
 export class SignatureChecks {
-  #poll: KeyedPoll<{ recheckMs: number }, SignatureSuccess>;
+  #poll: KeyedPoll<Schedule, SignatureSuccess>;
   /** keys hash → the keys, for the attempts; pruned to what subscribers use. */
   #keys = new Map<string, readonly TrustedKey[]>();
   #subscriberKeys = new Map<string, string>();
@@ -80,14 +88,17 @@ export class SignatureChecks {
         const verdict = await resolver.verifySignatures(image, keys, { dockerConfigJson, signal });
         return { ok: true, verdict };
       },
-      nextAt: (s: PollSchedule<{ recheckMs: number }, SignatureSuccess>) => {
+      nextAt: (s: PollSchedule<Schedule, SignatureSuccess>) => {
         if (s.settledAt === undefined) return -Infinity;
-        return s.latest?.result.ok
-          ? s.settledAt + this.#recheckMs
-          : s.settledAt + Math.min(s.retryDelayMs, this.#recheckMs);
+        const result = s.latest?.result;
+        if (!result?.ok) return s.settledAt + Math.min(s.retryDelayMs, this.#recheckMs);
+        if (result.verdict.verified) return s.settledAt + this.#recheckMs;
+        const retry = Math.min(...[...s.subscriptions.values()].map((x) => x.retryMs));
+        return s.settledAt + Math.min(retry, this.#recheckMs);
       },
-      sameSchedule: () => true,
-      timeoutMessage: (host, _image, timeout) => `registry ${host} did not answer within ${timeout}`,
+      sameSchedule: (a, b) => a.retryMs === b.retryMs,
+      timeoutMessage: (host, _image, timeout) =>
+        `registry ${host} did not answer within ${timeout}`,
       log: {
         component: "signature-checks",
         field: "image",
@@ -110,7 +121,7 @@ export class SignatureChecks {
       key: `${request.image} ${hash} ${pollKey("", request.credentials).trim()}`,
       target: request.image,
       dockerConfigJson: request.credentials?.dockerConfigJson,
-      schedule: { recheckMs: this.#recheckMs },
+      schedule: { retryMs: Math.max(1_000, request.retryMs) },
     });
   }
 

@@ -323,6 +323,7 @@ export class PoolSources {
       const latest = await this.#signatures.want(`${name}/${role}`, {
         image,
         keys,
+        retryMs: pollIntervalMs(pool, this.#o.planner),
         ...await credentials(secret),
       });
       if (latest) found.set(image, { at: latest.at, result: latest.result });

@@ -191,6 +191,7 @@ Deno.test("the Degraded condition ranks its issues by the same table", () => {
     "InvalidSpec",
     "PullSecretInvalid",
     "ImageResolutionFailed",
+    "SignatureInvalid",
     "RolloutHalted",
     "RolledBack",
     "HealthCheckFailed",

@@ -92,7 +92,9 @@ export async function verifyImageSignatures(
 }
 
 function platformName(
-  platforms: readonly { os: string; architecture: string; variant?: string; digest: string }[] | undefined,
+  platforms:
+    | readonly { os: string; architecture: string; variant?: string; digest: string }[]
+    | undefined,
   digest: string,
 ): string {
   const p = platforms?.find((x) => x.digest === digest);
@@ -136,7 +138,9 @@ async function verifyDigest(
     }
     return { verified: true, by: key.name };
   }
-  if (signed === 0) return { verified: false, message: "no signature (the signature tag holds none)" };
+  if (signed === 0) {
+    return { verified: false, message: "no signature (the signature tag holds none)" };
+  }
   if (otherDigest) {
     return { verified: false, message: "the signed payload names another image digest" };
   }

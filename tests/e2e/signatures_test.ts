@@ -1,0 +1,101 @@
+/**
+ * Signature verification end to end, with images signed by the real cosign: under
+ * Enforce a tag moved to an unsigned image is refused (no BootcNode names it, nobody
+ * reboots, the pool says SignatureInvalid naming it) and signing it lets it roll out;
+ * under Audit an unsigned image rolls out with the verdict in status and a Warning.
+ */
+import assert from "node:assert/strict";
+import type { IEvent as CoreEvent } from "kubernetes-models/v1/Event";
+import { findCondition } from "../../lib/api/mod.ts";
+import { shortReference } from "../../lib/api/display.ts";
+import { Resources } from "../../lib/kube/mod.ts";
+import { startStack } from "../harness/stack.ts";
+import { keyPair, sign } from "../cosign/cosign.ts";
+import {
+  addNodes,
+  assertInvariants,
+  getPool,
+  patchPoolSpec,
+  poolNodes,
+  poolSpec,
+  stopStack,
+  waitConverged,
+  waitPool,
+} from "./scenario.ts";
+
+Deno.test("signatures: Enforce refuses an unsigned image; Audit reports it", async () => {
+  const stack = await startStack({ limits: { trust: { maxUnavailable: 1 } } });
+  const { v1, v2, repository } = stack.images;
+  const dir = await Deno.makeTempDir({ prefix: "cosign-e2e-" });
+  try {
+    const [key, nodes] = await Promise.all([keyPair(dir, "release"), addNodes(stack, "trust", 2)]);
+    await sign(`${repository}@${v1.digest}`, key.key);
+    await stack.registry.tagExisting("bootc/os", "v1", "stable");
+    const ref = `${repository}:stable`;
+    await stack.createPool(
+      "trust",
+      poolSpec("trust", ref, { maxUnavailable: 1 }, {
+        image: { ref, verification: { mode: "Enforce", keys: [{ pem: key.pem }] } },
+      }),
+    );
+    const on1 = await waitConverged(stack, "trust", v1.digest, 2, 180_000);
+    assert.equal(on1.status?.verification?.verified, true);
+    assert.equal(on1.status?.verification?.by, "keys[0]");
+
+    // The tag moves to an unsigned image: refused, named, and nothing moves towards it.
+    const slotsBefore = stack.tracker.intervals.length;
+    await stack.registry.tagExisting("bootc/os", "v2", "stable");
+    const refused = await waitPool(
+      stack,
+      "trust",
+      async () => {
+        const p = await getPool(stack, "trust");
+        const d = findCondition(p.status?.conditions, "Degraded");
+        return d?.status === "True" && d.reason === "SignatureInvalid" ? d : undefined;
+      },
+      "Degraded=True/SignatureInvalid",
+      90_000,
+    );
+    assert.match(refused.message ?? "", new RegExp(v2.digest.slice(7, 19)));
+    assert.match(refused.message ?? "", /no signature/);
+    const held = await getPool(stack, "trust");
+    assert.equal(held.status?.targetDigest, v1.digest);
+    assert.equal(held.status?.state, "SignatureInvalid");
+    for (const bn of await poolNodes(stack, "trust")) {
+      assert.notEqual(bn.spec.desiredImage, `${repository}@${v2.digest}`, bn.metadata.name);
+    }
+    assert.equal(stack.tracker.intervals.length, slotsBefore, "no slot for an untrusted image");
+
+    // Signed, it verifies on the next check and rolls out.
+    await sign(`${repository}@${v2.digest}`, key.key);
+    const on2 = await waitConverged(stack, "trust", v2.digest, 2, 240_000);
+    assert.equal(on2.status?.verification?.image, `${repository}@${v2.digest}`);
+    assert.equal(findCondition(on2.status?.conditions, "Degraded")?.status, "False");
+
+    // Audit: an unsigned image rolls out, and the pool says it did not verify.
+    const v3 = await stack.registry.pushImage({
+      repository: "bootc/os",
+      tag: "stable",
+      version: "3.0",
+    });
+    await patchPoolSpec(stack, "trust", {
+      image: { verification: { mode: "Audit", keys: [{ pem: key.pem }] } },
+    });
+    const on3 = await waitConverged(stack, "trust", v3.digest, 2, 240_000);
+    assert.equal(on3.status?.verification?.verified, false);
+    const warned = await stack.cp.client.resource<CoreEvent>(Resources.events, "default").list({
+      fieldSelector: "involvedObject.name=trust,reason=SignatureUnverified",
+    });
+    assert.ok(
+      warned.items.some((e) =>
+        e.type === "Warning" &&
+        (e.message ?? "").includes(shortReference(`${repository}@${v3.digest}`))
+      ),
+      JSON.stringify(warned.items.map((e) => e.message)),
+    );
+    await assertInvariants(stack, nodes);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+    await stopStack(stack);
+  }
+});
