@@ -66,12 +66,7 @@ import { conditionEvents, type PoolWait, STAGING_LIMIT } from "./condition_event
 import { imageSummary, stagingLimitMessage, type StagingUse } from "../../lib/api/display.ts";
 import { formatTime } from "../model/slots.ts";
 import { buildPoolStatus, emptyCounts } from "./pool_status.ts";
-import {
-  priorTarget,
-  type ResolutionNeed,
-  resolutionNeed,
-  resolveTarget,
-} from "./resolution.ts";
+import { priorTarget, type ResolutionNeed, resolutionNeed, resolveTarget } from "./resolution.ts";
 import { rolloutRecord } from "./rollout_record.ts";
 import { type Trusted, trustedTarget } from "./trust.ts";
 import { specErrors } from "./spec_check.ts";

@@ -17,6 +17,7 @@ import { policyErrors } from "../gates/mod.ts";
 import type { PlanInput } from "./plan.ts";
 import type { ResolutionNeed } from "./resolution.ts";
 import { selectorError } from "../model/selector.ts";
+import { parsePublicKey } from "../../lib/registry/signatures.ts";
 
 /** Every spec error of `input.pool`, each naming its field (empty when the spec is fine). */
 export function specErrors(input: PlanInput, need: ResolutionNeed): string[] {
@@ -38,6 +39,10 @@ export function specErrors(input: PlanInput, need: ResolutionNeed): string[] {
   errors.push(...policyErrors({ pool, pools: input.poolObjects ?? [pool] }));
   const chErr = channelError(pool.spec.image.channel);
   if (chErr) errors.push(chErr);
+  for (const [i, key] of (pool.spec.image.verification?.keys ?? []).entries()) {
+    const parsed = parsePublicKey(key.pem);
+    if (typeof parsed === "string") errors.push(`spec.image.verification.keys[${i}].pem: ${parsed}`);
+  }
   if (input.pullSecretIssue?.reason === PoolDegradedReason.InvalidSpec) {
     errors.push(input.pullSecretIssue.message);
   }

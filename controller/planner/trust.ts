@@ -73,6 +73,21 @@ function statusOf(image: string, v: Verdict): VerificationStatus | undefined {
     : { image, verified: false, message: v.why.slice(0, 1024), checkedTime: formatTime(v.at) };
 }
 
+/**
+ * The verdict to show: the new one, unless it says what `kept` says (then `kept`,
+ * so a recheck that changes nothing writes nothing); `kept` while none is in.
+ */
+function sameVerdict(
+  image: string,
+  next: VerificationStatus | undefined,
+  kept: VerificationStatus | undefined,
+): VerificationStatus | undefined {
+  if (!next) return kept?.image === image ? kept : undefined;
+  const same = kept !== undefined && kept.image === next.image && kept.verified === next.verified &&
+    kept.by === next.by && kept.message === next.message;
+  return same ? kept : next;
+}
+
 /** Step 1b: see the module documentation. Pure. */
 export function trustedTarget(
   pool: BootcNodePool,
@@ -84,8 +99,7 @@ export function trustedTarget(
   if (!policy || !candidate) return resolved;
   const verdict = verdictOf(signatures?.get(candidate.image));
   const kept = pool.status?.verification;
-  const verification = statusOf(candidate.image, verdict) ??
-    (kept?.image === candidate.image ? kept : undefined);
+  const verification = sameVerdict(candidate.image, statusOf(candidate.image, verdict), kept);
   const name = shortReference(candidate.image);
   if (policy.mode === "Audit" || verdict.kind === "verified") {
     const newlyFailed = verdict.kind === "untrusted" &&

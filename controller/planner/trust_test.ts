@@ -5,7 +5,12 @@ import type { SignatureMemo } from "./trust.ts";
 import { bootcNode, digest, image, input, node, pool, REPO } from "../testing/fixtures.ts";
 
 const NOW = "2026-01-01T01:00:00Z";
-const KEY = "-----BEGIN PUBLIC KEY-----\nMFkw\n-----END PUBLIC KEY-----\n";
+const KEY = `-----BEGIN PUBLIC KEY-----
+MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEfIbSmxnNNiu4OeJmnUL/FS5cLH5x
+O+9IXQ2Tl3ioBTYWr7uevhDH/ijuUU53x8ykMs+Kb6Bt/GrECzGDsNvr7w==
+-----END PUBLIC KEY-----
+`;
+const NOT_A_KEY = "-----BEGIN PUBLIC KEY-----\nMFkw\n-----END PUBLIC KEY-----\n";
 const AT = new Date("2026-01-01T00:59:00Z");
 
 /** A tag pool resolved to `image("c")`, on `image("b")` before, verifying in `mode`. */
@@ -108,8 +113,11 @@ Deno.test("trust: Audit rolls out, records the verdict and warns once", () => {
     findCondition(first.status?.conditions, PoolConditionType.Degraded)?.status,
     "True",
   );
-  const again = plan({ ...p, status: first.status }, new Map([[image("c"), unsigned()]]));
+  // A recheck that says the same keeps the recorded verdict (no status write for it).
+  const later = { ...unsigned(), at: new Date("2026-01-01T01:05:00Z") };
+  const again = plan({ ...p, status: first.status }, new Map([[image("c"), later]]));
   assert.equal(again.events.filter((e) => e.reason === "SignatureUnverified").length, 0);
+  assert.deepEqual(again.status?.verification, first.status?.verification);
 });
 
 Deno.test("trust: a pool without verification ignores verdicts", () => {
@@ -118,4 +126,17 @@ Deno.test("trust: a pool without verification ignores verdicts", () => {
   const out = plan(p, new Map([[image("c"), unsigned()]]));
   assert.equal(out.status?.targetImage, image("c"));
   assert.equal(out.status?.verification, undefined);
+});
+
+Deno.test("trust: a key that is no public key is an invalid spec naming the field", () => {
+  const p = tagPool("Enforce");
+  p.spec.image.verification!.keys.unshift({ pem: NOT_A_KEY });
+  const out = plan(p, new Map([[image("c"), verified()]]));
+  const degraded = findCondition(out.status?.conditions, PoolConditionType.Degraded);
+  assert.equal(degraded?.reason, "InvalidSpec");
+  assert.match(
+    degraded?.message ?? "",
+    /spec\.image\.verification\.keys\[0\]\.pem: not a PEM public key/,
+  );
+  assert.ok(!JSON.stringify(out.actions).includes(digest("c")));
 });

@@ -357,6 +357,40 @@ Deno.test("CRDs validate, default and print on the real API server", async (t) =
       },
     );
 
+    await t.step("image.verification: a mode and PEM public keys", async () => {
+      const ref = "quay.io/example/os:latest";
+      const pem = "-----BEGIN PUBLIC KEY-----\nMFkw\n-----END PUBLIC KEY-----\n";
+      await rejects(
+        () =>
+          pools.create(pool("sig-notpem", {
+            nodeSelector: {},
+            image: { ref, verification: { mode: "Enforce", keys: [{ pem: "ssh-ed25519 AAAA" }] } },
+          })),
+        /spec\.image\.verification\.keys\[0\]\.pem: Invalid value.*must be a PEM public key/,
+      );
+      await rejects(
+        () =>
+          pools.create(pool("sig-nokeys", {
+            nodeSelector: {},
+            image: { ref, verification: { mode: "Enforce", keys: [] } },
+          })),
+        /spec\.image\.verification\.keys: Invalid value.*should have at least 1 items/,
+      );
+      await rejects(
+        () =>
+          pools.create(pool("sig-mode", {
+            nodeSelector: {},
+            image: { ref, verification: { mode: "Warn", keys: [{ pem }] } },
+          })),
+        /spec\.image\.verification\.mode: Unsupported value: "Warn"/,
+      );
+      const ok = await pools.create(pool("sig-ok", {
+        nodeSelector: {},
+        image: { ref, verification: { mode: "Audit", keys: [{ pem }] } },
+      }));
+      assert.equal(ok.spec.image.verification?.mode, "Audit");
+    });
+
     await t.step("maxUnavailable must be >= 1 or 1%-100%", async () => {
       for (const value of [0, "0%", "101%", "abc", -1]) {
         await rejects(
