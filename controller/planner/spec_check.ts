@@ -41,7 +41,9 @@ export function specErrors(input: PlanInput, need: ResolutionNeed): string[] {
   if (chErr) errors.push(chErr);
   for (const [i, key] of (pool.spec.image.verification?.keys ?? []).entries()) {
     const parsed = parsePublicKey(key.pem);
-    if (typeof parsed === "string") errors.push(`spec.image.verification.keys[${i}].pem: ${parsed}`);
+    if (typeof parsed === "string") {
+      errors.push(`spec.image.verification.keys[${i}].pem: ${parsed}`);
+    }
   }
   if (input.pullSecretIssue?.reason === PoolDegradedReason.InvalidSpec) {
     errors.push(input.pullSecretIssue.message);
