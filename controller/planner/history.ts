@@ -23,6 +23,8 @@ export interface HistoryInput {
   failed?: { outcome: "RolledBack" | "Failed"; message: string };
   /** A note for a new revision (e.g. "automatic rollback from revision 3"). */
   note?: string;
+  /** The target's signature verdict, recorded on a new revision. */
+  signature?: string;
   now: Date;
 }
 
@@ -55,6 +57,7 @@ export function nextHistory(input: HistoryInput): Revision[] {
       startedAt: now,
       outcome: RevisionOutcome.Progressing,
       ...(input.note ? { message: input.note } : {}),
+      ...(input.signature ? { signature: input.signature } : {}),
     };
     list.push(last);
   }

@@ -151,6 +151,7 @@ function planRollout(
     input,
     target: target.target,
     effective: target.effective,
+    verification: target.verification,
   });
   const out = mergeOutputs([
     start,

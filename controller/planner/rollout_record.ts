@@ -41,6 +41,8 @@ export interface RolloutRecordInput {
   updated: number;
   /** `status.approval` after this plan (step 5), if the pool asks for approvals. */
   approval?: BootcNodePoolStatus["approval"];
+  /** The signature verdict of the candidate image (step 1b). */
+  verification?: BootcNodePoolStatus["verification"];
 }
 
 /** What step 7 decided: the rollout record for the pool's status, and its notes and events. */
@@ -67,6 +69,7 @@ export function rolloutRecord(step: RolloutRecordInput): RolloutRecordStep {
       : record.retried && target?.digest === record.retried.digest
       ? retryNote(record.retried)
       : undefined,
+    signature: signatureNote(step.verification, target),
     now,
   });
   const justSucceeded = complete && history.at(-1)?.outcome === "Succeeded" &&
@@ -158,4 +161,13 @@ function circuitStatus(input: PlanInput, record: FailureRecord): RolloutRecord["
         maxRollbacks(pool)
       } allowed`,
   };
+}
+
+/** How a revision records its image's signature verdict, when there is one for it. */
+function signatureNote(
+  v: BootcNodePoolStatus["verification"],
+  target: Target | undefined,
+): string | undefined {
+  if (!v || v.image !== target?.image) return undefined;
+  return v.verified ? `verified by ${v.by ?? "a trusted key"}` : `not verified: ${v.message ?? ""}`;
 }

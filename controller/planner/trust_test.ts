@@ -54,6 +54,7 @@ Deno.test("trust: Enforce rolls out a candidate only once its signature verifies
     by: "keys[0]",
     checkedTime: "2026-01-01T00:59:00Z",
   });
+  assert.equal(ok.status?.history?.at(-1)?.signature, "verified by keys[0]");
 
   // No verdict yet: the pool stays on its target and is not Degraded.
   const pending = plan(p, new Map([[image("b"), verified()]]));
@@ -105,6 +106,7 @@ Deno.test("trust: Audit rolls out, records the verdict and warns once", () => {
   const first = plan(p, new Map([[image("c"), unsigned()]]));
   assert.equal(first.status?.targetImage, image("c"));
   assert.equal(first.status?.verification?.verified, false);
+  assert.equal(first.status?.history?.at(-1)?.signature, "not verified: no signature");
   assert.deepEqual(
     first.events.filter((e) => e.reason === "SignatureUnverified").map((e) => e.type),
     ["Warning"],

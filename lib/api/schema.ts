@@ -855,6 +855,11 @@ export const Revision = Type.Object({
   endedAt: Type.Optional(Type.String({ format: "date-time" })),
   outcome: StringEnum(Object.values(RevisionOutcome) as [string, ...string[]]),
   message: Type.Optional(Type.String({ maxLength: 1024 })),
+  signature: Type.Optional(Type.String({
+    maxLength: 1024,
+    description: "The signature verdict when the revision started (spec.image.verification): " +
+      "verified by keys[N], or not verified and why (Audit).",
+  })),
 });
 
 /** How many entries `status.queue` holds at most (the first of the queue; `slots.waiting` counts all). */
