@@ -9,10 +9,13 @@
  * more is dropped: memory is bounded by what the pools name now. A verified
  * image is checked again every hour (a signature can be deleted); one that did
  * not verify at the pool's poll interval (it may be signed since); a registry
- * failure is retried with the shared back-off.
+ * failure is retried with the shared back-off. A registry failure does not undo
+ * a verdict: the last verdict of the key stands for up to a day, so a registry
+ * blip on a recheck neither refuses a verified image nor trusts a refused one.
  *
  * @module
  */
+import { type Clock, systemClock } from "../../lib/clock.ts";
 import type { SignatureVerdict, TrustedKey } from "../../lib/registry/signatures.ts";
 import {
   KeyedPoll,
@@ -59,6 +62,8 @@ export interface SignatureChecksOptions extends KeyedPollTunables {
 
 const DEFAULT_TIMEOUT_MS = 20_000;
 const DEFAULT_RECHECK_MS = 60 * 60_000;
+/** How long a verdict stands while rechecks fail to reach the registry. */
+export const VERDICT_KEPT_MS = 24 * 60 * 60_000;
 
 /** `sha256:<hex>` of the keys, so a key change is a new verification. */
 export async function keysHash(keys: readonly TrustedKey[]): Promise<string> {
@@ -73,12 +78,17 @@ export class SignatureChecks {
   /** keys hash → the keys, for the attempts; pruned to what subscribers use. */
   #keys = new Map<string, readonly TrustedKey[]>();
   #subscriberKeys = new Map<string, string>();
+  /** subscriber → its poll key, and each key's last verdict (pruned to those keys). */
+  #subscriberPollKeys = new Map<string, string>();
+  #verdicts = new Map<string, SignatureOutcome>();
   #recheckMs: number;
+  #clock: Clock;
 
   /** Creates an idle service. */
   constructor(options: SignatureChecksOptions) {
     const resolver = options.resolver;
     this.#recheckMs = options.recheckMs ?? DEFAULT_RECHECK_MS;
+    this.#clock = options.clock ?? systemClock;
     this.#poll = new KeyedPoll({
       ...options,
       timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
@@ -86,7 +96,11 @@ export class SignatureChecks {
         const keys = this.#keys.get(key.split(" ")[1] ?? "") ?? [];
         if (!resolver.verifySignatures) throw new Error("this controller cannot verify signatures");
         const verdict = await resolver.verifySignatures(image, keys, { dockerConfigJson, signal });
-        return { ok: true, verdict };
+        const result = { ok: true as const, verdict };
+        if (this.#verdicts.has(key) || [...this.#subscriberPollKeys.values()].includes(key)) {
+          this.#verdicts.set(key, { at: this.#clock.now(), result });
+        }
+        return result;
       },
       nextAt: (s: PollSchedule<Schedule, SignatureSuccess>) => {
         if (s.settledAt === undefined) return -Infinity;
@@ -116,18 +130,25 @@ export class SignatureChecks {
     const hash = await keysHash(request.keys);
     this.#keys.set(hash, request.keys);
     this.#subscriberKeys.set(subscriber, hash);
+    const key = `${request.image} ${hash} ${pollKey("", request.credentials).trim()}`;
+    this.#subscriberPollKeys.set(subscriber, key);
     this.#prune();
-    return this.#poll.want(subscriber, {
-      key: `${request.image} ${hash} ${pollKey("", request.credentials).trim()}`,
+    const latest = this.#poll.want(subscriber, {
+      key,
       target: request.image,
       dockerConfigJson: request.credentials?.dockerConfigJson,
       schedule: { retryMs: Math.max(1_000, request.retryMs) },
     });
+    if (!latest || latest.result.ok) return latest;
+    const last = this.#verdicts.get(key);
+    const fresh = last && this.#clock.now().getTime() - last.at.getTime() <= VERDICT_KEPT_MS;
+    return fresh ? last : latest;
   }
 
   /** `subscriber` wants nothing any more. */
   forget(subscriber: string): void {
     this.#subscriberKeys.delete(subscriber);
+    this.#subscriberPollKeys.delete(subscriber);
     this.#prune();
     this.#poll.forget(subscriber);
   }
@@ -135,6 +156,8 @@ export class SignatureChecks {
   /** Drops every key, aborting checks in flight. */
   async forgetAll(): Promise<void> {
     this.#subscriberKeys.clear();
+    this.#subscriberPollKeys.clear();
+    this.#verdicts.clear();
     this.#keys.clear();
     this.#poll.forgetAll();
     await this.#poll.settled();
@@ -143,5 +166,7 @@ export class SignatureChecks {
   #prune(): void {
     const used = new Set(this.#subscriberKeys.values());
     for (const hash of this.#keys.keys()) if (!used.has(hash)) this.#keys.delete(hash);
+    const keys = new Set(this.#subscriberPollKeys.values());
+    for (const key of this.#verdicts.keys()) if (!keys.has(key)) this.#verdicts.delete(key);
   }
 }

@@ -88,3 +88,35 @@ Deno.test("signature checks: an image that did not verify is checked again at th
     await checks.forgetAll();
   }
 });
+
+Deno.test("signature checks: a registry failure on a recheck keeps the verdict for a day", async () => {
+  const clock = new FakeClock();
+  let down = false;
+  const resolver: ImageResolver = {
+    resolve: () => Promise.reject(new Error("not used")),
+    verifySignatures: () =>
+      down
+        ? Promise.reject(new Error("registry unreachable"))
+        : Promise.resolve({ verified: true, by: "keys[0]" }),
+  };
+  const checks = new SignatureChecks({ resolver, clock, initialBackoffMs: 60_000, jitter: 0 });
+  const want = () => checks.want("a/candidate", { image: IMAGE, keys: KEY_A, retryMs: 5_000 });
+  try {
+    await want();
+    await settle();
+    down = true;
+    clock.advance(61 * 60_000);
+    await settle();
+    const kept = await want();
+    assert.deepEqual(kept?.result, { ok: true, verdict: { verified: true, by: "keys[0]" } });
+    // Past a day without an answer the failure is what is known.
+    for (let h = 0; h < 25; h++) {
+      clock.advance(60 * 60_000);
+      await settle();
+    }
+    const stale = await want();
+    assert.equal(stale?.result.ok, false);
+  } finally {
+    await checks.forgetAll();
+  }
+});
