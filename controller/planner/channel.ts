@@ -83,15 +83,17 @@ export interface VersionChoice {
   skipped: { version: string; why: string }[];
 }
 
-/** Picks the version to run from a listing. */
+/** Picks the version to run from a listing, passing over `failed` and `unverified` ones. */
 export function selectVersion(options: {
   tags: readonly string[];
   constraint: string;
   preRelease?: "Exclude" | "Include";
   failed?: readonly string[];
+  unverified?: readonly string[];
 }): VersionChoice {
   const includePrerelease = options.preRelease === "Include";
   const failed = options.failed ?? [];
+  const unverified = options.unverified ?? [];
   const skipped: VersionChoice["skipped"] = [];
   let newest: TaggedVersion | undefined;
   let newestAny: TaggedVersion | undefined;
@@ -104,6 +106,10 @@ export function selectVersion(options: {
     newest ??= v;
     if (failed.some((f) => sameVersion(f, v.version))) {
       skipped.push({ version: v.version, why: "failed its health checks before" });
+      continue;
+    }
+    if (unverified.some((f) => sameVersion(f, v.version))) {
+      skipped.push({ version: v.version, why: "does not verify (tried again at the next check)" });
       continue;
     }
     return { chosen: v, newest, skipped: outside(newestAny, v, options.constraint, skipped) };
@@ -171,8 +177,13 @@ export function channelStep(options: {
   };
   const last = parseTime(start.lastCheckTime);
   const dueAt = nextCheckAt({ pool, last, now, intervalMs: options.intervalMs });
+  // An unverified version is passed over until the first check due after it was refused.
+  const stillUnverified = (time: string) =>
+    listing !== undefined &&
+    nextCheckAt({ pool, last: parseTime(time), now, intervalMs: options.intervalMs }).getTime() >
+      listing.at.getTime();
   const listed = listing && (!last || listing.at.getTime() >= dueAt.getTime())
-    ? applyListing(start, channel, listing, options.circuitOpen)
+    ? applyListing(start, channel, listing, options.circuitOpen, stillUnverified)
     : { status: start };
   const status = listed.status;
   const next = nextCheckAt({
@@ -199,8 +210,11 @@ function applyListing(
   channel: NonNullable<BootcNodePool["spec"]["image"]["channel"]>,
   listing: ChannelListing,
   circuitOpen: boolean,
+  stillUnverified: (time: string) => boolean,
 ): { status: ChannelStatus; blockedByCircuit?: string } {
   const status = { ...prior };
+  const unverified = (prior.unverifiedVersions ?? []).filter((u) => stillUnverified(u.time));
+  status.unverifiedVersions = unverified.length > 0 ? unverified : undefined;
   if (!listing.result.ok) {
     status.message = `listing the tags of ${channel.repository} failed: ${listing.result.message}`;
     return { status };
@@ -211,6 +225,7 @@ function applyListing(
     constraint: channel.constraint,
     preRelease: channel.preRelease,
     failed: status.failedVersions,
+    unverified: unverified.map((u) => u.version),
   });
   status.newestVersion = choice.newest?.version;
   status.newestTag = choice.newest?.tag;
@@ -248,6 +263,24 @@ export function channelFailed(status: ChannelStatus): ChannelStatus {
     failedVersions: failed.slice(-64),
     lastCheckTime: undefined,
     message: `${current} failed its health checks; never chosen again`,
+  });
+}
+
+/**
+ * The channel status after the current version's image did not verify: it is
+ * passed over until the channel's next check after `now`, and the latest listing
+ * is applied again at once, so the highest other version is chosen.
+ */
+export function channelUnverified(status: ChannelStatus, now: Date): ChannelStatus {
+  const current = status.currentVersion;
+  if (!current) return status;
+  const others = (status.unverifiedVersions ?? []).filter((u) => !sameVersion(u.version, current));
+  return dropUndefined({
+    ...status,
+    unverifiedVersions: [...others, { version: current, time: formatTime(now) }].slice(-16),
+    lastCheckTime: undefined,
+    message: `${current} does not verify (spec.image.verification); passed over until the ` +
+      `next check`,
   });
 }
 

@@ -4,6 +4,7 @@ import {
   channelError,
   channelFailed,
   channelStep,
+  channelUnverified,
   nextCheckAt,
   sameVersion,
   selectVersion,
@@ -266,6 +267,42 @@ Deno.test("channelFailed: the version joins the failed list and the next check i
   })!;
   assert.equal(d.ref, "r/os:1.0.1");
   assert.match(d.status.message ?? "", /1\.0\.2 failed its health checks before/);
+});
+
+Deno.test("channelUnverified: passed over until the next check, then tried again", () => {
+  const s = channelUnverified({
+    repository: "r/os",
+    constraint: "~1.0",
+    currentVersion: "1.0.2",
+    currentTag: "1.0.2",
+    lastCheckTime: "2026-11-23T09:00:00Z",
+  }, NOW);
+  assert.deepEqual(s.unverifiedVersions, [{ version: "1.0.2", time: "2026-11-23T10:00:00Z" }]);
+  assert.equal(s.lastCheckTime, undefined);
+  const step = (listing: ReturnType<typeof ok>, now: Date, status = s) =>
+    channelStep({
+      pool: pool({ repository: "r/os", constraint: "~1.0" }, status),
+      listing,
+      circuitOpen: false,
+      now,
+      intervalMs: 3600_000,
+    })!;
+  // The listing it had is applied again at once: the highest other version is chosen.
+  const back = step(ok(["1.0.1", "1.0.2"], new Date("2026-11-23T09:00:00Z")), NOW);
+  assert.equal(back.ref, "r/os:1.0.1");
+  assert.match(back.status.message ?? "", /1\.0\.2 does not verify/);
+  // A listing before the next check still passes it over; the first one after tries it again.
+  const soon = step(ok(["1.0.1", "1.0.2"], new Date("2026-11-23T10:30:00Z")), NOW, {
+    ...back.status,
+    lastCheckTime: undefined,
+  });
+  assert.equal(soon.ref, "r/os:1.0.1");
+  const later = step(ok(["1.0.1", "1.0.2"], new Date("2026-11-23T11:00:00Z")), NOW, {
+    ...back.status,
+    lastCheckTime: undefined,
+  });
+  assert.equal(later.ref, "r/os:1.0.2");
+  assert.equal(later.status.unverifiedVersions, undefined);
 });
 
 Deno.test("channelStep: a new range starts over but keeps the repository's failed versions", () => {

@@ -18,6 +18,8 @@ import { notGrantedHere } from "./record_origin.ts";
 import { daemonSaysRebooting, EffectiveState } from "../../lib/api/node_state.ts";
 import type { HealthFailure } from "./failure_policy.ts";
 import type { Member } from "./membership.ts";
+import type { TrustGate, TrustState } from "./trust.ts";
+import { shortReference } from "../../lib/api/display.ts";
 import { mergeOutputs, NO_OUTPUT, type PlanInput, type StepOutput, stepOutput } from "./plan.ts";
 import { parseTime, slotUnhealthyReason } from "../model/slots.ts";
 import type { NodeSummary, PdbSummary } from "../model/types.ts";
@@ -93,11 +95,16 @@ function inFlightEnv(input: PlanInput): InFlightEnv {
   };
 }
 
-/** Step 3: moves every disrupted member forward (or back, in `undoUndrained` mode). */
+/**
+ * Step 3: moves every disrupted member forward (or back, in `undoUndrained` mode).
+ * Each member's mode is also what the trust gate says of the image it is bound for
+ * ({@linkcode memberMode}).
+ */
 export function progressInFlight(
   members: readonly Member[],
   input: PlanInput,
   mode: InFlightMode = "finish",
+  gate: TrustGate = () => "verified",
 ): InFlightResult {
   const env = inFlightEnv(input);
   const outcomes: NodeOutcome[] = [];
@@ -110,11 +117,29 @@ export function progressInFlight(
     }
     if (!m.disrupted) continue;
     // Without a BootcNode (being recreated) it keeps its place until its daemon reports.
-    outcomes.push(m.bn ? { counted: true, ...progressOne(m, m.bn, env, mode) } : { counted: true });
+    outcomes.push(
+      m.bn
+        ? {
+          counted: true,
+          ...progressOne(m, m.bn, env, memberMode(mode, gate(m.bn.spec.desiredImage))),
+        }
+        : { counted: true },
+    );
   }
   // Demand only counts pods to evict, which never depends on the node's readiness.
   const ctx = { policy: env.drain, now: env.now, nodeReady: true };
   return reduceOutcomes(outcomes, input.pdbs, ctx);
+}
+
+/**
+ * A member's mode: the plan's, unless the trust gate does not admit the image it is
+ * bound for. Refused: everything not yet rebooting is undone (its reboot request
+ * revoked). Unknown: it drains but is asked for no reboot until a verdict is in
+ * (an invalid spec undoes it instead).
+ */
+export function memberMode(mode: InFlightMode, trust: TrustState): InFlightMode {
+  if (trust === "verified") return mode;
+  return trust === "unknown" && mode === "finish" ? "holdReboot" : "undoUnrebooted";
 }
 
 /** The per-node outcomes, in member order, as the step's result. */
@@ -228,16 +253,21 @@ function progressRepaired(
   if (m.state === EffectiveState.UpToDate) {
     return combine(name, repaired, health, onTargetPhase(facts, env));
   }
+  const rebooting = m.state === EffectiveState.Rebooting || daemonSaysRebooting(bn);
   if (
-    mode === "undoUndrained" && !facts.drainedAt && m.state !== EffectiveState.Rebooting &&
-    !daemonSaysRebooting(bn)
+    !rebooting &&
+    ((mode === "undoUndrained" && !facts.drainedAt) || mode === "undoUnrebooted")
   ) {
-    return combine(name, repaired, health, undoPhase(facts, env));
+    const why = mode === "undoUnrebooted"
+      ? `its image ${shortReference(bn.spec.desiredImage)} is not trusted by the pool's ` +
+        `signature policy`
+      : "the pool's spec became invalid";
+    return combine(name, repaired, health, undoPhase(facts, env, why));
   }
   const cordon = cordonPhase(m, facts);
   const cordoned = { ...facts, drainedAt: cordon.drainedAt };
   const next = cordoned.drainedAt
-    ? rebootPhase(m, { ...cordoned, drainedAt: cordoned.drainedAt }, env)
+    ? rebootPhase(m, { ...cordoned, drainedAt: cordoned.drainedAt }, env, mode)
     : m.state === EffectiveState.Rebooting
     ? retargetedRebootPhase(facts, env)
     : drainPhase(m, cordoned, env, mode);

@@ -68,7 +68,7 @@ import { formatTime } from "../model/slots.ts";
 import { buildPoolStatus, emptyCounts } from "./pool_status.ts";
 import { priorTarget, type ResolutionNeed, resolutionNeed, resolveTarget } from "./resolution.ts";
 import { rolloutRecord } from "./rollout_record.ts";
-import { type Trusted, trustedTarget } from "./trust.ts";
+import { admitTarget, type Trusted, trustedTarget, type TrustGate, trustGate } from "./trust.ts";
 import { specErrors } from "./spec_check.ts";
 import { stampSpecChanges } from "./spec_since.ts";
 import { QueueWait } from "./slot_grant.ts";
@@ -127,11 +127,13 @@ function planRollout(
   // 1. The target; 2. membership; 3. the nodes in flight; 4. health failures and the
   // onFailure policy; 5. new slots through the gates.
   const target = targetStep(input, need);
-  const membership = planMembership(input, target.target, {
+  // Only an image the trust gate admits is written to a node (as a desired image or a
+  // reboot request); the target shown may still be waiting for its verdict.
+  const membership = planMembership(input, target.admitted, {
     stagingOpen: stagingOpen(input),
     rollbackImage: target.rollbackImage,
   });
-  const inFlight = progressInFlight(membership.members, input);
+  const inFlight = progressInFlight(membership.members, input, "finish", target.gate);
   const rollout = rolloutSteps(input, target, membership.members, inFlight, membership.releasing);
   const { gated, members } = rollout;
 
@@ -152,6 +154,7 @@ function planRollout(
     target: target.target,
     effective: target.effective,
     verification: target.verification,
+    candidateRefused: target.candidateRefused,
   });
   const out = mergeOutputs([
     start,
@@ -277,6 +280,10 @@ function degradedIssue(inFlight: InFlightResult): StepOutput {
 
 /** What step 1 settled, with what the failure record and the history say of it. */
 interface TargetStep extends Trusted {
+  /** The target as nodes may be given it: undefined while the trust gate does not admit it. */
+  admitted?: Target;
+  /** The pool's trust gate, which every image written to a node passes. */
+  gate: TrustGate;
   /** The pool's failure record before this plan. */
   record: ReturnType<typeof failureRecord>;
   effective: ReturnType<typeof effectiveTarget>;
@@ -303,9 +310,13 @@ function targetStep(input: PlanInput, need: Exclude<ResolutionNeed, { kind: "inv
     priorTarget: resolved.priorUntrusted ? undefined : priorTarget(pool),
     record,
   });
-  const target = effective.target;
+  const gate = trustGate(pool, input.signatures);
+  const admission = admitTarget(effective.target, gate, input.signatures);
+  const target = admission.target;
   const changed = target && target.digest !== pool.status?.targetDigest;
-  const lastGood = lastGoodImage(pool.status?.history, target?.image);
+  const good = lastGoodImage(pool.status?.history, target?.image);
+  // A rollback goes only to an image the gate admits; without one the failure policy halts.
+  const lastGood = good && gate(good.image) === "verified" ? good : undefined;
   const label = targetLabel({
     pool,
     target,
@@ -314,15 +325,19 @@ function targetStep(input: PlanInput, need: Exclude<ResolutionNeed, { kind: "inv
   });
   const step: TargetStep = {
     target,
+    admitted: admission.admitted,
+    gate,
     label,
     lastResolvedTime: resolved.lastResolvedTime,
     verification: resolved.verification,
+    candidateRefused: resolved.candidateRefused,
     record,
     effective,
     lastGood: lastGood?.image,
     rollbackImage: lastGood ? { image: lastGood.image, digest: lastGood.digest } : undefined,
     out: mergeOutputs([
       resolved.out,
+      admission.out,
       stepOutput({
         notes: effective.note ? [effective.note] : [],
         events: changed
@@ -393,7 +408,8 @@ function rolloutSteps(
     members,
     inFlight,
     releasing,
-    target,
+    // No slot for an image the trust gate does not admit (yet).
+    target: t.admitted,
     haltFor: health.haltFor,
     updated,
     updatedNodes,
@@ -441,7 +457,12 @@ function planInvalid(input: PlanInput, start: StepOutput, specErrors: string[]):
     if (!node || bn.metadata.deletionTimestamp) continue;
     members.push({ node, bn, ...classifyMember(node, bn, externalContext(input)) });
   }
-  const inFlight = progressInFlight(members, input, "undoUndrained");
+  const inFlight = progressInFlight(
+    members,
+    input,
+    "undoUndrained",
+    trustGate(pool, input.signatures),
+  );
   const counts = countStates(members, [], [inFlight.stuck]);
   const target = priorTarget(pool);
   // The spec's tag may no longer name the target it keeps: the version only.

@@ -9,7 +9,7 @@
  */
 import { ANNOTATION_RESET_CIRCUIT, type BootcNodePoolStatus } from "../../lib/api/mod.ts";
 import type { CanaryStatus } from "./canary.ts";
-import { channelFailed } from "./channel.ts";
+import { channelFailed, channelUnverified } from "./channel.ts";
 import { EffectiveState } from "../model/effective_state.ts";
 import {
   circuitOpen,
@@ -43,6 +43,8 @@ export interface RolloutRecordInput {
   approval?: BootcNodePoolStatus["approval"];
   /** The signature verdict of the candidate image (step 1b). */
   verification?: BootcNodePoolStatus["verification"];
+  /** The candidate did not verify under Enforce (a channel passes its version over). */
+  candidateRefused?: boolean;
 }
 
 /** What step 7 decided: the rollout record for the pool's status, and its notes and events. */
@@ -82,7 +84,7 @@ export function rolloutRecord(step: RolloutRecordInput): RolloutRecordStep {
   if (justSucceeded && !effective.rollback && !returned) {
     record = { ...record, consecutiveFailures: 0 };
   }
-  const channel = channelReport(input, health);
+  const channel = channelReport(input, health, step.candidateRefused ?? false);
   const canaryNotes = canary && canary.phase !== "Passed" && !(pool.spec.rollout?.paused ?? false)
     ? [
       canary.phase === "Soaking"
@@ -117,15 +119,16 @@ export function rolloutRecord(step: RolloutRecordInput): RolloutRecordStep {
 
 /**
  * The channel's report: its status (the current version failed: it joins the
- * failed versions), its note, a wake-up for the next check, and the event for a
+ * failed versions; it did not verify: it is passed over for a while), its note, a wake-up for the next check, and the event for a
  * version the open circuit holds back.
  */
-function channelReport(input: PlanInput, health: HealthResponse) {
+function channelReport(input: PlanInput, health: HealthResponse, refused: boolean) {
   const { pool, now } = input;
   let status = input.channel?.status;
   const notes: string[] = [];
   if (status && input.channel?.ref && input.channel.ref === pool.spec.image.ref) {
     if (health.failed && health.newFailure) status = channelFailed(status);
+    else if (refused) status = channelUnverified(status, now);
     if (status.message) notes.push(`channel: ${status.message}`);
   }
   // The next channel check is a time, not an event: come back then (a check already due is

@@ -16,15 +16,18 @@
  * @module
  */
 import {
+  type BootcNode,
   type BootcNodePool,
   type BootcNodePoolStatus,
+  owningPool,
   PoolDegradedReason,
+  RevisionOutcome,
 } from "../../lib/api/mod.ts";
 import { shortReference } from "../../lib/api/display.ts";
 import type { SignatureVerdict } from "../../lib/registry/signatures.ts";
 import { formatTime } from "../model/slots.ts";
 import type { Target } from "../model/types.ts";
-import { mergeOutputs, poolEvent, stepOutput } from "./plan.ts";
+import { mergeOutputs, poolEvent, type StepOutput, stepOutput } from "./plan.ts";
 import { priorTarget, type Resolution } from "./resolution.ts";
 
 /** The latest signature check of one image: a verdict, or why none could be had. */
@@ -41,13 +44,73 @@ export interface Trusted extends Resolution {
   verification?: VerificationStatus;
   /** The current target's own verdict failed: it is no fallback either. */
   priorUntrusted?: boolean;
+  /** Enforce, and the candidate's signature checked and did not verify (a channel passes it over). */
+  candidateRefused?: boolean;
 }
 
-/** The images whose verdicts {@linkcode trustedTarget} reads (none without a policy). */
-export function trustCandidates(pool: BootcNodePool, resolved: Resolution): string[] {
-  if (!pool.spec.image.verification) return [];
-  const images = [resolved.target?.image, priorTarget(pool)?.image];
-  return [...new Set(images.filter((i): i is string => i !== undefined))];
+/** At most this many images are verified for one pool (the rest wait, unknown). */
+export const MAX_TRUST_CANDIDATES = 16;
+
+/**
+ * Every image the planner may write to one of the pool's BootcNodes, as a desired
+ * image or a reboot request: the resolved candidate, the current target, the
+ * images a rollback may go back to (succeeded revisions) and what its BootcNodes
+ * are bound for now. The trust gate reads their verdicts; none without a policy,
+ * and only the candidate in Audit (nothing is gated there).
+ */
+export function trustCandidates(
+  pool: BootcNodePool,
+  resolved: Pick<Resolution, "target">,
+  bootcNodes: Iterable<BootcNode> = [],
+): string[] {
+  const policy = pool.spec.image.verification;
+  if (!policy) return [];
+  const images = [resolved.target?.image];
+  if (policy.mode !== "Audit") {
+    images.push(priorTarget(pool)?.image);
+    const succeeded = (pool.status?.history ?? []).filter((r) =>
+      r.outcome === RevisionOutcome.Succeeded
+    );
+    images.push(...succeeded.reverse().slice(0, 4).map((r) => r.image));
+    for (const bn of bootcNodes) {
+      if (owningPool(bn) === pool.metadata.name) images.push(bn.spec.desiredImage);
+    }
+  }
+  const unique = [...new Set(images.filter((i): i is string => i !== undefined))];
+  return unique.slice(0, MAX_TRUST_CANDIDATES);
+}
+
+/**
+ * What the pool's trust policy says of writing an image to a node: `verified`
+ * (go; always so without a policy or in Audit), `refused` (its signature does not
+ * verify, or cannot be checked), `unknown` (no verdict yet: hold).
+ */
+export type TrustState = "verified" | "refused" | "unknown";
+
+/** The one rule every image the planner writes to a node passes (see {@linkcode TrustState}). */
+export type TrustGate = (image: string | undefined) => TrustState;
+
+/** The pool's trust gate over the verdicts the signature poller has. */
+export function trustGate(
+  pool: BootcNodePool,
+  signatures: ReadonlyMap<string, SignatureMemo> | undefined,
+): TrustGate {
+  const policy = pool.spec.image.verification;
+  if (!policy || policy.mode === "Audit") return () => "verified";
+  return (image) => {
+    if (image === undefined) return "unknown";
+    const v = verdictOf(signatures?.get(image));
+    return v.kind === "untrusted" ? "refused" : v.kind === "verified" ? "verified" : "unknown";
+  };
+}
+
+/** Why `image` is not trusted, for messages (`refused` images only). */
+export function refusedBecause(
+  image: string,
+  signatures: ReadonlyMap<string, SignatureMemo> | undefined,
+): string {
+  const v = verdictOf(signatures?.get(image));
+  return v.kind === "untrusted" ? v.why : "no verdict yet";
 }
 
 type Verdict =
@@ -131,6 +194,8 @@ export function trustedTarget(
   return {
     target: fallback,
     priorUntrusted: fallback === undefined,
+    candidateRefused: verdict.kind === "untrusted" &&
+      signatures?.get(candidate.image)?.result.ok === true,
     fromSpec: false,
     lastResolvedTime: resolved.lastResolvedTime,
     ...(verification ? { verification } : {}),
@@ -150,4 +215,36 @@ function trustedPrior(
   const prior = priorTarget(pool);
   if (!prior) return undefined;
   return verdictOf(signatures?.get(prior.image)).kind === "untrusted" ? undefined : prior;
+}
+
+/**
+ * The target through the gate: shown and given to nodes (verified), shown but
+ * given to no node while its verdict is awaited (unknown), or dropped with
+ * `SignatureInvalid` (refused: the pool then rolls out no image).
+ */
+export function admitTarget(
+  target: Target | undefined,
+  gate: TrustGate,
+  signatures: ReadonlyMap<string, SignatureMemo> | undefined,
+): { target?: Target; admitted?: Target; out: StepOutput } {
+  if (!target) return { out: stepOutput() };
+  const state = gate(target.image);
+  if (state === "verified") return { target, admitted: target, out: stepOutput() };
+  const name = shortReference(target.image);
+  if (state === "unknown") {
+    return {
+      target,
+      out: stepOutput({ notes: [`verifying the signature of ${name} before any node gets it`] }),
+    };
+  }
+  return {
+    out: stepOutput({
+      issues: [{
+        reason: PoolDegradedReason.SignatureInvalid,
+        message: `signature of ${name} does not verify: ${
+          refusedBecause(target.image, signatures)
+        }; no node is updated to it`,
+      }],
+    }),
+  };
 }

@@ -123,7 +123,7 @@ export class SignatureChecks {
   }
 
   /**
-   * Declares that `subscriber` (a pool and a role, e.g. `pool/candidate`) wants
+   * Declares that `subscriber` (a pool and what it names, e.g. `pool/<image>`) wants
    * `request` verified, and returns the latest outcome, if any. Never waits.
    */
   async want(subscriber: string, request: SignatureRequest): Promise<SignatureOutcome | undefined> {
@@ -143,6 +143,16 @@ export class SignatureChecks {
     const last = this.#verdicts.get(key);
     const fresh = last && this.#clock.now().getTime() - last.at.getTime() <= VERDICT_KEPT_MS;
     return fresh ? last : latest;
+  }
+
+  /**
+   * Every subscriber of `pool` (named `pool/...`) not in `keep` wants nothing any
+   * more: a pool's subscriptions follow the images it names now.
+   */
+  forgetPool(pool: string, keep: ReadonlySet<string> = new Set()): void {
+    for (const subscriber of [...this.#subscriberKeys.keys()]) {
+      if (subscriber.startsWith(`${pool}/`) && !keep.has(subscriber)) this.forget(subscriber);
+    }
   }
 
   /** `subscriber` wants nothing any more. */

@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { ANNOTATION_SLOT_POOL, type BootcNodePool } from "../../lib/api/mod.ts";
+import { ANNOTATION_SLOT_POOL, type BootcNode, type BootcNodePool } from "../../lib/api/mod.ts";
 import type { Clock } from "../../lib/clock.ts";
 import { type Informer, isNotFound, type KubeClient, Resources } from "../../lib/kube/mod.ts";
 import type { Logger } from "../../lib/log.ts";
@@ -127,7 +127,7 @@ export class PoolSources {
       ...common,
       timeoutMs: undefined,
       onResult: (pools) => {
-        for (const p of pools) options.wake(p.slice(0, p.lastIndexOf("/")));
+        for (const p of pools) options.wake(p.slice(0, p.indexOf("/")));
       },
     });
     this.#channels = new ChannelChecks({
@@ -157,7 +157,7 @@ export class PoolSources {
   /** Drops everything `pool` wanted (it is gone). */
   forget(pool: string): void {
     this.#tags.forget(pool);
-    for (const role of SIGNATURE_ROLES) this.#signatures.forget(`${pool}/${role}`);
+    this.#signatures.forgetPool(pool);
     this.#channels.forget(pool);
     this.#healthQueries.forget(pool);
     this.#approvals.forget(pool);
@@ -296,31 +296,29 @@ export class PoolSources {
   }
 
   /**
-   * The latest signature verdicts of the images the pool's trust step reads (its
-   * candidate and its current target), never waiting for a registry; a verdict
-   * wakes the pool. Undefined without `spec.image.verification`.
+   * The latest signature verdicts of the images the pool's trust gate reads
+   * (`trustCandidates`), never waiting for a registry; a verdict wakes the pool.
+   * Undefined without `spec.image.verification`.
    */
   async signatures(
     pool: BootcNodePool,
     secret: PoolSecret,
     resolution: ResolutionMemo | undefined,
     now: Date,
+    bootcNodes: Iterable<BootcNode>,
   ): Promise<Map<string, SignatureMemo> | undefined> {
     const name = pool.metadata.name ?? "";
     const policy = pool.spec.image.verification;
     const need = resolutionNeed(pool, now, resolution, this.#o.planner);
     const images = policy && need.kind !== "invalid" && !pool.metadata.deletionTimestamp
-      ? trustCandidates(pool, resolveTarget(pool, need, resolution, now))
+      ? trustCandidates(pool, resolveTarget(pool, need, resolution, now), bootcNodes)
       : [];
     const keys = (policy?.keys ?? []).map((k, i) => ({ name: `keys[${i}]`, pem: k.pem }));
     const found = new Map<string, SignatureMemo>();
-    for (const [i, role] of SIGNATURE_ROLES.entries()) {
-      const image = images[i];
-      if (image === undefined) {
-        this.#signatures.forget(`${name}/${role}`);
-        continue;
-      }
-      const latest = await this.#signatures.want(`${name}/${role}`, {
+    const subscribers = new Set(images.map((image) => `${name}/${image}`));
+    this.#signatures.forgetPool(name, subscribers);
+    for (const image of images) {
+      const latest = await this.#signatures.want(`${name}/${image}`, {
         image,
         keys,
         retryMs: pollIntervalMs(pool, this.#o.planner),
@@ -355,9 +353,6 @@ export class PoolSources {
     return this.#healthQueries.wantOnly(name, wanted);
   }
 }
-
-/** The subscriptions of a pool to the signature poller: one per image its trust step reads. */
-const SIGNATURE_ROLES = ["candidate", "current"] as const;
 
 /** The credentials part of a poll's key: the Secret's hash and its dockerconfigjson. */
 async function credentials(

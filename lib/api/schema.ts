@@ -1059,6 +1059,17 @@ export const BootcNodePoolStatus = Type.Object({
       maxItems: 64,
       description: "Versions that failed their health checks: never chosen again.",
     })),
+    unverifiedVersions: Type.Optional(Type.Array(
+      Type.Object({
+        version: Type.String(),
+        time: Type.String({ format: "date-time", description: "When it did not verify." }),
+      }),
+      {
+        maxItems: 16,
+        description: "Versions whose image did not verify (spec.image.verification, Enforce): " +
+          "passed over until the channel's next check after time, then tried again.",
+      },
+    )),
     message: Type.Optional(Type.String({
       maxLength: 1024,
       description: "Why a newer version is not taken (outside the constraint, failed before, " +

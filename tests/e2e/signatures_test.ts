@@ -3,6 +3,7 @@
  * Enforce a tag moved to an unsigned image is refused (no BootcNode names it, nobody
  * reboots, the pool says SignatureInvalid naming it) and signing it lets it roll out;
  * under Audit an unsigned image rolls out with the verdict in status and a Warning.
+ * A channel passes over a version that does not verify and takes it once signed.
  */
 import assert from "node:assert/strict";
 import type { IEvent as CoreEvent } from "kubernetes-models/v1/Event";
@@ -24,11 +25,14 @@ import {
 } from "./scenario.ts";
 
 Deno.test("signatures: Enforce refuses an unsigned image; Audit reports it", async () => {
-  const stack = await startStack({ limits: { trust: { maxUnavailable: 1 } } });
+  const stack = await startStack({
+    limits: { trust: { maxUnavailable: 1 }, ctrust: { maxUnavailable: 1 } },
+  });
   const { v1, v2, repository } = stack.images;
   const dir = await Deno.makeTempDir({ prefix: "cosign-e2e-" });
   try {
     const [key, nodes] = await Promise.all([keyPair(dir, "release"), addNodes(stack, "trust", 2)]);
+    const channel = channelSkipsUnverified(stack, key);
     await sign(`${repository}@${v1.digest}`, key.key);
     await stack.registry.tagExisting("bootc/os", "v1", "stable");
     const ref = `${repository}:stable`;
@@ -43,7 +47,8 @@ Deno.test("signatures: Enforce refuses an unsigned image; Audit reports it", asy
     assert.equal(on1.status?.verification?.by, "keys[0]");
 
     // The tag moves to an unsigned image: refused, named, and nothing moves towards it.
-    const slotsBefore = stack.tracker.intervals.length;
+    const slotsOfTrust = () => stack.tracker.intervals.filter((i) => nodes.includes(i.node));
+    const slotsBefore = slotsOfTrust().length;
     await stack.registry.tagExisting("bootc/os", "v2", "stable");
     const refused = await waitPool(
       stack,
@@ -64,7 +69,7 @@ Deno.test("signatures: Enforce refuses an unsigned image; Audit reports it", asy
     for (const bn of await poolNodes(stack, "trust")) {
       assert.notEqual(bn.spec.desiredImage, `${repository}@${v2.digest}`, bn.metadata.name);
     }
-    assert.equal(stack.tracker.intervals.length, slotsBefore, "no slot for an untrusted image");
+    assert.equal(slotsOfTrust().length, slotsBefore, "no slot for an untrusted image");
 
     // Signed, it verifies on the next check and rolls out.
     await sign(`${repository}@${v2.digest}`, key.key);
@@ -93,9 +98,59 @@ Deno.test("signatures: Enforce refuses an unsigned image; Audit reports it", asy
       ),
       JSON.stringify(warned.items.map((e) => e.message)),
     );
-    await assertInvariants(stack, nodes);
+    await assertInvariants(stack, [...nodes, ...await channel]);
   } finally {
     await Deno.remove(dir, { recursive: true });
     await stopStack(stack);
   }
 });
+
+/**
+ * A channel pool under Enforce: 1.1.0 is unsigned, so the channel stays on 1.0.0 and
+ * says why (no BootcNode ever names 1.1.0); once 1.1.0 is signed, the channel takes it.
+ * Returns the pool's nodes.
+ */
+async function channelSkipsUnverified(
+  stack: Awaited<ReturnType<typeof startStack>>,
+  key: Awaited<ReturnType<typeof keyPair>>,
+): Promise<string[]> {
+  const repository = `${stack.registry.host}/bootc/ctrust`;
+  const push = (tag: string) =>
+    stack.registry.pushImage({ repository: "bootc/ctrust", tag, version: tag });
+  const v100 = await push("1.0.0");
+  const v110 = await push("1.1.0");
+  await sign(`${repository}@${v100.digest}`, key.key);
+  const nodes = await addNodes(stack, "ctrust", 1, { image: `${repository}@${v100.digest}` });
+  await stack.createPool(
+    "ctrust",
+    poolSpec("ctrust", "", { maxUnavailable: 1 }, {
+      image: {
+        channel: { repository, constraint: ">=1.0" },
+        verification: { mode: "Enforce", keys: [{ pem: key.pem }] },
+      },
+    }),
+  );
+  const passed = await waitPool(
+    stack,
+    "ctrust",
+    async () => {
+      const p = await getPool(stack, "ctrust");
+      const c = p.status?.channel;
+      return c?.currentVersion === "1.0.0" && p.status?.targetDigest === v100.digest &&
+          /1\.1\.0 does not verify/.test(c.message ?? "")
+        ? p
+        : undefined;
+    },
+    "channel on 1.0.0, passing over the unsigned 1.1.0",
+    120_000,
+  );
+  assert.equal(passed.status?.channel?.unverifiedVersions?.[0]?.version, "1.1.0");
+  for (const bn of await poolNodes(stack, "ctrust")) {
+    assert.equal(bn.spec.desiredImage, `${repository}@${v100.digest}`, bn.metadata.name);
+  }
+  assert.deepEqual(stack.tracker.intervals.filter((i) => nodes.includes(i.node)), []);
+  await sign(`${repository}@${v110.digest}`, key.key);
+  const on110 = await waitConverged(stack, "ctrust", v110.digest, 1, 180_000);
+  assert.equal(on110.status?.channel?.currentVersion, "1.1.0");
+  return nodes;
+}

@@ -75,7 +75,11 @@ export type InFlightMode =
   /** Normal: drain them and ask them to reboot. */
   | "finish"
   /** The spec went bad: undo those not yet asked to reboot, finish the others. */
-  | "undoUndrained";
+  | "undoUndrained"
+  /** The image's signature verdict is awaited: drain, but ask for no reboot yet. */
+  | "holdReboot"
+  /** The image is refused by the trust policy: undo all not yet rebooting. */
+  | "undoUnrebooted";
 
 /** The pods of a node, undefined when they were not listed (then they are asked for). */
 export function podsOf(input: PlanInput, name: string): readonly PodSummary[] | undefined {

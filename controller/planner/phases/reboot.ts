@@ -15,6 +15,7 @@ import { formatTime, parseTime } from "../../model/slots.ts";
 import {
   drainContext,
   InFlightEnv,
+  type InFlightMode,
   NodeFacts,
   NodeOutcome,
   PassOutcome,
@@ -30,9 +31,11 @@ export function rebootPhase(
   m: Member,
   f: NodeFacts & { drainedAt: Date },
   env: InFlightEnv,
+  mode: InFlightMode = "finish",
 ): PassOutcome {
   const { name, bn, drainedAt } = f;
-  const request: Action[] = m.state === EffectiveState.Staged &&
+  // Held (its image's verdict awaited): the drain stands, the request waits for the verdict.
+  const request: Action[] = m.state === EffectiveState.Staged && mode !== "holdReboot" &&
       bn.spec.desiredImageState !== "Booted"
     ? [{
       kind: "patchBootcNode",

@@ -17,8 +17,8 @@ import {
 import type { NodeSummary } from "../../model/types.ts";
 import { InFlightEnv, NodeFacts, NodeOutcome } from "./context.ts";
 
-/** The spec went bad before its reboot was asked for: hand it back as it was. */
-export function undoPhase(f: NodeFacts, env: InFlightEnv): NodeOutcome {
+/** Its update must stop before the reboot (`why`: the spec went bad, its image is refused): hand it back as it was. */
+export function undoPhase(f: NodeFacts, env: InFlightEnv, why: string): NodeOutcome {
   return {
     released: true,
     out: mergeOutputs([
@@ -28,8 +28,8 @@ export function undoPhase(f: NodeFacts, env: InFlightEnv): NodeOutcome {
           f.name,
           "Warning",
           "UpdateUndone",
-          `node ${f.name} was not yet asked to reboot when the pool's spec became invalid; ` +
-            `restored its cordon state`,
+          `node ${f.name} was not rebooting yet when ${why}; its update is undone and its ` +
+            `cordon state restored`,
         )],
       }),
     ]),
