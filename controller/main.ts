@@ -4,7 +4,7 @@
  * election, and shuts down cleanly on SIGTERM/SIGINT.
  *
  * ```
- * deno run --allow-all controller/main.ts [--kubeconfig PATH] [--namespace bootc-operator]
+ * deno run <CONTROLLER_PERMISSIONS of tools/build.ts> controller/main.ts [--kubeconfig PATH] [--namespace bootc-operator]
  *   [--metrics-addr :8080] [--registry-poll-interval 5m] [--registry-timeout 10s]
  *   [--insecure-registry HOST]...
  *   [--registry-ca-file PATH] [--leader-elect=true|false] [--leader-election-id ID]

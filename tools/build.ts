@@ -72,6 +72,34 @@ export interface Target {
 }
 
 /**
+ * The controller's Deno permissions, exactly: any host (the API server, registries, webhooks and
+ * Prometheus are named by pools), any file for reading (the kubeconfig, the files it names and the
+ * service-account files are chosen at run time), the environment variables it and its npm
+ * dependencies read, and its host name (leader identity). No subprocess, no file writes, no FFI.
+ */
+export const CONTROLLER_PERMISSIONS: readonly string[] = [
+  "--allow-net",
+  "--allow-read",
+  "--allow-env=KUBECONFIG,KUBERNETES_SERVICE_HOST,KUBERNETES_SERVICE_PORT,HOME,USERPROFILE," +
+  "LOG_LEVEL,NODE_DEBUG,LOG_STREAM,LOG_TOKENS",
+  "--allow-sys=hostname",
+];
+
+/**
+ * The daemon's Deno permissions: everything its host work needs (the API server, host files read
+ * and written, bootc and systemctl run through nsenter, the environment, the host name), and no
+ * FFI or code loading from outside its bundle.
+ */
+export const DAEMON_PERMISSIONS: readonly string[] = [
+  "--allow-net",
+  "--allow-read",
+  "--allow-write",
+  "--allow-run",
+  "--allow-env",
+  "--allow-sys",
+];
+
+/**
  * The executables. The controller talks to the API server, reads its kubeconfig or
  * service-account files and serves probes: it needs no write or subprocess access. The daemon
  * runs privileged on the host, runs bootc through nsenter and writes the host's auth file, so
@@ -85,12 +113,7 @@ export const TARGETS: readonly Target[] = [
     entry: "controller/main.ts",
     executable: "bootc-operator-controller",
     bundle: "controller.js",
-    permissions: [
-      "--allow-net",
-      "--allow-env",
-      "--allow-read",
-      "--allow-sys",
-    ],
+    permissions: CONTROLLER_PERMISSIONS,
     platform: "deno",
     v8Flags: [],
   },
@@ -99,7 +122,7 @@ export const TARGETS: readonly Target[] = [
     entry: "daemon/main.ts",
     executable: "bootc-operator-daemon",
     bundle: "daemon.js",
-    permissions: ["--allow-all"],
+    permissions: DAEMON_PERMISSIONS,
     platform: "browser",
     v8Flags: ["--lite-mode"],
     yamlBeside: true,

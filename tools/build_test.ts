@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import {
   build,
+  CONTROLLER_PERMISSIONS,
   ensureBuild,
   launcherScript,
   modeNote,
@@ -70,9 +71,12 @@ Deno.test("launcher execs deno run --cached-only on its bundle with the target's
   const controller = TARGETS.find((t) => t.name === "controller")!;
   const script = launcherScript(controller);
   assert.ok(script.startsWith("#!/bin/sh\n"));
-  assert.match(
+  assert.ok(
+    script.includes(
+      `exec "\${DENO:-deno}" run --cached-only --no-config --no-lock --no-prompt ` +
+        `${CONTROLLER_PERMISSIONS.join(" ")} "$here/controller.js" "$@"`,
+    ),
     script,
-    /exec "\$\{DENO:-deno\}" run --cached-only --no-config --no-lock --no-prompt --allow-net --allow-env --allow-read --allow-sys "\$here\/controller\.js" "\$@"/,
   );
   // The controller needs neither subprocesses nor writes, and loads no native code.
   assert.doesNotMatch(script, /--allow-all|--allow-run|--allow-write|--allow-ffi|-A\b/);
