@@ -77,6 +77,8 @@ export interface PlanInput {
    * stops the rollout like any invalid spec; any other reason is reported as Degraded.
    */
   pullSecretIssue?: PoolIssue;
+  /** Keys of `spec.image.verification` that cannot be used, naming each field (InvalidSpec). */
+  keyErrors?: readonly string[];
   /**
    * The channel step's decision (`channel.ts`), for a pool that follows a channel;
    * the shell has already put its `ref` into the pool's `spec.image.ref`.

@@ -40,11 +40,13 @@ export function specErrors(input: PlanInput, need: ResolutionNeed): string[] {
   const chErr = channelError(pool.spec.image.channel);
   if (chErr) errors.push(chErr);
   for (const [i, key] of (pool.spec.image.verification?.keys ?? []).entries()) {
+    if (key.pem === undefined) continue; // a Secret's key: read by the shell (keyErrors)
     const parsed = parsePublicKey(key.pem);
     if (typeof parsed === "string") {
       errors.push(`spec.image.verification.keys[${i}].pem: ${parsed}`);
     }
   }
+  errors.push(...input.keyErrors ?? []);
   if (input.pullSecretIssue?.reason === PoolDegradedReason.InvalidSpec) {
     errors.push(input.pullSecretIssue.message);
   }

@@ -168,3 +168,18 @@ Deno.test("trustCandidates: every image a node may be given, bounded", () => {
     image("c"),
   ]);
 });
+
+Deno.test("trust gate: a key that cannot be used is InvalidSpec naming it; nothing moves", () => {
+  const p = enforcing();
+  const plan = planPool({
+    ...input(p, drainedFleet()),
+    // The shell asks for no verdict while a key cannot be used.
+    signatures: new Map(),
+    keyErrors: ["spec.image.verification.keys[0].secretRef: Secret bootc-operator/k not found"],
+  });
+  const degraded = findCondition(plan.status?.conditions, PoolConditionType.Degraded);
+  assert.equal(degraded?.reason, "InvalidSpec");
+  assert.match(degraded?.message ?? "", /keys\[0\]\.secretRef: Secret bootc-operator\/k not found/);
+  assert.ok(!rebootRequested(plan));
+  assert.ok(plan.events.some((e) => e.reason === "UpdateUndone"));
+});

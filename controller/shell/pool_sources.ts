@@ -40,6 +40,15 @@ import {
   trustCandidates,
 } from "../planner/planner.ts";
 import { SignatureChecks } from "../pollers/signature_checks.ts";
+import {
+  type KeySecret,
+  keySecretNames,
+  type TrustedKeys,
+  trustedKeys,
+} from "../model/trusted_keys.ts";
+
+/** How long a key Secret's content is used before it is read again. */
+const KEY_SECRET_TTL_MS = 30_000;
 import type { PoolIssue } from "../planner/pool_status.ts";
 import type { ApprovalAnswer, ApprovalAsks } from "../model/approval.ts";
 import { ApprovalRequests, type ApprovalRequestsOptions } from "../pollers/approval_requests.ts";
@@ -104,6 +113,8 @@ export class PoolSources {
   #approvals: ApprovalRequests;
   /** Verifies pools' candidate images beside the work queue; a reconcile reads verdicts. */
   #signatures: SignatureChecks;
+  /** Key Secrets by name, as last read (bounded by the Secrets pools name, a few). */
+  #keySecrets = new Map<string, { at: number; secret: KeySecret }>();
 
   /** Creates the pollers (idle until a pool wants something). */
   constructor(options: PoolSourcesOptions) {
@@ -298,7 +309,9 @@ export class PoolSources {
   /**
    * The latest signature verdicts of the images the pool's trust gate reads
    * (`trustCandidates`), never waiting for a registry; a verdict wakes the pool.
-   * Undefined without `spec.image.verification`.
+   * No verdicts without `spec.image.verification`; `keyErrors` name the keys that
+   * cannot be used (a missing Secret, say: InvalidSpec). While a key Secret cannot
+   * be read, no verdict is given (nothing new reaches a node).
    */
   async signatures(
     pool: BootcNodePool,
@@ -306,27 +319,69 @@ export class PoolSources {
     resolution: ResolutionMemo | undefined,
     now: Date,
     bootcNodes: Iterable<BootcNode>,
-  ): Promise<Map<string, SignatureMemo> | undefined> {
+  ): Promise<{ signatures?: Map<string, SignatureMemo>; keyErrors?: string[] }> {
     const name = pool.metadata.name ?? "";
     const policy = pool.spec.image.verification;
     const need = resolutionNeed(pool, now, resolution, this.#o.planner);
-    const images = policy && need.kind !== "invalid" && !pool.metadata.deletionTimestamp
+    const trusted = policy && !pool.metadata.deletionTimestamp
+      ? await this.#trustedKeys(pool, now)
+      : undefined;
+    const images = need.kind !== "invalid" && trusted && !trusted.pending &&
+        trusted.errors.length === 0
       ? trustCandidates(pool, resolveTarget(pool, need, resolution, now), bootcNodes)
       : [];
-    const keys = (policy?.keys ?? []).map((k, i) => ({ name: `keys[${i}]`, pem: k.pem }));
     const found = new Map<string, SignatureMemo>();
     const subscribers = new Set(images.map((image) => `${name}/${image}`));
     this.#signatures.forgetPool(name, subscribers);
     for (const image of images) {
       const latest = await this.#signatures.want(`${name}/${image}`, {
         image,
-        keys,
+        keys: trusted!.keys,
         retryMs: pollIntervalMs(pool, this.#o.planner),
         ...await credentials(secret),
       });
       if (latest) found.set(image, { at: latest.at, result: latest.result });
     }
-    return policy ? found : undefined;
+    if (!policy) return {};
+    return { signatures: found, ...(trusted?.errors.length ? { keyErrors: trusted.errors } : {}) };
+  }
+
+  /** The pool's trusted keys, its key Secrets read at most every {@linkcode KEY_SECRET_TTL_MS}. */
+  async #trustedKeys(pool: BootcNodePool, now: Date): Promise<TrustedKeys> {
+    const namespace = this.#o.namespace;
+    const read = new Map<string, KeySecret>();
+    for (const [n, m] of this.#keySecrets) {
+      if (now.getTime() - m.at > 10 * KEY_SECRET_TTL_MS) this.#keySecrets.delete(n);
+    }
+    for (const secretName of keySecretNames(pool)) {
+      const memo = this.#keySecrets.get(secretName);
+      if (memo && now.getTime() - memo.at < KEY_SECRET_TTL_MS) {
+        read.set(secretName, memo.secret);
+        continue;
+      }
+      let secret: KeySecret;
+      try {
+        const got = await this.#o.client.resource<Secret>(Resources.secrets, namespace)
+          .get(secretName);
+        secret = { found: true, data: got.data as Record<string, string> | undefined };
+      } catch (e) {
+        if (!isNotFound(e)) {
+          this.#o.logger.warn("cannot read a signature key Secret", {
+            pool: pool.metadata.name,
+            secret: secretName,
+            error: e instanceof Error ? e.message : String(e),
+          });
+        }
+        // A read that failed keeps the last answer; none yet: the keys are not known.
+        secret = isNotFound(e) ? { found: false } : memo?.secret ?? { found: "unknown" };
+      }
+      // A Secret found is kept a while; a missing one is read again next time, so creating
+      // it lets the pool go on at once.
+      if (secret.found === true) this.#keySecrets.set(secretName, { at: now.getTime(), secret });
+      else if (secret.found === false) this.#keySecrets.delete(secretName);
+      read.set(secretName, secret);
+    }
+    return trustedKeys(pool, namespace, read);
   }
 
   /**

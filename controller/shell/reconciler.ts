@@ -654,7 +654,7 @@ export class PoolReconciler {
       unseen: this.#admission.unseen(),
       pdbs: this.pdbs.store.list().map(summarizePdb),
       resolution,
-      signatures: await this.#sources.signatures(
+      ...await this.#sources.signatures(
         planned,
         secret,
         resolution,

@@ -384,11 +384,29 @@ Deno.test("CRDs validate, default and print on the real API server", async (t) =
           })),
         /spec\.image\.verification\.mode: Unsupported value: "Warn"/,
       );
+      const keyCases: [string, Record<string, unknown>][] = [
+        ["sig-both", { pem, secretRef: { name: "k" } }],
+        ["sig-none", {}],
+      ];
+      for (const [name, key] of keyCases) {
+        await rejects(
+          () =>
+            pools.create(pool(name, {
+              nodeSelector: {},
+              image: { ref, verification: { mode: "Enforce", keys: [key as { pem: string }] } },
+            })),
+          /spec\.image\.verification\.keys\[0\]: Invalid value.*set exactly one of pem .* and secretRef/,
+        );
+      }
       const ok = await pools.create(pool("sig-ok", {
         nodeSelector: {},
-        image: { ref, verification: { mode: "Audit", keys: [{ pem }] } },
+        image: {
+          ref,
+          verification: { mode: "Audit", keys: [{ pem }, { secretRef: { name: "cosign" } }] },
+        },
       }));
       assert.equal(ok.spec.image.verification?.mode, "Audit");
+      assert.equal(ok.spec.image.verification?.keys[1].secretRef?.key, "cosign.pub");
     });
 
     await t.step("maxUnavailable must be >= 1 or 1%-100%", async () => {

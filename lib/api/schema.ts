@@ -555,7 +555,7 @@ const ImageVerification = Type.Object({
   }),
   keys: Type.Array(
     Type.Object({
-      pem: Type.String({
+      pem: Type.Optional(Type.String({
         minLength: 1,
         maxLength: 16384,
         description: "A cosign public key in PEM (the cosign.pub of `cosign generate-key-pair`): " +
@@ -566,6 +566,23 @@ const ImageVerification = Type.Object({
           message: "must be a PEM public key (-----BEGIN PUBLIC KEY----- ... " +
             "-----END PUBLIC KEY-----)",
         }),
+      })),
+      secretRef: Type.Optional(Type.Object({
+        name: SecretReference.properties.name,
+        key: Type.Optional(Type.String({
+          minLength: 1,
+          maxLength: 253,
+          default: "cosign.pub",
+          description: "The data key holding the PEM public key.",
+        })),
+      }, {
+        description: "A Secret in the operator's namespace holding the public key (read again " +
+          "at most every 30 seconds, so a rotated key takes effect on its own).",
+      })),
+    }, {
+      ...validations({
+        rule: "has(self.pem) != has(self.secretRef)",
+        message: "set exactly one of pem (the key inline) and secretRef (a Secret holding it)",
       }),
     }),
     {

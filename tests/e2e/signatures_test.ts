@@ -3,14 +3,18 @@
  * Enforce a tag moved to an unsigned image is refused (no BootcNode names it, nobody
  * reboots, the pool says SignatureInvalid naming it) and signing it lets it roll out;
  * under Audit an unsigned image rolls out with the verdict in status and a Warning.
- * A channel passes over a version that does not verify and takes it once signed.
+ * A channel passes over a version that does not verify and takes it once signed; its key,
+ * in a Secret, is InvalidSpec naming the field until the Secret exists.
  */
 import assert from "node:assert/strict";
 import type { IEvent as CoreEvent } from "kubernetes-models/v1/Event";
 import { findCondition } from "../../lib/api/mod.ts";
 import { shortReference } from "../../lib/api/display.ts";
-import { Resources } from "../../lib/kube/mod.ts";
-import { startStack } from "../harness/stack.ts";
+import type { ISecret } from "kubernetes-models/v1/Secret";
+import { type KubeObject, Resources } from "../../lib/kube/mod.ts";
+import { OPERATOR_NAMESPACE, startStack } from "../harness/stack.ts";
+
+type Secret = ISecret & KubeObject;
 import { keyPair, sign } from "../cosign/cosign.ts";
 import {
   addNodes,
@@ -126,10 +130,31 @@ async function channelSkipsUnverified(
     poolSpec("ctrust", "", { maxUnavailable: 1 }, {
       image: {
         channel: { repository, constraint: ">=1.0" },
-        verification: { mode: "Enforce", keys: [{ pem: key.pem }] },
+        verification: { mode: "Enforce", keys: [{ secretRef: { name: "ctrust-key" } }] },
       },
     }),
   );
+  // Its key Secret does not exist yet: InvalidSpec naming the field; then it is created.
+  const missing = await waitPool(
+    stack,
+    "ctrust",
+    async () => {
+      const d = findCondition((await getPool(stack, "ctrust")).status?.conditions, "Degraded");
+      return d?.reason === "InvalidSpec" ? d : undefined;
+    },
+    "Degraded=True/InvalidSpec for the missing key Secret",
+    60_000,
+  );
+  assert.match(
+    missing.message ?? "",
+    /keys\[0\]\.secretRef: Secret bootc-operator\/ctrust-key not found/,
+  );
+  await stack.cp.client.resource<Secret>(Resources.secrets, OPERATOR_NAMESPACE).create({
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: { name: "ctrust-key", namespace: OPERATOR_NAMESPACE },
+    stringData: { "cosign.pub": key.pem },
+  });
   const passed = await waitPool(
     stack,
     "ctrust",
