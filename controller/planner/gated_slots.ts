@@ -18,6 +18,7 @@ import {
   PoolDegradedReason,
   poolSlotLimit,
   type QueueEntry,
+  resolveMaxUnhealthy,
   SlotLimitSource,
   type SlotsStatus,
 } from "../../lib/api/mod.ts";
@@ -97,7 +98,7 @@ export interface GatedSlots {
 }
 
 /**
- * Halts on two unhealthy slots, else grants the slots the gates allow. Says why
+ * Halts on `spec.rollout.maxUnhealthy` unhealthy slots (2 unset), else grants the slots the gates allow. Says why
  * the pool waits, its slot limit and what set it, and the queue of the
  * candidates left waiting (each with the reason of what holds it).
  */
@@ -131,11 +132,12 @@ export function planGatedSlots(step: GatedSlotsInput): GatedSlots {
     })
     : undefined;
   let decided: Decided;
-  if (inFlight.unhealthy.length >= 2) {
+  if (limit.maxUnhealthy !== undefined && inFlight.unhealthy.length >= limit.maxUnhealthy) {
     const issues = [{
       reason: PoolDegradedReason.RolloutHalted,
-      message: `rollout halted: ${inFlight.unhealthy.length} nodes in reboot slots are ` +
-        `unhealthy (${inFlight.unhealthy.join("; ")})`,
+      message: `rollout halted: ${inFlight.unhealthy.length} node(s) in reboot slots are ` +
+        `unhealthy (${inFlight.unhealthy.join("; ")}); spec.rollout.maxUnhealthy allows ` +
+        `${limit.maxUnhealthy - 1}`,
     }];
     decided = {
       held: new Map(all.map((m) => [m.node.name, QueueWait.RolloutHalted])),
@@ -341,6 +343,7 @@ function slotLimitStatus(
       name: l.name,
       ...(l.until ? { until: formatTime(l.until) } : {}),
       message: l.message,
+      maxUnhealthy: resolveMaxUnhealthy(pool.spec.rollout?.maxUnhealthy, members.length),
     };
   } catch (e) {
     return invalidSlots((e as Error).message);

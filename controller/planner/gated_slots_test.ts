@@ -57,6 +57,7 @@ Deno.test("planGatedSlots: grants up to the budget, counting the nodes already d
     source: "MaxUnavailable",
     name: "maxUnavailable",
     message: "maxUnavailable 2",
+    maxUnhealthy: 2,
     waiting: 2,
   });
   assert.deepEqual(gated.queue, [
@@ -121,6 +122,24 @@ Deno.test("planGatedSlots: two unhealthy slots halt; a pause says why; a halted 
   assert.deepEqual(s.queue.map((q) => q.waitingFor), Array(4).fill("RolloutHalted"));
 });
 
+Deno.test("planGatedSlots: spec.rollout.maxUnhealthy sets how many unhealthy slots halt", () => {
+  const run = (maxUnhealthy: number | string | undefined, unhealthy: string[]) => {
+    const s = scene({ maxUnavailable: 3, disrupted: ["n1", "n2"] });
+    if (maxUnhealthy !== undefined) s.input.pool.spec.rollout!.maxUnhealthy = maxUnhealthy;
+    s.inFlight.unhealthy.push(...unhealthy);
+    return planGatedSlots({ ...s, releasing: [], target: TARGET, updated: 0, canary: undefined });
+  };
+  // 1: a single unhealthy slot node halts; the message names the setting.
+  const one = run(1, ["n1 drain timed out"]);
+  assert.deepEqual(grants(one), []);
+  assert.match(one.out.issues[0]?.message ?? "", /maxUnhealthy allows 0/);
+  assert.equal(one.slots.maxUnhealthy, 1);
+  // 75% of 4 nodes is 3: two unhealthy ones do not halt it, where the default would.
+  assert.deepEqual(grants(run("75%", ["n1 drain timed out", "n2 is not Ready"])), ["n3"]);
+  assert.deepEqual(grants(run(undefined, ["n1 drain timed out", "n2 is not Ready"])), []);
+  assert.deepEqual(grants(run(undefined, ["n1 drain timed out"])), ["n3"]);
+});
+
 Deno.test("planGatedSlots: the queue says what holds each candidate; the limit names a scheduled budget", () => {
   // A budget of 1 during 00:00-02:00 UTC (the fixtures' clock is 01:00).
   const { input, inFlight, members } = scene({ maxUnavailable: 3 });
@@ -147,6 +166,7 @@ Deno.test("planGatedSlots: the queue says what holds each candidate; the limit n
     name: "rollout.budgets[0]",
     until: "2026-01-01T02:00:00Z",
     message: 'rollout.budgets[0] 1 ("0 0 * * *" for 2h)',
+    maxUnhealthy: 2,
     waiting: 2,
   });
   assert.deepEqual(gated.queue, [

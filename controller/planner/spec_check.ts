@@ -9,6 +9,7 @@
 import {
   intOrPercentError,
   MAX_STAGING,
+  MAX_UNHEALTHY,
   PoolDegradedReason,
   poolNameError,
 } from "../../lib/api/mod.ts";
@@ -35,6 +36,11 @@ export function specErrors(input: PlanInput, need: ResolutionNeed): string[] {
     ? undefined
     : intOrPercentError(maxStaging, MAX_STAGING);
   if (stagingErr) errors.push(`spec.${stagingErr}`);
+  const maxUnhealthy = pool.spec.rollout?.maxUnhealthy;
+  const unhealthyErr = maxUnhealthy === undefined
+    ? undefined
+    : intOrPercentError(maxUnhealthy, MAX_UNHEALTHY);
+  if (unhealthyErr) errors.push(`spec.${unhealthyErr}`);
   // Every rollout policy checks the fields it reads (each gate's `validate`, `gates/`).
   errors.push(...policyErrors({ pool, pools: input.poolObjects ?? [pool] }));
   const chErr = channelError(pool.spec.image.channel);

@@ -59,6 +59,10 @@ export const POOL_MAX_UNAVAILABLE: IntOrPercentRule = {
 export const BUDGET_MAX_UNAVAILABLE: IntOrPercentRule = { field: "maxUnavailable", minimum: 0 };
 /** `spec.rollout.maxStaging`: at least 1. */
 export const MAX_STAGING: IntOrPercentRule = { field: "rollout.maxStaging", minimum: 1 };
+/** `spec.rollout.maxUnhealthy`: at least 1. */
+export const MAX_UNHEALTHY: IntOrPercentRule = { field: "rollout.maxUnhealthy", minimum: 1 };
+/** Unhealthy slot nodes that halt a rollout when `spec.rollout.maxUnhealthy` is unset. */
+export const DEFAULT_MAX_UNHEALTHY = 2;
 /** `spec.rollout.canary.nodes`: at least 1. */
 export const CANARY_NODES: IntOrPercentRule = { field: "rollout.canary.nodes", minimum: 1 };
 /** A BootcDisruptionBudget's `spec.maxUnavailable`: 0 allowed (freezes the selected nodes). */
@@ -118,6 +122,16 @@ export function resolvePoolMaxUnavailable(
   memberCount: number,
 ): number {
   return value === undefined ? 1 : resolveIntOrPercent(value, memberCount, POOL_MAX_UNAVAILABLE);
+}
+
+/**
+ * `spec.rollout.maxUnhealthy` against the pool's member count (unset: 2): this many
+ * unhealthy nodes in reboot slots at once halt the rollout.
+ */
+export function resolveMaxUnhealthy(value: IntOrPercent | undefined, memberCount: number): number {
+  return value === undefined
+    ? DEFAULT_MAX_UNHEALTHY
+    : resolveIntOrPercent(value, memberCount, MAX_UNHEALTHY);
 }
 
 /** What set a pool's slot limit. */

@@ -705,6 +705,13 @@ export const BootcNodePoolSpec = Type.Object({
           'example 1 during business hours and "20%" at night.',
       },
     )),
+    maxUnhealthy: Type.Optional(intOrPercent(
+      1,
+      "The rollout halts (no new reboot slot, Degraded/RolloutHalted) while this many nodes " +
+        "in reboot slots are unhealthy at once: Degraded, not Ready before their reboot, or " +
+        "past their drain or reboot timeout (an integer >= 1 or a percentage of the pool's " +
+        "nodes, rounded up). Unset: 2.",
+    )),
     maxStaging: Type.Optional(intOrPercent(
       1,
       "At most this many of the pool's nodes download a new image at once (an integer >= 1 " +
@@ -920,6 +927,11 @@ export const SlotsStatus = Type.Object({
     description: "When a scheduled budget sets the limit: when its active period ends.",
   })),
   message: Type.String({ maxLength: 1024, description: "For people: what sets the limit." }),
+  maxUnhealthy: Type.Optional(Type.Integer({
+    minimum: 1,
+    description: "spec.rollout.maxUnhealthy as resolved: unhealthy slot nodes that halt the " +
+      "rollout.",
+  })),
 }, { description: "The pool's reboot slots, as the controller applies them." });
 
 /** One entry of `status.queue`. */
