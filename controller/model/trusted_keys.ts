@@ -16,16 +16,16 @@ export const DEFAULT_KEY_DATA = "cosign.pub";
 export type KeySecret =
   | { found: true; data?: Record<string, string> }
   | { found: false }
-  /** It could not be read now (the API failed): the keys are not known yet. */
-  | { found: "unknown" };
+  /** It could not be read now (the API failed, `why`): the keys are not known yet. */
+  | { found: "unknown"; why?: string };
 
 /** The keys, or why some cannot be used. */
 export interface TrustedKeys {
   keys: TrustedKey[];
   /** One per unusable key, naming its field (InvalidSpec). */
   errors: string[];
-  /** A Secret could not be read now: no verdict is asked for until it can. */
-  pending: boolean;
+  /** Why a key Secret cannot be read now, if one cannot: no image can be checked meanwhile. */
+  pending?: string;
 }
 
 /** The names of the Secrets the pool's keys are read from. */
@@ -40,7 +40,7 @@ export function trustedKeys(
   namespace: string,
   secrets: ReadonlyMap<string, KeySecret>,
 ): TrustedKeys {
-  const out: TrustedKeys = { keys: [], errors: [], pending: false };
+  const out: TrustedKeys = { keys: [], errors: [] };
   for (const [i, k] of (pool.spec.image.verification?.keys ?? []).entries()) {
     const name = `keys[${i}]`;
     if (k.pem !== undefined) {
@@ -52,7 +52,7 @@ export function trustedKeys(
     const secret = secrets.get(k.secretRef.name) ?? { found: "unknown" as const };
     const where = `Secret ${namespace}/${k.secretRef.name}`;
     if (secret.found === "unknown") {
-      out.pending = true;
+      out.pending = `${where} cannot be read${secret.why ? `: ${secret.why}` : ""}`;
       continue;
     }
     if (!secret.found) {

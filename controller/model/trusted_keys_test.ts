@@ -26,7 +26,6 @@ Deno.test("trustedKeys: inline PEM and a Secret's key, each named by its place",
   assert.deepEqual(found, {
     keys: [{ name: "keys[0]", pem: PEM }, { name: "keys[1]", pem: PEM }],
     errors: [],
-    pending: false,
   });
 });
 
@@ -53,7 +52,11 @@ Deno.test("trustedKeys: a missing Secret, key or a key that is no PEM names the 
 
 Deno.test("trustedKeys: a Secret not read yet leaves the keys pending, not wrong", () => {
   const p = withKeys([{ pem: PEM }, { secretRef: { name: "cosign" } }]);
-  const r = trustedKeys(p, "bootc-operator", new Map([["cosign", { found: "unknown" }]]));
-  assert.equal(r.pending, true);
+  const r = trustedKeys(
+    p,
+    "bootc-operator",
+    new Map([["cosign", { found: "unknown", why: "503 Service Unavailable" }]]),
+  );
+  assert.equal(r.pending, "Secret bootc-operator/cosign cannot be read: 503 Service Unavailable");
   assert.deepEqual(r.errors, []);
 });

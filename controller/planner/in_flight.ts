@@ -133,9 +133,10 @@ export function progressInFlight(
 
 /**
  * A member's mode: the plan's, unless the trust gate does not admit the image it is
- * bound for. Refused: everything not yet rebooting is undone (its reboot request
- * revoked). Unknown: it drains but is asked for no reboot until a verdict is in
- * (an invalid spec undoes it instead).
+ * bound for. Unknown (its first check runs, for at most the check's timeout): it drains
+ * but is asked for no reboot until a verdict is in. Refused or uncheckable (which may
+ * last): everything not yet rebooting is undone, its reboot request revoked, so no node
+ * waits cordoned on a registry. An invalid spec undoes it too.
  */
 export function memberMode(mode: InFlightMode, trust: TrustState): InFlightMode {
   if (trust === "verified") return mode;

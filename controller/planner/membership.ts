@@ -396,6 +396,11 @@ export interface MembershipOptions {
    * it and are not retried on `target`. Unset: they stay on `target`.
    */
   rollbackImage?: Target;
+  /**
+   * There is a rollback image, but the trust gate does not admit it (yet): members that
+   * failed on `target` keep their spec as it is, neither sent back to `target` nor on.
+   */
+  rollbackNotAdmitted?: boolean;
 }
 
 /** Step 2: membership and BootcNode sync. */
@@ -413,7 +418,7 @@ export function planMembership(
   const staging = target
     ? stagingQueue(input, target, matching.size, options.stagingOpen ?? true)
     : undefined;
-  const synced = syncMembers(input, claimed.nodes, target, staging, options.rollbackImage);
+  const synced = syncMembers(input, claimed.nodes, target, staging, options);
   const conflicts = [...claimed.conflicts].sort(([a], [b]) => a < b ? -1 : 1).map((
     [other, nodes],
   ) => ({
@@ -514,8 +519,9 @@ function syncMembers(
   nodes: readonly { node: NodeSummary; bn?: BootcNode }[],
   target: Target | undefined,
   staging: StagingQueue | undefined,
-  rollbackImage: Target | undefined,
+  options: MembershipOptions,
 ): { members: Member[]; room: number; held: string[]; out: StepOutput } {
+  const { rollbackImage } = options;
   const desired: DesiredImage | undefined = target
     ? { image: target.image, platforms: target.platforms }
     : undefined;
@@ -535,6 +541,10 @@ function syncMembers(
       continue;
     }
     const failedOn = bn.metadata.annotations?.[ANNOTATION_FAILED_IMAGE];
+    if (failedOn === target.image && options.rollbackNotAdmitted) {
+      members.push({ node, bn, ...classifyMember(node, bn, externalContext(input)) });
+      continue;
+    }
     const own = failedOn === target.image && rollbackImage ? rollbackImage : undefined;
     const t = own ?? target;
     const d = own ? { image: own.image, platforms: own.platforms } : desired;

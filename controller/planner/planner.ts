@@ -94,7 +94,7 @@ export {
   type ResolveResult,
   resolveTarget,
 } from "./resolution.ts";
-export { type SignatureMemo, trustCandidates } from "./trust.ts";
+export { MAX_TRUST_CANDIDATES, type SignatureMemo, trustCandidates } from "./trust.ts";
 // The channel and circuit decisions made before planning (the chosen version is the ref).
 export { type ChannelPlan, channelWant, plannedChannel } from "./channel_step.ts";
 
@@ -132,6 +132,7 @@ function planRollout(
   const membership = planMembership(input, target.admitted, {
     stagingOpen: stagingOpen(input),
     rollbackImage: target.rollbackImage,
+    rollbackNotAdmitted: target.rollbackNotAdmitted,
   });
   const inFlight = progressInFlight(membership.members, input, "finish", target.gate);
   const rollout = rolloutSteps(input, target, membership.members, inFlight, membership.releasing);
@@ -291,6 +292,8 @@ interface TargetStep extends Trusted {
   lastGood?: string;
   /** Where members that failed on the target go back to (onFailure RollbackNode). */
   rollbackImage?: Target;
+  /** The last good image is not admitted by the trust gate (yet): failed members stay put. */
+  rollbackNotAdmitted?: boolean;
   /** How people name the target (its tag and version). */
   label: TargetLabel;
 }
@@ -335,6 +338,7 @@ function targetStep(input: PlanInput, need: Exclude<ResolutionNeed, { kind: "inv
     effective,
     lastGood: lastGood?.image,
     rollbackImage: lastGood ? { image: lastGood.image, digest: lastGood.digest } : undefined,
+    rollbackNotAdmitted: good !== undefined && lastGood === undefined,
     out: mergeOutputs([
       resolved.out,
       admission.out,

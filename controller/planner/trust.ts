@@ -48,7 +48,7 @@ export interface Trusted extends Resolution {
   candidateRefused?: boolean;
 }
 
-/** At most this many images are verified for one pool (the rest wait, unknown). */
+/** At most this many images are verified for one pool (the rest cannot be checked). */
 export const MAX_TRUST_CANDIDATES = 16;
 
 /**
@@ -76,16 +76,17 @@ export function trustCandidates(
       if (owningPool(bn) === pool.metadata.name) images.push(bn.spec.desiredImage);
     }
   }
-  const unique = [...new Set(images.filter((i): i is string => i !== undefined))];
-  return unique.slice(0, MAX_TRUST_CANDIDATES);
+  return [...new Set(images.filter((i): i is string => i !== undefined))];
 }
 
 /**
  * What the pool's trust policy says of writing an image to a node: `verified`
  * (go; always so without a policy or in Audit), `refused` (its signature does not
- * verify, or cannot be checked), `unknown` (no verdict yet: hold).
+ * verify), `uncheckable` (the check fails: a registry or key Secret that cannot be
+ * read; reported, and nothing waits on it), `unknown` (its first check is under way,
+ * bounded by the check's timeout: hold).
  */
-export type TrustState = "verified" | "refused" | "unknown";
+export type TrustState = "verified" | "refused" | "uncheckable" | "unknown";
 
 /** The one rule every image the planner writes to a node passes (see {@linkcode TrustState}). */
 export type TrustGate = (image: string | undefined) => TrustState;
@@ -100,7 +101,8 @@ export function trustGate(
   return (image) => {
     if (image === undefined) return "unknown";
     const v = verdictOf(signatures?.get(image));
-    return v.kind === "untrusted" ? "refused" : v.kind === "verified" ? "verified" : "unknown";
+    if (v.kind === "untrusted") return v.uncheckable ? "uncheckable" : "refused";
+    return v.kind === "verified" ? "verified" : "unknown";
   };
 }
 
@@ -115,13 +117,18 @@ export function refusedBecause(
 
 type Verdict =
   | { kind: "verified"; by: string; at: Date }
-  | { kind: "untrusted"; why: string; at: Date }
+  | { kind: "untrusted"; why: string; at: Date; uncheckable?: boolean }
   | { kind: "pending" };
 
 function verdictOf(memo: SignatureMemo | undefined): Verdict {
   if (!memo) return { kind: "pending" };
   if (!memo.result.ok) {
-    return { kind: "untrusted", why: `cannot be checked: ${memo.result.message}`, at: memo.at };
+    return {
+      kind: "untrusted",
+      why: `cannot be checked: ${memo.result.message}`,
+      at: memo.at,
+      uncheckable: true,
+    };
   }
   const v = memo.result.verdict;
   return v.verified
@@ -204,9 +211,9 @@ export function trustedTarget(
 }
 
 /**
- * The current target, when the candidate cannot be trusted yet: kept unless its
- * own verdict failed (one not checked yet, e.g. after a restart, was accepted as
- * the target before).
+ * The current target, when the candidate cannot be trusted yet: kept (shown) unless
+ * its own signature does not verify; whether nodes may be given it is the gate's
+ * call (`admitTarget`).
  */
 function trustedPrior(
   pool: BootcNodePool,
@@ -214,13 +221,15 @@ function trustedPrior(
 ): Target | undefined {
   const prior = priorTarget(pool);
   if (!prior) return undefined;
-  return verdictOf(signatures?.get(prior.image)).kind === "untrusted" ? undefined : prior;
+  const v = verdictOf(signatures?.get(prior.image));
+  return v.kind === "untrusted" && !v.uncheckable ? undefined : prior;
 }
 
 /**
- * The target through the gate: shown and given to nodes (verified), shown but
- * given to no node while its verdict is awaited (unknown), or dropped with
- * `SignatureInvalid` (refused: the pool then rolls out no image).
+ * The target through the gate: shown and given to nodes (verified); shown but
+ * given to no node while its first check runs (unknown) or while it cannot be
+ * checked (`SignatureInvalid`, "cannot be checked"); dropped with
+ * `SignatureInvalid` when it does not verify (the pool then rolls out no image).
  */
 export function admitTarget(
   target: Target | undefined,
@@ -237,14 +246,13 @@ export function admitTarget(
       out: stepOutput({ notes: [`verifying the signature of ${name} before any node gets it`] }),
     };
   }
-  return {
-    out: stepOutput({
-      issues: [{
-        reason: PoolDegradedReason.SignatureInvalid,
-        message: `signature of ${name} does not verify: ${
-          refusedBecause(target.image, signatures)
-        }; no node is updated to it`,
-      }],
-    }),
+  const issue = {
+    reason: PoolDegradedReason.SignatureInvalid,
+    message: `signature of ${name} does not verify: ${
+      refusedBecause(target.image, signatures)
+    }; no node is updated to it`,
   };
+  return state === "uncheckable"
+    ? { target, out: stepOutput({ issues: [issue] }) }
+    : { out: stepOutput({ issues: [issue] }) };
 }

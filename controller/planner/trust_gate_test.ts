@@ -161,7 +161,8 @@ Deno.test("trustCandidates: every image a node may be given, bounded", () => {
     { length: 40 },
     (_, i) => bootcNode(`n${i}`, { desired: `${image("h")}${i}` }),
   );
-  assert.equal(trustCandidates(p, {}, many).length, MAX_TRUST_CANDIDATES);
+  // All are named; the shell checks the first MAX_TRUST_CANDIDATES and says the rest cannot be.
+  assert.ok(trustCandidates(p, {}, many).length > MAX_TRUST_CANDIDATES);
   // Audit gates nothing: only the candidate is checked, to be reported.
   p.spec.image.verification!.mode = "Audit";
   assert.deepEqual(trustCandidates(p, { target: { image: image("c"), digest: "" } }, bns), [
@@ -182,4 +183,48 @@ Deno.test("trust gate: a key that cannot be used is InvalidSpec naming it; nothi
   assert.match(degraded?.message ?? "", /keys\[0\]\.secretRef: Secret bootc-operator\/k not found/);
   assert.ok(!rebootRequested(plan));
   assert.ok(plan.events.some((e) => e.reason === "UpdateUndone"));
+});
+
+Deno.test("trust gate: a node held for its first verdict is never judged late for a reboot", () => {
+  const p = enforcing();
+  // Hours after its drain, still no verdict: no reboot was asked for, so none is overdue.
+  const plan = planPool({
+    ...input(p, { ...drainedFleet(), now: "2026-01-01T05:00:00Z" }),
+    signatures: new Map(),
+  });
+  assert.ok(!plan.events.some((e) => e.reason === "RebootTimedOut"), JSON.stringify(plan.events));
+  assert.ok(!rebootRequested(plan));
+});
+
+Deno.test("trust gate: a target that cannot be checked stays shown; nothing waits cordoned on it", () => {
+  const p = enforcing();
+  const down: SignatureMemo = { at: AT, result: { ok: false, message: "registry did not answer" } };
+  const plan = planWith(p, drainedFleet("Booted"), new Map([[image("b"), down]]));
+  assert.equal(plan.status?.targetImage, image("b"), "the target is still the target");
+  const degraded = findCondition(plan.status?.conditions, PoolConditionType.Degraded);
+  assert.equal(degraded?.reason, "SignatureInvalid");
+  assert.match(degraded?.message ?? "", /cannot be checked: registry did not answer/);
+  // The node in its slot is handed back, its reboot request revoked.
+  assert.ok(plan.events.some((e) => e.reason === "UpdateUndone"));
+  assert.ok(!rebootRequested(plan));
+});
+
+Deno.test("trust gate: a node rolled back to an image without a verdict yet stays where it is", () => {
+  // RollbackNode: n1 failed on b (the target) and goes back to a, whose verdict is not in.
+  const p = enforcing({
+    history: [
+      { revision: 1, image: image("a"), digest: "", startedAt: EARLIER, outcome: "Succeeded" },
+      { revision: 2, image: image("b"), digest: "", startedAt: EARLIER, outcome: "Progressing" },
+    ],
+  });
+  p.spec.rollout!.onFailure = "RollbackNode";
+  const n1 = bootcNode("n1", { desired: image("a"), booted: image("b") });
+  n1.metadata.annotations = { ...n1.metadata.annotations, "bootc.dev/failed-image": image("b") };
+  const plan = planWith(
+    p,
+    { nodes: [node("n1")], bootcNodes: [n1] },
+    new Map([[image("b"), verified()]]),
+  );
+  const synced = ofKind(plan, "patchBootcNode").filter((a) => a.node === "n1" && a.patch.spec);
+  assert.deepEqual(synced, [], "not sent back to the image it failed on");
 });

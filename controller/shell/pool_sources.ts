@@ -30,6 +30,7 @@ import { webhookSecretReader } from "./webhook_secrets.ts";
 import {
   type ChannelPlan,
   channelWant,
+  MAX_TRUST_CANDIDATES,
   plannedChannel,
   type PlannerOptions,
   pollIntervalMs,
@@ -326,14 +327,20 @@ export class PoolSources {
     const trusted = policy && !pool.metadata.deletionTimestamp
       ? await this.#trustedKeys(pool, now)
       : undefined;
-    const images = need.kind !== "invalid" && trusted && !trusted.pending &&
-        trusted.errors.length === 0
+    const images = need.kind !== "invalid" && trusted && trusted.errors.length === 0
       ? trustCandidates(pool, resolveTarget(pool, need, resolution, now), bootcNodes)
       : [];
+    const checked = trusted?.pending ? [] : images.slice(0, MAX_TRUST_CANDIDATES);
     const found = new Map<string, SignatureMemo>();
-    const subscribers = new Set(images.map((image) => `${name}/${image}`));
+    // What cannot be checked says why, so nothing waits on a verdict that never comes.
+    for (const image of images.slice(checked.length)) {
+      const message = trusted?.pending ??
+        `not checked: the pool's nodes name more than ${MAX_TRUST_CANDIDATES} images`;
+      found.set(image, { at: now, result: { ok: false, message } });
+    }
+    const subscribers = new Set(checked.map((image) => `${name}/${image}`));
     this.#signatures.forgetPool(name, subscribers);
-    for (const image of images) {
+    for (const image of checked) {
       const latest = await this.#signatures.want(`${name}/${image}`, {
         image,
         keys: trusted!.keys,
@@ -373,7 +380,9 @@ export class PoolSources {
           });
         }
         // A read that failed keeps the last answer; none yet: the keys are not known.
-        secret = isNotFound(e) ? { found: false } : memo?.secret ?? { found: "unknown" };
+        secret = isNotFound(e)
+          ? { found: false }
+          : memo?.secret ?? { found: "unknown", why: e instanceof Error ? e.message : String(e) };
       }
       // A Secret found is kept a while; a missing one is read again next time, so creating
       // it lets the pool go on at once.

@@ -50,7 +50,9 @@ export function rebootPhase(
   // the reboot timeout.
   const waiting = m.state === EffectiveState.Staged;
   const deadline = drainedAt.getTime() + env.rebootTimeoutMs;
-  const overdue = env.now.getTime() >= deadline;
+  // Held for its verdict and not asked to reboot yet: no reboot can be late.
+  const held = mode === "holdReboot" && bn.spec.desiredImageState !== "Booted";
+  const overdue = env.now.getTime() >= deadline && !held;
   const unproven = waiting ? drainUnproven(f, env) : undefined;
   if (unproven && !(unproven.podsUnknown && overdue)) return unproven;
   if (!overdue) {
