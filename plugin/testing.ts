@@ -167,6 +167,8 @@ export interface PoolFixture {
   /** `status.queue`: node names in order (waiting for `waitingFor`, default BudgetExhausted). */
   queue?: string[];
   waitingFor?: string;
+  /** Each queue entry's `blockedBy` (the blocking pods). */
+  blockedBy?: string;
 }
 
 /** The `status.slots` and `status.queue` a controller would publish for `f`. */
@@ -177,6 +179,7 @@ function published(f: PoolFixture): Pick<BootcNodePoolStatus, "slots" | "queue">
     node,
     position: i + 1,
     waitingFor: f.waitingFor ?? "BudgetExhausted",
+    ...(f.blockedBy ? { blockedBy: f.blockedBy } : {}),
   }));
   return {
     slots: {

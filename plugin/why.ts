@@ -345,6 +345,11 @@ function stagedHeadline(
     return `${head}: its drain would wait on a PodDisruptionBudget that a drain in flight ` +
       "needs";
   }
+  if (waitingFor === "BlockingPod" && place.kind === "queued") {
+    return `${head}: blocking pods run on it (${
+      place.entry.blockedBy ?? "spec.rollout.blockingPodSelector"
+    })`;
+  }
   if (waitingFor === "PodList") {
     return `${head}: the controller reads its pods before it grants the slot`;
   }

@@ -179,6 +179,11 @@ Deno.test("why: what the controller published holds the node, or that it publish
       "pods before it grants the slot",
   );
   assert.equal(
+    ask({ ...base, waitingFor: "BlockingPod", blockedBy: "default/backup-1" }).headline,
+    "staged, waiting for a reboot slot (1st of 2 in the slot queue): blocking pods run on it " +
+      "(default/backup-1)",
+  );
+  assert.equal(
     ask({ ...base, waitingFor: "ClusterBudgetExhausted" }).headline,
     "staged, waiting for a reboot slot (1st of 2 in the slot queue): it waits " +
       "(ClusterBudgetExhausted)",

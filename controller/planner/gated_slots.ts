@@ -158,7 +158,7 @@ export function planGatedSlots(step: GatedSlotsInput): GatedSlots {
       approval,
     });
   }
-  const queue = queueOf(all, decided.held);
+  const queue = queueOf(all, decided.held, decided.blockedBy);
   const approvalOut = mergeOutputs([
     stepOutput({ events: approvalEvents(input.pool, approval) }),
     approvalFailing(input.pool, approval, {
@@ -187,6 +187,8 @@ export function planGatedSlots(step: GatedSlotsInput): GatedSlots {
 /** What holds each candidate, the grants, and why the pool waits. */
 interface Decided {
   held: ReadonlyMap<string, string>;
+  /** What holds a held candidate, where its reason has a subject (the blocking pods). */
+  blockedBy?: ReadonlyMap<string, string>;
   granted: readonly string[];
   inUse: number;
   wait?: GateWait;
@@ -247,6 +249,7 @@ function throughGates(
   }
   return {
     held,
+    blockedBy: grants?.blockedBy,
     granted: grants?.granted ?? [],
     inUse: grants?.inUse ?? view.inUse,
     wait: waits.find((w) => !w.routine),
@@ -302,13 +305,22 @@ function heldAfterGrants(
 }
 
 /** The candidates left waiting, in grant order, with what holds each (none: granted). */
-function queueOf(all: readonly Member[], held: ReadonlyMap<string, string>): QueueEntry[] {
+function queueOf(
+  all: readonly Member[],
+  held: ReadonlyMap<string, string>,
+  blockedBy: ReadonlyMap<string, string> | undefined,
+): QueueEntry[] {
   const out: QueueEntry[] = [];
   for (const m of all) {
     const waitingFor = held.get(m.node.name);
-    if (waitingFor !== undefined) {
-      out.push({ node: m.node.name, position: out.length + 1, waitingFor });
-    }
+    if (waitingFor === undefined) continue;
+    const by = blockedBy?.get(m.node.name);
+    out.push({
+      node: m.node.name,
+      position: out.length + 1,
+      waitingFor,
+      ...(by ? { blockedBy: by.slice(0, 512) } : {}),
+    });
   }
   return out;
 }

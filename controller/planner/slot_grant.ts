@@ -14,6 +14,7 @@ import { grantPatch } from "../model/disruption.ts";
 import { type DrainPass, pdbDemand, planDrainPass } from "../model/drain.ts";
 import { describeRefused, type DrainContext } from "../model/drain_policy.ts";
 import { addDemand, allowedDisruptions, drainContext, evictPass, podsOf } from "./in_flight.ts";
+import { matchesSelector } from "../model/selector.ts";
 import type { Member } from "./membership.ts";
 import {
   type Action,
@@ -45,6 +46,8 @@ export const QueueWait = {
   DrainPolicy: "DrainPolicy",
   /** Its pods are not known yet: the shell lists them for the next plan. */
   PodList: "PodList",
+  /** A pod `spec.rollout.blockingPodSelector` selects runs on it. */
+  BlockingPod: "BlockingPod",
   /** Two slot nodes are unhealthy, or its image's rollout is halted. */
   RolloutHalted: "RolloutHalted",
 } as const;
@@ -66,6 +69,8 @@ export interface GrantOutcome {
   granted: string[];
   /** Candidates it saw and did not grant, by name: a gate's reason or a {@linkcode QueueWait}. */
   held: Map<string, string>;
+  /** What holds a candidate, by name, where its reason has a subject (the blocking pods). */
+  blockedBy: Map<string, string>;
   /** Nodes counted against the pool's budget after the grants. */
   inUse: number;
   /** The grants' writes, events and first evictions, the pods asked for, a note on PDB waits. */
@@ -91,6 +96,7 @@ export function grantSlots(
   const refusedByPolicy: string[] = [];
   const granted: string[] = [];
   const held = new Map<string, string>();
+  const blockingOn = new Map<string, string>();
   const needPods: string[] = [];
   const grants: StepOutput[] = [];
   let drains = {
@@ -119,6 +125,12 @@ export function grantSlots(
       held.set(name, QueueWait.PodList);
       continue;
     }
+    const blocking = blockingPods(input, pods);
+    if (blocking) {
+      held.set(name, QueueWait.BlockingPod);
+      blockingOn.set(name, blocking);
+      continue;
+    }
     const drain = drainContext(input, c.node);
     // Cordoning a node whose drain the policy refuses would only hold a slot till the timeout.
     const refusedPods = describeRefused(planDrainPass(pods, drain).refused);
@@ -142,6 +154,11 @@ export function grantSlots(
     grants.push(grantOutput(input, c, pods, base.inUse + granted.length));
   }
   const notes = [
+    blockingOn.size > 0
+      ? `held by blocking pods: ${
+        listNames([...blockingOn].map(([n, pods]) => `${n} (${pods})`), 3)
+      }`
+      : "",
     waitingOnPdb.length > 0 ? `waiting on disruption budgets: ${listNames(waitingOnPdb, 3)}` : "",
     refusedByPolicy.length > 0
       ? `not draining, the drain policy refuses: ${listNames(refusedByPolicy, 3)}`
@@ -150,9 +167,22 @@ export function grantSlots(
   return {
     granted,
     held,
+    blockedBy: blockingOn,
     inUse: base.inUse + granted.length,
     out: mergeOutputs([...grants, stepOutput({ needPods, notes })]),
   };
+}
+
+/**
+ * The pods on a node that `spec.rollout.blockingPodSelector` selects and that have not
+ * completed, as `namespace/name` (the first three, and how many more); undefined: none.
+ */
+function blockingPods(input: PlanInput, pods: readonly PodSummary[]): string | undefined {
+  const selector = input.pool.spec.rollout?.blockingPodSelector;
+  if (!selector) return undefined;
+  const names = pods.filter((p) => !p.completed && matchesSelector(selector, p.labels))
+    .map((p) => `${p.namespace}/${p.name}`);
+  return names.length > 0 ? listNames(names, 3) : undefined;
 }
 
 /**

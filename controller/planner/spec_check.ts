@@ -28,6 +28,9 @@ export function specErrors(input: PlanInput, need: ResolutionNeed): string[] {
   if (nameErr) errors.push(nameErr);
   const selErr = selectorError(pool.spec.nodeSelector);
   if (selErr) errors.push(selErr);
+  const blocking = pool.spec.rollout?.blockingPodSelector;
+  const blockingErr = blocking ? selectorError(blocking) : undefined;
+  if (blockingErr) errors.push(`spec.rollout.blockingPodSelector: ${blockingErr}`);
   if (need.kind === "invalid") errors.push(need.message);
   // maxStaging is the staging step's, not a gate's: an unreadable value would fail closed
   // deep inside the step; say so here, naming the field.

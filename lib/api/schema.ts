@@ -705,6 +705,11 @@ export const BootcNodePoolSpec = Type.Object({
           'example 1 during business hours and "20%" at night.',
       },
     )),
+    blockingPodSelector: Type.Optional(Type.Object(LabelSelector.properties, {
+      description: "A node running a pod these labels select (in any namespace, in any phase " +
+        "but Succeeded or Failed) gets no reboot slot and is not cordoned; the pool's other " +
+        "nodes go ahead meanwhile. Its status.queue entry says BlockingPod and names the pod.",
+    })),
     maxUnhealthy: Type.Optional(intOrPercent(
       1,
       "The rollout halts (no new reboot slot, Degraded/RolloutHalted) while this many nodes " +
@@ -944,8 +949,13 @@ export const QueueEntry = Type.Object({
       "OutsideMaintenanceWindow, Blackout, WaitingForPool, ClusterBudgetExhausted, a canary " +
       "reason), RolloutHalted, PodDisruptionBudget (its drain would wait on one a drain in " +
       "flight needs), DrainPolicy (the drain policy refuses a pod on it: emptyDir data), " +
-      "or PodList (the controller is reading its pods).",
+      "BlockingPod (a pod spec.rollout.blockingPodSelector selects runs on it), or PodList " +
+      "(the controller is reading its pods).",
   }),
+  blockedBy: Type.Optional(Type.String({
+    maxLength: 512,
+    description: "With BlockingPod: the pods that hold it (namespace/name).",
+  })),
 });
 
 /** One of `status.hooks`: a hook's last finished delivery. */
