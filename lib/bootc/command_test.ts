@@ -73,6 +73,10 @@ Deno.test("extractErrorLine prefers bootc's error: line", () => {
     "error: Switching: Pulling: Creating importer: failed to invoke method OpenImage: manifest unknown",
   );
   assert.equal(extractErrorLine("warning\nsomething broke\n\n"), "something broke");
+  // A host that enforces its signature policy refuses an unsigned image in these words.
+  const refusal = "ERROR Upgrading: Creating importer: failed to invoke method OpenImage: " +
+    "failed to invoke method OpenImage: A signature was required, but no signature exists";
+  assert.match(extractErrorLine(`${refusal}\n`) ?? "", /A signature was required/);
   assert.equal(extractErrorLine(""), undefined);
 });
 
