@@ -86,18 +86,11 @@ export const CONTROLLER_PERMISSIONS: readonly string[] = [
 ];
 
 /**
- * The daemon's Deno permissions: everything its host work needs (the API server, host files read
- * and written, bootc and systemctl run through nsenter, the environment, the host name), and no
- * FFI or code loading from outside its bundle.
+ * The daemon's Deno permissions: all. It runs privileged in the host's namespaces, and Deno
+ * grants reading the namespace links it compares (`/proc/self/ns/mnt`) only with
+ * `--allow-all`, so a narrower list would leave it unable to find the host.
  */
-export const DAEMON_PERMISSIONS: readonly string[] = [
-  "--allow-net",
-  "--allow-read",
-  "--allow-write",
-  "--allow-run",
-  "--allow-env",
-  "--allow-sys",
-];
+export const DAEMON_PERMISSIONS: readonly string[] = ["--allow-all"];
 
 /**
  * The executables. The controller talks to the API server, reads its kubeconfig or
