@@ -169,7 +169,15 @@ export function grantSlots(
     held,
     blockedBy: blockingOn,
     inUse: base.inUse + granted.length,
-    out: mergeOutputs([...grants, stepOutput({ needPods, notes })]),
+    // No watch tells a blocking pod's end: its node is looked at again every drain poll.
+    out: mergeOutputs([
+      ...grants,
+      stepOutput({
+        needPods,
+        notes,
+        ...(blockingOn.size > 0 ? { poll: input.options?.drainPollMs ?? 5_000 } : {}),
+      }),
+    ]),
   };
 }
 

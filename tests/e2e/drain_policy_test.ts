@@ -13,6 +13,9 @@
  * - c: a node with a pod with an emptyDir volume gets no slot (it waits in the
  *   queue, `DrainPolicy`, the pod and the field to set named in the pool's
  *   message) until `deleteEmptyDirData: true`;
+ * - f: a node running a pod `blockingPodSelector` selects gets no slot and is not cordoned
+ *   (its queue entry names the pod) while the pool's other node updates; once the pod is
+ *   gone, it updates too;
  * - d: the grace override reaches the eviction: the API server's
  *   `deletionGracePeriodSeconds` of the evicted pods (held by a finalizer so it
  *   can be read) is the override, or the pod's own when that is shorter;
@@ -47,7 +50,7 @@ import {
 
 /** Generous bound for a rollout of a few nodes on a loaded 2-core machine. */
 const LONG_MS = 180_000;
-const POOLS = ["dkeep", "dpdb", "dempty", "dgrace", "dtime"];
+const POOLS = ["dkeep", "dpdb", "dempty", "dblock", "dgrace", "dtime"];
 const HOLD_FINALIZER = "bootc-test/hold";
 
 type Pod = IPod & { metadata: NonNullable<IPod["metadata"]> };
@@ -331,6 +334,42 @@ Deno.test("drain policy (issue 26): podSelector, Force vs Degrade, emptyDir, gra
         await patchPoolSpec(stack, pool, { rollout: { drain: { deleteEmptyDirData: true } } });
         await waitConverged(stack, pool, v2.digest, 2, LONG_MS);
         for (const n of nodes) assert.equal(await findPod(stack, pool, `cache-${n}`), undefined);
+        await assertInvariants(stack, nodes);
+        await retire(stack, pool, nodes);
+      },
+    );
+
+    await step(
+      t,
+      "f: a blocking pod holds its node back, uncordoned and named, while the other updates",
+      async () => {
+        const pool = "dblock";
+        const nodes = await setUp(stack, pool, 2, {
+          blockingPodSelector: { matchLabels: { app: "backup" } },
+        });
+        const [busy, free] = nodes;
+        await makePod(stack, pool, "backup", busy, { labels: { app: "backup" } });
+        await rollOut(stack, pool);
+        const ref2 = `${stack.images.repository}@${v2.digest}`;
+        const held = await waitPool(
+          stack,
+          pool,
+          async () => {
+            const p = await getPool(stack, pool);
+            const entry = (p.status?.queue ?? []).find((q) => q.node === busy);
+            const done = (await bootcNode(stack, free)).status?.booted?.image === ref2;
+            return done && entry?.waitingFor === "BlockingPod" ? entry : undefined;
+          },
+          `${free} updated while ${busy} waits on its blocking pod`,
+          LONG_MS,
+        );
+        assert.equal(held.blockedBy, `${pool}/backup`);
+        const objs = await nodesByName(stack);
+        assert.ok(!objs.get(busy)?.spec?.unschedulable, `${busy} is not cordoned`);
+        assert.equal((await findPod(stack, pool, "backup"))?.status?.phase, "Running");
+
+        await podsApi(stack, pool).delete("backup");
+        await waitConverged(stack, pool, v2.digest, 2, LONG_MS);
         await assertInvariants(stack, nodes);
         await retire(stack, pool, nodes);
       },
