@@ -3,10 +3,11 @@
  * resolved candidate and the current target the pool may roll out.
  *
  * - Enforce: the candidate becomes the target only once its signature verdict
- *   says verified. Until then (no verdict yet, a failed verdict, or a registry
- *   error) the pool stays on its current target, and a failure makes the pool
- *   Degraded with `SignatureInvalid` naming the image and why. A current target
- *   whose own verdict failed is not rolled out either: the pool then has none.
+ *   says verified; until then the pool stays on its current target, and a failure
+ *   makes the pool Degraded with `SignatureInvalid` naming the image and why. Then
+ *   the one gate ({@linkcode trustGate}) decides for every image the planner writes
+ *   to a node: the target ({@linkcode admitTarget}), rollback images, and the image
+ *   of each node in flight (`in_flight.ts`, `memberMode`).
  * - Audit: the candidate rolls out; a verdict that failed is reported in
  *   `status.verification` and by one Warning event per image.
  *
