@@ -45,6 +45,8 @@ export interface ControllerFlags {
   /** `--log-level`; undefined: `LOG_LEVEL` or info. */
   logLevel?: LogLevel;
   logFormat: LogFormat;
+  /** `--node-name`: the node this controller runs on (it gets its reboot slot last). */
+  nodeName?: string;
   /**
    * Test only: the time the reconciler's clock starts at (it then runs at real speed),
    * so end-to-end tests can exercise maintenance windows without waiting for them.
@@ -71,6 +73,8 @@ Flags:
   --leader-election-id NAME    the Lease's name (default bootc-operator-controller)
   --log-level LEVEL            debug, info, warn or error (default $LOG_LEVEL, else info)
   --log-format FORMAT          json or text, the log lines on stderr (default json)
+  --node-name NAME             the node this controller runs on: it gets its reboot slot
+                               last (the Deployment sets it from spec.nodeName)
   --version                    print the version and commit and exit
   -h, --help                   print this help and exit
 
@@ -124,6 +128,7 @@ export function parseFlags(args: string[]): ControllerFlags {
       "test-start-time": { type: "string" },
       "log-level": { type: "string" },
       "log-format": { type: "string", default: "json" },
+      "node-name": { type: "string" },
     },
   });
   const start = values["test-start-time"];
@@ -143,6 +148,7 @@ export function parseFlags(args: string[]): ControllerFlags {
     leaderElectionId: values["leader-election-id"]!,
     ...(values["log-level"] === undefined ? {} : { logLevel: parseLogLevel(values["log-level"]) }),
     logFormat: parseLogFormat(values["log-format"]!),
+    ...(values["node-name"] ? { nodeName: values["node-name"] } : {}),
     ...(testStartTime ? { testStartTime } : {}),
   };
 }
@@ -176,6 +182,7 @@ export async function runController(flags: ControllerFlags, signal: AbortSignal)
     namespace: flags.namespace,
     // In a pod the hostname is the pod's name (also the Lease identity's first part).
     ownPodName: Deno.hostname(),
+    ...(flags.nodeName ? { controllerNode: flags.nodeName } : {}),
     resolver: new RegistryImageResolver({
       insecureRegistries: flags.insecureRegistries,
       caCertPem,

@@ -169,6 +169,8 @@ export interface PoolFixture {
   waitingFor?: string;
   /** Each queue entry's `blockedBy` (the blocking pods). */
   blockedBy?: string;
+  /** Each queue entry's `orderedBy` (what sets its place). */
+  orderedBy?: string;
 }
 
 /** The `status.slots` and `status.queue` a controller would publish for `f`. */
@@ -180,6 +182,7 @@ function published(f: PoolFixture): Pick<BootcNodePoolStatus, "slots" | "queue">
     position: i + 1,
     waitingFor: f.waitingFor ?? "BudgetExhausted",
     ...(f.blockedBy ? { blockedBy: f.blockedBy } : {}),
+    ...(f.orderedBy ? { orderedBy: f.orderedBy } : {}),
   }));
   return {
     slots: {

@@ -9,6 +9,7 @@
  * @module
  */
 import {
+  ANNOTATION_UPDATE_PRIORITY,
   ANNOTATION_WAS_CORDONED,
   NodeConditionType,
   RebootAllowedReason,
@@ -315,8 +316,10 @@ function queueFact(pool: BootcNodePool, name: string, place: QueuePlace, slots: 
   switch (place.kind) {
     case "unknown":
       return `${NOT_PUBLISHED} · ${slots}`;
-    case "queued":
-      return `${ordinal(place.entry.position)} of ${place.of}: ${list} · ${slots}`;
+    case "queued": {
+      const by = place.entry.orderedBy ? ` (placed by ${place.entry.orderedBy})` : "";
+      return `${ordinal(place.entry.position)} of ${place.of}${by}: ${list} · ${slots}`;
+    }
     case "beyond":
       return `after the first ${place.shown} of ${place.of}: ${list} · ${slots}`;
     case "none":
@@ -349,6 +352,10 @@ function stagedHeadline(
     return `${head}: blocking pods run on it (${
       place.entry.blockedBy ?? "spec.rollout.blockingPodSelector"
     })`;
+  }
+  if (waitingFor === "Skipped") {
+    return `staged, skipped: its Node's ${ANNOTATION_UPDATE_PRIORITY} is 0 (no reboot slot ` +
+      "until it changes)";
   }
   if (waitingFor === "PodList") {
     return `${head}: the controller reads its pods before it grants the slot`;

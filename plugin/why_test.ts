@@ -184,6 +184,15 @@ Deno.test("why: what the controller published holds the node, or that it publish
       "(default/backup-1)",
   );
   assert.equal(
+    ask({ ...base, waitingFor: "Skipped" }).headline,
+    "staged, skipped: its Node's bootc.dev/update-priority is 0 (no reboot slot until it " +
+      "changes)",
+  );
+  assert.match(
+    fact(ask({ ...base, orderedBy: "priority 5" }), "slot queue")!,
+    /^1st of 2 \(placed by priority 5\): \[n2\], n3/,
+  );
+  assert.equal(
     ask({ ...base, waitingFor: "ClusterBudgetExhausted" }).headline,
     "staged, waiting for a reboot slot (1st of 2 in the slot queue): it waits " +
       "(ClusterBudgetExhausted)",

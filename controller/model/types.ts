@@ -32,6 +32,8 @@ export interface NodeSummary {
   ready: boolean;
   /** `lastTransitionTime` of the Ready condition (RFC 3339), when known. */
   readySince?: string;
+  /** `metadata.creationTimestamp` (RFC 3339), when known. */
+  created?: string;
 }
 
 /** What the drain needs of a Pod bound to a node. */

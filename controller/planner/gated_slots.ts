@@ -43,6 +43,7 @@ import type { ApprovalAsks } from "../model/approval.ts";
 import { approvalAsks, approvalEvents, approvalFacts, approvalFailing } from "./approval_step.ts";
 import type { InFlightResult } from "./in_flight.ts";
 import type { Member } from "./membership.ts";
+import { type NodePlace, orderCandidates } from "./node_order.ts";
 import { mergeOutputs, type PlanInput, type StepOutput, stepOutput, StepWriter } from "./plan.ts";
 import { type GrantOutcome, grantSlots, QueueWait, slotCandidates } from "./slot_grant.ts";
 import { formatTime } from "../model/slots.ts";
@@ -110,7 +111,11 @@ export function planGatedSlots(step: GatedSlotsInput): GatedSlots {
     ...step.releasing,
   ];
   const limit = slotLimitStatus(input, members, cluster, disrupted);
-  const all = slotCandidates(members);
+  const { ordered: all, places } = orderCandidates(
+    slotCandidates(members),
+    input.pool,
+    input.controllerNode,
+  );
   // A node this plan releases hands its slot on in this plan: the shell applies a grant
   // only once the releases giving it room succeeded (shell/apply_order.ts), so the pool's own gates count
   // it neither disrupted nor waiting for it; released on the target, it is updated (the
@@ -148,7 +153,7 @@ export function planGatedSlots(step: GatedSlotsInput): GatedSlots {
   } else if (!target) {
     decided = { held: new Map(), granted: [], inUse, out: stepOutput() };
   } else {
-    decided = throughGates(step, all, {
+    decided = throughGates(step, all, places, {
       cluster,
       disrupted: disrupted.filter((n) => !released.has(n)),
       updated: step.updated + releasedUpdated,
@@ -158,7 +163,7 @@ export function planGatedSlots(step: GatedSlotsInput): GatedSlots {
       approval,
     });
   }
-  const queue = queueOf(all, decided.held, decided.blockedBy);
+  const queue = queueOf(all, decided.held, decided.blockedBy, places);
   const approvalOut = mergeOutputs([
     stepOutput({ events: approvalEvents(input.pool, approval) }),
     approvalFailing(input.pool, approval, {
@@ -203,6 +208,7 @@ interface Decided {
 function throughGates(
   step: GatedSlotsInput,
   all: readonly Member[],
+  places: ReadonlyMap<string, NodePlace>,
   view: {
     cluster: ClusterView;
     /** The pool's nodes the gates count as disrupted, and as updated. */
@@ -217,11 +223,17 @@ function throughGates(
 ): Decided {
   const { input, haltFor } = step;
   const image = view.target.image;
-  // A halted target gives no new slot to nodes bound for it; rollbacks still proceed.
-  const bound = (m: Member) => haltFor !== undefined && m.bn?.spec.desiredImage === haltFor;
-  const candidates = all.filter((m) => !bound(m));
+  // A halted target gives no new slot to nodes bound for it (rollbacks still proceed), and a
+  // skipped node (priority 0) gets none at all.
+  const heldBack = (m: Member) =>
+    haltFor !== undefined && m.bn?.spec.desiredImage === haltFor
+      ? QueueWait.RolloutHalted
+      : places.get(m.node.name)?.skipped
+      ? QueueWait.Skipped
+      : undefined;
+  const candidates = all.filter((m) => heldBack(m) === undefined);
   const held = new Map<string, string>(
-    all.filter(bound).map((m) => [m.node.name, QueueWait.RolloutHalted]),
+    all.flatMap((m) => heldBack(m) ? [[m.node.name, heldBack(m)!] as const] : []),
   );
   const gateInput: GateInput = {
     pool: input.pool,
@@ -309,17 +321,20 @@ function queueOf(
   all: readonly Member[],
   held: ReadonlyMap<string, string>,
   blockedBy: ReadonlyMap<string, string> | undefined,
+  places: ReadonlyMap<string, NodePlace>,
 ): QueueEntry[] {
   const out: QueueEntry[] = [];
   for (const m of all) {
     const waitingFor = held.get(m.node.name);
     if (waitingFor === undefined) continue;
     const by = blockedBy?.get(m.node.name);
+    const orderedBy = places.get(m.node.name)?.orderedBy;
     out.push({
       node: m.node.name,
       position: out.length + 1,
       waitingFor,
       ...(by ? { blockedBy: by.slice(0, 512) } : {}),
+      ...(orderedBy ? { orderedBy: orderedBy.slice(0, 128) } : {}),
     });
   }
   return out;

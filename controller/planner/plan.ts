@@ -79,6 +79,8 @@ export interface PlanInput {
   pullSecretIssue?: PoolIssue;
   /** Keys of `spec.image.verification` that cannot be used, naming each field (InvalidSpec). */
   keyErrors?: readonly string[];
+  /** The node the acting controller runs on, if known: it gets its slot last (node_order.ts). */
+  controllerNode?: string;
   /**
    * The channel step's decision (`channel.ts`), for a pool that follows a channel;
    * the shell has already put its `ref` into the pool's `spec.image.ref`.

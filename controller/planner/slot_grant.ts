@@ -50,6 +50,8 @@ export const QueueWait = {
   BlockingPod: "BlockingPod",
   /** Two slot nodes are unhealthy, or its image's rollout is halted. */
   RolloutHalted: "RolloutHalted",
+  /** Its Node's `bootc.dev/update-priority` is 0. */
+  Skipped: "Skipped",
 } as const;
 
 /** What step 3 left that grants read (never change): the slots in use and the drains. */

@@ -36,6 +36,7 @@ export function summarizeNode(node: Node): NodeSummary {
     unschedulable: node.spec?.unschedulable === true,
     ready: ready?.status === "True",
     readySince: ready?.lastTransitionTime as string | undefined,
+    created: node.metadata?.creationTimestamp as string | undefined,
   };
   nodeSummaries.set(node, summary);
   return summary;

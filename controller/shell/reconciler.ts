@@ -121,6 +121,8 @@ export interface PoolReconcilerOptions extends
    * drains leave that pod alone (`controller/model/drain_policy.ts`, "own").
    */
   ownPodName?: string;
+  /** The node this controller runs on: its reboot slot comes last (planner/node_order.ts). */
+  controllerNode?: string;
   /** Longest back-off between drain passes whose evictions were refused (default 60 s). */
   maxDrainBackoffMs?: number;
   /** When progress-only status changes are written (controller/shell/status_coalesce.ts). */
@@ -186,6 +188,7 @@ export class PoolReconciler {
   #log: Logger;
   /** The pod this controller runs in (when it runs in one): left out of drains. */
   #ownPod?: { namespace: string; name: string };
+  readonly #controllerNode?: string;
   #plannerOptions: PlannerOptions;
   #workers: number;
   /** While workers run under leader election: whether the lease is still held. */
@@ -220,6 +223,7 @@ export class PoolReconciler {
     this.#maxDrainBackoffMs = options.maxDrainBackoffMs ?? 60_000;
     const namespace = options.namespace ?? "bootc-operator";
     if (options.ownPodName) this.#ownPod = { namespace, name: options.ownPodName };
+    this.#controllerNode = options.controllerNode;
     this.#hooks = new HookWiring({
       client: options.client,
       namespace,
@@ -665,6 +669,7 @@ export class PoolReconciler {
       approvalAnswers: this.#sources.approvalAnswers(pool),
       pullSecretHash: secret.hash,
       pullSecretIssue: secret.issue,
+      ...(this.#controllerNode ? { controllerNode: this.#controllerNode } : {}),
       now,
       options: this.#plannerOptions,
     };

@@ -368,6 +368,18 @@ export type OnFailure = typeof OnFailureValues[number];
  * resolves, stages and reports only).
  */
 export const RolloutStrategyValues = ["RollingUpdate", "External"] as const;
+
+/** `spec.rollout.order`: the order reboot slots go to a pool's nodes (node_order.ts). */
+export const RolloutOrderValues = ["Default", "ZoneByZone", "OldestFirst", "NewestFirst"] as const;
+
+/** How a pool orders its nodes for reboot slots. */
+export type RolloutOrder = typeof RolloutOrderValues[number];
+
+/**
+ * Annotation on a Node: its update priority, an integer 0–1000 (higher first; unset 1).
+ * 0 skips the node: it gets no reboot slot until the annotation changes.
+ */
+export const ANNOTATION_UPDATE_PRIORITY = "bootc.dev/update-priority";
 /** One `spec.rollout.strategy`. */
 export type RolloutStrategy = typeof RolloutStrategyValues[number];
 

@@ -30,6 +30,7 @@ import {
   LABEL_POOL,
   OnFailureValues,
   RevisionOutcome,
+  RolloutOrderValues,
   RolloutStrategyValues,
 } from "./constants.ts";
 import { SlotLimitSource } from "./budget.ts";
@@ -705,6 +706,15 @@ export const BootcNodePoolSpec = Type.Object({
           'example 1 during business hours and "20%" at night.',
       },
     )),
+    order: Type.Optional(StringEnum(RolloutOrderValues, {
+      default: "Default",
+      description: "The order reboot slots go to the pool's staged nodes (one still " +
+        "downloading does not hold the others back), after each Node's " +
+        "bootc.dev/update-priority annotation (higher first, unset 1, 0 skips the node) and " +
+        "before the node name. Default: by name. ZoneByZone: by the " +
+        "topology.kubernetes.io/zone label, zone by zone. OldestFirst / NewestFirst: by the " +
+        "Node's creation time. The node the acting controller runs on always goes last.",
+    })),
     blockingPodSelector: Type.Optional(Type.Object(LabelSelector.properties, {
       description: "A node running a pod these labels select (in any namespace, in any phase " +
         "but Succeeded or Failed) gets no reboot slot and is not cordoned; the pool's other " +
@@ -949,12 +959,18 @@ export const QueueEntry = Type.Object({
       "OutsideMaintenanceWindow, Blackout, WaitingForPool, ClusterBudgetExhausted, a canary " +
       "reason), RolloutHalted, PodDisruptionBudget (its drain would wait on one a drain in " +
       "flight needs), DrainPolicy (the drain policy refuses a pod on it: emptyDir data), " +
-      "BlockingPod (a pod spec.rollout.blockingPodSelector selects runs on it), or PodList " +
+      "BlockingPod (a pod spec.rollout.blockingPodSelector selects runs on it), Skipped (its " +
+      "Node's bootc.dev/update-priority is 0), or PodList " +
       "(the controller is reading its pods).",
   }),
   blockedBy: Type.Optional(Type.String({
     maxLength: 512,
     description: "With BlockingPod: the pods that hold it (namespace/name).",
+  })),
+  orderedBy: Type.Optional(Type.String({
+    maxLength: 128,
+    description: "What sets its place besides the name (spec.rollout.order, its " +
+      "bootc.dev/update-priority, or running the controller: last).",
   })),
 });
 
