@@ -66,6 +66,7 @@ import {
 } from "./decide.ts";
 import { checkHostHealth, type HealthCheck } from "./health.ts";
 import { AUTH_FILE, PullSecretInstaller } from "./pull_secret.ts";
+import { HostPolicyInstaller, POLICY_FILE, wantedPolicy } from "./host_policy.ts";
 import { runReportingIfSlow } from "./report_if_slow.ts";
 
 /** What the daemon reads of its own core/v1 Node. */
@@ -107,6 +108,12 @@ export const DaemonEventReason = {
   AuthFileRemoved: "AuthFileRemoved",
   /** Warning: the pull Secret could not be installed (once per distinct error). */
   PullSecretFailed: "PullSecretFailed",
+  /** Normal: the host's policy now requires the pool's signature keys for its repository. */
+  HostPolicyWritten: "HostPolicyWritten",
+  /** Normal: the host's policy scope the daemon held was put back (no pool enforces). */
+  HostPolicyRemoved: "HostPolicyRemoved",
+  /** Warning: the host's signature policy could not be written (once per distinct error). */
+  HostPolicyFailed: "HostPolicyFailed",
   /**
    * Warning: `bootc status` failed (a timeout only once it outlasts the busy grace): once per
    * distinct message, at most {@linkcode MAX_STATUS_EVENTS} per failure streak.
@@ -200,6 +207,9 @@ export class Agent {
   readonly #log: Logger;
   readonly #retry: RetryPolicy;
   readonly #pullSecrets: PullSecretInstaller;
+  readonly #hostPolicy: HostPolicyInstaller;
+  /** The last host policy error recorded as an event. */
+  #policyErrorRecorded?: string;
   #current?: BootcNode;
   #written?: BootcNodeStatus;
   #caps?: BootcCapabilities;
@@ -237,6 +247,7 @@ export class Agent {
     this.#clock = options.clock ?? systemClock;
     this.#log = options.logger ?? silentLogger;
     this.#retry = options.retry ?? DEFAULT_RETRY;
+    this.#hostPolicy = new HostPolicyInstaller(options.hostRoot);
     this.#pullSecrets = new PullSecretInstaller({
       hostRoot: options.hostRoot,
       retry: this.#retry,
@@ -659,6 +670,34 @@ export class Agent {
     this.#secretErrorRecorded = undefined;
   }
 
+  /** Logs the host policy outcome and records it as an event (errors once per distinct one). */
+  #reportHostPolicy(outcome: string, error: string | undefined): void {
+    if (outcome === "written") {
+      this.#log.info("host signature policy written", { path: POLICY_FILE });
+      this.#record(
+        "Normal",
+        DaemonEventReason.HostPolicyWritten,
+        `The host's /${POLICY_FILE} requires a signature by the pool's key(s) for ` +
+          `${wantedPolicy(this.#current?.spec)?.scope}`,
+      );
+    } else if (outcome === "removed") {
+      this.#log.info("host signature policy removed", { path: POLICY_FILE });
+      this.#record(
+        "Normal",
+        DaemonEventReason.HostPolicyRemoved,
+        `Put the host's /${POLICY_FILE} back as it was: the pool no longer enforces signatures`,
+      );
+    } else if (outcome === "failed") {
+      this.#log.warn("host signature policy not written", { error });
+      if (error !== undefined && error !== this.#policyErrorRecorded) {
+        this.#record("Warning", DaemonEventReason.HostPolicyFailed, error);
+      }
+      this.#policyErrorRecorded = error;
+      return;
+    }
+    this.#policyErrorRecorded = undefined;
+  }
+
   /** One reconcile; returns when to run again at the latest (backoff deadlines). */
   async #reconcile(signal: AbortSignal): Promise<Date | undefined> {
     if (!this.#current) return undefined;
@@ -669,6 +708,12 @@ export class Agent {
       ? await this.#pullSecrets.sync(this.#current.spec, this.#clock.now())
       : { outcome: "unchanged" as const, error: undefined };
     this.#reportPullSecret(secret.outcome, secret.error);
+    // The host's own policy check is in place before anything is pulled under it.
+    const policy = ownedByPool(this.#current)
+      ? await this.#hostPolicy.sync(this.#current.spec)
+      : { outcome: "unchanged" as const, error: undefined };
+    this.#reportHostPolicy(policy.outcome, policy.error);
+    const hostFileError = [secret.error, policy.error].filter(Boolean).join("; ") || undefined;
     await this.#detectCapabilities(signal);
     let host = await this.#readHost(signal);
     const deadlines: (Date | undefined)[] = [this.#pullSecrets.retryAt];
@@ -678,7 +723,7 @@ export class Agent {
       );
     }
     for (let round = 0; round < MAX_ROUNDS && !signal.aborted && this.#current; round++) {
-      const decision = this.#decide(host, secret.error);
+      const decision = this.#decide(host, hostFileError);
       this.#forgetStaleFailures(decision);
       const action = decision.action;
       // An apply (or rollback) persists Rebooting itself, after its last-moment checks.
@@ -702,7 +747,7 @@ export class Agent {
         continue;
       }
       if (action.type === "apply" || action.type === "rollback") {
-        deadlines.push(await this.#apply(action, secret.error, signal));
+        deadlines.push(await this.#apply(action, hostFileError, signal));
         break;
       }
       if (action.type === "stage" && decision.changed && decision.reportAfterMs !== undefined) {
@@ -710,7 +755,7 @@ export class Agent {
           work: () => this.#runAction(action, signal),
           afterMs: decision.reportAfterMs,
           retryMs: STAGING_REPORT_RETRY_MS,
-          report: () => this.#reportStaging(action.image, host, secret.error),
+          report: () => this.#reportStaging(action.image, host, hostFileError),
           clock: this.#clock,
         });
       } else {

@@ -598,6 +598,7 @@ function createMember(
     ...(pool.spec.pullSecretRef ? { pullSecretRef: { ...pool.spec.pullSecretRef } } : {}),
     ...(input.pullSecretHash ? { pullSecretHash: input.pullSecretHash } : {}),
     ...(healthUnitsOf(pool) ? { healthUnits: healthUnitsOf(pool) } : {}),
+    ...(hostKeysOf(input) ? { signatureKeys: hostKeysOf(input) } : {}),
   };
   const create: Action = {
     kind: "createBootcNode",
@@ -768,6 +769,7 @@ function wantedSpec(input: PlanInput, bn: BootcNode, image: string): BootcNodeSp
     pullSecretRef: pool.spec.pullSecretRef ? { ...pool.spec.pullSecretRef } : undefined,
     pullSecretHash: input.pullSecretHash,
     healthUnits: healthUnitsOf(pool),
+    signatureKeys: hostKeysOf(input, bn),
   };
 }
 
@@ -816,7 +818,7 @@ function syncPatch(
   ) {
     if (bn.spec[key] !== wanted[key]) specPatch[key] = wanted[key] ?? null;
   }
-  for (const key of ["pullSecretRef", "healthUnits"] as const) {
+  for (const key of ["pullSecretRef", "healthUnits", "signatureKeys"] as const) {
     if (JSON.stringify(bn.spec[key] ?? null) !== JSON.stringify(wanted[key] ?? null)) {
       specPatch[key] = wanted[key] ?? null;
     }
@@ -854,6 +856,17 @@ function staleMirror(pool: BootcNodePool, node: NodeSummary, bn: BootcNode): boo
  */
 function rebootUnderWay(bn: BootcNode): boolean {
   return bn.spec.desiredImageState === "Booted" || daemonSaysRebooting(bn);
+}
+
+/**
+ * The keys the host's policy requires for the pool's images: only while the pool enforces.
+ * Keys not known this moment (a key Secret unreadable) leave the node's as they are, so the
+ * host never drops its policy for a read that failed.
+ */
+function hostKeysOf(input: PlanInput, bn?: BootcNode): string[] | undefined {
+  if (input.pool.spec.image.verification?.mode !== "Enforce") return undefined;
+  const keys = input.hostKeys ?? bn?.spec.signatureKeys;
+  return keys && keys.length > 0 ? [...keys] : undefined;
 }
 
 /** The units the pool's health check lists (copied to each BootcNode for its daemon). */

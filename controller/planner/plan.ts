@@ -79,6 +79,11 @@ export interface PlanInput {
   pullSecretIssue?: PoolIssue;
   /** Keys of `spec.image.verification` that cannot be used, naming each field (InvalidSpec). */
   keyErrors?: readonly string[];
+  /**
+   * The trusted keys (PEM) of a pool that enforces signatures, when all are known: copied to
+   * each BootcNode, whose daemon makes the host's policy require them. Undefined: not known now.
+   */
+  hostKeys?: readonly string[];
   /** The node the acting controller runs on, if known: it gets its slot last (node_order.ts). */
   controllerNode?: string;
   /**

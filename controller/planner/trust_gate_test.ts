@@ -228,3 +228,32 @@ Deno.test("trust gate: a node rolled back to an image without a verdict yet stay
   const synced = ofKind(plan, "patchBootcNode").filter((a) => a.node === "n1" && a.patch.spec);
   assert.deepEqual(synced, [], "not sent back to the image it failed on");
 });
+
+Deno.test("trust gate: each node of an enforcing pool carries the keys its host requires", () => {
+  const p = enforcing();
+  const fleet = {
+    nodes: [node("n1"), node("n2")],
+    bootcNodes: [bootcNode("n1", { phase: "staged" })],
+  };
+  const keyed = (plan: Plan) => ({
+    created: ofKind(plan, "createBootcNode").map((a) => a.object.spec.signatureKeys),
+    patched: ofKind(plan, "patchBootcNode").map((a) =>
+      (a.patch.spec as { signatureKeys?: unknown } | undefined)?.signatureKeys
+    ).filter((k) => k !== undefined),
+  });
+  const signatures = new Map([[image("b"), verified()]]);
+  const known = planPool({ ...input(p, fleet), signatures, hostKeys: [KEY] });
+  assert.deepEqual(keyed(known), { created: [[KEY]], patched: [[KEY]] });
+  // Keys not known this moment (a key Secret unreadable): what a node has stays.
+  const withKeys = { ...fleet, bootcNodes: [bootcNode("n1", { phase: "staged" })] };
+  withKeys.bootcNodes[0].spec.signatureKeys = [KEY];
+  assert.deepEqual(keyed(planPool({ ...input(p, withKeys), signatures })).patched, []);
+  // Audit, or no policy: the host's policy is its own (the field is removed).
+  p.spec.image.verification!.mode = "Audit";
+  assert.deepEqual(
+    keyed(planPool({ ...input(p, withKeys), signatures, hostKeys: [KEY] })).patched,
+    [
+      null,
+    ],
+  );
+});

@@ -320,7 +320,9 @@ export class PoolSources {
     resolution: ResolutionMemo | undefined,
     now: Date,
     bootcNodes: Iterable<BootcNode>,
-  ): Promise<{ signatures?: Map<string, SignatureMemo>; keyErrors?: string[] }> {
+  ): Promise<
+    { signatures?: Map<string, SignatureMemo>; keyErrors?: string[]; hostKeys?: string[] }
+  > {
     const name = pool.metadata.name ?? "";
     const policy = pool.spec.image.verification;
     const need = resolutionNeed(pool, now, resolution, this.#o.planner);
@@ -350,7 +352,12 @@ export class PoolSources {
       if (latest) found.set(image, { at: latest.at, result: latest.result });
     }
     if (!policy) return {};
-    return { signatures: found, ...(trusted?.errors.length ? { keyErrors: trusted.errors } : {}) };
+    const known = trusted && !trusted.pending && trusted.errors.length === 0;
+    return {
+      signatures: found,
+      ...(trusted?.errors.length ? { keyErrors: trusted.errors } : {}),
+      ...(known ? { hostKeys: trusted.keys.map((k) => k.pem) } : {}),
+    };
   }
 
   /** The pool's trusted keys, its key Secrets read at most every {@linkcode KEY_SECRET_TTL_MS}. */

@@ -1241,6 +1241,12 @@ export const BootcNodeSpec = Type.Object({
     description: "Copied from the pool: systemd units that must be active for the host to " +
       "count as healthy. Unset: systemctl is-system-running must say running.",
   })),
+  signatureKeys: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 16384 }), {
+    maxItems: 16,
+    description: "Copied from the pool when it enforces signatures (spec.image.verification, " +
+      "Enforce): the public keys (PEM) the host's containers policy requires for " +
+      "desiredImage's repository, so the host refuses an image none of them signed.",
+  })),
 });
 
 /** One deployment as reported by bootc (booted, staged or rollback). */

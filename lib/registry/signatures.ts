@@ -40,7 +40,8 @@ export interface TrustedKey {
 /** What verifying one image found. */
 export type SignatureVerdict =
   | { verified: true; by: string }
-  | { verified: false; message: string };
+  /** `unsigned`: no signature was found at all, as opposed to none that verifies. */
+  | { verified: false; message: string; unsigned?: true };
 
 /** The parsed form of a trusted key, or why it cannot be used. */
 export function parsePublicKey(pem: string): KeyObject | string {
@@ -66,6 +67,7 @@ export async function verifyImageSignatures(
   client: RegistryClient,
   image: string,
   keys: readonly TrustedKey[],
+  options: { platforms?: boolean } = {},
 ): Promise<SignatureVerdict> {
   const ref = parseImageReference(image);
   if (!ref.digest) return { verified: false, message: `${image} is not pinned to a digest` };
@@ -75,16 +77,17 @@ export async function verifyImageSignatures(
     if (typeof key !== "string") parsed.push({ name: k.name, key });
   }
   if (parsed.length === 0) return { verified: false, message: "no usable public key" };
-  const top = await client.fetchManifest(ref);
-  const digests = [ref.digest, ...(top.platforms ?? []).map((p) => p.digest)];
+  // `platforms: false` checks the named manifest only, as containers-image does on a pull.
+  const top = options.platforms === false ? undefined : await client.fetchManifest(ref);
+  const digests = [ref.digest, ...(top?.platforms ?? []).map((p) => p.digest)];
   let by = "";
   for (const digest of digests) {
     const verdict = await verifyDigest(client, ref, digest, parsed);
     if (!verdict.verified) {
       const what = digest === ref.digest
         ? ""
-        : ` (platform ${platformName(top.platforms, digest)} ${digest.slice(0, 19)})`;
-      return { verified: false, message: `${verdict.message}${what}` };
+        : ` (platform ${platformName(top?.platforms, digest)} ${digest.slice(0, 19)})`;
+      return { ...verdict, message: `${verdict.message}${what}` };
     }
     by ||= verdict.by;
   }
@@ -116,7 +119,7 @@ async function verifyDigest(
       : [];
   } catch (e) {
     if (e instanceof RegistryError && e.kind === "NotFound") {
-      return { verified: false, message: "no signature (no cosign signature tag)" };
+      return { verified: false, message: "no signature (no cosign signature tag)", unsigned: true };
     }
     throw e;
   }
@@ -139,7 +142,11 @@ async function verifyDigest(
     return { verified: true, by: key.name };
   }
   if (signed === 0) {
-    return { verified: false, message: "no signature (the signature tag holds none)" };
+    return {
+      verified: false,
+      message: "no signature (the signature tag holds none)",
+      unsigned: true,
+    };
   }
   if (otherDigest) {
     return { verified: false, message: "the signed payload names another image digest" };

@@ -221,6 +221,7 @@ async function pull(s: Session, pullspec: string, context: string): Promise<Pull
       insecureRegistries: s.settings.insecureRegistries,
       auth: await readHostAuth(s.ctx.paths.root),
       caCertPem: s.settings.caCertPem,
+      root: s.ctx.paths.root,
     });
     // The layer download: the sysroot lock stays held meanwhile.
     if (s.settings.pullDelayMs > 0) {

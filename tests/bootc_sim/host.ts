@@ -154,6 +154,7 @@ export class SimulatedHost {
       // A malformed override fails now, not at the next boot.
       for (const value of Object.values(settings.badBoot)) parseBadBoot(value);
       await createLayout(host.paths, settings.composefs);
+      await writeDefaultPolicy(root);
       if (opts.etcAuth) await host.writeAuthFile("etc", opts.etcAuth);
       const image = await pullImage({
         pullspec: opts.image,
@@ -474,5 +475,25 @@ export class SimulatedHost {
   /** Removes the host's root if `create` made it. */
   async destroy(): Promise<void> {
     if (this.#ownsRoot) await Deno.remove(this.root, { recursive: true }).catch(() => {});
+  }
+}
+
+/** Fedora's containers-common policy: any image is accepted unless a scope says otherwise. */
+const DEFAULT_POLICY = {
+  default: [{ type: "insecureAcceptAnything" }],
+  transports: { "docker-daemon": { "": [{ type: "insecureAcceptAnything" }] } },
+};
+
+/** Writes the image's default `/etc/containers/policy.json`, unless the root has one. */
+async function writeDefaultPolicy(root: string): Promise<void> {
+  await Deno.mkdir(`${root}/etc/containers`, { recursive: true });
+  try {
+    await Deno.writeTextFile(
+      `${root}/etc/containers/policy.json`,
+      `${JSON.stringify(DEFAULT_POLICY, null, 2)}\n`,
+      { createNew: true },
+    );
+  } catch (e) {
+    if (!(e instanceof Deno.errors.AlreadyExists)) throw e;
   }
 }

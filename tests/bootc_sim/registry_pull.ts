@@ -15,6 +15,7 @@ import {
 } from "../../lib/registry/mod.ts";
 import { withDigest } from "../../lib/registry/reference.ts";
 import type { PulledImage } from "./model.ts";
+import { checkPolicy, PolicyFileError } from "./policy.ts";
 
 /** A pull failure; `message` is the cause as containers/image words it. */
 export class PullError extends Error {
@@ -69,6 +70,8 @@ export interface PullOptions {
   auth: AuthFile | null;
   /** An extra trusted CA (PEM). */
   caCertPem?: string | null;
+  /** The host's root: its signature policy applies (policy.ts). Unset: none. */
+  root?: string;
 }
 
 // The docker/distribution messages for its error codes, as containers/image prints them.
@@ -139,6 +142,14 @@ export async function pullImage(opts: PullOptions): Promise<PullResult> {
   });
   try {
     let fetched = await client.fetchManifest(ref);
+    if (opts.root !== undefined) {
+      const rejected = await checkPolicy(opts.root, client, ref, opts.pullspec, fetched.digest)
+        .catch((e) => {
+          if (e instanceof PolicyFileError) return e.message;
+          throw e;
+        });
+      if (rejected) throw new PullError(rejected);
+    }
     if (fetched.platforms) {
       const chosen = fetched.platforms.find((p) =>
         p.architecture === opts.architecture && p.os === "linux"

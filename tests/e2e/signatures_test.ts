@@ -13,6 +13,9 @@ import { shortReference } from "../../lib/api/display.ts";
 import type { ISecret } from "kubernetes-models/v1/Secret";
 import { type KubeObject, Resources } from "../../lib/kube/mod.ts";
 import { OPERATOR_NAMESPACE, startStack } from "../harness/stack.ts";
+import { POLICY_FILE } from "../../daemon/host_policy.ts";
+import { waitFor } from "../harness/wait.ts";
+import type { BootcNode } from "../../lib/api/mod.ts";
 
 type Secret = ISecret & KubeObject;
 import { keyPair, sign } from "../cosign/cosign.ts";
@@ -74,6 +77,7 @@ Deno.test("signatures: Enforce refuses an unsigned image; Audit reports it", asy
       assert.notEqual(bn.spec.desiredImage, `${repository}@${v2.digest}`, bn.metadata.name);
     }
     assert.equal(slotsOfTrust().length, slotsBefore, "no slot for an untrusted image");
+    await hostRefusesBypass(stack, nodes[0], `${repository}@${v2.digest}`);
 
     // Signed, it verifies on the next check and rolls out.
     await sign(`${repository}@${v2.digest}`, key.key);
@@ -108,6 +112,40 @@ Deno.test("signatures: Enforce refuses an unsigned image; Audit reports it", asy
     await stopStack(stack);
   }
 });
+
+/**
+ * The host enforces too: its daemon wrote the pool's key into the host's policy for the
+ * repository. With the controller stopped, a BootcNode set by hand to the unsigned `image`
+ * is refused by the host's pull (reported, never staged); the restarted controller puts the
+ * node's image back.
+ */
+async function hostRefusesBypass(
+  stack: Awaited<ReturnType<typeof startStack>>,
+  node: string,
+  image: string,
+): Promise<void> {
+  const root = stack.fleet.nodes.get(node)!.host.root;
+  const policy = JSON.parse(await Deno.readTextFile(`${root}/${POLICY_FILE}`));
+  const scope = image.slice(0, image.indexOf("@"));
+  assert.equal(policy.transports.docker[scope][0].type, "sigstoreSigned");
+  const bootcNodes = stack.cp.client.resource<BootcNode>(Resources.bootcNodes);
+  const before = (await bootcNodes.get(node)).spec.desiredImage;
+  await stack.killController();
+  await bootcNodes.patch(node, { spec: { desiredImage: image } }, { type: "merge" });
+  const refused = await waitFor(async () => {
+    const bn = await bootcNodes.get(node);
+    const d = findCondition(bn.status?.conditions, "Degraded");
+    return d?.status === "True" && /A signature was required/.test(d.message ?? "")
+      ? bn
+      : undefined;
+  }, { timeoutMs: 60_000, intervalMs: 300, message: `${node}'s host refusing the unsigned image` });
+  assert.notEqual(refused.status?.staged?.imageDigest, image.slice(image.indexOf("@") + 1));
+  await stack.startController();
+  await waitFor(
+    async () => (await bootcNodes.get(node)).spec.desiredImage === before || undefined,
+    { timeoutMs: 60_000, intervalMs: 300, message: `the controller putting ${node}'s image back` },
+  );
+}
 
 /**
  * A channel pool under Enforce: 1.1.0 is unsigned, so the channel stays on 1.0.0 and
