@@ -357,18 +357,31 @@ Deno.test("health adversarial: records edited, controller killed, daemons silenc
         });
         const b = await bad("nr-silent", "never-ready");
         const before = reboots(nodes);
+        // The daemon is kept from starting again once its apply is judged: the reboot ends
+        // it, and the machine stays silent on the never-Ready image, so no report of that
+        // boot (or rollback after it) can race the test.
+        let chosen: string | undefined;
+        stack.fleet.beforeJudge = (node, invocation) => {
+          if (
+            node.startsWith("nr-silent-") && !chosen && !invocation.command.includes("rollback")
+          ) {
+            chosen = node;
+            stack.fleet.nodes.get(node)!.daemonAllowed = false;
+          }
+          return Promise.resolve();
+        };
         await patchPoolSpec(stack, "nr-silent", { image: { ref: b.image } });
         const victim = await waitPool(
           stack,
           "nr-silent",
           async () => {
-            const bns = await poolNodes(stack, "nr-silent");
-            return bns.find((x) => x.status?.booted?.imageDigest === b.digest)?.metadata.name;
+            const host = chosen ? stack.fleet.nodes.get(chosen)?.host : undefined;
+            const booted = host ? (await host.readState()).state.booted : undefined;
+            return booted?.image?.imageDigest === b.digest ? chosen : undefined;
           },
-          "a node boots the never-Ready image",
+          "a machine boots the never-Ready image",
           LONG_MS,
-        );
-        await stack.fleet.killDaemon(victim, { keepDown: true });
+        ).finally(() => stack.fleet.beforeJudge = undefined);
         try {
           // The reboot timeout fails it; the rollback is decided, but nobody can apply it.
           await waitPool(
