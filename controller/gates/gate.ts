@@ -15,6 +15,7 @@
  */
 import type { LabelSelector } from "../model/selector.ts";
 import type { ApprovalStatus, BootcNodePool } from "../../lib/api/mod.ts";
+import type { QueryVerdict } from "../model/health.ts";
 import type { NodeSummary } from "../model/types.ts";
 
 /** A node that could take a reboot slot now. */
@@ -143,6 +144,11 @@ export interface GateInput {
    * its recorded verdicts; absent while no revision is known (the gate then holds).
    */
   approval?: ApprovalView;
+  /**
+   * The latest answer to the pool's alert query (`spec.rollout.preconditions.alerts`,
+   * `alerts.ts`); absent while none came yet.
+   */
+  alerts?: QueryVerdict;
   cluster: ClusterView;
   now: Date;
 }

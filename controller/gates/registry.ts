@@ -11,6 +11,7 @@
  *
  * @module
  */
+import { alertsGate } from "./alerts.ts";
 import { approvalGate } from "./approval.ts";
 import { blackoutGate } from "./blackout.ts";
 import { budgetGate } from "./budget.ts";
@@ -30,6 +31,8 @@ export const GATES: readonly Gate[] = [
   blackoutGate,
   maintenanceWindowGate,
   pausedGate,
+  // A cluster that is unwell takes no reboot, whoever would be asked or counted next.
+  alertsGate,
   // After the "not now" gates (a node held by them is not asked for), before the canary
   // and the budgets: a refused node (scope Node) must not hold the budget's next node back.
   approvalGate,

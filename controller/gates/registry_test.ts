@@ -49,6 +49,18 @@ function holdingInputs(): GateInput[] {
     { ...base, pool: rollout({ strategy: "External" }) },
     { ...base, pool: rollout({ after: ["ghost"] }) },
     { ...base, pool: rollout({ minNodeReadySeconds: 60 }) },
+    ...([undefined, { last: "nonEmpty" }, { last: "error" }] as const).map((alerts) => ({
+      ...base,
+      pool: rollout({ preconditions: { alerts: { url: "http://p:9090" } } }),
+      ...(alerts ? { alerts } : {}),
+    })),
+    {
+      ...base,
+      pool: rollout({
+        preconditions: { alerts: { url: "http://p:9090", onUnreachable: "Proceed" } },
+      }),
+      alerts: { last: "error" as const },
+    },
     {
       ...base,
       pool: rollout({ approval: { mode: "Annotation" } }),

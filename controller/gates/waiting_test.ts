@@ -26,6 +26,8 @@ function waitingFor(reason: string, name = "p"): BootcNodePool {
 Deno.test("blocked reasons derive from the gates' declarations", () => {
   // What used to be listed by hand in cluster_budget.ts, now read off GATES.
   assert.deepEqual([...BLOCKED_UP_TO_DATE_REASONS].sort(), [
+    "AlertsFiring",
+    "AlertsUnknown",
     "ApprovalRefused",
     "AwaitingApproval",
     "Blackout",

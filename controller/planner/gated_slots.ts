@@ -244,6 +244,7 @@ function throughGates(
     updated: view.updated,
     canary: gatePhase(step.canary),
     ...(view.approval ? { approval: view.approval } : {}),
+    ...(input.alerts ? { alerts: input.alerts } : {}),
     cluster: view.cluster,
     now: input.now,
   };

@@ -93,6 +93,8 @@ export interface PlanInput {
   channel?: ChannelDecision;
   /** The latest Prometheus health-check answer per node (nodes being verified only). */
   healthQueries?: ReadonlyMap<string, QueryVerdict>;
+  /** The latest answer to the pool's alert query (`gates/alerts.ts`), if it has one. */
+  alerts?: QueryVerdict;
   /** What the approval webhook answered so far (`pollers/approval_requests.ts`). */
   approvalAnswers?: readonly ApprovalAnswer[];
   now: Date;

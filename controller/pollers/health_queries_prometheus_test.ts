@@ -5,108 +5,16 @@
  */
 import assert from "node:assert/strict";
 import { HealthQueries } from "./health_queries.ts";
-
-const PROMETHEUS = "/usr/bin/prometheus";
+import { startPrometheus } from "../../tests/harness/prometheus.ts";
+import { waitFor } from "../../tests/harness/wait.ts";
 
 /** Waits (bounded) until `cond` holds. */
-async function until(
+function until(
   cond: () => boolean | Promise<boolean>,
   what: string,
   timeoutMs = 30_000,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > deadline) {
-      throw new Error(`timed out after ${timeoutMs}ms waiting for ${what}`);
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
-}
-
-interface RunningPrometheus {
-  url: string;
-  /** The `instance` label of its self-scrape. */
-  instance: string;
-  stop(): Promise<void>;
-}
-
-/** Starts Prometheus scraping itself every second; resolves once it is ready. */
-async function startPrometheus(): Promise<RunningPrometheus> {
-  try {
-    await Deno.stat(PROMETHEUS);
-  } catch {
-    throw new Error(
-      `${PROMETHEUS} is missing: run \`bash tests/prepare.sh\` (Debian package prometheus)`,
-    );
-  }
-  const dir = await Deno.makeTempDir({ prefix: "prom-test-" });
-  const port = freePort();
-  const instance = `127.0.0.1:${port}`;
-  await Deno.writeTextFile(
-    `${dir}/prometheus.yml`,
-    [
-      "global:",
-      "  scrape_interval: 1s",
-      "  scrape_timeout: 1s",
-      "scrape_configs:",
-      "  - job_name: prometheus",
-      "    static_configs:",
-      `      - targets: ["${instance}"]`,
-      "",
-    ].join("\n"),
-  );
-  const child = new Deno.Command(PROMETHEUS, {
-    args: [
-      `--config.file=${dir}/prometheus.yml`,
-      `--storage.tsdb.path=${dir}/data`,
-      `--web.listen-address=${instance}`,
-      "--log.level=warn",
-    ],
-    stdin: "null",
-    stdout: "null",
-    stderr: "piped",
-  }).spawn();
-  // Drain stderr so the child never blocks on a full pipe; kept for failure messages.
-  let log = "";
-  const logDone = child.stderr.pipeThrough(new TextDecoderStream()).pipeTo(
-    new WritableStream({ write: (chunk) => void (log += chunk) }),
-  );
-  let exited = false;
-  const status = child.status.finally(() => exited = true);
-  const stop = async () => {
-    if (!exited) child.kill("SIGTERM");
-    await status;
-    await logDone;
-    await Deno.remove(dir, { recursive: true });
-  };
-  const url = `http://${instance}`;
-  try {
-    await until(
-      async () => {
-        if (exited) throw new Error(`prometheus exited: ${log}`);
-        try {
-          const r = await fetch(`${url}/-/ready`);
-          await r.body?.cancel();
-          return r.ok;
-        } catch {
-          return false;
-        }
-      },
-      "prometheus to be ready",
-      60_000,
-    );
-  } catch (e) {
-    await stop();
-    throw new Error(`${e instanceof Error ? e.message : e}\nprometheus log:\n${log}`);
-  }
-  return { url, instance, stop };
+): Promise<unknown> {
+  return waitFor(async () => (await cond()) || undefined, { timeoutMs, message: what });
 }
 
 Deno.test("HealthQueries against a real Prometheus: empty, non-empty, matrix, errors", async () => {

@@ -18,6 +18,7 @@ import {
   type ChannelChecksOptions,
   type TagLister,
 } from "../pollers/channel_checks.ts";
+import { alertsQuery } from "../gates/alerts.ts";
 import { daemonSecretNames } from "../model/daemon_access.ts";
 import type { QueryVerdict } from "../model/health.ts";
 import {
@@ -108,6 +109,8 @@ export class PoolSources {
   #tags: TagResolution;
   /** Polls pools' Prometheus health checks beside the work queue; a reconcile reads verdicts. */
   #healthQueries: HealthQueries;
+  /** Polls pools' alert preconditions beside the work queue (a key per pool). */
+  #alertQueries: HealthQueries;
   /** Lists channel pools' repository tags beside the work queue, when their check is due. */
   #channels: ChannelChecks;
   /** Asks pools' approval webhooks beside the work queue; a reconcile reads the answers. */
@@ -157,6 +160,11 @@ export class PoolSources {
       // A changed verdict (or a streak long enough to pass) wakes the pool.
       onResult: (pool) => options.wake(pool),
     });
+    this.#alertQueries = new HealthQueries({
+      ...options.healthQueries,
+      ...common,
+      onResult: (pool) => options.wake(pool),
+    });
     this.#approvals = new ApprovalRequests({
       ...options.approvalRequests,
       ...common,
@@ -172,6 +180,7 @@ export class PoolSources {
     this.#signatures.forgetPool(pool);
     this.#channels.forget(pool);
     this.#healthQueries.forget(pool);
+    this.#alertQueries.forget(pool);
     this.#approvals.forget(pool);
   }
 
@@ -181,6 +190,7 @@ export class PoolSources {
     await this.#signatures.forgetAll();
     this.#channels.forgetAll();
     await this.#healthQueries.close();
+    await this.#alertQueries.close();
     await this.#approvals.close();
   }
 
@@ -422,6 +432,21 @@ export class PoolSources {
       }
     }
     return this.#healthQueries.wantOnly(name, wanted);
+  }
+
+  /**
+   * The latest answer to the pool's alert precondition (`gates/alerts.ts`), never waiting
+   * for Prometheus; undefined while none came (the gate then holds) or the pool has none.
+   */
+  alertsVerdict(pool: BootcNodePool): QueryVerdict | undefined {
+    const name = pool.metadata.name ?? "";
+    const spec = pool.spec.rollout?.preconditions?.alerts;
+    if (!spec || pool.metadata.deletionTimestamp) {
+      this.#alertQueries.forget(name);
+      return undefined;
+    }
+    const check = { url: spec.url, query: alertsQuery(spec), forSeconds: 0 };
+    return this.#alertQueries.wantOnly(name, new Map([["", check]])).get("");
   }
 }
 

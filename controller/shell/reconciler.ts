@@ -666,6 +666,7 @@ export class PoolReconciler {
         this.bootcNodes.store.list(),
       ),
       healthQueries: this.#sources.healthVerdicts(pool, this.nodes.store.list()),
+      alerts: this.#sources.alertsVerdict(pool),
       approvalAnswers: this.#sources.approvalAnswers(pool),
       pullSecretHash: secret.hash,
       pullSecretIssue: secret.issue,

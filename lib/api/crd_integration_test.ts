@@ -409,6 +409,29 @@ Deno.test("CRDs validate, default and print on the real API server", async (t) =
       assert.equal(ok.spec.image.verification?.keys[1].secretRef?.key, "cosign.pub");
     });
 
+    await t.step("preconditions.alerts: an http URL and Prometheus label names", async () => {
+      const at = (alerts: Record<string, unknown>) => ({
+        nodeSelector: {},
+        image: { ref: "quay.io/example/os:latest" },
+        rollout: { maxUnavailable: 1, preconditions: { alerts } },
+      });
+      await rejects(
+        () => pools.create(pool("al-url", at({ url: "prometheus:9090" }))),
+        /spec\.rollout\.preconditions\.alerts\.url: Invalid value.*must be an http:\/\/ or https:\/\/ URL/,
+      );
+      await rejects(
+        () =>
+          pools.create(pool("al-label", at({ url: "http://p:9090", matchLabels: { "a-b": "x" } }))),
+        /spec\.rollout\.preconditions\.alerts\.matchLabels: Invalid value.*Prometheus label names/,
+      );
+      await rejects(
+        () => pools.create(pool("al-mode", at({ url: "http://p:9090", onUnreachable: "Ignore" }))),
+        /spec\.rollout\.preconditions\.alerts\.onUnreachable: Unsupported value: "Ignore"/,
+      );
+      const ok = await pools.create(pool("al-ok", at({ url: "http://p:9090" })));
+      assert.equal(ok.spec.rollout.preconditions?.alerts?.onUnreachable, "Hold");
+    });
+
     await t.step("maxUnavailable must be >= 1 or 1%-100%", async () => {
       for (const value of [0, "0%", "101%", "abc", -1]) {
         await rejects(

@@ -486,6 +486,50 @@ const HealthSpec = Type.Object({
     "running the target, host healthy, and the optional pod and Prometheus checks.",
 });
 
+/** Values of `spec.rollout.preconditions.alerts.onUnreachable`. */
+export const OnUnreachableValues = ["Hold", "Proceed"] as const;
+
+/** `spec.rollout.preconditions.alerts`: no new reboot slot while matching alerts fire. */
+export const PrometheusAlertsPrecondition = Type.Object({
+  url: Type.String({
+    minLength: 1,
+    maxLength: 512,
+    description: "Base URL of the Prometheus HTTP API, e.g. http://prometheus.monitoring:9090.",
+    ...validations({
+      rule: "self.startsWith('http://') || self.startsWith('https://')",
+      message: "must be an http:// or https:// URL",
+    }),
+  }),
+  alertname: Type.Optional(Type.String({
+    minLength: 1,
+    maxLength: 512,
+    description: "A regular expression (RE2, anchored, as PromQL's =~) the alert's name must " +
+      "match. Unset: any alert.",
+  })),
+  matchLabels: Type.Optional(Type.Record(
+    Type.String(),
+    Type.String({ maxLength: 256 }),
+    {
+      maxProperties: 16,
+      description: "Labels the alert must carry with exactly these values, e.g. severity: " +
+        "critical.",
+      ...validations({
+        rule: "self.all(k, k.matches('^[a-zA-Z_][a-zA-Z0-9_]*$') && k != 'alertname' && " +
+          "k != 'alertstate')",
+        message: "keys must be Prometheus label names other than alertname and alertstate",
+      }),
+    },
+  )),
+  onUnreachable: Type.Optional(StringEnum(OnUnreachableValues, {
+    default: "Hold",
+    description: "When Prometheus cannot be asked: Hold (no new slot, fail closed) or " +
+      "Proceed (slots as if no alert fired, fail open). Either is said in UpToDate.",
+  })),
+}, {
+  description: "Hold new reboot slots while any firing alert in Prometheus matches " +
+    '(ALERTS{alertstate="firing"}, checked every few seconds).',
+});
+
 /** Values of `spec.rollout.drain.onTimeout`. */
 export const DrainOnTimeoutValues = ["Degrade", "Force"] as const;
 
@@ -714,6 +758,12 @@ export const BootcNodePoolSpec = Type.Object({
         "before the node name. Default: by name. ZoneByZone: by the " +
         "topology.kubernetes.io/zone label, zone by zone. OldestFirst / NewestFirst: by the " +
         "Node's creation time. The node the acting controller runs on always goes last.",
+    })),
+    preconditions: Type.Optional(Type.Object({
+      alerts: Type.Optional(PrometheusAlertsPrecondition),
+    }, {
+      description: "Checks of the whole cluster before each reboot slot is granted: while one " +
+        "fails no new slot is given (nodes in flight finish).",
     })),
     blockingPodSelector: Type.Optional(Type.Object(LabelSelector.properties, {
       description: "A node running a pod these labels select (in any namespace, in any phase " +
@@ -1447,6 +1497,8 @@ export type ApprovalSpec = NonNullable<BootcNodePoolSpec["rollout"]["approval"]>
 export type ApprovalStatus = NonNullable<BootcNodePoolStatus["approval"]>;
 /** `spec.rollout.drain`. */
 export type DrainPolicySpec = Static<typeof DrainPolicySpec>;
+/** `spec.rollout.preconditions.alerts`. */
+export type PrometheusAlertsPrecondition = Static<typeof PrometheusAlertsPrecondition>;
 /** One platform entry of an image index. */
 export type PlatformDigest = Static<typeof PlatformDigest>;
 
