@@ -266,6 +266,8 @@ export const REASON_TEXT: Readonly<Record<string, string>> = {
   [PoolDegradedReason.RolledBack]: "the pool rolled back to its last good image",
   [PoolDegradedReason.ApprovalWebhookFailing]:
     "the approval webhook keeps failing: approve by hand or fix the endpoint",
+  [PoolDegradedReason.PreconditionFailing]:
+    "a check of spec.rollout.preconditions.objects cannot be evaluated: no new reboot slots",
   [PoolDegradedReason.WritesFailing]:
     "the controller's writes for this pool keep failing (an admission policy, permissions)",
   CircuitOpen: "too many failed rollouts in a row: no automatic change until it is reset",

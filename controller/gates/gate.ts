@@ -16,6 +16,7 @@
 import type { LabelSelector } from "../model/selector.ts";
 import type { ApprovalStatus, BootcNodePool } from "../../lib/api/mod.ts";
 import type { QueryVerdict } from "../model/health.ts";
+import type { ObjectVerdict } from "../model/object_check.ts";
 import type { NodeSummary } from "../model/types.ts";
 
 /** A node that could take a reboot slot now. */
@@ -149,6 +150,11 @@ export interface GateInput {
    * `alerts.ts`); absent while none came yet.
    */
   alerts?: QueryVerdict;
+  /**
+   * The latest verdict of each `spec.rollout.preconditions.objects` check, index by index
+   * (`objects.ts`); undefined where none came yet.
+   */
+  objects?: readonly (ObjectVerdict | undefined)[];
   cluster: ClusterView;
   now: Date;
 }

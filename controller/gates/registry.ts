@@ -21,6 +21,7 @@ import { externalGate } from "./external.ts";
 import type { Gate } from "./gate.ts";
 import { maintenanceWindowGate } from "./maintenance_window.ts";
 import { nodeReadyAgeGate } from "./node_ready_age.ts";
+import { objectsGate } from "./objects.ts";
 import { pausedGate } from "./paused.ts";
 import { poolOrderGate } from "./pool_order.ts";
 
@@ -33,6 +34,7 @@ export const GATES: readonly Gate[] = [
   pausedGate,
   // A cluster that is unwell takes no reboot, whoever would be asked or counted next.
   alertsGate,
+  objectsGate,
   // After the "not now" gates (a node held by them is not asked for), before the canary
   // and the budgets: a refused node (scope Node) must not hold the budget's next node back.
   approvalGate,

@@ -49,6 +49,13 @@ function holdingInputs(): GateInput[] {
     { ...base, pool: rollout({ strategy: "External" }) },
     { ...base, pool: rollout({ after: ["ghost"] }) },
     { ...base, pool: rollout({ minNodeReadySeconds: 60 }) },
+    ...([undefined, { state: "failed", message: "false" }] as const).map((v) => ({
+      ...base,
+      pool: rollout({
+        preconditions: { objects: [{ apiVersion: "v1", kind: "Node", expression: "true" }] },
+      }),
+      objects: [v],
+    })),
     ...([undefined, { last: "nonEmpty" }, { last: "error" }] as const).map((alerts) => ({
       ...base,
       pool: rollout({ preconditions: { alerts: { url: "http://p:9090" } } }),

@@ -35,6 +35,8 @@ Deno.test("blocked reasons derive from the gates' declarations", () => {
     "ExternalOrchestrator",
     "OutsideMaintenanceWindow",
     "Paused",
+    "PreconditionNotMet",
+    "PreconditionUnknown",
     "WaitingForPool",
   ]);
   assert.deepEqual(blockedReasons().upToDate, BLOCKED_UP_TO_DATE_REASONS);

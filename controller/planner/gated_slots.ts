@@ -178,7 +178,7 @@ export function planGatedSlots(step: GatedSlotsInput): GatedSlots {
     queue,
     granted: decided.granted,
     inUse: decided.inUse,
-    out: mergeOutputs([decided.out, approvalOut]),
+    out: mergeOutputs([decided.out, approvalOut, preconditionIssues(input)]),
     approval: approval?.record,
     // In slot order: with more waiting than the record takes, the next ones are asked.
     approvalAsks: approvalAsks(
@@ -245,6 +245,7 @@ function throughGates(
     canary: gatePhase(step.canary),
     ...(view.approval ? { approval: view.approval } : {}),
     ...(input.alerts ? { alerts: input.alerts } : {}),
+    ...(input.objectChecks ? { objects: input.objectChecks } : {}),
     cluster: view.cluster,
     now: input.now,
   };
@@ -447,6 +448,18 @@ function clusterView(input: PlanInput): ClusterView {
     unrecorded: new Set((view.unrecorded ?? []).map((u) => u.node)),
   });
   return { ...view, waiting };
+}
+
+/**
+ * `PreconditionFailing` while an object check cannot be evaluated (its expression errs, its
+ * kind is unknown, the controller may not read it): a problem for the user, beyond the wait.
+ */
+function preconditionIssues(input: PlanInput): StepOutput {
+  const errors = (input.objectChecks ?? []).flatMap((v) => v?.state === "error" ? [v.message] : []);
+  if (errors.length === 0) return stepOutput();
+  return stepOutput({
+    issues: [{ reason: PoolDegradedReason.PreconditionFailing, message: errors.join("; ") }],
+  });
 }
 
 /**

@@ -10,6 +10,7 @@ import type { BootcNode, BootcNodePool, BootcNodePoolStatus } from "../../lib/ap
 import type { ClusterBudget, UnseenSlotWrites } from "../gates/gate.ts";
 import type { ApprovalAnswer, ApprovalAsks } from "../model/approval.ts";
 import type { QueryVerdict } from "../model/health.ts";
+import type { ObjectVerdict } from "../model/object_check.ts";
 import type { ChannelDecision } from "./channel.ts";
 import type { PoolIssue, StateCounts } from "./pool_status.ts";
 import type {
@@ -95,6 +96,8 @@ export interface PlanInput {
   healthQueries?: ReadonlyMap<string, QueryVerdict>;
   /** The latest answer to the pool's alert query (`gates/alerts.ts`), if it has one. */
   alerts?: QueryVerdict;
+  /** The latest verdict of each object precondition (`gates/objects.ts`), index by index. */
+  objectChecks?: readonly (ObjectVerdict | undefined)[];
   /** What the approval webhook answered so far (`pollers/approval_requests.ts`). */
   approvalAnswers?: readonly ApprovalAnswer[];
   now: Date;

@@ -19,6 +19,8 @@ import {
   type TagLister,
 } from "../pollers/channel_checks.ts";
 import { alertsQuery } from "../gates/alerts.ts";
+import type { ObjectVerdict } from "../model/object_check.ts";
+import { ObjectChecks } from "../pollers/object_checks.ts";
 import { daemonSecretNames } from "../model/daemon_access.ts";
 import type { QueryVerdict } from "../model/health.ts";
 import {
@@ -111,6 +113,8 @@ export class PoolSources {
   #healthQueries: HealthQueries;
   /** Polls pools' alert preconditions beside the work queue (a key per pool). */
   #alertQueries: HealthQueries;
+  /** Reads pools' object preconditions beside the work queue (a loop per pool). */
+  #objectChecks: ObjectChecks;
   /** Lists channel pools' repository tags beside the work queue, when their check is due. */
   #channels: ChannelChecks;
   /** Asks pools' approval webhooks beside the work queue; a reconcile reads the answers. */
@@ -165,6 +169,11 @@ export class PoolSources {
       ...common,
       onResult: (pool) => options.wake(pool),
     });
+    this.#objectChecks = new ObjectChecks({
+      client: options.client,
+      ...(options.logger ? { logger: options.logger } : {}),
+      onResult: (pool) => options.wake(pool),
+    });
     this.#approvals = new ApprovalRequests({
       ...options.approvalRequests,
       ...common,
@@ -181,6 +190,7 @@ export class PoolSources {
     this.#channels.forget(pool);
     this.#healthQueries.forget(pool);
     this.#alertQueries.forget(pool);
+    this.#objectChecks.forget(pool);
     this.#approvals.forget(pool);
   }
 
@@ -191,6 +201,7 @@ export class PoolSources {
     this.#channels.forgetAll();
     await this.#healthQueries.close();
     await this.#alertQueries.close();
+    await this.#objectChecks.close();
     await this.#approvals.close();
   }
 
@@ -432,6 +443,20 @@ export class PoolSources {
       }
     }
     return this.#healthQueries.wantOnly(name, wanted);
+  }
+
+  /**
+   * The latest verdicts of the pool's object preconditions (`gates/objects.ts`), index by
+   * index, never waiting for the API; undefined when the pool has none.
+   */
+  objectVerdicts(pool: BootcNodePool): (ObjectVerdict | undefined)[] | undefined {
+    const name = pool.metadata.name ?? "";
+    const checks = pool.spec.rollout?.preconditions?.objects ?? [];
+    if (checks.length === 0 || pool.metadata.deletionTimestamp) {
+      this.#objectChecks.forget(name);
+      return undefined;
+    }
+    return this.#objectChecks.want(name, checks);
   }
 
   /**

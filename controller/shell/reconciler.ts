@@ -667,6 +667,7 @@ export class PoolReconciler {
       ),
       healthQueries: this.#sources.healthVerdicts(pool, this.nodes.store.list()),
       alerts: this.#sources.alertsVerdict(pool),
+      objectChecks: this.#sources.objectVerdicts(pool),
       approvalAnswers: this.#sources.approvalAnswers(pool),
       pullSecretHash: secret.hash,
       pullSecretIssue: secret.issue,

@@ -440,6 +440,12 @@ export const PoolDegradedReason = {
    */
   ApprovalWebhookFailing: "ApprovalWebhookFailing",
   /**
+   * A check of `spec.rollout.preconditions.objects` cannot be evaluated (its expression
+   * errs on the object, its kind is unknown, or the controller may not read it): the
+   * message names the check and the cause; no new reboot slot meanwhile.
+   */
+  PreconditionFailing: "PreconditionFailing",
+  /**
    * The writes of this pool's plans (Node, BootcNode, eviction) have failed for longer than
    * its `progressTimeoutSeconds` (an admission policy or webhook refusing them, lost
    * permissions): the message names the last error and the nodes left as they were.

@@ -114,6 +114,10 @@ export const PROBLEM_PRECEDENCE: readonly ProblemRow[] = [
     state: PoolDegradedReason.ApprovalWebhookFailing,
     fact: PoolDegradedReason.ApprovalWebhookFailing,
   },
+  {
+    state: PoolDegradedReason.PreconditionFailing,
+    fact: PoolDegradedReason.PreconditionFailing,
+  },
   // Said by the shell (controller/shell/writes_failing.ts), never over another problem.
   { state: PoolDegradedReason.WritesFailing, fact: PoolDegradedReason.WritesFailing },
 ];

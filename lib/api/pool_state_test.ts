@@ -199,6 +199,7 @@ Deno.test("the Degraded condition ranks its issues by the same table", () => {
     "NodeStalled",
     "NodeDegraded",
     "ApprovalWebhookFailing",
+    "PreconditionFailing",
     "WritesFailing",
   ]);
 });

@@ -530,6 +530,51 @@ export const PrometheusAlertsPrecondition = Type.Object({
     '(ALERTS{alertstate="firing"}, checked every few seconds).',
 });
 
+/** Most `spec.rollout.preconditions.objects` entries. */
+export const MAX_OBJECT_PRECONDITIONS = 8;
+
+/** One of `spec.rollout.preconditions.objects`: a CEL check over selected objects. */
+export const ObjectPrecondition = Type.Object({
+  apiVersion: Type.String({
+    minLength: 1,
+    maxLength: 253,
+    description: "The objects' apiVersion, e.g. ceph.rook.io/v1 or v1.",
+  }),
+  kind: Type.String({
+    minLength: 1,
+    maxLength: 63,
+    description: "The objects' kind, e.g. CephCluster.",
+  }),
+  namespace: Type.Optional(Type.String({
+    minLength: 1,
+    maxLength: 63,
+    description: "Their namespace. Unset: every namespace (or a cluster-scoped kind).",
+  })),
+  name: Type.Optional(Type.String({
+    minLength: 1,
+    maxLength: 253,
+    description: "One object by name. Unset: every object matchLabels selects.",
+  })),
+  matchLabels: Type.Optional(Type.Record(Type.String(), Type.String({ maxLength: 63 }), {
+    maxProperties: 16,
+    description: "Labels the objects must carry (with no name).",
+  })),
+  expression: Type.String({
+    minLength: 1,
+    maxLength: 2048,
+    description: "A CEL expression, true while reboots may go on, evaluated for each " +
+      'selected object as `object`, e.g. object.status.ceph.health == "HEALTH_OK". ' +
+      "Selecting no object, false, or an error holds new reboot slots.",
+  }),
+}, {
+  description: "Objects whose state must allow reboots. The controller needs get and list " +
+    "on the kind: add them to a ClusterRole bound to its ServiceAccount.",
+  ...validations({
+    rule: "!(has(self.name) && has(self.matchLabels))",
+    message: "set name or matchLabels, not both",
+  }),
+});
+
 /** Values of `spec.rollout.drain.onTimeout`. */
 export const DrainOnTimeoutValues = ["Degrade", "Force"] as const;
 
@@ -761,6 +806,11 @@ export const BootcNodePoolSpec = Type.Object({
     })),
     preconditions: Type.Optional(Type.Object({
       alerts: Type.Optional(PrometheusAlertsPrecondition),
+      objects: Type.Optional(Type.Array(ObjectPrecondition, {
+        maxItems: MAX_OBJECT_PRECONDITIONS,
+        description: "CEL checks over cluster objects (a storage cluster's health, say): " +
+          "every one must pass before each new reboot slot.",
+      })),
     }, {
       description: "Checks of the whole cluster before each reboot slot is granted: while one " +
         "fails no new slot is given (nodes in flight finish).",
@@ -1067,7 +1117,7 @@ export const BootcNodePoolStatus = Type.Object({
     description: "One headline, the most important first: a problem (InvalidSpec, " +
       "PullSecretInvalid, ImageResolutionFailed, SignatureInvalid, Halted, RolledBack, CircuitOpen, " +
       "ImageFailedBefore, HealthCheckFailed, NodeConflict, NodeStalled, NodeDegraded, " +
-      "ApprovalWebhookFailing; WritesFailing while the controller's writes for the pool " +
+      "ApprovalWebhookFailing, PreconditionFailing; WritesFailing while the controller's writes for the pool " +
       "have failed for progressTimeoutSeconds), else the " +
       "gate that holds reboots back (Paused, Blackout, OutsideMaintenanceWindow, " +
       "BudgetExhausted, WaitingForPool, AwaitingApproval, ApprovalRefused, " +
@@ -1497,6 +1547,8 @@ export type ApprovalSpec = NonNullable<BootcNodePoolSpec["rollout"]["approval"]>
 export type ApprovalStatus = NonNullable<BootcNodePoolStatus["approval"]>;
 /** `spec.rollout.drain`. */
 export type DrainPolicySpec = Static<typeof DrainPolicySpec>;
+/** One of `spec.rollout.preconditions.objects`. */
+export type ObjectPrecondition = Static<typeof ObjectPrecondition>;
 /** `spec.rollout.preconditions.alerts`. */
 export type PrometheusAlertsPrecondition = Static<typeof PrometheusAlertsPrecondition>;
 /** One platform entry of an image index. */
