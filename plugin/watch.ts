@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { abortableSleep } from "../lib/clock.ts";
 import { notFoundMessage } from "./errors.ts";
 import { clock, errorText } from "./format.ts";
 import type { Snapshot } from "./model.ts";
@@ -117,21 +118,7 @@ export async function watchStatus(options: WatchOptions): Promise<PoolView[]> {
     }
     lastError = error;
     if (!error && options.until?.(views)) break;
-    await sleep(options.intervalMs, signal);
+    await abortableSleep(options.intervalMs, signal);
   }
   return views;
-}
-
-/** Resolves after `ms` or as soon as `signal` aborts. */
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done);
-  });
 }

@@ -22,6 +22,7 @@ import {
   type KubeObject,
   type ResourceDescriptor,
 } from "../../lib/kube/mod.ts";
+import { abortableSleep } from "../../lib/clock.ts";
 import { type Logger, silentLogger } from "../../lib/log.ts";
 import {
   checkSubject,
@@ -125,7 +126,7 @@ export class ObjectChecks {
         }
       }
       if (changed) this.#o.onResult?.(pool);
-      await sleep(this.#o.intervalMs ?? DEFAULT_OBJECT_CHECK_INTERVAL_MS, signal);
+      await abortableSleep(this.#o.intervalMs ?? DEFAULT_OBJECT_CHECK_INTERVAL_MS, signal);
     }
   }
 
@@ -212,17 +213,4 @@ function readError(
       `${resource} (a ClusterRole bound to its ServiceAccount)`;
   }
   return `cannot ${what} ${check.apiVersion} ${check.kind}: ${message}`;
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
-  });
 }

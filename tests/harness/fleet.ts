@@ -38,6 +38,7 @@ import {
   LABEL_MANAGED,
   LABEL_POOL,
 } from "../../lib/api/mod.ts";
+import { abortableSleep } from "../../lib/clock.ts";
 import { isNotFound, Resources } from "../../lib/kube/mod.ts";
 import type { ApplyRecord } from "../bootc_sim/apply_gate.ts";
 import { type BootRecord, formatBadBoot } from "../bootc_sim/bad_boot.ts";
@@ -554,20 +555,6 @@ async function retry<T>(fn: () => Promise<T>, signal: AbortSignal): Promise<T> {
       await abortableSleep(250, signal);
     }
   }
-}
-
-/** Sleeps `ms`, or less when `signal` aborts. */
-function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener("abort", done, { once: true });
-  });
 }
 
 /** SIGKILLs every process whose command line names the host's root (its bootc calls). */

@@ -8,6 +8,7 @@
  * @module
  */
 
+import { abortableSleep } from "../../lib/clock.ts";
 import { issueCa, issueLeaf } from "./pki.ts";
 
 /** One recorded request. */
@@ -91,20 +92,6 @@ function parseJson(text: string): unknown {
   }
 }
 
-/** Sleeps `ms`, or less when `signal` aborts. */
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-    signal.addEventListener("abort", done, { once: true });
-  });
-}
-
 /** Starts a receiver on 127.0.0.1 (a free port). */
 export function startHookReceiver(options: HookReceiverOptions = {}): HookReceiver {
   const calls: ReceivedCall[] = [];
@@ -134,7 +121,7 @@ export function startHookReceiver(options: HookReceiverOptions = {}): HookReceiv
     waiters.forEach((w) => w());
     const answer = await responder(call);
     if (answer.delayMs) {
-      await sleep(answer.delayMs, closing.signal);
+      await abortableSleep(answer.delayMs, closing.signal);
     }
     const text = typeof answer.body === "string" || answer.body === undefined
       ? answer.body ?? ""
