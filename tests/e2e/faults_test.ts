@@ -388,7 +388,7 @@ Deno.test("faults: controller killed in every phase, daemon killed, API server r
           return events.find((e) => e.message?.includes("the test denies evictions"));
         }, { timeoutMs: 120_000, message: "a WritesFailed event naming the refused eviction" });
         assert.match(refused.message ?? "", /nodes left as they were: faults-\d/);
-        const failing = await waitWritesFailing(stack, /the test denies evictions/);
+        await waitWritesFailing(stack, /the test denies evictions/);
         // The drain waits: its pod is still there and the node has not rebooted.
         assert.deepEqual(stack.tracker.violations, []);
         const held = refused.message!.match(/faults-\d/)![0];
@@ -445,10 +445,7 @@ Deno.test("faults: controller killed in every phase, daemon killed, API server r
             /^a read this pool's plan needs failed, asked again within \d+ s \(nodes waiting, their pods unknown: faults-\d/,
           );
           assert.match(refused.message ?? "", /forbidden/);
-          const failing = await waitWritesFailing(
-            stack,
-            /listing the pods of node faults-\d failed/,
-          );
+          await waitWritesFailing(stack, /listing the pods of node faults-\d failed/);
           // Its pods unknown, no node is granted a slot, drained or rebooted on a guess.
           assert.deepEqual(stack.tracker.violations, []);
           for (const n of nodes) {
