@@ -18,6 +18,31 @@ export function formatTime(date: Date): string {
   return date.toISOString().replace(/\.\d{3}Z$/, "Z");
 }
 
+const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+
+/**
+ * Parses an RFC 3339 time as the API writes it; undefined when absent or not RFC 3339
+ * (`Date.parse` alone would read "7" or "March 7" as some date).
+ */
+export function parseTime(value: string | undefined): Date | undefined {
+  if (!value || !RFC3339.test(value)) return undefined;
+  const t = Date.parse(value);
+  return Number.isNaN(t) ? undefined : new Date(t);
+}
+
+/** How far ahead of now a recorded time may lie (another machine's clock). */
+export const MAX_CLOCK_SKEW_MS = 60_000;
+
+/**
+ * {@linkcode parseTime}, and undefined too for a time ahead of `now` by more than
+ * {@linkcode MAX_CLOCK_SKEW_MS}: a deadline measured from a future time would never
+ * pass, so such a time counts as unreadable.
+ */
+export function pastTime(value: string | undefined, now: Date): Date | undefined {
+  const t = parseTime(value);
+  return t && t.getTime() <= now.getTime() + MAX_CLOCK_SKEW_MS ? t : undefined;
+}
+
 /** The real clock. */
 export const systemClock: Clock = {
   now: () => new Date(),

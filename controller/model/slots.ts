@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { formatTime } from "../../lib/clock.ts";
+import { formatTime, parseTime, pastTime } from "../../lib/clock.ts";
 
 /** Where a slot node is in its cycle, as far as health is concerned. */
 export interface SlotHealthInput {
@@ -36,27 +36,5 @@ export function slotUnhealthyReason(input: SlotHealthInput): string | undefined 
 }
 
 /** RFC 3339 date-time (`T` or `t`, fractional seconds, `Z` or an offset). */
-const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
-
-/**
- * Parses an RFC 3339 annotation value; undefined when absent or not RFC 3339
- * (`Date.parse` alone would read "7" or "March 7" as some date).
- */
-export function parseTime(value: string | undefined): Date | undefined {
-  if (!value || !RFC3339.test(value)) return undefined;
-  const t = Date.parse(value);
-  return Number.isNaN(t) ? undefined : new Date(t);
-}
-
-/**
- * {@linkcode parseTime}, and undefined too for a time ahead of `now` by more than a
- * minute (another replica's clock): a deadline measured from a future time would never
- * pass, so such a time counts as unreadable.
- */
-export function pastTime(value: string | undefined, now: Date): Date | undefined {
-  const t = parseTime(value);
-  return t && t.getTime() <= now.getTime() + 60_000 ? t : undefined;
-}
-
-/** RFC 3339 with second precision (lib/clock.ts), re-exported for the controller's modules. */
-export { formatTime };
+/** Times as the API writes them (lib/clock.ts), re-exported for the controller's modules. */
+export { formatTime, parseTime, pastTime };

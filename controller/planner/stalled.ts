@@ -28,7 +28,7 @@ import { EffectiveState } from "../model/effective_state.ts";
 import type { StallFinding } from "./in_flight.ts";
 import type { Member } from "./membership.ts";
 import { type Action, listNames, type PlanInput, type StepOutput, StepWriter } from "./plan.ts";
-import { formatTime, parseTime } from "../model/slots.ts";
+import { formatTime, parseTime, pastTime } from "../model/slots.ts";
 import { type StallDeadlines, stallDeadlines } from "./deadlines.ts";
 import { daemonSays, findNoProgress } from "./liveness.ts";
 
@@ -83,15 +83,6 @@ export function findStall(
   if (staging.finding) return staging;
   const next = [live.nextAt, staging.nextAt].filter((t): t is Date => t !== undefined);
   return next.length > 0 ? { nextAt: new Date(Math.min(...next.map((t) => t.getTime()))) } : {};
-}
-
-/** How far ahead of now a recorded time may be (clock skew); a later one is ignored. */
-const MAX_SKEW_MS = 60_000;
-
-/** The annotation's time, unless it lies in the future (an edit must not silence a deadline). */
-function pastTime(text: string | undefined, now: Date): Date | undefined {
-  const t = parseTime(text);
-  return t && t.getTime() <= now.getTime() + MAX_SKEW_MS ? t : undefined;
 }
 
 /**

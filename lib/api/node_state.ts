@@ -38,7 +38,7 @@
  *
  * @module
  */
-import { disruptionRecord, drainedFor, ownedByPool } from "./annotations.ts";
+import { ownedByPool } from "./annotations.ts";
 import { findCondition } from "./conditions.ts";
 import { shortReference } from "./display.ts";
 import { failedChecksOn, verifiedSince } from "./verified.ts";
@@ -50,8 +50,28 @@ import {
   NodeConditionType,
   VerifiedReason,
 } from "./constants.ts";
-import type { BootcNodeSpec, BootcNodeStatus, BootEntryStatus } from "./schema.ts";
-import { type DesiredImage, entryRuns, referenceDigest } from "../bootc/image_ref.ts";
+import { type DesiredImage, referenceDigest } from "../bootc/image_ref.ts";
+import {
+  type BootcNodeFacts,
+  daemonSaysRebooting,
+  entryMatches,
+  fellBackFrom,
+  type NodeFacts,
+  type NodeRead,
+  phaseTargetIs,
+  readNodeFacts,
+} from "./node_facts.ts";
+export {
+  type BootcNodeFacts,
+  daemonSaysRebooting,
+  entryMatches,
+  fellBackFrom,
+  type NodeFacts,
+  type NodeRead,
+  phaseTargetIs,
+  readNodeFacts,
+  rebootReport,
+} from "./node_facts.ts";
 
 /** The fine-grained states of a node, in the order an update reaches them. */
 export const NodeState = {
@@ -114,28 +134,6 @@ export type WaitsOn = "daemon" | "controller" | "gate" | "node" | "user" | "nobo
 /** The image a node should run (defined beside the matching rule in lib/bootc). */
 export type { DesiredImage };
 
-/** What {@linkcode classifyNode} reads of a BootcNode. */
-export interface BootcNodeFacts {
-  metadata?: {
-    annotations?: Record<string, string>;
-    ownerReferences?: { kind: string; controller?: boolean; name: string }[];
-    deletionTimestamp?: string;
-    generation?: number;
-  };
-  spec: Pick<BootcNodeSpec, "desiredImage" | "desiredImageState">;
-  status?: BootcNodeStatus;
-}
-
-/** What {@linkcode classifyNode} reads of a Node (the controller's `NodeSummary` fits). */
-export interface NodeFacts {
-  /** The Node's annotations (the disruption record). */
-  annotations?: Record<string, string>;
-  /** `spec.unschedulable`. */
-  unschedulable?: boolean;
-  /** The Ready condition is True. */
-  ready?: boolean;
-}
-
 /**
  * True when a pool's `spec.rollout.strategy` is External: another orchestrator
  * (such as OpenShift's MCO) cordons, drains and reboots its nodes (the
@@ -152,7 +150,7 @@ export interface ClassifyInput {
   /** The node's BootcNode; undefined when it has none (yet, or it was deleted). */
   bootcNode?: BootcNodeFacts;
   /** The node's Node; undefined when unknown (then nothing is known of its record, cordon, Ready). */
-  node?: NodeFacts;
+  node?: NodeRead;
   /**
    * The image the node should run: the pool's target, or, for a node rolled back
    * (onFailure RollbackNode), its own rollback image. Undefined: `poolTarget`,
@@ -191,6 +189,8 @@ export interface ClassifyInput {
    * is Released).
    */
   member?: boolean;
+  /** The node's facts, when the caller read them already ({@linkcode readNodeFacts}). */
+  facts?: NodeFacts;
 }
 
 /** The answer of {@linkcode classifyNode}. */
@@ -265,23 +265,6 @@ export const NodeStateReason = {
   ExternalOrchestrator: "ExternalOrchestrator",
 } as const;
 
-/** True when a boot entry is `desired` (the one rule, `entryRuns` in lib/bootc). */
-export function entryMatches(entry: BootEntryStatus | undefined, desired: DesiredImage): boolean {
-  return entryRuns(entry, desired);
-}
-
-/**
- * Whether the daemon's phase conditions are about `image` (`status.phaseImage`).
- * Undefined when unknown: never reported on, or written by an older daemon.
- */
-export function phaseTargetIs(
-  status: Pick<BootcNodeStatus, "phaseImage"> | undefined,
-  image: string,
-): boolean | undefined {
-  const about = status?.phaseImage;
-  return about === undefined ? undefined : about === image;
-}
-
 /** True when two references name the same image (the same digest, else the same string). */
 export function sameImage(a: string | undefined, b: string | undefined): boolean {
   if (a === undefined || b === undefined) return false;
@@ -320,55 +303,12 @@ export function daemonProgress(bn: BootcNodeFacts, target: DesiredImage): Effect
   return EffectiveState.Pending;
 }
 
-/**
- * True when the daemon reports that the host booted `target` and fell back to
- * its previous deployment by itself (boot assessment; footnote 5 of
- * `daemon/decide.ts`): `target` is the rollback deployment, neither booted nor
- * staged, and the Rebooted condition says FellBack (or, from a daemon that
- * writes no Rebooted, Idle still says Rebooting). Such a host is up: its stale
- * Rebooting does not make it disrupted.
- */
-export function fellBackFrom(bn: BootcNodeFacts, target: DesiredImage): boolean {
-  const s = bn.status;
-  if (entryMatches(s?.booted, target) || entryMatches(s?.staged, target)) return false;
-  if (!entryMatches(s?.rollback, target)) return false;
-  const conditions = s?.conditions;
-  const about = phaseTargetIs(s, bn.spec.desiredImage);
-  // A report about another image: its Rebooting is a real reboot into that image
-  // (retargeted mid-reboot), never a fall-back from this target.
-  if (about === false) return false;
-  const rebooted = findCondition(conditions, NodeConditionType.Rebooted);
-  if (rebooted) return rebooted.reason === "FellBack";
-  // Only a daemon that writes no phase conditions at all is read by its stale Idle.
-  if (about === true) return false;
-  return daemonSaysRebooting(bn);
-}
-
-/**
- * The daemon's report that its machine is rebooting (`Idle=False/Rebooting`), with
- * when it said so as written; undefined when it does not say so.
- */
-export function rebootReport(
-  bn: Pick<BootcNodeFacts, "status"> | undefined,
-): { since?: string } | undefined {
-  const idle = findCondition(bn?.status?.conditions, NodeConditionType.Idle);
-  if (idle?.status !== "False" || idle.reason !== IdleReason.Rebooting) return undefined;
-  return { since: idle.lastTransitionTime };
-}
-
-/** True while a BootcNode's daemon reports `Idle=False/Rebooting` (its machine may be down). */
-export function daemonSaysRebooting(bn: Pick<BootcNodeFacts, "status"> | undefined): boolean {
-  return rebootReport(bn) !== undefined;
-}
-
 /** Classifies one node (see the module doc). Pure. */
 export function classifyNode(input: ClassifyInput): NodeClassification {
   const bn = input.bootcNode;
   const node = input.node;
-  const record = disruptionRecord({ metadata: { annotations: node?.annotations } });
-  const recorded = Object.keys(record).length > 0 ||
-    bn?.metadata?.annotations?.[ANNOTATION_WAS_CORDONED] !== undefined;
   if (!bn) {
+    const recorded = readNodeFacts({ node }).recorded;
     return finish(
       recorded || input.member === true
         ? step(NodeState.Pending, NodeStateReason.NoBootcNode, "controller", "its BootcNode")
@@ -378,7 +318,7 @@ export function classifyNode(input: ClassifyInput): NodeClassification {
   }
   if (input.member === undefined && !ownedByPool(bn)) {
     return finish(step(NodeState.Released, NodeStateReason.NotOwned, "nobody", ""), {
-      recorded,
+      recorded: readNodeFacts({ node, bootcNode: bn }).recorded,
       progress: EffectiveState.Pending,
     });
   }
@@ -388,14 +328,14 @@ export function classifyNode(input: ClassifyInput): NodeClassification {
     !sameImage(bn.spec.desiredImage, poolTarget.image);
   const target = input.target ?? (rolledBack ? undefined : poolTarget) ??
     { image: bn.spec.desiredImage };
+  const facts = input.facts ?? readNodeFacts({ node, bootcNode: bn, target });
   const progress = daemonProgress(bn, target);
-  const rebooting = daemonSaysRebooting(bn) && !fellBackFrom(bn, target);
-  const disrupted = recorded || rebooting;
-  const facts: Facts = { bn, node, record, target, progress, disrupted, input };
-  let s = failedStep(facts) ?? (disrupted ? disruptedStep(facts) : waitingStep(facts));
+  const disrupted = facts.recorded || facts.rebooting;
+  const f: Facts = { bn, node, facts, target, progress, disrupted, input };
+  let s = failedStep(f) ?? (disrupted ? disruptedStep(f) : waitingStep(f));
   const leaving = input.member === false || bn.metadata?.deletionTimestamp !== undefined;
   if (leaving && !disrupted) s = step(NodeState.Released, NodeStateReason.LeftPool, "nobody", "");
-  const shown = overlay(s, facts, rolledBack);
+  const shown = overlay(s, f, rolledBack);
   return finish(shown, { recorded: disrupted, progress, phase: s });
 }
 
@@ -442,8 +382,8 @@ export function failedCheckOf(bn: Pick<BootcNodeFacts, "spec" | "status">, reaso
 
 interface Facts {
   bn: BootcNodeFacts;
-  node?: NodeFacts;
-  record: ReturnType<typeof disruptionRecord>;
+  node?: NodeRead;
+  facts: NodeFacts;
   target: DesiredImage;
   progress: EffectiveState;
   disrupted: boolean;
@@ -498,7 +438,8 @@ function failedStep(f: Facts): Step | undefined {
 
 /** A node the operator is disrupting (record on its Node, or its daemon rebooting). */
 function disruptedStep(f: Facts): Step {
-  const { bn, node, record, progress } = f;
+  const { bn, node, progress } = f;
+  const record = f.facts.record;
   if (progress === EffectiveState.Degraded) return degradedStep(f);
   if (progress === EffectiveState.Rebooting) {
     const rollingBack = findCondition(bn.status?.conditions, NodeConditionType.Rebooted)?.reason ===
@@ -519,7 +460,7 @@ function disruptedStep(f: Facts): Step {
     );
   }
   if (progress === EffectiveState.UpToDate) return verifyingStep(f);
-  const drained = drainedFor(record, bn.spec.desiredImage);
+  const drained = f.facts.drained;
   if (node && node.unschedulable !== true) {
     return step(
       NodeState.InSlot,
@@ -568,8 +509,7 @@ function verifyingStep(f: Facts): Step {
     );
   }
   // Verified in this slot (the planner's soak reads the same).
-  const slotAt = Date.parse(f.record.slotAt ?? "");
-  const from = Number.isFinite(slotAt) ? new Date(slotAt) : undefined;
+  const from = f.facts.slotAt;
   if (verifiedSince(f.bn.status, f.bn.spec.desiredImage, { from })) {
     return step(
       NodeState.Verifying,

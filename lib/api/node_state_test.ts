@@ -17,7 +17,7 @@ import {
   entryMatches,
   failedCheckOf,
   type NodeClassification,
-  type NodeFacts,
+  type NodeRead,
   NodeState,
 } from "./node_state.ts";
 import type { BootEntryStatus, Condition } from "./schema.ts";
@@ -111,7 +111,7 @@ interface NodeOptions {
   wasCordonedOnly?: boolean;
 }
 
-function node(o: NodeOptions = {}): NodeFacts {
+function node(o: NodeOptions = {}): NodeRead {
   const a: Record<string, string> = {};
   if (o.slot) {
     a[ANNOTATION_IN_REBOOT_SLOT] = T;
