@@ -45,7 +45,6 @@ import { failedChecksOn, verifiedSince } from "./verified.ts";
 import {
   ANNOTATION_FAILED_IMAGE,
   ANNOTATION_SPEC_GENERATION,
-  ANNOTATION_WAS_CORDONED,
   IdleReason,
   NodeConditionType,
   VerifiedReason,
@@ -53,7 +52,6 @@ import {
 import { type DesiredImage, referenceDigest } from "../bootc/image_ref.ts";
 import {
   type BootcNodeFacts,
-  daemonSaysRebooting,
   entryMatches,
   fellBackFrom,
   type NodeFacts,
