@@ -19,8 +19,8 @@ import {
   type BootcNode,
   type DisruptionRecord,
   disruptionRecord,
-  isDisrupted,
   LABEL_MANAGED,
+  readNodeFacts,
 } from "../../lib/api/mod.ts";
 import type { MergePatch } from "../planner/plan.ts";
 import { formatTime, parseTime, pastTime } from "./slots.ts";
@@ -40,40 +40,18 @@ export function recordOf(node: NodeSummary): DisruptionRecord {
   return disruptionRecord({ metadata: { annotations: node.annotations } });
 }
 
-/** The prior cordon state mirrored on a BootcNode, if any. */
+/** The prior cordon state mirrored on a BootcNode, if any (`NodeFacts.mirror`). */
 export function mirrorOf(bn: BootcNode | undefined): string | undefined {
-  return bn?.metadata.annotations?.[ANNOTATION_WAS_CORDONED];
+  return readNodeFacts({ bootcNode: bn }).mirror;
 }
 
 /**
  * True when the operator has work to finish or undo on this node: the Node carries
- * (part of) the record, or the BootcNode still mirrors a prior cordon state.
+ * (part of) the record, or the BootcNode still mirrors a prior cordon state
+ * (`NodeFacts.recorded`).
  */
 export function nodeDisrupted(node: NodeSummary, bn: BootcNode | undefined): boolean {
-  return isDisrupted({ metadata: { annotations: node.annotations } }) ||
-    mirrorOf(bn) !== undefined;
-}
-
-/**
- * True when a node's record cannot have come from a grant, so no pool may take it as
- * one: a grant writes the slot, its pool and the prior cordon state in one Node write,
- * with the cordon, then their copy on the BootcNode. With no copy on the BootcNode and no
- * reboot under way (`rebooting`: the daemon says so), a record is a stray edit (by hand,
- * another tool) when it holds at most one of the three, or lacks the prior cordon state
- * on a node neither cordoned nor drained: driving it through cordon, drain and reboot
- * would disrupt a node no gate admitted. A grant that lost as much (and its copy) is taken
- * as stray too: dropped, its cordon left alone, it waits for a slot again.
- */
-export function strayRecord(
-  node: NodeSummary,
-  bn: BootcNode | undefined,
-  rebooting: boolean,
-): boolean {
-  if (mirrorOf(bn) !== undefined || rebooting) return false;
-  const r = recordOf(node);
-  const granted = [r.slotAt, r.pool, r.wasCordoned].filter((v) => v !== undefined).length;
-  const drained = r.drainedAt !== undefined || r.drainedFor !== undefined;
-  return granted <= 1 || (r.wasCordoned === undefined && !node.unschedulable && !drained);
+  return readNodeFacts({ node, bootcNode: bn }).recorded;
 }
 
 /** The Node patch removing the record's annotations, cordon untouched (undefined: none there). */
@@ -100,12 +78,9 @@ export function grantPatch(node: NodeSummary, pool: string, now: Date): MergePat
   return patch;
 }
 
-/** The prior cordon state as far as it is known: the Node's record, else the mirror. */
+/** The prior cordon state as far as it is known (`NodeFacts.priorCordon`). */
 export function priorCordon(node: NodeSummary, bn: BootcNode | undefined): string | undefined {
-  const own = recordOf(node).wasCordoned;
-  if (own === "true" || own === "false") return own;
-  const mirror = mirrorOf(bn);
-  return mirror === "true" || mirror === "false" ? mirror : undefined;
+  return readNodeFacts({ node, bootcNode: bn }).priorCordon;
 }
 
 /** What {@linkcode repairPatch} found and fixed. */
@@ -161,8 +136,8 @@ export function repairPatch(
           }: not an RFC 3339 time, or in the future) with ${record.slotAt}`,
     );
   }
+  // Another pool's record is never repaired into this pool's (record_origin.ts hands it back).
   if (record.pool !== pool) {
-    if (record.pool !== undefined) fixed.push(`took over the slot from pool ${record.pool}`);
     record.pool = pool;
     set[ANNOTATION_SLOT_POOL] = pool;
   }

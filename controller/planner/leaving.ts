@@ -15,135 +15,36 @@
 import {
   type BootcNode,
   type BootcNodePool,
-  findCondition,
+  type DownFacts,
   isDisrupted,
-  NodeConditionType,
   owningPool,
   PoolDegradedReason,
-  rebootRecorded,
-  rebootReport,
+  readNodeFacts,
 } from "../../lib/api/mod.ts";
-import { mirrorOf, recordOf } from "../model/disruption.ts";
+import { mirrorOf } from "../model/disruption.ts";
 import type { UnrecordedDisruption } from "../gates/mod.ts";
-import { shortReference } from "../../lib/api/display.ts";
-import { type DesiredImage, entryMatches } from "../model/effective_state.ts";
 import { poolEvent, type StepOutput, stepOutput } from "./plan.ts";
-import { formatTime, parseTime, pastTime } from "../model/slots.ts";
+import { formatTime } from "../model/slots.ts";
 import type { NodeSummary } from "../model/types.ts";
 
-/** Default of `spec.rollout.rebootTimeoutSeconds`. */
-const DEFAULT_REBOOT_TIMEOUT_MS = 1_800_000;
-
-/** What {@linkcode leavingHold} looks at. */
-export interface LeavingFacts {
-  node: NodeSummary;
-  /** Its BootcNode (perhaps terminating), undefined when it has none. */
-  bn?: BootcNode;
-  /** Per-platform digests of the BootcNode's desired image, when known. */
-  platforms?: DesiredImage["platforms"];
-  /** `rollout.rebootTimeoutSeconds` in ms (default 1800 s). */
-  rebootTimeoutMs?: number;
-  now: Date;
-}
-
-/** The answer of {@linkcode leavingHold}. */
-export interface LeavingHold {
-  /** Set while the node must be held: what it waits for, in words. */
-  waitsFor?: string;
-  /** When the hold is overdue (reboot request + reboot timeout), if known. */
-  deadline?: Date;
-  /** True once `deadline` has passed: the node is held all the same, and reported. */
-  overdue: boolean;
-}
+/** A node held because its machine may be down for a reboot (`NodeFacts.down`). */
+export type LeavingHold = DownFacts;
 
 /**
- * Whether a node that left its pool must still be held because its reboot has
- * not finished. Pure.
- *
- * Asked to reboot: its BootcNode asks for Booted and its Node holds the slot and
- * a finished drain for that image (what the daemon needs to apply it), or its
- * daemon says it is rebooting (whatever the spec and the record say now). Finished: the daemon no longer says
- * Rebooting and reports the desired image booted (or that the host fell back
- * from it), and the Node is Ready. Without a BootcNode only the Node tells: a
- * finished drain means a reboot may be under way; it is over once the Node
- * became Ready after the drain (or the reboot timeout passed).
+ * Whether a node whose pool lets it go must still be held: its machine may be down for
+ * a reboot (the one rule, `down` of `lib/api/node_facts.ts`). Without its Node object
+ * only its daemon's Rebooting holds it: deleting the Node does not stop the machine, and
+ * its kubelet registers the Node again when it boots. Past the reboot timeout (or with no
+ * readable time) it is still held, and reported: only a person knows the machine is gone
+ * for good (they delete its BootcNode). Pure.
  */
-export function leavingHold(facts: LeavingFacts): LeavingHold {
-  const { node, bn, now } = facts;
-  const timeoutMs = facts.rebootTimeoutMs ?? DEFAULT_REBOOT_TIMEOUT_MS;
-  const record = recordOf(node);
-  const report = rebootReport(bn);
-  const rebooting = report !== undefined;
-  const requestedAt = pastTime(record.drainedAt, now) ?? pastTime(record.slotAt, now) ??
-    pastTime(report?.since, now);
-  const deadline = requestedAt ? new Date(requestedAt.getTime() + timeoutMs) : undefined;
-  const overdue = deadline !== undefined && now >= deadline;
-  if (bn) {
-    // The daemon applies only Booted with a slot and a drain for that image on the Node.
-    if (!rebootRecorded(record, bn) && !rebooting) return { overdue: false };
-    const desired = { image: bn.spec.desiredImage, platforms: facts.platforms };
-    const rebooted = findCondition(bn.status?.conditions, NodeConditionType.Rebooted);
-    const back = !rebooting && node.ready &&
-      (entryMatches(bn.status?.booted, desired) || rebooted?.reason === "FellBack");
-    if (back) return { overdue: false };
-    return {
-      waitsFor: rebooting || node.ready
-        ? `its reboot into ${
-          shortReference(bn.spec.desiredImage)
-        } to finish (booted, reported, Ready)`
-        : `the Node to be Ready again after its reboot into ${
-          shortReference(bn.spec.desiredImage)
-        }`,
-      deadline,
-      overdue,
-    };
-  }
-  const drainedAt = pastTime(record.drainedAt, now);
-  if (record.drainedFor === undefined && record.drainedAt === undefined) return { overdue: false };
-  const readySince = parseTime(node.readySince);
-  const cameBack = node.ready && (overdue ||
-    (drainedAt !== undefined && readySince !== undefined && readySince > drainedAt));
-  if (cameBack) return { overdue: false };
-  return {
-    waitsFor: "the Node to come back Ready after the reboot its finished drain allowed",
-    deadline,
-    overdue,
-  };
-}
-
-/** What {@linkcode deletedNodeHold} looks at. */
-export interface DeletedNodeFacts {
-  /** The BootcNode of the node whose Node object is gone. */
-  bn: BootcNode;
-  /** `rollout.rebootTimeoutSeconds` in ms (default 1800 s). */
-  rebootTimeoutMs?: number;
-  now: Date;
-}
-
-/**
- * Whether a member whose Node object was deleted must still be held. Pure.
- *
- * Deleting the Node object does not stop the machine: its daemon said Rebooting, so it may
- * be down right now, and its kubelet registers the Node again when it boots. Releasing it
- * would free its slot while it is down. Held (its BootcNode kept, counted against the
- * pool's budget) until a Node of that name is back (the usual paths take over), or its daemon
- * no longer says Rebooting. Past the reboot timeout since it said so (`overdue`; an
- * unreadable time counts as overdue) it is still held, and the pool is Degraded naming it:
- * only a person knows the machine is gone for good (they delete its BootcNode).
- */
-export function deletedNodeHold(facts: DeletedNodeFacts): LeavingHold {
-  const { bn, now } = facts;
-  const report = rebootReport(bn);
-  if (!report) return { overdue: false };
-  const since = pastTime(report.since, now);
-  const timeoutMs = facts.rebootTimeoutMs ?? DEFAULT_REBOOT_TIMEOUT_MS;
-  const deadline = since ? new Date(since.getTime() + timeoutMs) : undefined;
-  return {
-    waitsFor: `its machine to come back from its reboot into ` +
-      `${shortReference(bn.spec.desiredImage)} (its Node object was deleted meanwhile)`,
-    deadline,
-    overdue: deadline === undefined || now >= deadline,
-  };
+export function rebootHold(
+  node: NodeSummary | undefined,
+  bn: BootcNode | undefined,
+  at: { rebootTimeoutMs?: number; now: Date },
+): LeavingHold | undefined {
+  return readNodeFacts({ node, bootcNode: bn, rebootTimeoutMs: at.rebootTimeoutMs, now: at.now })
+    .down;
 }
 
 /**
@@ -154,7 +55,7 @@ export function deletedNodeHold(facts: DeletedNodeFacts): LeavingHold {
  *   exists: the node is in a slot by its pool's account (back from its reboot without its
  *   record, or the record removed; the pool restores or finishes it), the rule of
  *   `nodeDisrupted`;
- * - or its Node object is gone while {@linkcode deletedNodeHold} holds it (its daemon said
+ * - or its Node object is gone while {@linkcode rebootHold} holds it (its daemon said
  *   Rebooting): as long as its pool holds it, past the reboot timeout too (its BootcNode
  *   deleted by a person ends it).
  */
@@ -190,7 +91,7 @@ export function unrecordedDisruptions(input: {
 }
 
 /**
- * Whether a {@linkcode deletedNodeHold} holds `bn`, and until when it is bound to end
+ * Whether a {@linkcode rebootHold} holds `bn` (its Node gone), and until when it is bound to end
  * (`until`, undefined once overdue: its pool holds it until a person lets it go).
  */
 function heldWithoutNode(
@@ -199,12 +100,11 @@ function heldWithoutNode(
   now: Date,
 ): { until?: Date } | undefined {
   const seconds = pool?.spec.rollout?.rebootTimeoutSeconds;
-  const hold = deletedNodeHold({
-    bn,
+  const hold = rebootHold(undefined, bn, {
     rebootTimeoutMs: seconds !== undefined ? seconds * 1000 : undefined,
     now,
   });
-  if (hold.waitsFor === undefined) return undefined;
+  if (!hold) return undefined;
   // Overdue, it counts while its pool holds it (and says so); a BootcNode whose pool is
   // gone counts no longer than the reboot timeout (nobody would report it).
   if (hold.overdue) return pool ? {} : undefined;

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { ANNOTATION_IN_REBOOT_SLOT, type BootcNode } from "../../lib/api/mod.ts";
 import { type Action, type Plan, planPool } from "./planner.ts";
-import { deletedNodeHold, leavingHold, unrecordedDisruptions } from "./leaving.ts";
+import { unrecordedDisruptions } from "./leaving.ts";
 import { planGonePool } from "./membership.ts";
 import { bootcNode, image, input, node, pool } from "../testing/fixtures.ts";
 
@@ -154,57 +154,6 @@ Deno.test("orphan with a finished drain: held until the Node came back Ready aft
     now: new Date("2026-01-01T01:00:00Z"),
   });
   assert.equal(released.actions.length, 1);
-});
-
-Deno.test("leavingHold: the rules", () => {
-  const now = new Date("2026-01-01T01:00:00Z");
-  const record = {
-    "bootc.dev/in-reboot-slot": EARLIER,
-    "bootc.dev/drained-at": EARLIER,
-    "bootc.dev/drained-for": image("b"),
-  };
-  const n = (ready: boolean) => node("gone", { ready, annotations: record });
-  assert.equal(leavingHold({ node: n(true), bn: back(), now }).waitsFor, undefined);
-  assert.match(leavingHold({ node: n(false), bn: back(), now }).waitsFor ?? "", /Ready again/);
-  assert.match(leavingHold({ node: n(true), bn: rebooting(), now }).waitsFor ?? "", /to finish/);
-  // A daemon rebooting while the spec no longer asks for Booted (a retarget) still holds.
-  const retargeted = rebooting();
-  retargeted.spec.desiredImageState = "Staged";
-  assert.ok(leavingHold({ node: n(true), bn: retargeted, now }).waitsFor);
-  const hold = leavingHold({ node: n(false), bn: back(), now, rebootTimeoutMs: 30_000 });
-  assert.equal(hold.overdue, true);
-  assert.deepEqual(hold.deadline, new Date("2026-01-01T00:59:30Z"));
-  // Booted without the slot and drain the daemon needs (a hand edit): nothing to wait for.
-  const bare = node("gone", { ready: true });
-  assert.equal(leavingHold({ node: bare, bn: back(), now }).waitsFor, undefined);
-  // A daemon stuck in Rebooting without any record: held, and overdue from its report.
-  const stuck = leavingHold({ node: bare, bn: retargeted, now, rebootTimeoutMs: 60_000 });
-  assert.ok(stuck.waitsFor);
-  assert.equal(stuck.overdue, true);
-});
-
-Deno.test("deletedNodeHold: held while its daemon says Rebooting, up to the reboot timeout", () => {
-  const bn = bootcNode("gone", { phase: "rebooting" }); // Rebooting since 00:00
-  const at = (now: string) =>
-    deletedNodeHold({ bn, rebootTimeoutMs: 3_600_000, now: new Date(now) });
-  const within = at("2026-01-01T00:30:00Z");
-  assert.match(within.waitsFor ?? "", /its Node object was deleted meanwhile/);
-  assert.deepEqual(within.deadline, new Date("2026-01-01T01:00:00Z"));
-  assert.equal(within.overdue, false);
-  assert.equal(at("2026-01-01T01:00:00Z").overdue, true);
-  // Not rebooting: nothing to wait for.
-  const staged = bootcNode("gone", { phase: "staged" });
-  assert.deepEqual(deletedNodeHold({ bn: staged, now: new Date(LONG_AGO) }), { overdue: false });
-});
-
-Deno.test("deletedNodeHold: an unreadable Rebooting time is overdue (no wait without a bound)", () => {
-  const bn = bootcNode("gone", { phase: "rebooting" });
-  const idle = bn.status!.conditions!.find((c) => c.type === "Idle")!;
-  idle.lastTransitionTime = "yesterday";
-  const hold = deletedNodeHold({ bn, now: new Date(LONG_AGO) });
-  assert.ok(hold.waitsFor);
-  assert.equal(hold.deadline, undefined);
-  assert.equal(hold.overdue, true);
 });
 
 Deno.test("unrecordedDisruptions: disrupted by the BootcNode's account, no record on the Node", () => {

@@ -42,7 +42,7 @@ import {
   releasePatch,
   undrainPatch,
 } from "../model/disruption.ts";
-import { deletedNodeHold, type LeavingHold, leavingHold, reportLeavingHold } from "./leaving.ts";
+import { type LeavingHold, rebootHold, reportLeavingHold } from "./leaving.ts";
 import {
   type Action,
   listNames,
@@ -158,9 +158,9 @@ export function releaseNode(
 ): { held: boolean; out: StepOutput } {
   const poolName = input.pool.metadata.name ?? "";
   const node = input.nodes.get(name);
-  const hold = node ? holdOf(input, node, bn) : bn ? deletedHoldOf(input, bn) : undefined;
+  const hold = holdOf(input, node, bn);
   const events: PlannedEvent[] = [];
-  if (hold?.waitsFor) {
+  if (hold) {
     // Held however long its reboot takes (its machine may be down right now: freeing the
     // slot would let a second node go down beside it); past its reboot timeout the pool is
     // Degraded naming it and how to let it go (reportLeavingHold).
@@ -189,22 +189,14 @@ export function releaseNode(
   return { held: false, out: stepOutput({ actions, events }) };
 }
 
-/** {@linkcode leavingHold} of a node leaving `input.pool`, with the pool's reboot timeout. */
-function holdOf(input: PlanInput, node: NodeSummary, bn: BootcNode | undefined): LeavingHold {
+/** {@linkcode rebootHold} of a node of `input.pool` (its Node perhaps gone), with the pool's reboot timeout. */
+function holdOf(
+  input: PlanInput,
+  node: NodeSummary | undefined,
+  bn: BootcNode | undefined,
+): LeavingHold | undefined {
   const seconds = input.pool.spec.rollout?.rebootTimeoutSeconds;
-  return leavingHold({
-    node,
-    bn,
-    rebootTimeoutMs: seconds !== undefined ? seconds * 1000 : undefined,
-    now: input.now,
-  });
-}
-
-/** {@linkcode deletedNodeHold} of a member of `input.pool`, with the pool's reboot timeout. */
-function deletedHoldOf(input: PlanInput, bn: BootcNode): LeavingHold {
-  const seconds = input.pool.spec.rollout?.rebootTimeoutSeconds;
-  return deletedNodeHold({
-    bn,
+  return rebootHold(node, bn, {
     rebootTimeoutMs: seconds !== undefined ? seconds * 1000 : undefined,
     now: input.now,
   });
@@ -265,7 +257,7 @@ function restoreOrphan(
 ): { counted: boolean; out: StepOutput } {
   const poolName = input.pool.metadata.name ?? "";
   const hold = holdOf(input, node, bn);
-  if (hold.waitsFor) {
+  if (hold) {
     const out = reportLeavingHold(node.name, hold, "no longer a member", {
       poolName,
       now: input.now,

@@ -3,7 +3,7 @@
  * cordon, drain and reboot (`in_flight.ts`), past the gates that admitted it; so a
  * record that no grant of this pool made must not be driven:
  *
- * - a **stray** record (`strayRecord`: one annotation of the grant's three, no copy
+ * - a **stray** record (`NodeFacts.stray`: one annotation of the grant's three, no copy
  *   on the BootcNode, no reboot under way; a hand edit or another tool) is dropped,
  *   the node's cordon left as it is;
  * - a record of **another pool** (the node moved before that pool handed it back:
@@ -19,19 +19,15 @@
  *
  * @module
  */
-import { type BootcNode, PoolDegradedReason } from "../../lib/api/mod.ts";
-import { daemonSaysRebooting } from "../../lib/api/node_state.ts";
+import { type BootcNode, PoolDegradedReason, readNodeFacts } from "../../lib/api/mod.ts";
 import {
   dropRecordPatch,
-  priorCordon,
-  recordOf,
   releaseBootcNodePatch,
   releaseCordonNote,
   releasePatch,
-  strayRecord,
 } from "../model/disruption.ts";
 import type { NodeSummary } from "../model/types.ts";
-import { type LeavingHold, leavingHold } from "./leaving.ts";
+import { type LeavingHold, rebootHold } from "./leaving.ts";
 import { type Action, nodeObjectEvent, type StepOutput, stepOutput } from "./plan.ts";
 
 /**
@@ -45,8 +41,8 @@ export function notGrantedHere(
   at: { now: Date; rebootTimeoutMs: number },
 ): StepOutput | undefined {
   const name = node.name;
-  const rebooting = daemonSaysRebooting(bn);
-  if (strayRecord(node, bn, rebooting)) {
+  const facts = readNodeFacts({ node, bootcNode: bn, now: at.now });
+  if (facts.stray) {
     const patch = dropRecordPatch(node);
     const actions: Action[] = patch
       ? [{ kind: "patchNode", node: name, patch, why: "drop stray record" }]
@@ -57,26 +53,21 @@ export function notGrantedHere(
         name,
         "Warning",
         "StrayRecordDropped",
-        `node ${name} carried ${Object.keys(recordOf(node)).length} annotation(s) of a ` +
+        `node ${name} carried ${Object.keys(facts.record).length} annotation(s) of a ` +
           `disruption record that no grant wrote (a grant writes the slot, its pool and the ` +
           `prior cordon state together, and their copy on the BootcNode): removed, its cordon ` +
           `left as it is; a slot is only ever granted through the gates`,
       )],
     });
   }
-  const record = recordOf(node);
-  if (record.pool === undefined || record.pool === pool) return undefined;
-  // May its machine be rebooting? The rule of a node leaving its pool (leaving.ts): its
-  // daemon says so, or a finished drain was not yet followed by the Node being Ready (this
-  // pool's BootcNode never asked for that reboot, so only the Node tells).
-  const hold = leavingHold({
-    node,
-    bn: daemonSaysRebooting(bn) ? bn : undefined,
-    rebootTimeoutMs: at.rebootTimeoutMs,
-    now: at.now,
-  });
-  if (hold.waitsFor) return waitForReboot(name, record.pool, hold, at.now);
-  return handBack(node, bn, pool, record.pool);
+  const other = facts.record.pool;
+  if (other === undefined || other === pool) return undefined;
+  // May its machine be down? The one rule (leaving.ts): its daemon says it reboots, or a
+  // finished drain was not yet followed by the Node being Ready (this pool's BootcNode never
+  // asked for that reboot, so unless its daemon reports one, only the Node tells).
+  const hold = rebootHold(node, facts.rebootReport ? bn : undefined, at);
+  if (hold) return waitForReboot(name, other, hold, at.now);
+  return handBack(node, bn, pool, other, facts.priorCordon === undefined);
 }
 
 /**
@@ -101,7 +92,13 @@ function waitForReboot(name: string, other: string, hold: LeavingHold, now: Date
 }
 
 /** Hands another pool's slot back: the BootcNode's copy first, then the Node's record. */
-function handBack(node: NodeSummary, bn: BootcNode, pool: string, other: string): StepOutput {
+function handBack(
+  node: NodeSummary,
+  bn: BootcNode,
+  pool: string,
+  other: string,
+  priorLost: boolean,
+): StepOutput {
   const name = node.name;
   const actions: Action[] = [];
   const bnPatch = releaseBootcNodePatch(bn);
@@ -112,7 +109,7 @@ function handBack(node: NodeSummary, bn: BootcNode, pool: string, other: string)
   if (patch) {
     actions.push({ kind: "patchNode", node: name, patch, why: "hand back another pool's slot" });
   }
-  const lost = priorCordon(node, bn) === undefined && node.unschedulable;
+  const lost = priorLost && node.unschedulable;
   const events = [nodeObjectEvent(
     name,
     "Warning",

@@ -59,17 +59,7 @@ import {
   phaseTargetIs,
   readNodeFacts,
 } from "./node_facts.ts";
-export {
-  type BootcNodeFacts,
-  daemonSaysRebooting,
-  entryMatches,
-  fellBackFrom,
-  type NodeFacts,
-  type NodeRead,
-  phaseTargetIs,
-  readNodeFacts,
-  rebootReport,
-} from "./node_facts.ts";
+export * from "./node_facts.ts";
 
 /** The fine-grained states of a node, in the order an update reaches them. */
 export const NodeState = {
