@@ -144,12 +144,7 @@
  */
 // Direct imports, not lib/api/mod.ts: the schema module builds TypeBox objects at load time,
 // which the daemon does not need (resident memory matters on every node).
-import {
-  disruptionRecord,
-  drainedFor,
-  type NodeForReboot,
-  type RebootAuthorization,
-} from "../lib/api/annotations.ts";
+import { type NodeForReboot, type RebootAuthorization } from "../lib/api/annotations.ts";
 import { cordonedMessage } from "../lib/api/drain_conditions.ts";
 import { shortReference } from "../lib/api/display.ts";
 import {
@@ -168,6 +163,7 @@ import {
 // Whether the phase conditions are about an image: the one test the controller and the
 // plugin read too.
 import { daemonSaysRebooting, daemonUnreported, phaseTargetIs } from "../lib/api/node_state.ts";
+import { readNodeFacts } from "../lib/api/node_facts.ts";
 import type {
   BootcNodeSpec,
   BootcNodeStatus,
@@ -908,7 +904,13 @@ function phaseConditions(
 
   // Cordoned and Drained: from the Node when it was read for this decision.
   const node = input.node;
-  const record = node ? disruptionRecord(node) : undefined;
+  const facts = node
+    ? readNodeFacts({
+      node: { annotations: node.metadata?.annotations, unschedulable: node.spec?.unschedulable },
+      bootcNode: { spec: input.spec! },
+    })
+    : undefined;
+  const record = facts?.record;
   const fromNode = (
     type: string,
     done: boolean | undefined,
@@ -947,7 +949,7 @@ function phaseConditions(
   );
   fromNode(
     NodeConditionType.Drained,
-    record && drainedFor(record, want),
+    facts?.drained,
     record?.drainedAt,
     {
       type: NodeConditionType.Drained,

@@ -10,12 +10,16 @@
  */
 import {
   ANNOTATION_UPDATE_PRIORITY,
-  ANNOTATION_WAS_CORDONED,
   NodeConditionType,
   RebootAllowedReason,
 } from "../lib/api/constants.ts";
-import { type NodeClassification, NodeStateReason, phaseTargetIs } from "../lib/api/node_state.ts";
-import { disruptionRecord, drainedFor } from "../lib/api/annotations.ts";
+import {
+  type NodeClassification,
+  type NodeFacts,
+  NodeStateReason,
+  phaseTargetIs,
+  readNodeFacts,
+} from "../lib/api/node_state.ts";
 import { findCondition } from "../lib/api/conditions.ts";
 import { ago, clock, ordinal, shortDigest, shortImage } from "./format.ts";
 import type { BootcNode, BootcNodePool, Condition, EventLike, NodeLike } from "./model.ts";
@@ -81,9 +85,15 @@ export function explainNode(input: WhyInput): Explanation {
     conditions: bn?.status?.conditions ?? [],
     events,
   });
-  const record = node ? disruptionRecord(node) : {};
+  const read = readNodeFacts({
+    node: node &&
+      { annotations: node.metadata?.annotations, unschedulable: node.spec?.unschedulable },
+    bootcNode: bn,
+    now,
+  });
+  const record = read.record;
   const nodeFacts = (): [string, string][] =>
-    node ? [["node", nodeFact(node)], ["disruption", recordFact(record, bn, now)]] : [];
+    node ? [["node", nodeFact(node)], ["disruption", recordFact(read, bn !== undefined, now)]] : [];
 
   if (!bn) {
     facts.push(...nodeFacts());
@@ -138,7 +148,7 @@ export function explainNode(input: WhyInput): Explanation {
 function unmanagedHeadline(
   name: string,
   node: NodeLike | undefined,
-  record: ReturnType<typeof disruptionRecord>,
+  record: NodeFacts["record"],
 ): string {
   if (!node) return `there is no Node and no BootcNode named ${name}`;
   return Object.keys(record).length > 0
@@ -179,7 +189,7 @@ interface HeadlineContext {
   cls: NodeClassification;
   bn: BootcNode;
   node: NodeLike | undefined;
-  record: ReturnType<typeof disruptionRecord>;
+  record: NodeFacts["record"];
   pool: BootcNodePool;
   /** The pool has a target. */
   hasTarget: boolean;
@@ -398,24 +408,19 @@ function nodeFact(node: NodeLike): string {
   }`;
 }
 
-function recordFact(
-  record: ReturnType<typeof disruptionRecord>,
-  bn: BootcNode | undefined,
-  now: Date,
-): string {
+function recordFact(facts: NodeFacts, hasBootcNode: boolean, now: Date): string {
+  const { record, mirror } = facts;
   const parts: string[] = [];
   if (record.slotAt !== undefined) {
     parts.push(`reboot slot since ${stamp(record.slotAt, now)} for pool ${record.pool ?? "?"}`);
   }
   if (record.wasCordoned !== undefined) parts.push(`was cordoned before: ${record.wasCordoned}`);
   if (record.drainedAt !== undefined) {
-    const forDesired = drainedFor(record, bn?.spec?.desiredImage);
     parts.push(
       `drained ${stamp(record.drainedAt, now)} for ${shortImage(record.drainedFor)}` +
-        (bn ? (forDesired ? " (the desired image)" : " (NOT the desired image)") : ""),
+        (hasBootcNode ? (facts.drained ? " (the desired image)" : " (NOT the desired image)") : ""),
     );
   }
-  const mirror = bn?.metadata?.annotations?.[ANNOTATION_WAS_CORDONED];
   if (mirror !== undefined && record.wasCordoned === undefined) {
     parts.push(`only the BootcNode's mirror remains (was cordoned before: ${mirror})`);
   }

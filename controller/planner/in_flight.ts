@@ -12,10 +12,15 @@
  *
  * @module
  */
-import { type BootcNode, drainedFor, findCondition, NodeConditionType } from "../../lib/api/mod.ts";
+import {
+  type BootcNode,
+  findCondition,
+  NodeConditionType,
+  readNodeFacts,
+} from "../../lib/api/mod.ts";
 import { type DrainContext, drainPolicyOf } from "../model/drain_policy.ts";
 import { notGrantedHere } from "./record_origin.ts";
-import { daemonSaysRebooting, EffectiveState } from "../../lib/api/node_state.ts";
+import { EffectiveState } from "../../lib/api/node_state.ts";
 import type { HealthFailure } from "./failure_policy.ts";
 import type { Member } from "./membership.ts";
 import type { TrustGate, TrustState } from "./trust.ts";
@@ -27,8 +32,8 @@ import {
   addDemand,
   type InFlightEnv,
   type InFlightMode,
-  type NodeFacts,
   type NodeOutcome,
+  type SlotNode,
   type StallFinding,
 } from "./phases/context.ts";
 import { repairPhase } from "./phases/repair.ts";
@@ -237,15 +242,14 @@ function progressRepaired(
   repaired: ReturnType<typeof repairPhase>,
 ): NodeOutcome {
   const name = m.node.name;
-  const facts: NodeFacts = {
+  const read = readNodeFacts({ node: repaired.node, bootcNode: bn, target: m.desired });
+  const facts: SlotNode = {
     name,
     node: repaired.node,
     bn,
-    record: repaired.record,
-    slotAt: parseTime(repaired.record.slotAt) ?? env.now,
-    drainedAt: drainedFor(repaired.record, bn.spec.desiredImage)
-      ? parseTime(repaired.record.drainedAt)
-      : undefined,
+    facts: read,
+    slotAt: read.slotAt ?? env.now,
+    drainedAt: read.drainedAt,
     readyMs: readyForMs(repaired.node, env.now),
     desired: m.desired ?? { image: bn.spec.desiredImage },
   };
@@ -254,7 +258,7 @@ function progressRepaired(
   if (m.state === EffectiveState.UpToDate) {
     return combine(name, repaired, health, onTargetPhase(facts, env));
   }
-  const rebooting = m.state === EffectiveState.Rebooting || daemonSaysRebooting(bn);
+  const rebooting = read.rebooting;
   if (
     !rebooting &&
     ((mode === "undoUndrained" && !facts.drainedAt) || mode === "undoUnrebooted")

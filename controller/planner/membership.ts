@@ -15,8 +15,6 @@ import {
   type BootcNode,
   type BootcNodePool,
   type BootcNodeSpec,
-  drainedFor,
-  isDisrupted,
   LABEL_MANAGED,
   LABEL_POOL,
   MAX_STAGING,
@@ -29,10 +27,11 @@ import {
 import {
   classifyNode,
   daemonProgress,
-  daemonSaysRebooting,
   type DesiredImage,
   EffectiveState,
   type NodeClassification,
+  type NodeFacts,
+  readNodeFacts,
 } from "../../lib/api/node_state.ts";
 import {
   mirrorOf,
@@ -81,6 +80,8 @@ export interface Member {
   desired?: DesiredImage;
   /** The node's one classification (`lib/api/node_state.ts`), as of this plan's sync. */
   cls: NodeClassification;
+  /** The facts it was classified by (`lib/api/node_facts.ts`), as of this plan's sync. */
+  facts: NodeFacts;
   /** What `cls` was classified with (the Node annotations classify it again after the plan). */
   context?: MemberContext;
 }
@@ -95,6 +96,8 @@ export interface MemberContext {
   heldBy?: { reason: string; message: string };
   /** The pool's `rollout.strategy` is External: staged members wait on that orchestrator. */
   external?: boolean;
+  /** The plan's clock: recorded times ahead of it are unreadable. */
+  now?: Date;
 }
 
 /**
@@ -105,7 +108,8 @@ export function classifyMember(
   node: NodeSummary,
   bn: BootcNode | undefined,
   context: MemberContext = {},
-): Pick<Member, "state" | "disrupted" | "cls"> {
+): Pick<Member, "state" | "disrupted" | "cls" | "facts"> {
+  const facts = readNodeFacts({ node, bootcNode: bn, target: context.desired, now: context.now });
   const cls = classifyNode({
     bootcNode: bn,
     node,
@@ -114,13 +118,16 @@ export function classifyMember(
     heldBy: context.heldBy,
     external: context.external,
     member: true,
+    facts,
   });
-  return { state: cls.effective, disrupted: cls.disrupted, cls };
+  return { state: cls.effective, disrupted: cls.disrupted, cls, facts };
 }
 
-/** The classification context every member of `input.pool` shares: External or not. */
+/** The classification context every member of `input.pool` shares: its clock, External or not. */
 export function externalContext(input: PlanInput): MemberContext {
-  return externallyOrchestrated(input.pool) ? { external: true } : {};
+  return externallyOrchestrated(input.pool)
+    ? { external: true, now: input.now }
+    : { now: input.now };
 }
 
 export { owningPool } from "../../lib/api/mod.ts";
@@ -686,11 +693,12 @@ function syncMember(
     heldBy,
     ...externalContext(input),
   };
-  const state = classifyMember(viewNode, { ...bn, spec: wanted }, context).state;
-  const record = recordOf(viewNode);
-  const approved = record.slotAt !== undefined && drainedFor(record, wanted.desiredImage);
+  const wantedNode = classifyMember(viewNode, { ...bn, spec: wanted }, context);
   const events: PlannedEvent[] = [];
-  if (wanted.desiredImageState === "Booted" && state !== EffectiveState.UpToDate && !approved) {
+  if (
+    wanted.desiredImageState === "Booted" && wantedNode.state !== EffectiveState.UpToDate &&
+    !wantedNode.facts.rebootRequested
+  ) {
     wanted.desiredImageState = "Staged";
     if (!imageChanged) {
       events.push(nodeEvent(
@@ -838,16 +846,17 @@ function adopting(pool: BootcNodePool, bn: BootcNode): boolean {
  * a slot no gate granted; it is dropped instead.
  */
 function staleMirror(pool: BootcNodePool, node: NodeSummary, bn: BootcNode): boolean {
-  return adopting(pool, bn) && mirrorOf(bn) !== undefined &&
-    !isDisrupted({ metadata: { annotations: node.annotations } }) && !rebootUnderWay(bn);
+  const facts = readNodeFacts({ node, bootcNode: bn });
+  const onNode = Object.keys(facts.record).length > 0;
+  return adopting(pool, bn) && facts.mirror !== undefined && !onNode && !rebootUnderWay(bn, facts);
 }
 
 /**
  * The node may be down for its reboot: its reboot was asked for or its daemon says
  * Rebooting. A mirror then stands for a record that was lost, and is repaired as one.
  */
-function rebootUnderWay(bn: BootcNode): boolean {
-  return bn.spec.desiredImageState === "Booted" || daemonSaysRebooting(bn);
+function rebootUnderWay(bn: BootcNode, facts: NodeFacts): boolean {
+  return bn.spec.desiredImageState === "Booted" || facts.rebootReport !== undefined;
 }
 
 /**

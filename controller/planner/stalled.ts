@@ -15,14 +15,12 @@ import {
   type Condition,
   daemonBehindController,
   daemonUnreported,
-  drainedFor,
   findCondition,
   NodeConditionType,
   PoolDegradedReason,
   setCondition,
   StalledReason,
 } from "../../lib/api/mod.ts";
-import { recordOf } from "../model/disruption.ts";
 import { shortReference } from "../../lib/api/display.ts";
 import { EffectiveState } from "../model/effective_state.ts";
 import type { StallFinding } from "./in_flight.ts";
@@ -97,11 +95,10 @@ function reportClockAnchors(m: Member, now: Date): Date[] {
   const created = parseTime(bn.metadata.creationTimestamp);
   const specSince = pastTime(annotations?.[ANNOTATION_SPEC_SINCE], now);
   if (specSince) return [specSince, ...(created ? [created] : [])];
-  const record = recordOf(m.node);
   return [
     created,
     pastTime(annotations?.[ANNOTATION_DESIRED_SINCE], now),
-    drainedFor(record, bn.spec.desiredImage) ? pastTime(record.drainedAt, now) : undefined,
+    m.facts.drainedAt,
   ].filter((t): t is Date => t !== undefined);
 }
 

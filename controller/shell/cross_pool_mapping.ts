@@ -14,8 +14,7 @@ import {
   isDisrupted,
   PoolConditionType,
 } from "../../lib/api/mod.ts";
-import { daemonSaysRebooting } from "../../lib/api/node_state.ts";
-import { mirrorOf } from "../model/disruption.ts";
+import { readNodeFacts } from "../../lib/api/node_state.ts";
 import { rolloutAfter } from "../gates/mod.ts";
 
 /** Names of every pool. */
@@ -73,7 +72,8 @@ export function nodeRecordWakes(
  */
 export function unrecordedSignal(bn: BootcNode | undefined): string {
   if (!bn) return "";
-  return `${mirrorOf(bn) ?? "-"}/${daemonSaysRebooting(bn)}`;
+  const facts = readNodeFacts({ bootcNode: bn });
+  return `${facts.mirror ?? "-"}/${facts.rebootReport !== undefined}`;
 }
 
 /**

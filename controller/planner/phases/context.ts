@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { type BootcNode, type DisruptionRecord, StalledReason } from "../../../lib/api/mod.ts";
+import { type BootcNode, type NodeFacts, StalledReason } from "../../../lib/api/mod.ts";
 import { type DrainPass, pdbDemand, planDrainPass, podKey } from "../../model/drain.ts";
 import { type DrainContext, drainPolicyOf, evictionGrace } from "../../model/drain_policy.ts";
 import { type DesiredImage } from "../../../lib/api/node_state.ts";
@@ -56,13 +56,15 @@ export interface InFlightEnv {
   drain: DrainContext["policy"];
 }
 
-/** A node's facts after its record was repaired, as the phases read them. */
-export interface NodeFacts {
+/** A node in flight after its record was repaired, as the phases read it. */
+export interface SlotNode {
   name: string;
   /** The Node as it will be after the repair. */
   node: NodeSummary;
   bn: BootcNode;
-  record: DisruptionRecord;
+  /** Its facts (`lib/api/node_facts.ts`), read from the repaired Node. */
+  facts: NodeFacts;
+  /** When its slot was granted (now when its record had none readable). */
   slotAt: Date;
   /** When the reboot was asked for (its drain recorded for the desired image). */
   drainedAt?: Date;

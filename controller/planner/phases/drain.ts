@@ -33,10 +33,10 @@ import {
   evictPass,
   InFlightEnv,
   InFlightMode,
-  NodeFacts,
   NodeOutcome,
   PassOutcome,
   podsOf,
+  SlotNode,
 } from "./context.ts";
 
 /**
@@ -44,7 +44,7 @@ import {
  * so its drain no longer counts: the drain and the reboot request are withdrawn
  * and it is drained again (`drainedAt` undefined).
  */
-export function cordonPhase(m: Member, f: NodeFacts): NodeOutcome & { drainedAt?: Date } {
+export function cordonPhase(m: Member, f: SlotNode): NodeOutcome & { drainedAt?: Date } {
   const { node, name, bn } = f;
   if (node.unschedulable) return { drainedAt: f.drainedAt };
   const actions: Action[] = [{
@@ -113,7 +113,7 @@ export function podsUnknown(name: string): PassOutcome {
  */
 export function drainPhase(
   m: Member,
-  f: NodeFacts,
+  f: SlotNode,
   env: InFlightEnv,
   mode: InFlightMode,
 ): PassOutcome {
@@ -167,8 +167,9 @@ export function drainPhase(
  * keeps, each with a Warning event; degraded while pods the policy refuses remain,
  * or pods are not removed within the termination slack after the timeout).
  */
-function evictPhase(f: NodeFacts, pods: readonly PodSummary[], env: InFlightEnv): PassOutcome {
-  const { name, node, bn, record, slotAt } = f;
+function evictPhase(f: SlotNode, pods: readonly PodSummary[], env: InFlightEnv): PassOutcome {
+  const { name, node, bn, slotAt } = f;
+  const record = f.facts.record;
   const { input, now } = env;
   const evict = evictPass(name, pods, drainContext(input, node));
   const { pass } = evict;
@@ -250,7 +251,7 @@ function timeoutMessage(name: string, pass: DrainPass, env: InFlightEnv, note?: 
 
 /** A timed-out drain's outcome: stuck and degraded, naming what blocks it. */
 function timedOut(
-  f: NodeFacts,
+  f: SlotNode,
   pass: DrainPass,
   env: InFlightEnv,
   common: Omit<PassOutcome, "out">,
@@ -260,7 +261,7 @@ function timedOut(
 }
 
 /** The DrainBlocked event of a timed-out drain (recorded once per slot). */
-function timeoutEvent(f: NodeFacts, pass: DrainPass, env: InFlightEnv, note?: string): StepOutput {
+function timeoutEvent(f: SlotNode, pass: DrainPass, env: InFlightEnv, note?: string): StepOutput {
   const event = nodeObjectEvent(
     f.name,
     "Warning",
@@ -278,7 +279,7 @@ function timeoutEvent(f: NodeFacts, pass: DrainPass, env: InFlightEnv, note?: st
  * pod). Only on a cordoned node, so nothing slips back in.
  */
 function forceOutput(
-  f: NodeFacts,
+  f: SlotNode,
   pass: DrainPass,
   evict: Action | undefined,
   env: InFlightEnv,

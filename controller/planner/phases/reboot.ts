@@ -8,7 +8,7 @@ import { StalledReason } from "../../../lib/api/mod.ts";
 import { undrainPatch } from "../../model/disruption.ts";
 import { planDrainPass } from "../../model/drain.ts";
 import { shortReference } from "../../../lib/api/display.ts";
-import { EffectiveState, rebootReport } from "../../../lib/api/node_state.ts";
+import { EffectiveState } from "../../../lib/api/node_state.ts";
 import type { Member } from "../membership.ts";
 import { type Action, mergeOutputs, NO_OUTPUT, nodeObjectEvent, stepOutput } from "../plan.ts";
 import { formatTime, parseTime } from "../../model/slots.ts";
@@ -16,10 +16,10 @@ import {
   drainContext,
   InFlightEnv,
   type InFlightMode,
-  NodeFacts,
   NodeOutcome,
   PassOutcome,
   podsOf,
+  SlotNode,
 } from "./context.ts";
 import { podsUnknown } from "./drain.ts";
 
@@ -29,7 +29,7 @@ import { podsUnknown } from "./drain.ts";
  */
 export function rebootPhase(
   m: Member,
-  f: NodeFacts & { drainedAt: Date },
+  f: SlotNode & { drainedAt: Date },
   env: InFlightEnv,
   mode: InFlightMode = "finish",
 ): PassOutcome {
@@ -89,7 +89,7 @@ export function rebootPhase(
  * hand, or a pod came back) is withdrawn, with a Warning, so the daemon's own check
  * refuses the reboot, and the node is drained again. Undefined: proven.
  */
-function drainUnproven(f: NodeFacts, env: InFlightEnv): PassOutcome | undefined {
+function drainUnproven(f: SlotNode, env: InFlightEnv): PassOutcome | undefined {
   const { name, node } = f;
   const pods = podsOf(env.input, name);
   if (!pods) return podsUnknown(name);
@@ -135,10 +135,10 @@ function drainUnproven(f: NodeFacts, env: InFlightEnv): PassOutcome | undefined 
  * stuck and Stalled (RebootTimeout) and counts as unhealthy; it is no failure of the
  * new target, so the failure policy is not asked.
  */
-export function retargetedRebootPhase(f: NodeFacts, env: InFlightEnv): PassOutcome {
+export function retargetedRebootPhase(f: SlotNode, env: InFlightEnv): PassOutcome {
   const known = [
-    parseTime(rebootReport(f.bn)?.since),
-    parseTime(f.record.drainedAt),
+    f.facts.rebootReport?.since,
+    parseTime(f.facts.record.drainedAt),
     f.slotAt,
   ].filter((t): t is Date => t !== undefined);
   // The latest thing known to have happened: the wait is bounded, never cut short.

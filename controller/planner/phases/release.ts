@@ -15,10 +15,10 @@ import {
   stepOutput,
 } from "../plan.ts";
 import type { NodeSummary } from "../../model/types.ts";
-import { InFlightEnv, NodeFacts, NodeOutcome } from "./context.ts";
+import { InFlightEnv, NodeOutcome, SlotNode } from "./context.ts";
 
 /** Its update must stop before the reboot (`why`: the spec went bad, its image is refused): hand it back as it was. */
-export function undoPhase(f: NodeFacts, env: InFlightEnv, why: string): NodeOutcome {
+export function undoPhase(f: SlotNode, env: InFlightEnv, why: string): NodeOutcome {
   return {
     released: true,
     out: mergeOutputs([

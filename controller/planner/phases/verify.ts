@@ -24,7 +24,7 @@ import { evaluateHealth, type HealthVerdict } from "../../model/health.ts";
 import type { Member } from "../membership.ts";
 import { mergeOutputs, NO_OUTPUT, nodeObjectEvent, type StepOutput, stepOutput } from "../plan.ts";
 import { parseTime, slotUnhealthyReason } from "../../model/slots.ts";
-import { type InFlightEnv, type NodeFacts, type NodeOutcome, podsOf } from "./context.ts";
+import { type InFlightEnv, type NodeOutcome, podsOf, type SlotNode } from "./context.ts";
 import { releaseOutput } from "./release.ts";
 import { rebootTimeout } from "./reboot.ts";
 
@@ -36,7 +36,7 @@ import { rebootTimeout } from "./reboot.ts";
  */
 export function healthPhase(
   m: Member,
-  f: NodeFacts,
+  f: SlotNode,
   env: InFlightEnv,
 ): NodeOutcome & { done?: boolean } {
   if (!f.drainedAt && m.state !== EffectiveState.UpToDate) return {};
@@ -91,7 +91,7 @@ export function healthPhase(
 }
 
 /** Verified: released once it has been verified and Ready for `minReadySeconds`. */
-function passedPhase(f: NodeFacts, env: InFlightEnv): NodeOutcome & { done?: boolean } {
+function passedPhase(f: SlotNode, env: InFlightEnv): NodeOutcome & { done?: boolean } {
   const { bn, name, desired } = f;
   const window = verifiedWindow(f, env.now);
   const verifiedAt = verifiedSince(bn.status, desired.image, window) ?? env.now;
@@ -136,7 +136,7 @@ function passedPhase(f: NodeFacts, env: InFlightEnv): NodeOutcome & { done?: boo
  * needed. A Ready node under its health checks (or soaking) has the health
  * timeout instead; one not Ready past the reboot timeout failed.
  */
-export function onTargetPhase(f: NodeFacts, env: InFlightEnv): NodeOutcome {
+export function onTargetPhase(f: SlotNode, env: InFlightEnv): NodeOutcome {
   const { drainedAt, node, name, bn } = f;
   const rebootTimedOut = drainedAt !== undefined && !node.ready &&
     env.now.getTime() >= drainedAt.getTime() + env.rebootTimeoutMs;
@@ -218,8 +218,8 @@ function verifiedFalse(
   });
 }
 
-function verifiedWindow(f: NodeFacts, now: Date): VerifiedWindow {
-  const slotAt = parseTime(f.record.slotAt);
+function verifiedWindow(f: SlotNode, now: Date): VerifiedWindow {
+  const slotAt = parseTime(f.facts.record.slotAt);
   return { from: slotAt && slotAt.getTime() <= now.getTime() ? slotAt : undefined, now };
 }
 
