@@ -16,7 +16,7 @@ import {
   podDisposition,
 } from "./drain_policy.ts";
 import { matchesSelector } from "./selector.ts";
-import type { PdbSummary, PodSummary } from "./types.ts";
+import type { PdbSummary, PodSummary, VolumeAttachmentSummary } from "./types.ts";
 
 /** One pass of a drain. */
 export interface DrainPass {
@@ -34,7 +34,9 @@ export interface DrainPass {
   refused: PodSummary[];
   /** Terminating pods no longer waited for (skipWaitForDeleteTimeoutSeconds, NotReady node). */
   abandoned: PodSummary[];
-  /** True when no pod needs to go any more. */
+  /** VolumeAttachments still there that no pod left alone holds (`waitForVolumeDetach`). */
+  attached: VolumeAttachmentSummary[];
+  /** True when no pod needs to go any more (and, when waited for, every volume detached). */
   done: boolean;
 }
 
@@ -59,8 +61,10 @@ export function planDrainPass(
     own: [],
     refused: [],
     abandoned: [],
+    attached: [],
     done: false,
   };
+  const staying = new Set<string>();
   for (const pod of pods) {
     const verdict = podDisposition(pod, ctx);
     if (verdict === "skip") pass.skipped++;
@@ -70,10 +74,28 @@ export function planDrainPass(
     else if (verdict === "abandon") pass.abandoned.push(pod);
     else if (verdict === "wait") pass.terminating.push(pod);
     else pass.toEvict.push(pod);
+    const stays = verdict === "keep" || verdict === "own" ||
+      (verdict === "skip" && !pod.completed);
+    if (stays) { for (const claim of pod.claims ?? []) staying.add(`${pod.namespace}/${claim}`); }
+  }
+  if (ctx.policy.waitForVolumeDetach) {
+    pass.attached = (ctx.attachments ?? []).filter((a) =>
+      !(a.claim && staying.has(podKey(a.claim)))
+    );
   }
   pass.done = pass.toEvict.length === 0 && pass.terminating.length === 0 &&
-    pass.refused.length === 0;
+    pass.refused.length === 0 && pass.attached.length === 0;
   return pass;
+}
+
+/** `VolumeAttachment name (PersistentVolume pv, attacher)` for people. */
+export function describeAttachment(a: VolumeAttachmentSummary): string {
+  const details = [
+    a.persistentVolume ? `PersistentVolume ${a.persistentVolume}` : undefined,
+    a.claim ? `claim ${podKey(a.claim)}` : undefined,
+    a.attacher,
+  ].filter((d) => d !== undefined);
+  return `VolumeAttachment ${a.name}${details.length > 0 ? ` (${details.join(", ")})` : ""}`;
 }
 
 /** The PDBs whose selector covers `pod` (same namespace; an empty selector covers nothing, as in policy/v1 for nil). */
@@ -111,6 +133,12 @@ export function describeDrainBlockers(pass: DrainPass, pdbs: readonly PdbSummary
       `${pass.terminating.length} pod(s) still terminating (${
         pass.terminating.slice(0, 5).map(podKey).join(", ")
       })`,
+    );
+  }
+  if (pass.attached.length > 0) {
+    parts.push(
+      `${pass.attached.slice(0, 5).map(describeAttachment).join(", ")} still attached` +
+        (pass.attached.length > 5 ? ` and ${pass.attached.length - 5} more` : ""),
     );
   }
   return parts.join("; ");
@@ -172,7 +200,7 @@ export interface PodLike extends KubeObject {
   spec?: {
     nodeName?: string;
     terminationGracePeriodSeconds?: number;
-    volumes?: { emptyDir?: unknown }[];
+    volumes?: { emptyDir?: unknown; persistentVolumeClaim?: { claimName?: string } }[];
   };
   status?: { phase?: string; conditions?: { type?: string; status?: string }[] };
 }
@@ -205,9 +233,43 @@ export function summarizePod(
     emptyDir: (pod.spec?.volumes ?? []).some((v) =>
       v.emptyDir !== undefined && v.emptyDir !== null
     ),
+    ...claimsOf(pod),
     terminationGracePeriodSeconds: pod.spec?.terminationGracePeriodSeconds,
     deletionTimestamp: meta.deletionTimestamp || undefined,
     ...(operator ? { operator } : {}),
+  };
+}
+
+function claimsOf(pod: PodLike): { claims?: string[] } {
+  const claims = (pod.spec?.volumes ?? []).flatMap((v) => {
+    const name = v.persistentVolumeClaim?.claimName;
+    return name ? [name] : [];
+  });
+  return claims.length > 0 ? { claims } : {};
+}
+
+/** Minimal VolumeAttachment shape read when summarising (storage.k8s.io/v1). */
+export interface VolumeAttachmentLike extends KubeObject {
+  spec?: { attacher?: string; nodeName?: string; source?: { persistentVolumeName?: string } };
+}
+
+/** Minimal PersistentVolume shape read for its claim. */
+export interface PersistentVolumeLike extends KubeObject {
+  spec?: { claimRef?: { namespace?: string; name?: string } };
+}
+
+/** The drain's {@linkcode VolumeAttachmentSummary}, its claim from its PersistentVolume. */
+export function summarizeAttachment(
+  va: VolumeAttachmentLike,
+  pv: PersistentVolumeLike | undefined,
+): VolumeAttachmentSummary {
+  const ref = pv?.spec?.claimRef;
+  const persistentVolume = va.spec?.source?.persistentVolumeName;
+  return {
+    name: va.metadata?.name ?? "",
+    ...(va.spec?.attacher ? { attacher: va.spec.attacher } : {}),
+    ...(persistentVolume ? { persistentVolume } : {}),
+    ...(ref?.namespace && ref.name ? { claim: { namespace: ref.namespace, name: ref.name } } : {}),
   };
 }
 

@@ -9,7 +9,7 @@
 import type { DrainPolicySpec } from "../../lib/api/mod.ts";
 import { matchesSelector } from "./selector.ts";
 import type { LabelSelector } from "./selector.ts";
-import type { PodSummary } from "./types.ts";
+import type { PodSummary, VolumeAttachmentSummary } from "./types.ts";
 
 /** The drain policy with its defaults filled in. */
 export interface DrainPolicy {
@@ -23,6 +23,8 @@ export interface DrainPolicy {
   skipWaitForDeleteTimeoutSeconds?: number;
   /** At the drain timeout: degrade (default) or force-delete what evictions could not remove. */
   onTimeout: "Degrade" | "Force";
+  /** The drain finishes only once the node's VolumeAttachments are gone (pods left alone aside). */
+  waitForVolumeDetach?: boolean;
 }
 
 /** The policy of a pool that sets none (kubectl drain's defaults; Degrade at the timeout). */
@@ -43,6 +45,7 @@ export function drainPolicyOf(spec: DrainPolicySpec | undefined): DrainPolicy {
     deleteEmptyDirData: spec.deleteEmptyDirData ?? false,
     skipWaitForDeleteTimeoutSeconds: spec.skipWaitForDeleteTimeoutSeconds,
     onTimeout: spec.onTimeout ?? "Degrade",
+    ...(spec.waitForVolumeDetach ? { waitForVolumeDetach: true } : {}),
   };
 }
 
@@ -75,6 +78,8 @@ export interface DrainContext {
   now: Date;
   /** The node's Ready condition (skipWaitForDeleteTimeoutSeconds applies to NotReady nodes). */
   nodeReady: boolean;
+  /** The node's VolumeAttachments, read when the policy waits for them to go. */
+  attachments?: readonly VolumeAttachmentSummary[];
 }
 
 /** The verdict on one pod bound to the node being drained. */

@@ -9,6 +9,7 @@ import {
   forcedDeletions,
   pdbDemand,
   planDrainPass,
+  summarizeAttachment,
   summarizePod,
 } from "./drain.ts";
 import { DEFAULT_DRAIN_POLICY, type DrainPolicy } from "./drain_policy.ts";
@@ -278,4 +279,45 @@ Deno.test("CONTROLLER_POD_LABEL is on the controller's pod template as installed
   );
   const labels = deployment?.spec?.template?.metadata?.labels ?? {};
   assert.equal(labels[CONTROLLER_POD_LABEL.key], CONTROLLER_POD_LABEL.value);
+});
+
+Deno.test("summarizePod reads the claims a pod mounts; summarizeAttachment its volume's claim", () => {
+  const p = summarizePod({
+    metadata: { namespace: "db", name: "pg-0" },
+    spec: { volumes: [{ persistentVolumeClaim: { claimName: "data-pg-0" } }, { emptyDir: {} }] },
+  });
+  assert.deepEqual(p.claims, ["data-pg-0"]);
+  assert.equal(summarizePod({ metadata: { name: "x" }, spec: {} }).claims, undefined);
+  const va = {
+    metadata: { name: "csi-1" },
+    spec: {
+      attacher: "rbd.csi.ceph.com",
+      nodeName: "n1",
+      source: { persistentVolumeName: "pv-1" },
+    },
+  };
+  assert.deepEqual(
+    summarizeAttachment(va, { spec: { claimRef: { namespace: "db", name: "data-pg-0" } } }),
+    {
+      name: "csi-1",
+      attacher: "rbd.csi.ceph.com",
+      persistentVolume: "pv-1",
+      claim: { namespace: "db", name: "data-pg-0" },
+    },
+  );
+  // An inline (non-PV) attachment, or a PV already gone: no claim, so it always waits.
+  assert.deepEqual(summarizeAttachment({ metadata: { name: "csi-2" }, spec: {} }, undefined), {
+    name: "csi-2",
+  });
+  const pass = planDrainPass([], {
+    policy: { ...DEFAULT_DRAIN_POLICY, waitForVolumeDetach: true },
+    now: new Date(0),
+    nodeReady: true,
+    attachments: [summarizeAttachment(va, undefined)],
+  });
+  assert.equal(pass.done, false);
+  assert.match(
+    describeDrainBlockers(pass, []),
+    /^VolumeAttachment csi-1 \(PersistentVolume pv-1, rbd\.csi\.ceph\.com\) still attached$/,
+  );
 });

@@ -36,6 +36,17 @@ export interface NodeSummary {
   created?: string;
 }
 
+/** A VolumeAttachment of a node, as the drain reads it (`waitForVolumeDetach`). */
+export interface VolumeAttachmentSummary {
+  name: string;
+  /** `spec.attacher`: the CSI driver. */
+  attacher?: string;
+  /** `spec.source.persistentVolumeName`, when the source is a PersistentVolume. */
+  persistentVolume?: string;
+  /** The claim bound to that PersistentVolume (`claimRef`), when known. */
+  claim?: { namespace: string; name: string };
+}
+
 /** What the drain needs of a Pod bound to a node. */
 export interface PodSummary {
   namespace: string;
@@ -55,6 +66,8 @@ export interface PodSummary {
   ready?: boolean;
   /** Has an emptyDir volume (its data is lost with the pod: `deleteEmptyDirData`). */
   emptyDir?: boolean;
+  /** The PersistentVolumeClaims it mounts (names in its namespace). */
+  claims?: string[];
   /** `spec.terminationGracePeriodSeconds` (caps the drain's grace override). */
   terminationGracePeriodSeconds?: number;
   /** `metadata.deletionTimestamp`, when terminating (`skipWaitForDeleteTimeoutSeconds`). */

@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { type BootcNodePool, type DrainPolicySpec, findCondition } from "../../lib/api/mod.ts";
 import { type Action, type Plan, planPool } from "./planner.ts";
 import { bootcNode, input, node, pdb, pod, pool } from "../testing/fixtures.ts";
+import type { VolumeAttachmentSummary } from "../model/types.ts";
 
 const EARLIER = "2026-01-01T00:59:00Z"; // a minute before the fixtures' now
 
@@ -237,4 +238,60 @@ Deno.test("drain policy: a node whose emptyDir pod the policy refuses is not gra
   );
   const allowed = plan({ deleteEmptyDirData: true });
   assert.ok(ofKind(allowed, "patchNode").some((a) => a.intent === "grant" && a.node === "n1"));
+});
+
+Deno.test("drain policy: waitForVolumeDetach holds the reboot until the node's attachments go", () => {
+  const p = withDrain({ waitForVolumeDetach: true }, 60);
+  const attached = {
+    name: "csi-0a1b",
+    attacher: "driver.longhorn.io",
+    persistentVolume: "pvc-data",
+    claim: { namespace: "default", name: "data" },
+  };
+  const kept = {
+    name: "csi-kept",
+    persistentVolume: "pvc-im",
+    claim: { namespace: "default", name: "im" },
+  };
+  const plan = (attachments: VolumeAttachmentSummary[] | undefined, now?: string) =>
+    planPool({
+      ...input(p, {
+        nodes: [node("n1", { unschedulable: true })],
+        bootcNodes: [bootcNode("n1", { phase: "staged", slotAt: EARLIER, wasCordoned: false })],
+        pods: [pod("im", "n1", { labels: { app: "longhorn" }, daemonSet: true, claims: ["im"] })],
+        ...(now ? { now } : {}),
+      }),
+      ...(attachments ? { attachmentsByNode: new Map([["n1", attachments]]) } : {}),
+    });
+  // Pods gone but a volume still attached: no finished drain, no reboot request.
+  const waiting = plan([attached]);
+  assert.ok(!recorded(waiting), "no drain recorded while a volume is attached");
+  // A volume of a pod the drain leaves alone (a DaemonSet's) does not hold it.
+  assert.ok(recorded(plan([kept])), "the kept pod's volume does not block");
+  assert.ok(recorded(plan([])), "detached: the drain finishes");
+  // Attachments not read: the node waits as for unknown pods, asking for them.
+  const unknown = plan(undefined);
+  assert.ok(!recorded(unknown));
+  assert.deepEqual(unknown.needPods, ["n1"]);
+  // Past the drain timeout the stuck attachment is named and the node degraded.
+  const late = plan([attached], "2026-01-01T01:00:30Z");
+  assert.ok(!recorded(late));
+  const degraded = findCondition(late.status?.conditions, "Degraded");
+  assert.equal(degraded?.status, "True");
+  assert.match(
+    degraded?.message ?? "",
+    /VolumeAttachment csi-0a1b \(PersistentVolume pvc-data, claim default\/data, driver\.longhorn\.io\) still attached/,
+  );
+  // Force cannot detach a volume: still degraded, nothing deleted for it.
+  const forced = withDrain({ waitForVolumeDetach: true, onTimeout: "Force" }, 60);
+  const forcedPlan = planPool({
+    ...input(forced, {
+      nodes: [node("n1", { unschedulable: true })],
+      bootcNodes: [bootcNode("n1", { phase: "staged", slotAt: EARLIER, wasCordoned: false })],
+      now: "2026-01-01T01:00:30Z",
+    }),
+    attachmentsByNode: new Map([["n1", [attached]]]),
+  });
+  assert.ok(!recorded(forcedPlan));
+  assert.equal(findCondition(forcedPlan.status?.conditions, "Degraded")?.status, "True");
 });

@@ -19,6 +19,7 @@ import type {
   PodSummary,
   PoolSummary,
   ResolutionMemo,
+  VolumeAttachmentSummary,
 } from "../model/types.ts";
 
 /** Tunables of the planner (times in milliseconds). */
@@ -66,6 +67,11 @@ export interface PlanInput {
    * health check on them waits rather than fails (`evaluateHealth`'s `podsUnreadable`).
    */
   podsFailed?: ReadonlyMap<string, string>;
+  /**
+   * The VolumeAttachments of the nodes whose pods were listed, when the pool waits for
+   * volumes to detach (`drain.waitForVolumeDetach`); a node missing here is unknown.
+   */
+  attachmentsByNode?: ReadonlyMap<string, readonly VolumeAttachmentSummary[]>;
   pdbs: readonly PdbSummary[];
   /** The latest resolution of the pool's tag, if the shell has one. */
   resolution?: ResolutionMemo;

@@ -44,6 +44,7 @@ import { CacheGuard, cacheWaitEvent, type Written } from "./cache_guard.ts";
 import { ControllerCaches } from "./caches.ts";
 import { DaemonAccessSync } from "./daemon_access_sync.ts";
 import { type PodLike, summarizePod } from "../model/drain.ts";
+import { listNodeAttachments } from "./volume_attachments.ts";
 import { planGonePool } from "../planner/membership.ts";
 import { unrecordedDisruptions } from "../planner/leaving.ts";
 import { foldNodeAnnotations, withoutNodeInfo } from "../planner/node_annotations.ts";
@@ -684,7 +685,12 @@ export class PoolReconciler {
       podsFailed: this.#podListFailures,
     });
     if (plan.needPods.length === 0) return { plan, failedReads: [] };
-    const { pods, failed } = await this.#listPods(plan.needPods);
+    const listed = await this.#listPods(plan.needPods);
+    const pods = listed.pods;
+    const volumes = pool.spec.rollout?.drain?.waitForVolumeDetach
+      ? await listNodeAttachments(this.#client, plan.needPods)
+      : undefined;
+    const failed = [...listed.failed, ...volumes?.failed ?? []];
     const podsFailed = new Map(failed.map((f) => [f.node, (f.error as Error).message]));
     for (const n of pods.keys()) this.#podListFailures.delete(n);
     for (const [n, why] of podsFailed) this.#podListFailures.set(n, why);
@@ -697,6 +703,7 @@ export class PoolReconciler {
         podsByNode: pods,
         podsListed: new Set(pods.keys()),
         podsFailed,
+        ...(volumes ? { attachmentsByNode: volumes.attachments } : {}),
       }),
       failedReads: failed,
     };

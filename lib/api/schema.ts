@@ -618,6 +618,14 @@ export const DrainPolicySpec = Type.Object({
       "NotReady: a pod deleted more than this many seconds ago is no longer waited for " +
       "(its kubelet may be gone). Unset: every terminating pod is waited for.",
   })),
+  waitForVolumeDetach: Type.Optional(Type.Boolean({
+    default: false,
+    description: "The drain finishes only once no VolumeAttachment for the node remains " +
+      "(its CSI volumes detached), except those of pods the drain leaves alone, so a " +
+      "reboot never cuts a volume off mid-detach (Multi-Attach errors, replica rebuilds). " +
+      "Bounded by drainTimeoutSeconds: then the node is degraded naming the attachment " +
+      "(onTimeout: Force cannot detach a volume).",
+  })),
   onTimeout: Type.Optional(StringEnum(DrainOnTimeoutValues, {
     default: "Degrade",
     description: "At drainTimeoutSeconds. Degrade: the node stays cordoned and degraded, " +
@@ -629,8 +637,8 @@ export const DrainPolicySpec = Type.Object({
   })),
 }, {
   description: "How nodes are drained before a reboot: pods left alone, grace period, " +
-    "emptyDir pods, terminating pods on NotReady nodes, and what happens at the drain " +
-    "timeout.",
+    "emptyDir pods, terminating pods on NotReady nodes, detached volumes, and what " +
+    "happens at the drain timeout.",
 });
 
 /** How signatures are enforced: `spec.image.verification.mode`. */

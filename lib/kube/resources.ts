@@ -28,6 +28,8 @@ export const Resources = {
   serviceaccounts: r("", "v1", "serviceaccounts", "ServiceAccount", true),
   leases: r("coordination.k8s.io", "v1", "leases", "Lease", true),
   poddisruptionbudgets: r("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", true),
+  persistentvolumes: r("", "v1", "persistentvolumes", "PersistentVolume", false),
+  volumeattachments: r("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", false),
   daemonsets: r("apps", "v1", "daemonsets", "DaemonSet", true),
   deployments: r("apps", "v1", "deployments", "Deployment", true),
   customresourcedefinitions: r(

@@ -20,7 +20,10 @@
  *   `deletionGracePeriodSeconds` of the evicted pods (held by a finalizer so it
  *   can be read) is the override, or the pod's own when that is shorter;
  * - e: `onTimeout: Force` deletes a PDB-pinned pod within seconds of the drain
- *   timeout, though the refused evictions back off past it.
+ *   timeout, though the refused evictions back off past it;
+ * - g: with `waitForVolumeDetach`, a VolumeAttachment that lingers on the node holds
+ *   its reboot (no finished drain, no reboot request), is named when the drain times
+ *   out into Degraded, and once it is gone the node updates.
  */
 import assert from "node:assert/strict";
 import type { IEvent as CoreEvent } from "kubernetes-models/v1/Event";
@@ -33,6 +36,7 @@ import {
 } from "../../lib/api/mod.ts";
 import { isNotFound, Resources } from "../../lib/kube/mod.ts";
 import { FAST_POD_ANNOTATIONS } from "../harness/kwok.ts";
+import type { VolumeAttachmentLike } from "../../controller/model/drain.ts";
 import { type Stack, startStack } from "../harness/stack.ts";
 import { waitFor } from "../harness/wait.ts";
 import {
@@ -50,7 +54,7 @@ import {
 
 /** Generous bound for a rollout of a few nodes on a loaded 2-core machine. */
 const LONG_MS = 180_000;
-const POOLS = ["dkeep", "dpdb", "dempty", "dblock", "dgrace", "dtime"];
+const POOLS = ["dkeep", "dpdb", "dempty", "dblock", "dgrace", "dtime", "dvolume"];
 const HOLD_FINALIZER = "bootc-test/hold";
 
 type Pod = IPod & { metadata: NonNullable<IPod["metadata"]> };
@@ -419,6 +423,53 @@ Deno.test("drain policy (issue 26): podSelector, Force vs Degrade, emptyDir, gra
         await retire(stack, pool, nodes);
       },
     );
+    await step(
+      t,
+      "g: a lingering VolumeAttachment holds the reboot, is named at the timeout, then detaches",
+      async () => {
+        const pool = "dvolume";
+        const [n] = await setUp(stack, pool, 1, {
+          drainTimeoutSeconds: 15,
+          drain: { waitForVolumeDetach: true },
+        });
+        const attachments = stack.cp.client.resource<VolumeAttachmentLike>(
+          Resources.volumeattachments,
+        );
+        const name = `csi-${n}`;
+        await attachments.create({
+          apiVersion: "storage.k8s.io/v1",
+          kind: "VolumeAttachment",
+          metadata: { name },
+          spec: {
+            attacher: "fake.csi.bootc.test",
+            nodeName: n,
+            source: { persistentVolumeName: `pv-${n}` },
+          },
+        });
+        await rollOut(stack, pool);
+        const degraded = await waitPool(
+          stack,
+          pool,
+          async () => {
+            const c = findCondition((await getPool(stack, pool)).status?.conditions, "Degraded");
+            return c?.status === "True" && c.message?.includes(`VolumeAttachment ${name}`)
+              ? c.message
+              : undefined;
+          },
+          `pool ${pool} Degraded naming VolumeAttachment ${name} past the drain timeout`,
+          LONG_MS,
+        );
+        assert.match(degraded, /still attached/);
+        const annotations = (await nodesByName(stack)).get(n)?.metadata?.annotations ?? {};
+        assert.equal(annotations["bootc.dev/drained-at"], undefined, "no finished drain");
+        assert.equal((await bootcNode(stack, n)).spec.desiredImageState, "Staged", "no reboot");
+        await attachments.delete(name);
+        await waitConverged(stack, pool, v2.digest, 1, LONG_MS);
+        await assertInvariants(stack, [n]);
+        await retire(stack, pool, [n]);
+      },
+    );
+
     await step(
       t,
       "e: Force acts within seconds of the drain timeout, whatever the eviction back-off",

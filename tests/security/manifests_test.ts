@@ -81,6 +81,7 @@ Deno.test("the controller's roles grant exactly the verbs it uses", async () => 
     "core/nodes:list",
     "core/nodes:patch",
     "core/nodes:watch",
+    "core/persistentvolumes:get",
     "core/pods/eviction:create",
     "core/pods:delete",
     "core/pods:list",
@@ -108,6 +109,7 @@ Deno.test("the controller's roles grant exactly the verbs it uses", async () => 
     "policy/poddisruptionbudgets:get",
     "policy/poddisruptionbudgets:list",
     "policy/poddisruptionbudgets:watch",
+    "storage.k8s.io/volumeattachments:list",
   ]);
   const lease = find(objects, "Role", "bootc-operator-controller-leader-election") as Any;
   assert.deepEqual(flattenRules(lease.rules), [

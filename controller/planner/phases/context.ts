@@ -108,11 +108,19 @@ export function addDemand(
 
 /** How the pool's drain policy applies to `node` now. */
 export function drainContext(input: PlanInput, node: NodeSummary): DrainContext {
+  const attachments = input.attachmentsByNode?.get(node.name);
   return {
     policy: drainPolicyOf(input.pool.spec.rollout?.drain),
     now: input.now,
     nodeReady: node.ready,
+    ...(attachments ? { attachments } : {}),
   };
+}
+
+/** True when the pool waits for volumes to detach and the node's attachments were not read. */
+export function attachmentsUnknown(input: PlanInput, name: string): boolean {
+  return input.pool.spec.rollout?.drain?.waitForVolumeDetach === true &&
+    !(input.attachmentsByNode?.has(name) ?? false);
 }
 
 /** One drain pass's evictions (no action when nothing must leave), each with its grace period. */

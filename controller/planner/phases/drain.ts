@@ -29,6 +29,7 @@ import {
 import { formatTime, parseTime } from "../../model/slots.ts";
 import type { PodSummary } from "../../model/types.ts";
 import {
+  attachmentsUnknown,
   drainContext,
   evictPass,
   InFlightEnv,
@@ -119,7 +120,7 @@ export function drainPhase(
 ): PassOutcome {
   const { name, node, bn } = f;
   const pods = podsOf(env.input, name);
-  if (!pods) return podsUnknown(name);
+  if (!pods || attachmentsUnknown(env.input, name)) return podsUnknown(name);
   const pass = planDrainPass(pods, drainContext(env.input, node));
   if (!pass.done || !node.unschedulable) return evictPhase(f, pods, env);
   if (m.state !== EffectiveState.Staged || mode !== "finish") {
@@ -233,7 +234,8 @@ function overdue(pod: PodSummary, now: Date): boolean {
  * deletion keeps failing: RBAC, an admission webhook, a server error).
  */
 function forceStuck(pass: DrainPass, deadline: number, now: Date): boolean {
-  return pass.refused.length > 0 || pass.terminating.some((p) => overdue(p, now)) ||
+  return pass.refused.length > 0 || pass.attached.length > 0 ||
+    pass.terminating.some((p) => overdue(p, now)) ||
     (pass.toEvict.length > 0 && now.getTime() > deadline + TERMINATION_SLACK_MS);
 }
 
