@@ -258,7 +258,7 @@ function progressRepaired(
   if (m.state === EffectiveState.UpToDate) {
     return combine(name, repaired, health, onTargetPhase(facts, env));
   }
-  const rebooting = read.rebooting;
+  const rebooting = m.facts.rebooting;
   if (
     !rebooting &&
     ((mode === "undoUndrained" && !facts.drainedAt) || mode === "undoUnrebooted")

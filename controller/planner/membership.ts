@@ -25,6 +25,7 @@ import {
   resolveIntOrPercent,
 } from "../../lib/api/mod.ts";
 import {
+  classifiedTarget,
   classifyNode,
   daemonProgress,
   type DesiredImage,
@@ -109,7 +110,10 @@ export function classifyMember(
   bn: BootcNode | undefined,
   context: MemberContext = {},
 ): Pick<Member, "state" | "disrupted" | "cls" | "facts"> {
-  const facts = readNodeFacts({ node, bootcNode: bn, target: context.desired, now: context.now });
+  const target = bn
+    ? classifiedTarget(bn, { target: context.desired, poolTarget: context.poolTarget }).target
+    : context.desired;
+  const facts = readNodeFacts({ node, bootcNode: bn, target, now: context.now });
   const cls = classifyNode({
     bootcNode: bn,
     node,

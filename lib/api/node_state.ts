@@ -177,7 +177,10 @@ export interface ClassifyInput {
    * is Released).
    */
   member?: boolean;
-  /** The node's facts, when the caller read them already ({@linkcode readNodeFacts}). */
+  /**
+   * The node's facts, when the caller read them already ({@linkcode readNodeFacts}, for
+   * the target {@linkcode classifiedTarget} names).
+   */
   facts?: NodeFacts;
 }
 
@@ -291,6 +294,23 @@ export function daemonProgress(bn: BootcNodeFacts, target: DesiredImage): Effect
   return EffectiveState.Pending;
 }
 
+/**
+ * The image a node is judged against ({@linkcode ClassifyInput.target}), and whether it was
+ * rolled back from the pool's target: what its facts must be read for.
+ */
+export function classifiedTarget(
+  bn: BootcNodeFacts,
+  input: Pick<ClassifyInput, "target" | "poolTarget">,
+): { target: DesiredImage; rolledBack: boolean } {
+  const poolTarget = input.poolTarget;
+  const failedOn = bn.metadata?.annotations?.[ANNOTATION_FAILED_IMAGE];
+  const rolledBack = poolTarget !== undefined && sameImage(failedOn, poolTarget.image) &&
+    !sameImage(bn.spec.desiredImage, poolTarget.image);
+  const target = input.target ?? (rolledBack ? undefined : poolTarget) ??
+    { image: bn.spec.desiredImage };
+  return { target, rolledBack };
+}
+
 /** Classifies one node (see the module doc). Pure. */
 export function classifyNode(input: ClassifyInput): NodeClassification {
   const bn = input.bootcNode;
@@ -310,12 +330,7 @@ export function classifyNode(input: ClassifyInput): NodeClassification {
       progress: EffectiveState.Pending,
     });
   }
-  const poolTarget = input.poolTarget;
-  const failedOn = bn.metadata?.annotations?.[ANNOTATION_FAILED_IMAGE];
-  const rolledBack = poolTarget !== undefined && sameImage(failedOn, poolTarget.image) &&
-    !sameImage(bn.spec.desiredImage, poolTarget.image);
-  const target = input.target ?? (rolledBack ? undefined : poolTarget) ??
-    { image: bn.spec.desiredImage };
+  const { target, rolledBack } = classifiedTarget(bn, input);
   const facts = input.facts ?? readNodeFacts({ node, bootcNode: bn, target });
   const progress = daemonProgress(bn, target);
   const disrupted = facts.recorded || facts.rebooting;
