@@ -88,6 +88,19 @@ export function planDrainPass(
   return pass;
 }
 
+/**
+ * What a drain whose pods are gone still waits for: its volumes to detach, named
+ * (undefined while pods remain, or nothing is attached).
+ */
+export function drainWaitingFor(pass: DrainPass): string | undefined {
+  if (pass.toEvict.length > 0 || pass.terminating.length > 0 || pass.attached.length === 0) {
+    return undefined;
+  }
+  const named = pass.attached.slice(0, 5).map(describeAttachment).join(", ");
+  const more = pass.attached.length > 5 ? ` and ${pass.attached.length - 5} more` : "";
+  return `${named}${more} to detach`;
+}
+
 /** `VolumeAttachment name (PersistentVolume pv, attacher)` for people. */
 export function describeAttachment(a: VolumeAttachmentSummary): string {
   const details = [

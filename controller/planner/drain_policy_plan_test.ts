@@ -263,9 +263,17 @@ Deno.test("drain policy: waitForVolumeDetach holds the reboot until the node's a
       }),
       ...(attachments ? { attachmentsByNode: new Map([["n1", attachments]]) } : {}),
     });
-  // Pods gone but a volume still attached: no finished drain, no reboot request.
+  // Pods gone but a volume still attached: no finished drain, no reboot request, and the
+  // node's Drained condition says what it waits for.
   const waiting = plan([attached]);
   assert.ok(!recorded(waiting), "no drain recorded while a volume is attached");
+  const report = ofKind(waiting, "patchBootcNodeStatus")[0]?.patch as
+    | { status?: { conditions?: { type: string; message?: string }[] } }
+    | undefined;
+  assert.match(
+    report?.status?.conditions?.find((c) => c.type === "Drained")?.message ?? "",
+    /waiting for VolumeAttachment csi-0a1b .* to detach/,
+  );
   // A volume of a pod the drain leaves alone (a DaemonSet's) does not hold it.
   assert.ok(recorded(plan([kept])), "the kept pod's volume does not block");
   assert.ok(recorded(plan([])), "detached: the drain finishes");

@@ -33,6 +33,8 @@ export interface DrainFacts {
   slotAt?: string;
   /** What blocks the drain (`drainBlockedBy`), if anything. */
   blockedBy?: string;
+  /** What the drain waits for once its pods are gone (volumes to detach), if anything. */
+  waitingFor?: string;
 }
 
 /**
@@ -56,7 +58,7 @@ export function drainConditions(
       type: NodeConditionType.Drained,
       status: "False" as const,
       reason: facts.blockedBy ? DrainConditionReason.DrainBlocked : DrainConditionReason.Draining,
-      message: drainingMessage(facts.image, facts.blockedBy),
+      message: drainingMessage(facts.image, facts.blockedBy, facts.waitingFor),
       at: now,
     },
   ];
@@ -79,7 +81,11 @@ export function drainConditions(
  */
 export function reportDrain(bn: BootcNode, facts: DrainFacts, now: Date): StepOutput {
   const name = bn.metadata.name ?? "";
-  const notes = facts.blockedBy ? [`drain of ${name} blocked by ${facts.blockedBy}`] : [];
+  const notes = facts.blockedBy
+    ? [`drain of ${name} blocked by ${facts.blockedBy}`]
+    : facts.waitingFor
+    ? [`drain of ${name} waiting for ${facts.waitingFor}`]
+    : [];
   const conditions = drainConditions(bn.status?.conditions, facts, now);
   if (!conditions) return stepOutput({ notes });
   const drained = findCondition(bn.status?.conditions, NodeConditionType.Drained);

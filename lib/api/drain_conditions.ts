@@ -44,11 +44,15 @@ export function cordonedMessage(image: string, slotAt: string | undefined): stri
 }
 
 /** The message of `Drained` False while the controller drains the node for `image`. */
-export function drainingMessage(image: string, blockedBy: string | undefined): string {
+export function drainingMessage(
+  image: string,
+  blockedBy: string | undefined,
+  waitingFor?: string,
+): string {
   const short = shortReference(image);
   return blockedBy
     ? `Drain for ${short} blocked: ${blockedBy}`
-    : `Draining for ${short}: evicting its pods`;
+    : `Draining for ${short}: ${waitingFor ? `waiting for ${waitingFor}` : "evicting its pods"}`;
 }
 
 /** What a Node (its disruption record and cordon) says of the facts behind Cordoned and Drained. */

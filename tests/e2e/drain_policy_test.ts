@@ -447,6 +447,20 @@ Deno.test("drain policy (issue 26): podSelector, Force vs Degrade, emptyDir, gra
           },
         });
         await rollOut(stack, pool);
+        // Its pods gone, the node says what it waits for before the timeout.
+        await waitPool(
+          stack,
+          pool,
+          async () => {
+            const drained = findCondition(
+              (await bootcNode(stack, n)).status?.conditions,
+              "Drained",
+            );
+            return drained?.message?.includes(`waiting for VolumeAttachment ${name}`);
+          },
+          `${n}'s Drained condition names VolumeAttachment ${name}`,
+          LONG_MS,
+        );
         const degraded = await waitPool(
           stack,
           pool,

@@ -9,6 +9,7 @@ import {
   describeDrainBlockers,
   drainBlockedBy,
   type DrainPass,
+  drainWaitingFor,
   forcedDeletionMessage,
   forcedDeletions,
   planDrainPass,
@@ -179,7 +180,12 @@ function evictPhase(f: SlotNode, pods: readonly PodSummary[], env: InFlightEnv):
   // A drain that ends within its first poll needs no report (the reboot's status tells it).
   const due = blockedBy !== undefined || now.getTime() - slotAt.getTime() >= pollMs;
   const reported = node.unschedulable && due
-    ? reportDrain(bn, { image: bn.spec.desiredImage, slotAt: record.slotAt, blockedBy }, now)
+    ? reportDrain(bn, {
+      image: bn.spec.desiredImage,
+      slotAt: record.slotAt,
+      blockedBy,
+      waitingFor: drainWaitingFor(pass),
+    }, now)
     : NO_OUTPUT;
   const poll = { draining: true, poll: pollMs };
   const deadline = slotAt.getTime() + env.drainTimeoutMs;
