@@ -34,8 +34,13 @@ export interface DrainPass {
   refused: PodSummary[];
   /** Terminating pods no longer waited for (skipWaitForDeleteTimeoutSeconds, NotReady node). */
   abandoned: PodSummary[];
-  /** VolumeAttachments still there that no pod left alone holds (`waitForVolumeDetach`). */
+  /**
+   * VolumeAttachments still there that no pod left alone holds (`waitForVolumeDetach`): the
+   * drain's last stage, so only once no pod must go any more.
+   */
   attached: VolumeAttachmentSummary[];
+  /** The policy waits for volumes to detach, and the node's attachments were not read. */
+  volumesUnknown: boolean;
   /** True when no pod needs to go any more (and, when waited for, every volume detached). */
   done: boolean;
 }
@@ -62,6 +67,7 @@ export function planDrainPass(
     refused: [],
     abandoned: [],
     attached: [],
+    volumesUnknown: false,
     done: false,
   };
   const staying = new Set<string>();
@@ -74,17 +80,20 @@ export function planDrainPass(
     else if (verdict === "abandon") pass.abandoned.push(pod);
     else if (verdict === "wait") pass.terminating.push(pod);
     else pass.toEvict.push(pod);
-    const stays = verdict === "keep" || verdict === "own" ||
+    // Pods that stay (or are no longer waited for) keep their volumes attached.
+    const stays = verdict === "keep" || verdict === "own" || verdict === "abandon" ||
       (verdict === "skip" && !pod.completed);
     if (stays) { for (const claim of pod.claims ?? []) staying.add(`${pod.namespace}/${claim}`); }
   }
-  if (ctx.policy.waitForVolumeDetach) {
+  const podsGone = pass.toEvict.length === 0 && pass.terminating.length === 0 &&
+    pass.refused.length === 0;
+  if (ctx.policy.waitForVolumeDetach && podsGone) {
+    pass.volumesUnknown = ctx.attachments === undefined;
     pass.attached = (ctx.attachments ?? []).filter((a) =>
       !(a.claim && staying.has(podKey(a.claim)))
     );
   }
-  pass.done = pass.toEvict.length === 0 && pass.terminating.length === 0 &&
-    pass.refused.length === 0 && pass.attached.length === 0;
+  pass.done = podsGone && !pass.volumesUnknown && pass.attached.length === 0;
   return pass;
 }
 
@@ -93,9 +102,8 @@ export function planDrainPass(
  * (undefined while pods remain, or nothing is attached).
  */
 export function drainWaitingFor(pass: DrainPass): string | undefined {
-  if (pass.toEvict.length > 0 || pass.terminating.length > 0 || pass.attached.length === 0) {
-    return undefined;
-  }
+  if (pass.volumesUnknown) return "its VolumeAttachments to be read";
+  if (pass.attached.length === 0) return undefined;
   const named = pass.attached.slice(0, 5).map(describeAttachment).join(", ");
   const more = pass.attached.length > 5 ? ` and ${pass.attached.length - 5} more` : "";
   return `${named}${more} to detach`;
@@ -213,7 +221,12 @@ export interface PodLike extends KubeObject {
   spec?: {
     nodeName?: string;
     terminationGracePeriodSeconds?: number;
-    volumes?: { emptyDir?: unknown; persistentVolumeClaim?: { claimName?: string } }[];
+    volumes?: {
+      name?: string;
+      emptyDir?: unknown;
+      ephemeral?: unknown;
+      persistentVolumeClaim?: { claimName?: string };
+    }[];
   };
   status?: { phase?: string; conditions?: { type?: string; status?: string }[] };
 }
@@ -253,8 +266,10 @@ export function summarizePod(
   };
 }
 
+/** The claims a pod mounts: its own, and those of its generic ephemeral volumes (`<pod>-<volume>`). */
 function claimsOf(pod: PodLike): { claims?: string[] } {
   const claims = (pod.spec?.volumes ?? []).flatMap((v) => {
+    if (v.ephemeral && v.name) return [`${pod.metadata?.name ?? ""}-${v.name}`];
     const name = v.persistentVolumeClaim?.claimName;
     return name ? [name] : [];
   });

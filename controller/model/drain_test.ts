@@ -321,3 +321,19 @@ Deno.test("summarizePod reads the claims a pod mounts; summarizeAttachment its v
     /^VolumeAttachment csi-1 \(PersistentVolume pv-1, rbd\.csi\.ceph\.com\) still attached$/,
   );
 });
+
+Deno.test("summarizePod names a generic ephemeral volume's claim <pod>-<volume>", () => {
+  const p = summarizePod({
+    metadata: { namespace: "ops", name: "agent-x" },
+    spec: { volumes: [{ name: "cache", ephemeral: { volumeClaimTemplate: {} } }] },
+  });
+  assert.deepEqual(p.claims, ["agent-x-cache"]);
+  // Unread attachments are never a finished drain.
+  const pass = planDrainPass([], {
+    policy: { ...DEFAULT_DRAIN_POLICY, waitForVolumeDetach: true },
+    now: new Date(0),
+    nodeReady: true,
+  });
+  assert.equal(pass.done, false);
+  assert.equal(pass.volumesUnknown, true);
+});

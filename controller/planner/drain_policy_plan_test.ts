@@ -290,16 +290,46 @@ Deno.test("drain policy: waitForVolumeDetach holds the reboot until the node's a
     degraded?.message ?? "",
     /VolumeAttachment csi-0a1b \(PersistentVolume pvc-data, claim default\/data, driver\.longhorn\.io\) still attached/,
   );
-  // Force cannot detach a volume: still degraded, nothing deleted for it.
+  // Force cannot detach a volume: past the timeout's slack it degrades, nothing deleted for it.
   const forced = withDrain({ waitForVolumeDetach: true, onTimeout: "Force" }, 60);
   const forcedPlan = planPool({
     ...input(forced, {
       nodes: [node("n1", { unschedulable: true })],
       bootcNodes: [bootcNode("n1", { phase: "staged", slotAt: EARLIER, wasCordoned: false })],
-      now: "2026-01-01T01:00:30Z",
+      now: "2026-01-01T01:01:30Z",
     }),
     attachmentsByNode: new Map([["n1", [attached]]]),
   });
   assert.ok(!recorded(forcedPlan));
   assert.equal(findCondition(forcedPlan.status?.conditions, "Degraded")?.status, "True");
+});
+
+Deno.test("drain policy: with Force, volumes wait for the pods; a kept pod's ephemeral claim stays", () => {
+  // Past the timeout, Force deletes the PDB-pinned pod; its attached volume is no failure yet.
+  const p = withDrain({ onTimeout: "Force", waitForVolumeDetach: true }, 600);
+  const SLOT = "2026-01-01T00:49:00Z"; // past the 600 s drain timeout
+  const world = (pods: ReturnType<typeof pod>[], attachments: VolumeAttachmentSummary[]) =>
+    planPool({
+      ...input(p, {
+        nodes: [node("n1", { unschedulable: true })],
+        bootcNodes: [bootcNode("n1", { phase: "staged", slotAt: SLOT, wasCordoned: false })],
+        pods,
+        pdbs: [pdb("db", "db", 0)],
+      }),
+      attachmentsByNode: new Map([["n1", attachments]]),
+    });
+  const volume = {
+    name: "csi-1",
+    persistentVolume: "pv-1",
+    claim: { namespace: "default", name: "data-db-0" },
+  };
+  const forcing = world([pod("db-0", "n1", { labels: { app: "db" }, claims: ["data-db-0"] })], [
+    volume,
+  ]);
+  assert.equal(ofKind(forcing, "deletePods").length, 1, "Force deletes the pinned pod");
+  assert.notEqual(findCondition(forcing.status?.conditions, "Degraded")?.status, "True");
+  // A DaemonSet pod's generic ephemeral volume (claim <pod>-<volume>) stays with it.
+  const ds = pod("agent-x", "n1", { daemonSet: true, claims: ["agent-x-cache"] });
+  const ephemeral = { name: "csi-2", claim: { namespace: "default", name: "agent-x-cache" } };
+  assert.ok(recorded(world([ds], [ephemeral])), "the kept pod's ephemeral volume does not hold");
 });

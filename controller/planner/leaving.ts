@@ -132,12 +132,14 @@ export function reportLeavingHold(
       `waiting for ${hold.waitsFor}, then it is handed back`,
     `leaving/${name}/${hold.deadline ? formatTime(hold.deadline) : "-"}`,
   )];
-  if (!hold.deadline) return stepOutput({ notes, events });
   if (!hold.overdue) {
-    return stepOutput({ notes, events, wake: hold.deadline.getTime() - at.now.getTime() });
+    const wake = hold.deadline ? hold.deadline.getTime() - at.now.getTime() : undefined;
+    return stepOutput({ notes, events, ...(wake !== undefined ? { wake } : {}) });
   }
   const message = `node ${name} left the pool while rebooting and is still waiting for ` +
-    `${hold.waitsFor} past its reboot timeout; it keeps its reboot slot until then ` +
+    `${hold.waitsFor} ${
+      hold.deadline ? "past its reboot timeout" : "with no readable time to bound the wait"
+    }; it keeps its reboot slot until then ` +
     `(check the host; if the machine is gone for good, delete its BootcNode` +
     `${at.nodeGone ? "" : " and its Node object"} to let the slot go)`;
   const issues = [{ reason: PoolDegradedReason.NodeStalled, message }];
@@ -147,7 +149,7 @@ export function reportLeavingHold(
     "Warning",
     "NodeStalled",
     message,
-    `leaving-overdue/${name}/${formatTime(hold.deadline)}`,
+    `leaving-overdue/${name}/${hold.deadline ? formatTime(hold.deadline) : "-"}`,
   ));
   return stepOutput({ notes, events, issues });
 }

@@ -208,3 +208,52 @@ Deno.test("unrecordedDisruptions: disrupted by the BootcNode's account, no recor
   });
   assert.ok(early.some((u) => u.node === "no-pool" && u.poolSelector === undefined));
 });
+
+Deno.test("leaving mid-reboot with no readable time: held and reported at once, not silently", () => {
+  const gone = node("gone", {
+    labels: { role: "infra", "bootc.dev/managed": "" },
+    unschedulable: true,
+    ready: false,
+    annotations: {
+      [ANNOTATION_IN_REBOOT_SLOT]: "yesterday",
+      "bootc.dev/reboot-slot-pool": "workers",
+      "bootc.dev/was-cordoned": "false",
+      "bootc.dev/drained-at": "yesterday",
+      "bootc.dev/drained-for": image("b"),
+    },
+  });
+  const bn = bootcNode("gone", { phase: "idle", state: "Booted" });
+  bn.metadata.annotations = { "bootc.dev/was-cordoned": "false" };
+  const plan = planPool(input(pool(), { nodes: [gone], bootcNodes: [bn] }));
+  assert.deepEqual(ofKind(plan, "patchNode").filter((a) => a.node === "gone"), [], "held");
+  const stalled = (plan.issues ?? []).find((i) => i.reason === "NodeStalled");
+  assert.match(stalled?.message ?? "", /no readable time to bound the wait/);
+});
+
+Deno.test("a lone pool annotation is no record: a stale mirror beside it is not driven", () => {
+  // n2 holds the only slot and reboots; n1's BootcNode was left ownerless with its mirror.
+  const orphan = bootcNode("n1", { phase: "staged" });
+  orphan.metadata.annotations = { "bootc.dev/was-cordoned": "false" };
+  orphan.metadata.ownerReferences = [];
+  const plan = planPool(input(pool({ maxUnavailable: 1 }), {
+    nodes: [
+      node("n1", { unschedulable: true, annotations: { "bootc.dev/reboot-slot-pool": "workers" } }),
+      node("n2", { unschedulable: true, ready: false }),
+    ],
+    bootcNodes: [
+      orphan,
+      bootcNode("n2", {
+        phase: "rebooting",
+        state: "Booted",
+        slotAt: LONG_AGO,
+        drainedAt: LONG_AGO,
+      }),
+    ],
+  }));
+  const n1 = plan.actions.filter((a) => "node" in a && a.node === "n1").map((a) =>
+    "why" in a ? a.why : a.kind
+  );
+  assert.ok(!n1.includes("request reboot"), `n1: ${n1}`);
+  assert.ok(!n1.includes("record drain"), `n1: ${n1}`);
+  assert.ok(!n1.some((w) => w?.startsWith("repair")), `n1: ${n1}`);
+});

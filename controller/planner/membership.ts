@@ -851,8 +851,8 @@ function adopting(pool: BootcNodePool, bn: BootcNode): boolean {
  */
 function staleMirror(pool: BootcNodePool, node: NodeSummary, bn: BootcNode): boolean {
   const facts = readNodeFacts({ node, bootcNode: bn });
-  const onNode = Object.keys(facts.record).length > 0;
-  return adopting(pool, bn) && facts.mirror !== undefined && !onNode && !rebootUnderWay(bn, facts);
+  return adopting(pool, bn) && facts.mirror !== undefined && !facts.onNode &&
+    !rebootUnderWay(bn, facts);
 }
 
 /**

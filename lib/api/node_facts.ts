@@ -22,7 +22,7 @@
  *
  * @module
  */
-import { type DisruptionRecord, disruptionRecord } from "./annotations.ts";
+import { type DisruptionRecord, disruptionRecord, isDisrupted } from "./annotations.ts";
 import { findCondition } from "./conditions.ts";
 import { shortReference } from "./display.ts";
 import { ANNOTATION_WAS_CORDONED, IdleReason, NodeConditionType } from "./constants.ts";
@@ -73,7 +73,9 @@ export interface NodeFacts {
   record: DisruptionRecord;
   /** The BootcNode's copy of the prior cordon state, as written. */
   mirror?: string;
-  /** The Node carries (part of) the record, or the BootcNode still holds its copy. */
+  /** The Node carries (part of) the record (`isDisrupted`: a slot, a prior cordon state or a drain). */
+  onNode: boolean;
+  /** {@linkcode NodeFacts.onNode}, or the BootcNode still holds its copy of the prior cordon. */
   recorded: boolean;
   /** Whether the Node was cordoned before its slot: the record's own, else the copy's. */
   priorCordon?: "true" | "false";
@@ -123,7 +125,8 @@ export function readNodeFacts(input: NodeFactsInput): NodeFacts {
   const time = timeReader(input.now);
   const record = disruptionRecord({ metadata: { annotations: node?.annotations } });
   const mirror = bn?.metadata?.annotations?.[ANNOTATION_WAS_CORDONED];
-  const onNode = Object.keys(record).length > 0;
+  // The pool's name alone records nothing a grant or a drain left (the one rule of isDisrupted).
+  const onNode = isDisrupted({ metadata: { annotations: node?.annotations } });
   const desired = bn?.spec.desiredImage;
   const drained = desired !== undefined && record.drainedAt !== undefined &&
     record.drainedFor === desired;
@@ -133,6 +136,7 @@ export function readNodeFacts(input: NodeFactsInput): NodeFacts {
   const own = record.wasCordoned;
   const facts: NodeFacts = {
     record,
+    onNode,
     recorded: onNode || mirror !== undefined,
     drained,
     rebootRequested: bn?.spec.desiredImageState === "Booted" && record.slotAt !== undefined &&

@@ -76,6 +76,10 @@ Deno.test("readNodeFacts: the record, its copy and the prior cordon", () => {
       recorded: false,
       stray: false,
     }],
+    ["the pool's name alone is no record", {
+      node: node({ "bootc.dev/reboot-slot-pool": "workers" }),
+      bootcNode: bn(),
+    }, { onNode: false, recorded: false, stray: false }],
     ["a grant", { node: node(GRANT), bootcNode: bn({ mirror: "false" }) }, {
       recorded: true,
       priorCordon: "false",
@@ -122,7 +126,9 @@ Deno.test("readNodeFacts: a stray record is one no grant can have written", () =
     facts({ node: node(annotations, o), bootcNode: b }).stray;
   // One annotation of the grant's three, without a copy or a reboot under way.
   assert.equal(stray({ "bootc.dev/in-reboot-slot": EARLIER }), true);
-  assert.equal(stray({ "bootc.dev/reboot-slot-pool": "workers" }), true);
+  // The pool's name alone is no record at all (as every budget reads it): nothing to drop.
+  assert.equal(stray({ "bootc.dev/reboot-slot-pool": "workers" }), false);
+  assert.equal(stray({ "bootc.dev/was-cordoned": "false" }, bn(), { unschedulable: false }), true);
   // Two, but no prior cordon on a node neither cordoned nor drained.
   assert.equal(stray(SLOT, bn(), { unschedulable: false }), true);
   // A grant as written, or one with its copy, or with its daemon rebooting: genuine.

@@ -240,7 +240,9 @@ function overdue(pod: PodSummary, now: Date): boolean {
  * deletion keeps failing: RBAC, an admission webhook, a server error).
  */
 function forceStuck(pass: DrainPass, deadline: number, now: Date): boolean {
-  return pass.refused.length > 0 || pass.attached.length > 0 ||
+  // A volume cannot be forced off: still attached after the slack, the node is stuck.
+  const volumesStuck = pass.attached.length > 0 && now.getTime() > deadline + TERMINATION_SLACK_MS;
+  return pass.refused.length > 0 || volumesStuck ||
     pass.terminating.some((p) => overdue(p, now)) ||
     (pass.toEvict.length > 0 && now.getTime() > deadline + TERMINATION_SLACK_MS);
 }

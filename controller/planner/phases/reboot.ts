@@ -13,6 +13,7 @@ import type { Member } from "../membership.ts";
 import { type Action, mergeOutputs, NO_OUTPUT, nodeObjectEvent, stepOutput } from "../plan.ts";
 import { formatTime, parseTime } from "../../model/slots.ts";
 import {
+  attachmentsUnknown,
   drainContext,
   InFlightEnv,
   type InFlightMode,
@@ -92,7 +93,7 @@ export function rebootPhase(
 function drainUnproven(f: SlotNode, env: InFlightEnv): PassOutcome | undefined {
   const { name, node } = f;
   const pods = podsOf(env.input, name);
-  if (!pods) return podsUnknown(name);
+  if (!pods || attachmentsUnknown(env.input, name)) return podsUnknown(name);
   if (node.unschedulable && planDrainPass(pods, drainContext(env.input, node)).done) {
     return undefined;
   }
