@@ -35,22 +35,11 @@ import type { NodeLike, Snapshot } from "../../plugin/model.ts";
 import { poolProgress } from "../../plugin/progress.ts";
 import { poolViews } from "../../plugin/status_view.ts";
 import { explainNode } from "../../plugin/why.ts";
+import { rng } from "./node_world.ts";
 
 const SCENARIOS = 300;
 /** Five minutes before the fixtures' clock: within every drain and reboot timeout. */
 const EARLIER = "2026-01-01T00:55:00Z";
-
-/** mulberry32: a small seeded generator. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Kind =
   | "updated"
