@@ -76,7 +76,7 @@ export async function describePool(stack: Stack, pool: string): Promise<string> 
   const conditions = (p?.status?.conditions ?? []).map((c) =>
     `${c.type}=${c.status}/${c.reason}: ${c.message}`
   ).join("; ");
-  const rows = nodes.map((bn) => {
+  const rows = await Promise.all(nodes.map(async (bn) => {
     const idle = findCondition(bn.status?.conditions, "Idle");
     const deg = findCondition(bn.status?.conditions, "Degraded");
     return `${bn.metadata.name}: booted=${bn.status?.booted?.imageDigest?.slice(7, 19)} ` +
@@ -84,11 +84,29 @@ export async function describePool(stack: Stack, pool: string): Promise<string> 
       `idle=${idle?.reason} degraded=${deg?.status}${
         deg?.status === "True" ? `(${deg.message})` : ""
       }` +
-      `${holdsRebootSlot(nodeObjects.get(bn.metadata.name ?? "") ?? {}) ? " [slot]" : ""}`;
-  });
+      `${holdsRebootSlot(nodeObjects.get(bn.metadata.name ?? "") ?? {}) ? " [slot]" : ""}` +
+      await machineState(stack, bn.metadata.name ?? "");
+  }));
   return `pool ${pool}: target=${p?.status?.targetDigest?.slice(7, 19)} ${conditions}\n  ` +
     rows.join("\n  ") + `\n  fleet errors: ${stack.fleet.errors.join("; ") || "none"}`;
 }
+
+/** What the simulated machine is doing, so a node stuck in a report says whether it rebooted. */
+async function machineState(stack: Stack, name: string): Promise<string> {
+  const member = stack.fleet.nodes.get(name);
+  if (!member) return " machine=none";
+  const requested = await member.host.rebootRequested().catch(() => undefined);
+  const applies = await member.host.pendingApplies().then((a) => a.length, () => undefined);
+  const log = await Deno.readTextFile(`${stack.logDir}/daemon-${name}.log`).catch(() => "");
+  const lastLines = log.trimEnd().split("\n").slice(-DAEMON_LOG_LINES)
+    .map((line) => `\n      ${line.slice(0, 240)}`).join("");
+  return ` machine=${member.rebooting ? "down" : "up"} daemon=${
+    member.daemon?.running === true ? "running" : "stopped"
+  } reboots=${member.reboots} rebootRequested=${requested} pendingApplies=${applies}${lastLines}`;
+}
+
+/** Last lines of each daemon's log in a failure message. */
+const DAEMON_LOG_LINES = 4;
 
 /**
  * Waits until the pool targets `digest`, every one of its `count` nodes boots
