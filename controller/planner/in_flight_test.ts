@@ -8,7 +8,7 @@ import {
   findCondition,
 } from "../../lib/api/mod.ts";
 import { type Action, type Plan, planPool } from "./planner.ts";
-import { planGonePool } from "./membership.ts";
+import { planGonePool } from "./hand_back.ts";
 import { bootcNode, image, input, node, pod, pool } from "../testing/fixtures.ts";
 
 const EARLIER = "2026-01-01T00:59:00Z";

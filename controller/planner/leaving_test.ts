@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { ANNOTATION_IN_REBOOT_SLOT, type BootcNode } from "../../lib/api/mod.ts";
 import { type Action, type Plan, planPool } from "./planner.ts";
 import { unrecordedDisruptions } from "./leaving.ts";
-import { planGonePool } from "./membership.ts";
+import { planGonePool } from "./hand_back.ts";
 import { bootcNode, image, input, node, pool } from "../testing/fixtures.ts";
 
 const EARLIER = "2026-01-01T00:59:00Z";

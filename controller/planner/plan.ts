@@ -6,7 +6,12 @@
  * @module
  */
 import type { SignatureMemo } from "./trust.ts";
-import type { BootcNode, BootcNodePool, BootcNodePoolStatus } from "../../lib/api/mod.ts";
+import {
+  type BootcNode,
+  type BootcNodePool,
+  type BootcNodePoolStatus,
+  owningPool,
+} from "../../lib/api/mod.ts";
 import type { ClusterBudget, UnseenSlotWrites } from "../gates/gate.ts";
 import type { ApprovalAnswer, ApprovalAsks } from "../model/approval.ts";
 import type { QueryVerdict } from "../model/health.ts";
@@ -463,4 +468,10 @@ export class StepWriter {
 export function listNames(names: readonly string[], max = 5): string {
   const shown = names.slice(0, max).join(", ");
   return names.length > max ? `${shown} and ${names.length - max} more` : shown;
+}
+
+/** The BootcNodes a pool owns. */
+export function ownedBootcNodes(input: PlanInput): BootcNode[] {
+  const name = input.pool.metadata.name ?? "";
+  return [...input.bootcNodes.values()].filter((bn) => owningPool(bn) === name);
 }

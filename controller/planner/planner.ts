@@ -41,16 +41,15 @@ import {
   classifyMember,
   externalContext,
   type Member,
-  ownedBootcNodes,
   planMembership,
   POOL_FINALIZER,
-  releaseNode,
-  releaseOrphans,
-  type StagingQueue,
 } from "./membership.ts";
+import { releaseNode, releaseOrphans } from "./hand_back.ts";
+import type { StagingQueue } from "./staging_queue.ts";
 import {
   mergeOutputs,
   NO_OUTPUT,
+  ownedBootcNodes,
   type Plan,
   type PlanInput,
   PLANNER_DEFAULTS,

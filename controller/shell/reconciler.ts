@@ -45,7 +45,7 @@ import { ControllerCaches } from "./caches.ts";
 import { DaemonAccessSync } from "./daemon_access_sync.ts";
 import { type PodLike, summarizePod } from "../model/drain.ts";
 import { listNodeAttachments } from "./volume_attachments.ts";
-import { planGonePool } from "../planner/membership.ts";
+import { planGonePool } from "../planner/hand_back.ts";
 import { unrecordedDisruptions } from "../planner/leaving.ts";
 import { foldNodeAnnotations, withoutNodeInfo } from "../planner/node_annotations.ts";
 import { foldBootcNodeDisplay } from "../planner/bootc_node_display.ts";
