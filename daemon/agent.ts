@@ -200,6 +200,11 @@ function nodeObject(node: CoreNode | undefined, name: string): KubeObject {
   return { apiVersion: "v1", kind: "Node", metadata: { name, uid: node?.metadata?.uid } };
 }
 
+/** What a decision depends on in a BootcNode besides its status: its spec and whether a pool owns it. */
+function decidedKey(bn: BootcNode | undefined): string | undefined {
+  return bn && JSON.stringify([bn.spec, ownedByPool(bn)]);
+}
+
 /** The daemon loop for one node. */
 export class Agent {
   readonly #o: AgentOptions;
@@ -211,6 +216,8 @@ export class Agent {
   /** The last host policy error recorded as an event. */
   #policyErrorRecorded?: string;
   #current?: BootcNode;
+  /** {@linkcode decidedKey} of the BootcNode the last decision was made on. */
+  #decidedOn?: string;
   #written?: BootcNodeStatus;
   #caps?: BootcCapabilities;
   #capsFailed = false;
@@ -282,14 +289,9 @@ export class Agent {
       logger: this.#log.with({ component: "informer" }),
     });
     informer.onAdd((node) => this.#observe(node, true));
-    informer.onUpdate((old, node) => {
-      const specChanged = old.metadata?.generation !== node.metadata?.generation ||
-        JSON.stringify(old.spec) !== JSON.stringify(node.spec);
-      // A pool adopting (or releasing) the BootcNode changes metadata only.
-      const ownerChanged = ownedByPool(old) !== ownedByPool(node);
+    informer.onUpdate((_old, node) => {
       // A status someone else changed (not our own echo) is rewritten, level-triggered.
-      const foreignStatus = !statusEqual(node.status, this.#written);
-      this.#observe(node, specChanged || ownerChanged || foreignStatus);
+      this.#observe(node, !statusEqual(node.status, this.#written));
     });
     informer.onDelete(() => {
       this.#current = undefined;
@@ -373,17 +375,21 @@ export class Agent {
     return answer;
   }
 
+  /**
+   * Takes `node` as the current BootcNode unless it is older than what our own write
+   * returned. Whatever delivered it (a watch event, a relist, our write's answer), a
+   * spec or owner no decision has seen yet is acted on: comparing watch events with
+   * each other misses a spec change our own write's answer showed first.
+   */
   #observe(node: BootcNode, kick: boolean): void {
-    if (
-      this.#current &&
+    const older = this.#current !== undefined &&
       numericVersion(node.metadata?.resourceVersion) <
-        numericVersion(this.#current.metadata?.resourceVersion)
-    ) {
-      return; // Older than what our own write returned.
+        numericVersion(this.#current.metadata?.resourceVersion);
+    if (!older) {
+      this.#current = node;
+      this.#stopSupersededPull();
     }
-    this.#current = node;
-    this.#stopSupersededPull();
-    if (kick) this.kick();
+    if (kick || decidedKey(this.#current) !== this.#decidedOn) this.kick();
   }
 
   /** Stops the pull under way if the BootcNode now asks for another image. */
@@ -513,6 +519,7 @@ export class Agent {
 
   #decide(host: HostObservation, pullSecretError: string | undefined): Decision {
     const node = this.#current!;
+    this.#decidedOn = decidedKey(node);
     return decide({
       spec: node.spec,
       owned: ownedByPool(node),

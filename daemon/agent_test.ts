@@ -368,6 +368,25 @@ Deno.test("agent: Booted re-reads status, Node and BootcNode right before, persi
   }
 });
 
+Deno.test("agent: Booted granted while our Staged write is out is acted on without a poll", async () => {
+  const h = await start({ desiredImage: B });
+  try {
+    // The controller grants the slot between our write's arrival and its answer: the answer
+    // shows the new spec first, and the watch then delivers it as an older event.
+    let granted = false;
+    h.nodes.beforePatch = () => {
+      if (granted) return;
+      granted = true;
+      h.coreNodes.put(readyToReboot(B));
+      h.nodes.put(bootcNode({ desiredImage: B, desiredImageState: "Booted" }));
+    };
+    await waitFor(() => h.host.rebootRequested, "the apply, with the clock standing still");
+    assert.ok(granted);
+  } finally {
+    await h.close();
+  }
+});
+
 Deno.test("agent: the staged digest is checked right before apply (--from-downloaded applies anything)", async () => {
   const host = new FakeBootcHost(A);
   host.staged = fakeEntry(B, { downloadOnly: true });
