@@ -13,13 +13,10 @@ import {
   ANNOTATION_WAS_CORDONED,
   API_VERSION,
   type BootcNode,
-  type BootcNodePool,
-  type BootcNodeSpec,
   LABEL_MANAGED,
   LABEL_POOL,
   NODE,
   owningPool,
-  POOL,
   PoolDegradedReason,
 } from "../../lib/api/mod.ts";
 import {
@@ -31,20 +28,20 @@ import {
   type NodeFacts,
   readNodeFacts,
 } from "../../lib/api/node_state.ts";
-import {
-  mirrorOf,
-  nodeDisrupted,
-  recordOf,
-  releasePatch,
-  undrainPatch,
-} from "../model/disruption.ts";
+import { mirrorOf, nodeDisrupted, recordOf, releasePatch } from "../model/disruption.ts";
 import { releaseNode, releaseOrphans } from "./hand_back.ts";
+import {
+  memberSpec,
+  ownerReference,
+  staleMirror,
+  syncPatch,
+  withdrawForNewImage,
+} from "./member_spec.ts";
 import { type StagingQueue, stagingQueue } from "./staging_queue.ts";
 import {
   type Action,
   listNames,
   mergeOutputs,
-  type MergePatch,
   NO_OUTPUT,
   nodeEvent,
   ownedBootcNodes,
@@ -132,18 +129,6 @@ export function externalContext(input: PlanInput): MemberContext {
 }
 
 export { owningPool } from "../../lib/api/mod.ts";
-
-/** The controller ownerReference a pool puts on its BootcNodes. */
-export function ownerReference(pool: BootcNodePool) {
-  return {
-    apiVersion: API_VERSION,
-    kind: POOL.kind,
-    name: pool.metadata.name ?? "",
-    uid: pool.metadata.uid ?? "",
-    controller: true,
-    blockOwnerDeletion: true,
-  };
-}
 
 /** What step 2 settled. */
 export interface Membership {
@@ -363,15 +348,7 @@ function createMember(
   const { pool, now } = input;
   const poolName = pool.metadata.name ?? "";
   const name = node.name;
-  const spec: BootcNodeSpec = {
-    desiredImage: target.image,
-    desiredImageState: "Staged",
-    rebootPolicy: pool.spec.disruption?.rebootPolicy ?? "RebootOnly",
-    ...(pool.spec.pullSecretRef ? { pullSecretRef: { ...pool.spec.pullSecretRef } } : {}),
-    ...(input.pullSecretHash ? { pullSecretHash: input.pullSecretHash } : {}),
-    ...(healthUnitsOf(pool) ? { healthUnits: healthUnitsOf(pool) } : {}),
-    ...(hostKeysOf(input) ? { signatureKeys: hostKeysOf(input) } : {}),
-  };
+  const spec = memberSpec(input, target.image);
   const create: Action = {
     kind: "createBootcNode",
     node: name,
@@ -456,7 +433,7 @@ function syncMember(
   const name = node.name;
   const hold = heldBy !== undefined;
   const imageChanged = !hold && bn.spec.desiredImage !== t.image;
-  const wanted = wantedSpec(input, bn, hold ? bn.spec.desiredImage : t.image);
+  const wanted = memberSpec(input, hold ? bn.spec.desiredImage : t.image, bn.spec);
   const newImage = imageChanged ? withdrawForNewImage(node, input.now) : undefined;
   if (imageChanged) wanted.desiredImageState = "Staged";
   const viewNode = newImage?.node ?? node;
@@ -530,121 +507,4 @@ function syncMember(
     },
     out: stepOutput({ actions, events }),
   };
-}
-
-/** The spec a member's BootcNode should have for `image` (its reboot request as it is). */
-function wantedSpec(input: PlanInput, bn: BootcNode, image: string): BootcNodeSpec {
-  const { pool } = input;
-  return {
-    ...bn.spec,
-    desiredImage: image,
-    rebootPolicy: pool.spec.disruption?.rebootPolicy ?? "RebootOnly",
-    pullSecretRef: pool.spec.pullSecretRef ? { ...pool.spec.pullSecretRef } : undefined,
-    pullSecretHash: input.pullSecretHash,
-    healthUnits: healthUnitsOf(pool),
-    signatureKeys: hostKeysOf(input, bn),
-  };
-}
-
-/**
- * A new image for a member: its desired-since time restarts, and a finished
- * drain recorded on its Node (for the old image) is withdrawn. `node` is the Node
- * as it will be after that write.
- */
-function withdrawForNewImage(
-  node: NodeSummary,
-  now: Date,
-): { annotations: Record<string, string>; undrain?: Action; node: NodeSummary } {
-  const annotations = { [ANNOTATION_DESIRED_SINCE]: formatTime(now) };
-  const undrain = undrainPatch(node);
-  if (!undrain) return { annotations, node };
-  const nodeAnnotations = { ...node.annotations };
-  for (const k of Object.keys((undrain.metadata as MergePatch).annotations as MergePatch)) {
-    delete nodeAnnotations[k];
-  }
-  return {
-    annotations,
-    undrain: {
-      kind: "patchNode",
-      node: node.name,
-      patch: undrain,
-      why: "withdraw drain (new image)",
-    },
-    node: { ...node, annotations: nodeAnnotations },
-  };
-}
-
-/**
- * The merge patch that brings `bn` to `wanted`, its pool label and ownership
- * (adopting an orphan, or one left by an earlier pool of the same name), and
- * `annotations`; undefined when nothing changes.
- */
-function syncPatch(
-  pool: BootcNodePool,
-  bn: BootcNode,
-  wanted: BootcNodeSpec,
-  annotations: Record<string, string | null>,
-): MergePatch | undefined {
-  const specPatch: MergePatch = {};
-  for (
-    const key of ["desiredImage", "desiredImageState", "rebootPolicy", "pullSecretHash"] as const
-  ) {
-    if (bn.spec[key] !== wanted[key]) specPatch[key] = wanted[key] ?? null;
-  }
-  for (const key of ["pullSecretRef", "healthUnits", "signatureKeys"] as const) {
-    if (JSON.stringify(bn.spec[key] ?? null) !== JSON.stringify(wanted[key] ?? null)) {
-      specPatch[key] = wanted[key] ?? null;
-    }
-  }
-  const poolName = pool.metadata.name ?? "";
-  const metaPatch: MergePatch = {};
-  if (bn.metadata.labels?.[LABEL_POOL] !== poolName) metaPatch.labels = { [LABEL_POOL]: poolName };
-  if (adopting(pool, bn)) metaPatch.ownerReferences = [ownerReference(pool)];
-  if (Object.keys(annotations).length > 0) metaPatch.annotations = annotations;
-  const patch: MergePatch = {};
-  if (Object.keys(specPatch).length > 0) patch.spec = specPatch;
-  if (Object.keys(metaPatch).length > 0) patch.metadata = metaPatch;
-  return Object.keys(patch).length > 0 ? patch : undefined;
-}
-
-/** True when `bn` is not `pool`'s yet (an orphan, or an earlier pool's of the same name). */
-function adopting(pool: BootcNodePool, bn: BootcNode): boolean {
-  const controller = bn.metadata.ownerReferences?.find((o) => o.kind === POOL.kind && o.controller);
-  return owningPool(bn) === undefined || controller?.uid !== pool.metadata.uid;
-}
-
-/**
- * A prior-cordon mirror `pool` did not write and no record on the Node backs: left by the
- * pool the BootcNode was orphaned from. Read as a lost record it would be "repaired" into
- * a slot no gate granted; it is dropped instead.
- */
-function staleMirror(pool: BootcNodePool, node: NodeSummary, bn: BootcNode): boolean {
-  const facts = readNodeFacts({ node, bootcNode: bn });
-  return adopting(pool, bn) && facts.mirror !== undefined && !facts.onNode &&
-    !rebootUnderWay(bn, facts);
-}
-
-/**
- * The node may be down for its reboot: its reboot was asked for or its daemon says
- * Rebooting. A mirror then stands for a record that was lost, and is repaired as one.
- */
-function rebootUnderWay(bn: BootcNode, facts: NodeFacts): boolean {
-  return bn.spec.desiredImageState === "Booted" || facts.rebootReport !== undefined;
-}
-
-/**
- * The keys the host's policy requires for the pool's images: only while the pool enforces.
- * Keys not known this moment (a key Secret unreadable) leave the node's as they are, so the
- * host never drops its policy for a read that failed.
- */
-function hostKeysOf(input: PlanInput, bn?: BootcNode): string[] | undefined {
-  if (input.pool.spec.image.verification?.mode !== "Enforce") return undefined;
-  const keys = input.hostKeys ?? bn?.spec.signatureKeys;
-  return keys && keys.length > 0 ? [...keys] : undefined;
-}
-
-/** The units the pool's health check lists (copied to each BootcNode for its daemon). */
-function healthUnitsOf(pool: BootcNodePool): string[] | undefined {
-  const units = pool.spec.rollout?.health?.units;
-  return units && units.length > 0 ? [...units] : undefined;
 }
