@@ -243,6 +243,9 @@ function claimMembers(input: PlanInput, matching: ReadonlySet<string>) {
   };
   const nodes: { node: NodeSummary; bn?: BootcNode }[] = [];
   const releasing: string[] = [];
+  // A deleted pool finishing on one image (deletion_end.ts) only brings its own nodes there:
+  // a node it handed back, or one that matches only now, is not taken again.
+  const closed = input.pool.status?.deletion !== undefined;
   for (const name of [...matching].sort()) {
     const node = input.nodes.get(name)!;
     const bn = input.bootcNodes.get(name);
@@ -251,6 +254,7 @@ function claimMembers(input: PlanInput, matching: ReadonlySet<string>) {
       addConflict(owner, name);
       continue;
     }
+    if (closed && owner === undefined) continue;
     const others = otherPools.filter((p) => matchesSelector(p.selector, node.labels));
     // A node this pool owns stays its own: an overlapping selector is the other pool's
     // problem (it reports the conflict), not one of the pool that runs the node.

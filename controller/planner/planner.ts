@@ -36,6 +36,7 @@ import { effectiveTarget, failureRecord } from "./failure_policy.ts";
 import { invalidSlots, planGatedSlots } from "./gated_slots.ts";
 import { respondToHealth } from "./health_response.ts";
 import { lastGoodImage } from "./history.ts";
+import { type DeletionEnd, deletionEnd, finishingOutcome, finishingPool } from "./deletion_end.ts";
 import { type InFlightResult, progressInFlight } from "./in_flight.ts";
 import {
   classifyMember,
@@ -45,7 +46,7 @@ import {
   POOL_FINALIZER,
 } from "./membership.ts";
 import { releaseNode, releaseOrphans } from "./hand_back.ts";
-import type { StagingQueue } from "./staging_queue.ts";
+import { stagingNote, stagingUse, stagingWait } from "./staging_queue.ts";
 import {
   mergeOutputs,
   NO_OUTPUT,
@@ -61,8 +62,8 @@ import { type AnnotatedMember, nodeAnnotations } from "./node_annotations.ts";
 import { type TargetLabel, targetLabel } from "./target_label.ts";
 import { bootcNodeDisplay } from "./bootc_node_display.ts";
 import { withFactConditions } from "./fact_conditions.ts";
-import { conditionEvents, type PoolWait, STAGING_LIMIT } from "./condition_events.ts";
-import { imageSummary, stagingLimitMessage, type StagingUse } from "../../lib/api/display.ts";
+import { conditionEvents, type PoolWait } from "./condition_events.ts";
+import { imageSummary } from "../../lib/api/display.ts";
 import { formatTime } from "../model/slots.ts";
 import { buildPoolStatus, emptyCounts } from "./pool_status.ts";
 import { priorTarget, type ResolutionNeed, resolutionNeed, resolveTarget } from "./resolution.ts";
@@ -102,7 +103,10 @@ export function planPool(input: PlanInput): Plan {
   const { pool, now } = input;
   const options = { ...PLANNER_DEFAULTS, ...input.options };
   const hasFinalizer = (pool.metadata.finalizers ?? []).includes(POOL_FINALIZER);
-  if (pool.metadata.deletionTimestamp) return planDeletion(input, hasFinalizer);
+  if (pool.metadata.deletionTimestamp) {
+    const end = deletionEnd(pool, ownedBootcNodes(input), now);
+    return end ? planFinishing(input, end, hasFinalizer) : planDeletion(input, hasFinalizer);
+  }
   const finalizer = stepOutput({ actions: hasFinalizer ? [] : [{ kind: "addFinalizer" }] });
 
   // 0. Invalid specs the CRD schema cannot catch: no membership change, no new slot,
@@ -237,28 +241,6 @@ function rolloutStatus(
     rollout: s.record.rollout,
     now: input.now,
   });
-}
-
-/** The note on nodes the staging limit (or a closed window) holds back, if any. */
-function stagingNote(staging: StagingQueue | undefined): StepOutput {
-  const wait = stagingWait(staging);
-  return wait ? stepOutput({ notes: [wait.message] }) : NO_OUTPUT;
-}
-
-/** The staging limit as the pool's wait, when it holds nodes back and no gate does. */
-function stagingWait(staging: StagingQueue | undefined): PoolWait | undefined {
-  const use = stagingUse(staging);
-  return use && { reason: STAGING_LIMIT, message: stagingLimitMessage(use) };
-}
-
-/** `status.staging`: the staging limit's use, while it holds nodes back. */
-function stagingUse(staging: StagingQueue | undefined): StagingUse | undefined {
-  if (!staging || staging.held.length === 0) return undefined;
-  return {
-    limit: staging.limit,
-    downloading: staging.limit - staging.room,
-    queued: staging.held.length,
-  };
 }
 
 /** When the pool's tag is next resolved: when its poll is due, now while one is. */
@@ -446,6 +428,32 @@ function planDeletion(input: PlanInput, hasFinalizer: boolean): Plan {
     stepOutput({ actions: done ? [{ kind: "removeFinalizer" }] : [] }),
   ]);
   return withNodeAnnotations(finish(out, undefined, 0, emptyCounts(), input), input, []);
+}
+
+/**
+ * A deleted pool that finishes on `end` first (`spec.deletionPolicy`): planned as the live
+ * pool pinned to that image until every node runs it (or the rollout cannot go on), then
+ * handed back like any deleted pool.
+ */
+function planFinishing(input: PlanInput, end: DeletionEnd, hasFinalizer: boolean): Plan {
+  const name = input.pool.metadata.name ?? "";
+  const once = `deletion/${input.pool.metadata.uid ?? name}`;
+  const plan = planPool({ ...input, pool: finishingPool(input.pool, end) });
+  const outcome = finishingOutcome(plan.status, end);
+  if (outcome.done) {
+    const released = planDeletion(input, hasFinalizer);
+    const type = outcome.abandoned ? "Warning" : "Normal";
+    const event = poolEvent(name, type, outcome.reason, outcome.message, `${once}/done`);
+    return { ...released, events: [...released.events, event] };
+  }
+  const decided = input.pool.status?.deletion === undefined
+    ? [poolEvent(name, "Normal", outcome.reason, outcome.message, `${once}/finishing`)]
+    : [];
+  return {
+    ...plan,
+    status: plan.status && { ...plan.status, deletion: end },
+    events: [...plan.events, ...decided],
+  };
 }
 
 /**

@@ -7,7 +7,9 @@
  */
 import { ANNOTATION_DESIRED_SINCE, MAX_STAGING, resolveIntOrPercent } from "../../lib/api/mod.ts";
 import { daemonProgress, type DesiredImage, EffectiveState } from "../../lib/api/node_state.ts";
-import { ownedBootcNodes, type PlanInput } from "./plan.ts";
+import { NO_OUTPUT, ownedBootcNodes, type PlanInput, type StepOutput, stepOutput } from "./plan.ts";
+import { type PoolWait, STAGING_LIMIT } from "./condition_events.ts";
+import { stagingLimitMessage, type StagingUse } from "../../lib/api/display.ts";
 import { parseTime } from "../model/slots.ts";
 import { stallDeadlines } from "./deadlines.ts";
 import type { Target } from "../model/types.ts";
@@ -64,4 +66,26 @@ export function stagingQueue(
       message: "the next maintenance window (maintenance.stageOutsideWindows: false)",
     };
   return { limit, active, room: Math.max(0, limit - active), held: [], heldBy };
+}
+
+/** The note on nodes the staging limit (or a closed window) holds back, if any. */
+export function stagingNote(staging: StagingQueue | undefined): StepOutput {
+  const wait = stagingWait(staging);
+  return wait ? stepOutput({ notes: [wait.message] }) : NO_OUTPUT;
+}
+
+/** The staging limit as the pool's wait, when it holds nodes back and no gate does. */
+export function stagingWait(staging: StagingQueue | undefined): PoolWait | undefined {
+  const use = stagingUse(staging);
+  return use && { reason: STAGING_LIMIT, message: stagingLimitMessage(use) };
+}
+
+/** `status.staging`: the staging limit's use, while it holds nodes back. */
+export function stagingUse(staging: StagingQueue | undefined): StagingUse | undefined {
+  if (!staging || staging.held.length === 0) return undefined;
+  return {
+    limit: staging.limit,
+    downloading: staging.limit - staging.room,
+    queued: staging.held.length,
+  };
 }

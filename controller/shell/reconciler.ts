@@ -46,6 +46,7 @@ import { DaemonAccessSync } from "./daemon_access_sync.ts";
 import { type PodLike, summarizePod } from "../model/drain.ts";
 import { listNodeAttachments } from "./volume_attachments.ts";
 import { planGonePool } from "../planner/hand_back.ts";
+import { livePool } from "../planner/deletion_end.ts";
 import { unrecordedDisruptions } from "../planner/leaving.ts";
 import { foldNodeAnnotations, withoutNodeInfo } from "../planner/node_annotations.ts";
 import { foldBootcNodeDisplay } from "../planner/bootc_node_display.ts";
@@ -469,7 +470,10 @@ export class PoolReconciler {
     let tApplied = tPlanned, tStatus = tPlanned, tEvents = tPlanned;
     const hookPhases = this.#hooks.phases(pool, plan, () => this.#view());
     // The approval webhook is asked beside the work queue; its answers wake the pool.
-    this.#sources.wantApprovals(pool, plan.approvalAsks);
+    this.#sources.wantApprovals(
+      livePool(pool, this.bootcNodes.store.list(), this.#clock.now()),
+      plan.approvalAsks,
+    );
     const written: Written[] = [];
     let refused = 0;
     let stale: StalePlanError | undefined;
@@ -649,7 +653,9 @@ export class PoolReconciler {
     const secret = await this.#sources.pullSecret(pool);
     // A channel pool plans with the version its channel chose as its ref.
     const { planned, channel } = await this.#sources.channel(pool, secret, now);
-    const resolution = await this.#sources.resolution(planned, secret, now);
+    // A deleted pool finishing its rollout first keeps its pollers as a live pool has them.
+    const live = livePool(planned, this.bootcNodes.store.list(), now);
+    const resolution = await this.#sources.resolution(live, secret, now);
     const baseInput = {
       ...this.#view(),
       pool: planned,
@@ -660,16 +666,16 @@ export class PoolReconciler {
       pdbs: this.pdbs.store.list().map(summarizePdb),
       resolution,
       ...await this.#sources.signatures(
-        planned,
+        live,
         secret,
         resolution,
         now,
         this.bootcNodes.store.list(),
       ),
-      healthQueries: this.#sources.healthVerdicts(pool, this.nodes.store.list()),
-      alerts: this.#sources.alertsVerdict(pool),
-      objectChecks: this.#sources.objectVerdicts(pool),
-      approvalAnswers: this.#sources.approvalAnswers(pool),
+      healthQueries: this.#sources.healthVerdicts(live, this.nodes.store.list()),
+      alerts: this.#sources.alertsVerdict(live),
+      objectChecks: this.#sources.objectVerdicts(live),
+      approvalAnswers: this.#sources.approvalAnswers(live),
       pullSecretHash: secret.hash,
       pullSecretIssue: secret.issue,
       ...(this.#controllerNode ? { controllerNode: this.#controllerNode } : {}),

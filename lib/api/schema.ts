@@ -383,6 +383,12 @@ function Instant(description: string) {
 
 /** Values of `spec.disruption.rebootPolicy`. */
 export const RebootPolicyValues = ["RebootOnly", "AllowSoftReboot"] as const;
+/** `spec.deletionPolicy.mode` values. */
+export const DeletionModeValues = ["Release", "RollForward", "RollBack", "Threshold"] as const;
+/** Where a deleted pool's nodes end before they are handed back. */
+export type DeletionMode = typeof DeletionModeValues[number];
+/** `status.deletion.direction`: the image a deleted pool finishes on. */
+export const DeletionDirectionValues = ["Forward", "Back"] as const;
 /** How a node may restart into a new image. */
 export type RebootPolicy = typeof RebootPolicyValues[number];
 
@@ -983,6 +989,31 @@ export const BootcNodePoolSpec = Type.Object({
     "x-kubernetes-list-type": "map",
     "x-kubernetes-list-map-keys": ["name"],
   })),
+  deletionPolicy: Type.Optional(Type.Object({
+    mode: StringEnum(DeletionModeValues, {
+      default: "Release",
+      description: "What deleting the pool does to a rollout under way. Release hands every " +
+        "node back where it stands; RollForward finishes the rollout on the target first; " +
+        "RollBack returns every node to the last image that rolled out before it; Threshold " +
+        "rolls forward when at least `threshold` of the nodes run the target, else back. The " +
+        "choice is made once, at deletion, and shown in status.deletion.",
+    }),
+    threshold: Type.Optional(Type.String({
+      maxLength: 4,
+      description: "For Threshold: the share of nodes on the target from which the pool rolls " +
+        'forward (default "50%").',
+      ...validations({
+        rule: "self.matches('^(100|[1-9]?[0-9])%$')",
+        message: 'must be a percentage from 0% to 100% (for example "50%")',
+      }),
+    })),
+  }, {
+    description: "How the pool finishes when it is deleted mid-rollout.",
+    ...validations({
+      rule: "!has(self.threshold) || self.mode == 'Threshold'",
+      message: "threshold applies only to mode Threshold",
+    }),
+  })),
 });
 
 /** One platform entry of a multi-architecture image index. */
@@ -1183,6 +1214,17 @@ export const BootcNodePoolStatus = Type.Object({
     queued: Type.Integer({ minimum: 0, description: "Nodes waiting for a staging place." }),
   }, { description: "The staging limit, while it holds nodes back." })),
   conditions: Type.Optional(Conditions),
+  deletion: Type.Optional(Type.Object({
+    direction: StringEnum(DeletionDirectionValues, {
+      description: "Forward: the pool finishes on its target; Back: on the image before it.",
+    }),
+    image: Type.String({ maxLength: 1024, description: "The digest-pinned image it finishes on." }),
+    digest: Type.String({ maxLength: 128 }),
+    decidedAt: Type.String({ format: "date-time" }),
+  }, {
+    description: "Set once the pool is deleted under a deletionPolicy that finishes first: the " +
+      "image every node runs before the nodes are handed back and the pool goes.",
+  })),
   history: Type.Optional(Type.Array(Revision, {
     maxItems: 10,
     description: "The last revisions rolled out, oldest first.",
