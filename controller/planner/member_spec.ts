@@ -16,7 +16,7 @@ import {
   owningPool,
   POOL,
 } from "../../lib/api/mod.ts";
-import { type NodeFacts, readNodeFacts } from "../../lib/api/node_state.ts";
+import { readNodeFacts } from "../../lib/api/node_state.ts";
 import { undrainPatch } from "../model/disruption.ts";
 import { formatTime } from "../model/slots.ts";
 import type { NodeSummary } from "../model/types.ts";
@@ -129,22 +129,14 @@ function adopting(pool: BootcNodePool, bn: BootcNode): boolean {
 }
 
 /**
- * A prior-cordon mirror `pool` did not write and no record on the Node backs: left by the
- * pool the BootcNode was orphaned from. Read as a lost record it would be "repaired" into
- * a slot no gate granted; it is dropped instead.
+ * A prior-cordon mirror `pool` did not write that no record on the Node backs and no
+ * reboot under way needs (`NodeFacts.down`, the one may-be-down rule): left by the pool the
+ * BootcNode was orphaned from. Read as a lost record it would be "repaired" into a slot no
+ * gate granted; it is dropped instead.
  */
 export function staleMirror(pool: BootcNodePool, node: NodeSummary, bn: BootcNode): boolean {
   const facts = readNodeFacts({ node, bootcNode: bn });
-  return adopting(pool, bn) && facts.mirror !== undefined && !facts.onNode &&
-    !rebootUnderWay(bn, facts);
-}
-
-/**
- * The node may be down for its reboot: its reboot was asked for or its daemon says
- * Rebooting. A mirror then stands for a record that was lost, and is repaired as one.
- */
-function rebootUnderWay(bn: BootcNode, facts: NodeFacts): boolean {
-  return bn.spec.desiredImageState === "Booted" || facts.rebootReport !== undefined;
+  return adopting(pool, bn) && facts.mirror !== undefined && !facts.onNode && !facts.down;
 }
 
 /**
