@@ -16,7 +16,7 @@ import {
 } from "../../lib/api/mod.ts";
 import { Resources } from "../../lib/kube/mod.ts";
 import type { Stack } from "../harness/stack.ts";
-import { waitFor } from "../harness/wait.ts";
+import { waitFor, type WaitForOptions } from "../harness/wait.ts";
 import { ensureBuild } from "../../tools/build.ts";
 
 /** Adds `count` nodes named `<prefix>-<i>` labelled `pool=<prefix>`, booted into `image`. */
@@ -121,12 +121,18 @@ export async function waitConverged(
   count: number,
   timeoutMs = 120_000,
 ): Promise<BootcNodePool> {
+  // Each node that reaches the digest restarts the clock: under load a rollout may be slow,
+  // and only one that stands still for `timeoutMs` (or runs past three times it) fails.
+  let best = -1;
+  let movedAt = performance.now();
   return await waitPool(
     stack,
     pool,
     async () => {
       const p = await getPool(stack, pool);
       const nodes = await poolNodes(stack, pool);
+      const onDigest = nodes.filter((bn) => bn.status?.booted?.imageDigest === digest).length;
+      if (onDigest > best) [best, movedAt] = [onDigest, performance.now()];
       const nodeObjects = await nodesByName(stack);
       const upToDate = findCondition(p.status?.conditions, "UpToDate");
       const settled = upToDate?.status === "True" ||
@@ -141,6 +147,7 @@ export async function waitConverged(
     },
     `pool ${pool} did not converge on ${digest.slice(7, 19)}`,
     timeoutMs,
+    { progressAt: () => movedAt, maxMs: 3 * timeoutMs },
   );
 }
 
@@ -154,9 +161,10 @@ export async function waitPool<T>(
   probe: () => Promise<T | undefined | false>,
   message: string,
   timeoutMs = 60_000,
+  progress: Pick<WaitForOptions, "progressAt" | "maxMs"> = {},
 ): Promise<T> {
   try {
-    return await waitFor(probe, { timeoutMs, message, intervalMs: 200 });
+    return await waitFor(probe, { timeoutMs, message, intervalMs: 200, ...progress });
   } catch (error) {
     const detail = await describePool(stack, pool);
     throw new Error(`${error instanceof Error ? error.message : error}\n${detail}`, {

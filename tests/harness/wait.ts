@@ -17,6 +17,14 @@ export interface WaitForOptions {
   message: string | (() => string);
   /** Stops waiting early, rejecting with the signal's reason. */
   signal?: AbortSignal;
+  /**
+   * When what is awaited last moved (a `performance.now()` time): the wait then fails only
+   * `timeoutMs` after that, so a slow but moving process is not cut off, and at the latest
+   * `maxMs` after it started (default `timeoutMs`: no extension).
+   */
+  progressAt?: () => number;
+  /** See {@linkcode WaitForOptions.progressAt}. */
+  maxMs?: number;
 }
 
 /** Thrown by {@linkcode waitFor} when the probe never succeeded in time. */
@@ -66,7 +74,9 @@ export async function waitFor<T>(
 ): Promise<T> {
   const interval = options.intervalMs ?? 100;
   const start = performance.now();
-  const deadline = start + options.timeoutMs;
+  const latest = start + Math.max(options.timeoutMs, options.maxMs ?? 0);
+  const deadlineNow = () =>
+    Math.min(latest, Math.max(start, options.progressAt?.() ?? start) + options.timeoutMs);
   let lastValue: unknown = undefined;
   let lastError: unknown = undefined;
   let attempts = 0;
@@ -81,6 +91,7 @@ export async function waitFor<T>(
       lastError = error;
     }
     const now = performance.now();
+    const deadline = deadlineNow();
     if (now >= deadline) {
       const what = typeof options.message === "function" ? options.message() : options.message;
       const parts = [

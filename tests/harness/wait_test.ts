@@ -60,3 +60,34 @@ Deno.test("waitFor stops when its signal aborts", async () => {
   clearTimeout(timer);
   assert.equal(error.message, "stopped");
 });
+
+Deno.test("waitFor: progress extends the deadline, up to maxMs; standing still fails", async () => {
+  // Moves for 150 ms, done 20 ms later: a 50 ms timeout alone would fail, progress carries it.
+  const start = performance.now();
+  let movedAt = start;
+  const moving = await waitFor(() => {
+    const now = performance.now();
+    if (now - start < 150) movedAt = now;
+    return now - start >= 170 ? "done" : undefined;
+  }, { timeoutMs: 50, intervalMs: 5, message: "moving", progressAt: () => movedAt, maxMs: 1_000 });
+  assert.equal(moving, "done");
+  // Moving forever is still cut off at maxMs.
+  const t0 = performance.now();
+  await assert.rejects(
+    waitFor(() => undefined, {
+      timeoutMs: 20,
+      message: "forever",
+      progressAt: () => performance.now(),
+      maxMs: 120,
+    }),
+    WaitTimeoutError,
+  );
+  assert.ok(performance.now() - t0 < 400);
+  // Without progress the timeout is the timeout.
+  const t1 = performance.now();
+  await assert.rejects(
+    waitFor(() => undefined, { timeoutMs: 30, message: "still", maxMs: 5_000 }),
+    WaitTimeoutError,
+  );
+  assert.ok(performance.now() - t1 < 1_000);
+});
