@@ -13,8 +13,16 @@
  *
  * @module
  */
-import type { BootcNode, BootcNodePool, BootcNodePoolStatus } from "../../lib/api/mod.ts";
-import { entryMatches, findCondition, owningPool, PoolConditionType } from "../../lib/api/mod.ts";
+import {
+  type BootcNode,
+  type BootcNodePool,
+  type BootcNodePoolStatus,
+  entryMatches,
+  findCondition,
+  owningPool,
+  PoolConditionType,
+  PoolState,
+} from "../../lib/api/mod.ts";
 import { shortReference } from "../../lib/api/display.ts";
 import { lastGoodImage } from "./history.ts";
 import { formatTime } from "../model/slots.ts";
@@ -98,13 +106,12 @@ function thresholdOf(pool: BootcNodePool): number {
 
 /** Pool states a finishing rollout does not get past without a person: its nodes go back as they stand. */
 const STUCK_STATES: ReadonlySet<string> = new Set([
-  "InvalidSpec",
-  "SignatureInvalid",
-  "RolloutHalted",
-  "HealthCheckFailed",
-  "RolledBack",
-  "CircuitOpen",
-  "ImageFailedBefore",
+  PoolState.InvalidSpec,
+  PoolState.SignatureInvalid,
+  PoolState.Halted,
+  PoolState.RolledBack,
+  PoolState.CircuitOpen,
+  PoolState.ImageFailedBefore,
 ]);
 
 /** How far a finishing pool got, from the status its last plan computed. */

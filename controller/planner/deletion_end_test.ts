@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { BootcNodePool, BootcNodePoolStatus } from "../../lib/api/mod.ts";
+import { type BootcNodePool, type BootcNodePoolStatus, PoolState } from "../../lib/api/mod.ts";
 import { bootcNode, digest, image, input, node, pool } from "../testing/fixtures.ts";
 import { deletionEnd, finishingOutcome, finishingPool } from "./deletion_end.ts";
 import { type Action, type Plan, planPool } from "./planner.ts";
@@ -129,9 +129,9 @@ Deno.test("finishingOutcome: done on the image, abandoned when the rollout canno
   const going = finishingOutcome({ targetDigest: digest("b"), conditions: cond("False") }, end);
   assert.deepEqual([going.done, going.reason], [false, "DeletionFinishing"]);
   assert.match(going.message, /rolling every node forward to .*before handing the nodes back/);
-  const halted = finishingOutcome({ state: "RolloutHalted", conditions: cond("False") }, end);
+  const halted = finishingOutcome({ state: PoolState.Halted, conditions: cond("False") }, end);
   assert.deepEqual([halted.done, halted.abandoned], [true, true]);
-  assert.match(halted.message, /cannot go on \(RolloutHalted\)/);
+  assert.match(halted.message, /cannot go on \(Halted\)/);
 });
 
 Deno.test("planPool: a deleted RollBack pool stages the image before, keeps its finalizer", () => {
@@ -189,4 +189,29 @@ Deno.test("planPool: a finishing pool takes no new node, so its release is final
   assert.deepEqual(ofKind(plan, "deleteBootcNode").map((a) => a.node), ["n0"]);
   const last = planPool(input(p, { nodes: ["n0", "n1", "n2"].map((n) => node(n)) }));
   assert.deepEqual(last.actions.map((a) => a.kind), ["removeFinalizer"]);
+});
+
+Deno.test("planPool: a finishing rollout that halts hands the nodes back where they stand", () => {
+  const end = {
+    direction: "Forward" as const,
+    image: image("b"),
+    digest: digest("b"),
+    decidedAt: "2026-01-01T00:59:10Z",
+  };
+  const p = deleted({ mode: "RollForward" }, { deletion: end });
+  p.spec.rollout = { ...p.spec.rollout, maxUnavailable: 3 };
+  const earlier = "2026-01-01T00:58:00Z";
+  const plan = planPool(input(p, {
+    nodes: [node("a", { unschedulable: true }), node("b", { unschedulable: true }), node("c")],
+    bootcNodes: [
+      bootcNode("a", { phase: "degraded", slotAt: earlier, drainedAt: earlier, state: "Booted" }),
+      bootcNode("b", { phase: "degraded", slotAt: earlier, drainedAt: earlier, state: "Booted" }),
+      bootcNode("c", { phase: "staged" }),
+    ],
+  }));
+  const abandoned = plan.events.find((e) => e.reason === "DeletionFinishAbandoned");
+  assert.equal(abandoned?.type, "Warning");
+  assert.match(abandoned?.message ?? "", /cannot go on \(Halted\)/);
+  assert.ok(ofKind(plan, "deleteBootcNode").some((a) => a.node === "c"), "c handed back");
+  assert.equal(plan.status, undefined, "planned as a deleted pool, no rollout status");
 });
