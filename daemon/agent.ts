@@ -64,7 +64,7 @@ import {
   type RetryPolicy,
   statusEqual,
 } from "./decide.ts";
-import { checkHostHealth, type HealthCheck } from "./health.ts";
+import { checkHostHealth, type HealthCheck, healthScope } from "./health.ts";
 import { AUTH_FILE, PullSecretInstaller } from "./pull_secret.ts";
 import { HostPolicyInstaller, POLICY_FILE, wantedPolicy } from "./host_policy.ts";
 import { runReportingIfSlow } from "./report_if_slow.ts";
@@ -452,7 +452,7 @@ export class Agent {
   /** Runs the host health check (local commands only) and schedules the next one. */
   async #checkHealth(signal: AbortSignal): Promise<HealthCheck> {
     const check = await raceAbort(
-      checkHostHealth(this.#o.executor, this.#current?.spec.healthUnits, () => this.#clock.now()),
+      checkHostHealth(this.#o.executor, healthScope(this.#current?.spec), () => this.#clock.now()),
       signal,
     );
     if (check.state !== this.#health?.state || check.message !== this.#health?.message) {

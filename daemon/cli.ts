@@ -30,6 +30,8 @@ export interface HostSettings {
   hostPid: number;
   /** The systemctl argv. */
   systemctlCommand: string[];
+  /** The systemd-bless-boot argv (read only when the pool requires boot assessment). */
+  blessBootCommand: string[];
   /** Run pulls and applies as transient host units. */
   transientUnits: boolean;
   /** `bootc status` time limit. */
@@ -104,6 +106,8 @@ commands enter PID 1's namespace with "nsenter --mount=/proc/1/ns/mnt --" and th
   --host-pid PID             the process whose mount namespace is the host's (env HOST_PID; default 1)
   --bootc-command CMD        bootc command, split on whitespace (env BOOTC_COMMAND; default "bootc")
   --systemctl-command CMD    systemctl command (env SYSTEMCTL_COMMAND; default "systemctl")
+  --bless-boot-command CMD   systemd-bless-boot command (env BLESS_BOOT_COMMAND;
+                             default "/usr/lib/systemd/systemd-bless-boot")
   --transient-units          run pulls and applies as transient host units (systemd-run --wait --collect --pipe)
   --status-timeout DUR       bootc status time limit (default 2m)
   --stage-timeout DUR        pull/stage time limit (default 60m)
@@ -152,6 +156,7 @@ const VALUE_FLAGS = new Set([
   "host-exec-prefix",
   "host-pid",
   "systemctl-command",
+  "bless-boot-command",
   "status-timeout",
   "stage-timeout",
   "log-level",
@@ -249,6 +254,12 @@ export function parseCommandLine(
     get("systemctl-command", "SYSTEMCTL_COMMAND") ?? "systemctl",
   );
   if (systemctlCommand.length === 0) throw new UsageError("--systemctl-command must not be empty");
+  const blessBootCommand = splitCommand(
+    get("bless-boot-command", "BLESS_BOOT_COMMAND") ?? "/usr/lib/systemd/systemd-bless-boot",
+  );
+  if (blessBootCommand.length === 0) {
+    throw new UsageError("--bless-boot-command must not be empty");
+  }
   const hostRoot = get("host-root", "HOST_ROOT");
   if (hostRoot === "") throw new UsageError("--host-root must not be empty");
   const prefix = get("host-exec-prefix", "HOST_EXEC_PREFIX");
@@ -262,6 +273,7 @@ export function parseCommandLine(
     hostExecPrefix: prefix === undefined ? undefined : splitCommand(prefix),
     hostPid: Number(pidText),
     systemctlCommand,
+    blessBootCommand,
     transientUnits: (get("transient-units", "TRANSIENT_UNITS") ?? "false") === "true",
     statusTimeoutMs: parseDuration(get("status-timeout") ?? "2m", "--status-timeout"),
     stageTimeoutMs: parseDuration(get("stage-timeout") ?? "60m", "--stage-timeout"),

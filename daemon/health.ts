@@ -23,12 +23,18 @@
  * otherwise (`activating`, `reloading`, `inactive`, `deactivating`) Starting. A
  * check that cannot run is Unknown/CheckError.
  *
+ * With `spec.bootAssessment: Require`, systemd's Automatic Boot Assessment counts too
+ * (see {@linkcode assessBoot}): a boot that finished without reaching
+ * `boot-complete.target` is Unhealthy/BootIncomplete, an entry `systemd-bless-boot status`
+ * calls `bad` is Unhealthy/BootMarkedBad, and either wins over the check above.
+ *
  * The functions building a {@linkcode HealthCheck} from systemd's answers are
  * pure; {@linkcode checkHostHealth} runs the commands.
  *
  * @module
  */
 import { HostHealthyReason } from "../lib/api/constants.ts";
+import type { BootcNodeSpec } from "../lib/api/schema.ts";
 import type { BootcExecutor } from "../lib/bootc/executor.ts";
 
 /** `status.hostHealth.state`. */
@@ -197,35 +203,162 @@ export function assessUnits(
   };
 }
 
+/** The unit systemd reaches once every check ordered before it passed (systemd.special(7)). */
+export const BOOT_COMPLETE_TARGET = "boot-complete.target";
+
+/** What the host says of its boot assessment. */
+export interface BootAnswers {
+  /** `systemctl is-system-running`. */
+  systemState: string;
+  /** `systemctl is-active boot-complete.target`. */
+  target: string;
+  /** `systemd-bless-boot status`, or `absent`. */
+  bless: string;
+  /** The failed units, when the system is degraded. */
+  failedUnits?: readonly string[];
+}
+
+/**
+ * The boot assessment alone: Healthy once boot-complete.target is active and the entry
+ * is not waiting to be blessed; Starting while the boot runs; Unhealthy when the boot
+ * ended short of the target or the entry was marked bad.
+ */
+export function assessBoot(a: BootAnswers, at: Date): HealthCheck {
+  const bless = `systemd-bless-boot status: ${a.bless}`;
+  const units = names(a.failedUnits ?? []);
+  const failed = units.length > 0 ? `; failed units: ${units.join(", ")}` : "";
+  if (a.bless === "bad") {
+    return {
+      state: "Unhealthy",
+      reason: HostHealthyReason.BootMarkedBad,
+      failedUnits: units,
+      message: limit(`the boot loader entry was marked bad (${bless})${failed}`),
+      at,
+    };
+  }
+  if (a.target !== "active") {
+    if (a.systemState === "starting" || a.systemState === "initializing") {
+      return {
+        state: "Starting",
+        reason: HostHealthyReason.Starting,
+        failedUnits: [],
+        message: `waiting for ${BOOT_COMPLETE_TARGET} (the system is still starting)`,
+        at,
+      };
+    }
+    return {
+      state: "Unhealthy",
+      reason: HostHealthyReason.BootIncomplete,
+      failedUnits: units,
+      message: limit(
+        `the boot did not reach ${BOOT_COMPLETE_TARGET} (${a.target}; ` +
+          `systemctl is-system-running: ${a.systemState})${failed}`,
+      ),
+      at,
+    };
+  }
+  if (a.bless === "indeterminate") {
+    return {
+      state: "Starting",
+      reason: HostHealthyReason.Starting,
+      failedUnits: [],
+      message:
+        `${BOOT_COMPLETE_TARGET} reached; waiting for the entry to be marked good (${bless})`,
+      at,
+    };
+  }
+  const counting = a.bless === "absent" ? "no boot counting" : bless;
+  return {
+    state: "Healthy",
+    reason: HostHealthyReason.SystemRunning,
+    failedUnits: [],
+    message: `${BOOT_COMPLETE_TARGET} reached (${counting})`,
+    at,
+  };
+}
+
+/**
+ * The host check with the boot assessment: a failed assessment wins, then a failed or
+ * unknown host check, then an assessment still under way; else the host check says so.
+ */
+export function withBootAssessment(host: HealthCheck, boot: HealthCheck): HealthCheck {
+  if (boot.state === "Unhealthy") return boot;
+  if (host.state === "Unhealthy" || host.state === "Unknown") return host;
+  if (boot.state !== "Healthy") return boot;
+  return { ...host, message: limit(`${host.message}; ${boot.message}`) };
+}
+
 function text(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
-/**
- * Runs the check in the host: `systemctl is-active <units…>` when `units` is
- * non-empty, else `systemctl is-system-running` (and, when degraded, the list
- * of failed units). Never throws: a check that cannot run is Unknown/CheckError.
- */
-export async function checkHostHealth(
-  executor: Pick<BootcExecutor, "systemState" | "failedUnits" | "unitStates">,
+/** What the daemon's health check covers (from its BootcNode's spec). */
+export interface HealthScope {
+  /** `spec.healthUnits`. */
+  units?: readonly string[];
+  /** `spec.bootAssessment`. */
+  bootAssessment?: "Ignore" | "Require";
+}
+
+/** The scope a BootcNode's spec asks for. */
+export function healthScope(spec: BootcNodeSpec | undefined): HealthScope {
+  return { units: spec?.healthUnits, bootAssessment: spec?.bootAssessment };
+}
+
+type HealthExecutor = Pick<
+  BootcExecutor,
+  "systemState" | "failedUnits" | "unitStates" | "blessStatus"
+>;
+
+async function failedOrError(
+  executor: HealthExecutor,
+): Promise<{ units: string[] } | { error: string }> {
+  try {
+    return { units: await executor.failedUnits() };
+  } catch (e) {
+    return { error: text(e) };
+  }
+}
+
+async function hostCheck(
+  executor: HealthExecutor,
   units: readonly string[] | undefined,
   now: () => Date,
 ): Promise<HealthCheck> {
+  if (units && units.length > 0) return assessUnits(units, await executor.unitStates(units), now());
+  const state = await executor.systemState();
+  const failed = state === "degraded" ? await failedOrError(executor) : undefined;
+  return assessSystem(state, failed, now());
+}
+
+async function bootCheck(executor: HealthExecutor, now: () => Date): Promise<HealthCheck> {
+  const [target] = await executor.unitStates([BOOT_COMPLETE_TARGET]);
+  const systemState = await executor.systemState();
+  const bless = await executor.blessStatus();
+  const failed = systemState === "degraded" ? await failedOrError(executor) : undefined;
+  return assessBoot({
+    systemState,
+    target,
+    bless,
+    failedUnits: failed && "units" in failed ? failed.units : undefined,
+  }, now());
+}
+
+/**
+ * Runs the check in the host: `systemctl is-active <units…>` when the scope lists
+ * units, else `systemctl is-system-running` (and, when degraded, the list of failed
+ * units); with `bootAssessment: Require` also the boot assessment. Never throws: a
+ * check that cannot run is Unknown/CheckError.
+ */
+export async function checkHostHealth(
+  executor: HealthExecutor,
+  scope: HealthScope | undefined,
+  now: () => Date,
+): Promise<HealthCheck> {
   try {
-    if (units && units.length > 0) {
-      const states = await executor.unitStates(units);
-      return assessUnits(units, states, now());
-    }
-    const state = await executor.systemState();
-    let failed: { units: string[] } | { error: string } | undefined;
-    if (state === "degraded") {
-      try {
-        failed = { units: await executor.failedUnits() };
-      } catch (e) {
-        failed = { error: text(e) };
-      }
-    }
-    return assessSystem(state, failed, now());
+    const host = await hostCheck(executor, scope?.units, now);
+    if (scope?.bootAssessment !== "Require") return host;
+    return withBootAssessment(host, await bootCheck(executor, now));
   } catch (e) {
     return healthCheckError(text(e), now());
   }

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import {
+  assessBoot,
   assessSystem,
   assessUnits,
   checkHostHealth,
@@ -75,17 +76,23 @@ Deno.test("checkHostHealth: runs the right queries and never throws", async () =
   assert.equal(host.healthQueries, 1, "running: no unit listing");
   host.systemStateText = "degraded";
   host.failed = ["bad.service"];
-  const degraded = await checkHostHealth(host, [], () => AT);
+  const degraded = await checkHostHealth(host, { units: [] }, () => AT);
   assert.deepEqual(degraded.failedUnits, ["bad.service"]);
   assert.equal(host.healthQueries, 3);
   // healthUnits replace is-system-running: a degraded system with the listed units active is fine.
   host.unitActive = { "kubelet.service": "active" };
   assert.equal(
-    summary(await checkHostHealth(host, ["kubelet.service"], () => AT)),
+    summary(await checkHostHealth(host, { units: ["kubelet.service"] }, () => AT)),
     "Healthy/UnitsActive",
   );
   assert.equal(
-    summary(await checkHostHealth(host, ["kubelet.service", "missing.service"], () => AT)),
+    summary(
+      await checkHostHealth(
+        host,
+        { units: ["kubelet.service", "missing.service"] },
+        () => AT,
+      ),
+    ),
     "Starting/Starting",
   );
   host.systemctlError = "cannot run nsenter";
@@ -93,4 +100,49 @@ Deno.test("checkHostHealth: runs the right queries and never throws", async () =
   assert.equal(summary(error), "Unknown/CheckError");
   assert.equal(error.message, "cannot check the host's health: systemctl: cannot run nsenter");
   assert.deepEqual(error, healthCheckError("systemctl: cannot run nsenter", AT));
+});
+
+Deno.test("assessBoot: boot-complete.target and systemd-bless-boot, in systemd's terms", () => {
+  const boot = (systemState: string, target: string, bless: string, failedUnits?: string[]) =>
+    assessBoot({ systemState, target, bless, failedUnits }, AT);
+  assert.equal(summary(boot("running", "active", "good")), "Healthy/SystemRunning");
+  assert.equal(summary(boot("running", "active", "clean")), "Healthy/SystemRunning");
+  assert.match(boot("running", "active", "absent").message, /no boot counting/);
+  // The boot is still running its checks: nothing is decided yet.
+  assert.equal(summary(boot("starting", "inactive", "indeterminate")), "Starting/Starting");
+  assert.equal(summary(boot("running", "active", "indeterminate")), "Starting/Starting");
+  // The boot ended short of the target: a failed check with its own reason, naming the units.
+  const short = boot("degraded", "inactive", "indeterminate", ["greenboot-healthcheck.service"]);
+  assert.equal(summary(short), "Unhealthy/BootIncomplete");
+  assert.deepEqual(short.failedUnits, ["greenboot-healthcheck.service"]);
+  assert.match(short.message, /did not reach boot-complete\.target.*greenboot-healthcheck/);
+  assert.equal(summary(boot("running", "inactive", "clean")), "Unhealthy/BootIncomplete");
+  // An entry marked bad fails whatever the target says.
+  assert.equal(summary(boot("running", "active", "bad")), "Unhealthy/BootMarkedBad");
+});
+
+Deno.test("checkHostHealth with bootAssessment: a failed assessment wins over the host check", async () => {
+  const host = new FakeBootcHost(null);
+  const require = { units: ["kubelet.service"], bootAssessment: "Require" as const };
+  host.unitActive = { "kubelet.service": "active", "boot-complete.target": "active" };
+  const passed = await checkHostHealth(host, require, () => AT);
+  assert.equal(summary(passed), "Healthy/UnitsActive");
+  assert.match(passed.message, /boot-complete\.target reached/);
+  // The listed units are fine, but the boot never reached the target: the assessment says so.
+  host.unitActive = { "kubelet.service": "active", "boot-complete.target": "inactive" };
+  host.systemStateText = "degraded";
+  host.failed = ["bootc-sim-boot-check.service"];
+  host.blessText = "indeterminate";
+  const short = await checkHostHealth(host, require, () => AT);
+  assert.equal(summary(short), "Unhealthy/BootIncomplete");
+  assert.deepEqual(short.failedUnits, ["bootc-sim-boot-check.service"]);
+  // Without the requirement the same host passes on its units alone.
+  assert.equal(
+    summary(await checkHostHealth(host, { units: ["kubelet.service"] }, () => AT)),
+    "Healthy/UnitsActive",
+  );
+  // A host check that fails on its own still names its own cause while the boot is fine.
+  host.unitActive = { "kubelet.service": "failed", "boot-complete.target": "active" };
+  host.blessText = "good";
+  assert.equal(summary(await checkHostHealth(host, require, () => AT)), "Unhealthy/UnitFailed");
 });

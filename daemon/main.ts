@@ -61,6 +61,7 @@ async function hostExecutor(
   return new HostBootcExecutor({
     bootcCommand: cmd.bootcCommand,
     systemctlCommand: cmd.systemctlCommand,
+    blessBootCommand: cmd.blessBootCommand,
     hostExecPrefix: access.hostExecPrefix,
     transientUnits: cmd.transientUnits,
     timeouts: { statusMs: cmd.statusTimeoutMs, stageMs: cmd.stageTimeoutMs },
@@ -157,7 +158,7 @@ async function status(cmd: StatusCommand, log: Logger): Promise<number> {
     { capabilitiesFromVersion },
     { ownedByPool, rebootAuthorization },
     { RebootAllowedReason },
-    { checkHostHealth },
+    { checkHostHealth, healthScope },
   ] = await Promise.all([
     import("./decide.ts"),
     import("../lib/bootc/version.ts"),
@@ -247,7 +248,7 @@ async function status(cmd: StatusCommand, log: Logger): Promise<number> {
   } catch (e) {
     log.warn("cannot tell whether the auto-update timer is masked", { error: e });
   }
-  const health = await checkHostHealth(executor, spec?.healthUnits, () => new Date());
+  const health = await checkHostHealth(executor, healthScope(spec), () => new Date());
   const decision = decide({
     spec,
     owned,

@@ -300,6 +300,8 @@ export class FakeBootcHost implements BootcExecutor {
   unitActive: Record<string, string> = {};
   /** Makes every systemctl health query fail with this message while set. */
   systemctlError?: string;
+  /** What `systemd-bless-boot status` prints. */
+  blessText = "good";
   masked = false;
   readonly calls: FakeHostCall[] = [];
   /** Makes the next stage commands fail with this bootc error line. */
@@ -437,6 +439,11 @@ export class FakeBootcHost implements BootcExecutor {
   async unitStates(units: readonly string[]): Promise<string[]> {
     await this.#health();
     return units.map((u) => this.unitActive[u] ?? "inactive");
+  }
+
+  async blessStatus(): Promise<string> {
+    await this.#health();
+    return this.blessText;
   }
 
   /** Ends a pending apply command with `error` (undefined: exit 0). */

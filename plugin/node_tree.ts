@@ -98,7 +98,7 @@ export function nodeIcon(input: NodeRowInput): NodeIcon {
 function waitsText(input: NodeRowInput): string {
   const { bn, cls, queued } = input;
   if (cls.state === NodeState.Failed) {
-    const units = cls.failedCheck?.includes("HostHealthy")
+    const units = /HostHealthy|BootAssessment/.test(cls.failedCheck ?? "")
       ? bn.status?.hostHealth?.failedUnits ?? []
       : [];
     return `failed ${cls.failedCheck ?? cls.reason}` +

@@ -18,6 +18,7 @@ import {
   type BootcNode,
   findCondition,
   type HealthSpec,
+  HostHealthyReason,
   NodeConditionType,
 } from "../../lib/api/mod.ts";
 import { type DesiredImage, entryMatches } from "./effective_state.ts";
@@ -248,6 +249,12 @@ function latest(a: Date | undefined, b: Date | undefined): Date | undefined {
   return a.getTime() >= b.getTime() ? a : b;
 }
 
+/** HostHealthy reasons that are the boot assessment's: the failed check is named for it. */
+const BOOT_ASSESSMENT_REASONS: ReadonlySet<string> = new Set([
+  HostHealthyReason.BootIncomplete,
+  HostHealthyReason.BootMarkedBad,
+]);
+
 /** The daemon's report for the boot it runs now (a report from before the reboot does not count). */
 function hostCheck(bn: BootcNode, _health: HealthSpec | undefined): CheckResult {
   const report = bn.status?.hostHealth;
@@ -262,7 +269,7 @@ function hostCheck(bn: BootcNode, _health: HealthSpec | undefined): CheckResult 
       return { name: "HostHealthy", state: "passed", message: detail };
     case "Unhealthy":
       return {
-        name: "HostHealthy",
+        name: BOOT_ASSESSMENT_REASONS.has(cond?.reason ?? "") ? "BootAssessment" : "HostHealthy",
         state: "failed",
         message: report.failedUnits?.length
           ? `failed units: ${report.failedUnits.join(", ")}`

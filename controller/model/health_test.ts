@@ -432,3 +432,23 @@ Deno.test("fellBack: the daemon's Rebooted condition tells a fall-back from a ro
   // The daemon saw the host come back on the previous deployment.
   assert.equal(fellBack(withRebooted("FellBack"), desired), true);
 });
+
+Deno.test("evaluateHealth: a boot that failed its assessment fails the BootAssessment check", () => {
+  for (const reason of ["BootIncomplete", "BootMarkedBad"]) {
+    const bn = back({ host: "Unhealthy" });
+    bn.status!.conditions = [
+      ...(bn.status!.conditions ?? []),
+      {
+        type: "HostHealthy",
+        status: "False",
+        reason,
+        message: "the boot did not reach boot-complete.target",
+        lastTransitionTime: BACK,
+      },
+    ];
+    const v = judge({ bn });
+    assert.equal(v.state, "Failed", reason);
+    assert.deepEqual(checkStates(v).BootAssessment, "failed", reason);
+    assert.equal(checkStates(v).HostHealthy, undefined, reason);
+  }
+});

@@ -53,6 +53,7 @@ export function memberSpec(
     pullSecretRef: pool.spec.pullSecretRef ? { ...pool.spec.pullSecretRef } : undefined,
     pullSecretHash: input.pullSecretHash,
     healthUnits: healthUnitsOf(pool),
+    bootAssessment: pool.spec.rollout?.health?.bootAssessment === "Require" ? "Require" : undefined,
     signatureKeys: hostKeysOf(input, current),
   };
   for (const key of Object.keys(spec) as (keyof BootcNodeSpec)[]) {
@@ -102,7 +103,13 @@ export function syncPatch(
 ): MergePatch | undefined {
   const specPatch: MergePatch = {};
   for (
-    const key of ["desiredImage", "desiredImageState", "rebootPolicy", "pullSecretHash"] as const
+    const key of [
+      "desiredImage",
+      "desiredImageState",
+      "rebootPolicy",
+      "pullSecretHash",
+      "bootAssessment",
+    ] as const
   ) {
     if (bn.spec[key] !== wanted[key]) specPatch[key] = wanted[key] ?? null;
   }

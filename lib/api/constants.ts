@@ -272,6 +272,10 @@ export const HostHealthyReason = {
   UnitFailed: "UnitFailed",
   /** Unknown: the check itself could not run (the message says why). */
   CheckError: "CheckError",
+  /** False: the boot finished without reaching boot-complete.target (boot assessment). */
+  BootIncomplete: "BootIncomplete",
+  /** False: systemd-bless-boot says the boot loader entry was marked bad. */
+  BootMarkedBad: "BootMarkedBad",
 } as const;
 
 /** Reasons of the BootcNode Verified condition (written by the controller). */

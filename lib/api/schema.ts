@@ -435,6 +435,9 @@ const Channel = Type.Object({
 /** Most units a pool's health check may list. */
 export const MAX_HEALTH_UNITS = 32;
 
+/** Values of `spec.rollout.health.bootAssessment`. */
+export const BootAssessmentValues = ["Ignore", "Require"] as const;
+
 const HealthSpec = Type.Object({
   timeoutSeconds: Type.Optional(Type.Integer({
     minimum: 1,
@@ -457,6 +460,12 @@ const HealthSpec = Type.Object({
         "`systemctl is-system-running` must say running.",
     },
   )),
+  bootAssessment: Type.Optional(StringEnum(BootAssessmentValues, {
+    description: "Require: the boot must pass systemd's Automatic Boot Assessment: " +
+      "boot-complete.target reached (greenboot and other checks order themselves before " +
+      "it), and the boot loader entry not marked bad (systemd-bless-boot status). " +
+      "Unset or Ignore: not read.",
+  })),
   podSelector: Type.Optional(Type.Object({
     matchLabels: LabelSelector.properties.matchLabels,
     matchExpressions: LabelSelector.properties.matchExpressions,
@@ -1391,6 +1400,10 @@ export const BootcNodeSpec = Type.Object({
     description: "Copied from the pool: systemd units that must be active for the host to " +
       "count as healthy. Unset: systemctl is-system-running must say running.",
   })),
+  bootAssessment: Type.Optional(StringEnum(BootAssessmentValues, {
+    description: "Copied from the pool: Require makes systemd's boot assessment " +
+      "(boot-complete.target, systemd-bless-boot status) part of the host's health.",
+  })),
   signatureKeys: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 16384 }), {
     maxItems: 16,
     description: "Copied from the pool when it enforces signatures (spec.image.verification, " +
@@ -1444,7 +1457,7 @@ export const BootcNodeStatus = Type.Object({
     failedChecks: Type.Optional(Type.Array(Type.String({ maxLength: 64 }), {
       maxItems: 16,
       description: "While Verified is False: the checks that failed (NodeReady, " +
-        "HostHealthy, Pods, Prometheus, FellBack).",
+        "HostHealthy, BootAssessment, Pods, Prometheus, FellBack).",
     })),
   }, { description: "What the controller's Verified condition is about." })),
   conditions: Type.Optional(Conditions),

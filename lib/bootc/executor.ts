@@ -138,6 +138,11 @@ export interface BootcExecutor {
   failedUnits(): Promise<string[]>;
   /** `systemctl is-active` of each unit, in order (`active`, `failed`, `inactive`, …). */
   unitStates(units: readonly string[]): Promise<string[]>;
+  /**
+   * What `systemd-bless-boot status` prints (`good`, `bad`, `indeterminate`, `clean`),
+   * or `absent` when the host has no such program (no systemd-boot counting).
+   */
+  blessStatus(): Promise<string>;
 }
 
 /** Options of {@linkcode BootcExecutor.applyRollback}. */
@@ -172,6 +177,8 @@ export interface HostBootcExecutorOptions {
   bootcCommand?: string[];
   /** The systemctl argv (default `["systemctl"]`). */
   systemctlCommand?: string[];
+  /** The systemd-bless-boot argv (default {@linkcode DEFAULT_BLESS_BOOT_COMMAND}). */
+  blessBootCommand?: string[];
   /** Put before every command (default {@linkcode DEFAULT_HOST_EXEC_PREFIX}; `[]` standalone). */
   hostExecPrefix?: string[];
   /**
@@ -223,10 +230,17 @@ function statusFormRejected(e: unknown): boolean {
   return code === 2 || (code === 1 && /format.?version/i.test(stderr));
 }
 
+/** Where systemd installs systemd-bless-boot (systemd-bless-boot.service(8)). */
+export const DEFAULT_BLESS_BOOT_COMMAND = ["/usr/lib/systemd/systemd-bless-boot"];
+
+/** The exit code of a program that could not be found (nsenter, env, a shell). */
+const NOT_FOUND_EXIT = 127;
+
 /** Runs bootc and systemctl in the host. */
 export class HostBootcExecutor implements BootcExecutor {
   readonly #bootc: string[];
   readonly #systemctl: string[];
+  readonly #blessBoot: string[];
   readonly #prefix: string[];
   readonly #transient: boolean;
   readonly #systemdRun: string[];
@@ -240,6 +254,7 @@ export class HostBootcExecutor implements BootcExecutor {
   constructor(options: HostBootcExecutorOptions = {}) {
     this.#bootc = options.bootcCommand ?? ["bootc"];
     this.#systemctl = options.systemctlCommand ?? ["systemctl"];
+    this.#blessBoot = options.blessBootCommand ?? DEFAULT_BLESS_BOOT_COMMAND;
     this.#prefix = options.hostExecPrefix ?? DEFAULT_HOST_EXEC_PREFIX;
     this.#transient = options.transientUnits ?? false;
     this.#systemdRun = options.systemdRunCommand ?? ["systemd-run"];
@@ -507,6 +522,35 @@ export class HostBootcExecutor implements BootcExecutor {
       );
     }
     return states;
+  }
+
+  /** @inheritdoc */
+  async blessStatus(): Promise<string> {
+    const what = "systemd-bless-boot status";
+    const argv = [...this.#prefix, ...this.#blessBoot, "status"];
+    let r: CommandResult;
+    try {
+      r = await runCommand(argv, {
+        timeoutMs: this.#timeouts.systemctlMs,
+        killGraceMs: this.#grace,
+        env: this.#env,
+      });
+    } catch (e) {
+      if (e instanceof Deno.errors.NotFound) return "absent";
+      throw new BootcCommandError(
+        `${what}: cannot run ${argv[0]}: ${e instanceof Error ? e.message : e}`,
+      );
+    }
+    if (r.timedOut) throw new BootcCommandError(`${what}: timed out`, r);
+    if (r.code === NOT_FOUND_EXIT) return "absent";
+    const answer = r.stdout.trim().split("\n").at(-1)?.trim() ?? "";
+    if (r.code !== 0 || answer === "") {
+      throw new BootcCommandError(
+        `${what}: ${extractErrorLine(r.stderr) ?? `no answer (exit code ${r.code})`}`,
+        r,
+      );
+    }
+    return answer;
   }
 
   /** @inheritdoc */

@@ -60,6 +60,8 @@ case "${mode}:$*" in
   *:systemctl\\ is-system-running) echo "degraded"; exit 1 ;;
   *:systemctl\\ list-units*) printf 'a.service loaded failed failed A\\n\\xe2\\x97\\x8f b.mount loaded failed failed B\\n' ;;
   *:systemctl\\ is-active*) printf 'active\\nfailed\\n'; exit 3 ;;
+  badbless:bless\\ status) echo "Failed to read EFI variable" >&2; exit 1 ;;
+  *:bless\\ status) echo "indeterminate" ;;
   old:status\\ --format=json*) echo "error: unexpected argument '--format'" >&2; exit 2 ;;
   v0:status\\ --format=json*) echo "error: Status: Unsupported format version: 1" >&2; exit 1 ;;
   v0:status\\ --json) cat ${dir}/v1alpha1.json ;;
@@ -73,6 +75,7 @@ esac
   const executor = new HostBootcExecutor({
     bootcCommand: [script],
     systemctlCommand: [script, "systemctl"],
+    blessBootCommand: [script, "bless"],
     hostExecPrefix: ["env", "PREFIXED=yes"],
     env: { PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin", container: "oci" },
     timeouts: { statusMs: options.statusMs ?? 20_000 },
@@ -269,6 +272,27 @@ Deno.test("executor reads systemd's health answers whatever the exit code", asyn
       /^BootcCommandError: systemctl is-system-running: Failed to connect to bus/,
     );
     await assert.rejects(f.executor.failedUnits(), /list-units --state=failed: Failed to connect/);
+  } finally {
+    await f.cleanup();
+  }
+});
+
+Deno.test("executor reads systemd-bless-boot's verdict, absent when the host has none", async () => {
+  const h = await fakeHost("ok");
+  try {
+    assert.equal(await h.executor.blessStatus(), "indeterminate");
+    assert.deepEqual(await h.lines(), ["prefix=yes container=unset bless status"]);
+    const none = new HostBootcExecutor({
+      blessBootCommand: [`${h.dir}/no-such-bless-boot`],
+      hostExecPrefix: ["env"],
+    });
+    assert.equal(await none.blessStatus(), "absent");
+  } finally {
+    await h.cleanup();
+  }
+  const f = await fakeHost("badbless");
+  try {
+    await assert.rejects(f.executor.blessStatus(), /systemd-bless-boot status: Failed to read EFI/);
   } finally {
     await f.cleanup();
   }

@@ -8,6 +8,10 @@
  *
  * - `unit-fails[:<unit>]`: the host runs, but the unit (default {@linkcode DEFAULT_BAD_UNIT})
  *   failed: `systemctl is-system-running` says `degraded`, `is-active <unit>` says `failed`.
+ * - `boot-incomplete[:<unit>]`: the host runs, but the boot check the image ships (default
+ *   {@linkcode DEFAULT_BOOT_CHECK_UNIT}, ordered before `boot-complete.target` and required by it,
+ *   as greenboot's is) failed, so `boot-complete.target` is never reached and
+ *   `systemd-bless-boot status` stays `indeterminate`; the system is `degraded`.
  * - `never-ready`: the host runs (the daemon runs) but its kubelet never becomes Ready.
  * - `falls-back`: boot counting (greenboot): the boot fails and the bootloader by itself boots
  *   the previous deployment: booted = the previous one, rollback = the bad one, nothing staged.
@@ -29,12 +33,16 @@ export const BAD_BOOT_LABEL = "dev.bootc.sim.bad-boot";
 /** The unit a `unit-fails` image fails when the label names none. */
 export const DEFAULT_BAD_UNIT = "bootc-sim-bad.service";
 
+/** The boot check a `boot-incomplete` image fails when the label names none. */
+export const DEFAULT_BOOT_CHECK_UNIT = "bootc-sim-boot-check.service";
+
 /** How many times a `reboot-loop` image crashes before the host falls back, by default. */
 export const DEFAULT_REBOOT_LOOP_CRASHES = 3;
 
 /** How a bad image misbehaves when booted. */
 export type BadBoot =
   | { mode: "unit-fails"; unit: string }
+  | { mode: "boot-incomplete"; unit: string }
   | { mode: "never-ready" }
   | { mode: "falls-back" }
   | { mode: "reboot-loop"; crashes: number };
@@ -45,6 +53,7 @@ export class BadBootLabelError extends Error {
   constructor(value: string) {
     super(
       `invalid ${BAD_BOOT_LABEL} value ${JSON.stringify(value)}: want unit-fails[:<unit>], ` +
+        `boot-incomplete[:<unit>], ` +
         `never-ready, falls-back, reboot-loop[:<N≥1>] or none`,
     );
     this.name = "BadBootLabelError";
@@ -65,6 +74,9 @@ export function parseBadBoot(value: string): BadBoot | null {
     case "unit-fails":
       if (arg === "") break;
       return { mode, unit: arg ?? DEFAULT_BAD_UNIT };
+    case "boot-incomplete":
+      if (arg === "") break;
+      return { mode, unit: arg ?? DEFAULT_BOOT_CHECK_UNIT };
     case "never-ready":
     case "falls-back":
       if (arg !== undefined) break;
@@ -81,7 +93,9 @@ export function parseBadBoot(value: string): BadBoot | null {
 /** The label value for a mode (the inverse of {@linkcode parseBadBoot}). */
 export function formatBadBoot(badBoot: BadBoot | null): string {
   if (!badBoot) return "none";
-  if (badBoot.mode === "unit-fails") return `unit-fails:${badBoot.unit}`;
+  if (badBoot.mode === "unit-fails" || badBoot.mode === "boot-incomplete") {
+    return `${badBoot.mode}:${badBoot.unit}`;
+  }
   if (badBoot.mode === "reboot-loop") return `reboot-loop:${badBoot.crashes}`;
   return badBoot.mode;
 }
@@ -147,8 +161,10 @@ export interface BootRecord {
   badBoot: BadBoot | null;
   /** Whether the kubelet becomes Ready (false while crashed and for `never-ready`). */
   ready: boolean;
-  /** The unit that failed this boot (`unit-fails`), making the system `degraded`. */
+  /** The unit that failed this boot (`unit-fails`, `boot-incomplete`): the system is `degraded`. */
   failedUnit: string | null;
+  /** The failed unit is a boot check: `boot-complete.target` is not reached (`boot-incomplete`). */
+  bootCheckFailed: boolean;
   /** Consecutive crashed boots of the tried deployment, this one included (`reboot-loop`). */
   crashes: number;
   /** For `fell-back`: imageDigest of the bad deployment the host fell back from. */
@@ -165,6 +181,13 @@ export interface BootOptions {
   now: string;
   /** The host's per-image overrides (`SimSettings.badBoot`). */
   overrides?: Record<string, string>;
+}
+
+/** The unit a mode fails at boot, and whether it is a boot check. */
+function failedUnitOf(b: BadBoot | null): Pick<BootRecord, "failedUnit" | "bootCheckFailed"> {
+  if (b?.mode === "unit-fails") return { failedUnit: b.unit, bootCheckFailed: false };
+  if (b?.mode === "boot-incomplete") return { failedUnit: b.unit, bootCheckFailed: true };
+  return { failedUnit: null, bootCheckFailed: false };
 }
 
 const digestOf = (d: Deployment | null) => d?.image?.imageDigest ?? null;
@@ -197,15 +220,14 @@ export function bootHost(state: HostState, opts: BootOptions): HostState {
     bootedDigest: digestOf(tried),
     badBoot,
     ready: true,
-    failedUnit: null,
+    ...failedUnitOf(null),
     crashes: 0,
     fellBackFrom: null,
   };
   const failing = badBoot?.mode === "falls-back" || badBoot?.mode === "reboot-loop";
   if (!failing) {
-    if (badBoot?.mode === "unit-fails") record.failedUnit = badBoot.unit;
     if (badBoot?.mode === "never-ready") record.ready = false;
-    return { ...next, lastBoot: record };
+    return { ...next, lastBoot: { ...record, ...failedUnitOf(badBoot) } };
   }
   // A failing boot is never soft in the end: the crash or the fall-back is a real boot.
   const hard = { ...next, bootId: opts.newBootId };
@@ -248,7 +270,7 @@ export function bootHost(state: HostState, opts: BootOptions): HostState {
       soft: false,
       bootedDigest: digestOf(fellBack.booted),
       ready: previous?.mode !== "never-ready",
-      failedUnit: previous?.mode === "unit-fails" ? previous.unit : null,
+      ...failedUnitOf(previous),
       crashes: prior + (badBoot.mode === "falls-back" ? 1 : 0),
       fellBackFrom: digestOf(tried),
     },
@@ -269,8 +291,8 @@ export function initialBootRecord(
     triedDigest: digestOf(state.booted),
     bootedDigest: digestOf(state.booted),
     badBoot,
-    ready: badBoot === null || badBoot.mode === "unit-fails",
-    failedUnit: badBoot?.mode === "unit-fails" ? badBoot.unit : null,
+    ready: badBoot === null || badBoot.mode === "unit-fails" || badBoot.mode === "boot-incomplete",
+    ...failedUnitOf(badBoot),
     crashes: 0,
     fellBackFrom: null,
   };

@@ -150,6 +150,7 @@ Deno.test("falls-back: one boot ends on the previous deployment, the bad one as 
     badBoot: { mode: "falls-back" },
     ready: true,
     failedUnit: null,
+    bootCheckFailed: false,
     crashes: 1,
     fellBackFrom: digest("b"),
   });

@@ -38,7 +38,7 @@ import {
   writeHostState,
   writeUnits,
 } from "./store.ts";
-import { systemctl } from "./systemctl.ts";
+import { bootComplete, systemctl } from "./systemctl.ts";
 
 /** Where a command writes and what it sees. */
 export interface CommandContext {
@@ -479,19 +479,32 @@ export function bootStarting(
   return nowMs < Date.parse(bootedAt) + startingMs;
 }
 
+/** What systemd on the simulated host knows of the current boot. */
+interface BootView {
+  units: Awaited<ReturnType<typeof readUnits>>;
+  settings: SimSettings;
+  bootedAt: string | undefined;
+}
+
+async function readBootView(paths: SimPaths): Promise<BootView> {
+  return {
+    units: await readUnits(paths),
+    settings: await readSettings(paths),
+    bootedAt: (await readHostState(paths)).bootedAt,
+  };
+}
+
 /** Runs `systemctl <argv>` against the simulated host's units. */
 export async function runSystemctl(ctx: CommandContext): Promise<number> {
-  let units;
-  let settings: SimSettings;
-  let bootedAt: string | undefined;
+  let boot: BootView;
   try {
-    units = await readUnits(ctx.paths);
-    settings = await readSettings(ctx.paths);
-    bootedAt = (await readHostState(ctx.paths)).bootedAt;
+    boot = await readBootView(ctx.paths);
   } catch {
     ctx.err(`System has not been booted with systemd as init system (PID 1). Can't operate.\n`);
     return 1;
   }
+  let { units } = boot;
+  const { settings, bootedAt } = boot;
   const starting = () => bootStarting(bootedAt, settings.startingMs, Date.now());
   // `is-system-running --wait` waits until the boot finished.
   if (ctx.argv.includes("is-system-running") && ctx.argv.includes("--wait") && starting()) {
@@ -506,4 +519,26 @@ export async function runSystemctl(ctx: CommandContext): Promise<number> {
   ctx.out(result.stdout);
   ctx.err(result.stderr);
   return result.code;
+}
+
+/**
+ * Runs `systemd-bless-boot status`: `good` once the boot reached boot-complete.target (the
+ * service blesses the entry right after it), else `indeterminate`, as systemd-boot counting.
+ */
+export async function runBlessBoot(ctx: CommandContext): Promise<number> {
+  const verb = ctx.argv[0] ?? "status";
+  if (verb !== "status") {
+    ctx.err(`Unknown command verb '${verb}'.\n`);
+    return 1;
+  }
+  let boot: BootView;
+  try {
+    boot = await readBootView(ctx.paths);
+  } catch (e) {
+    ctx.err(`Failed to read boot state: ${e instanceof Error ? e.message : e}\n`);
+    return 1;
+  }
+  const starting = bootStarting(boot.bootedAt, boot.settings.startingMs, Date.now());
+  ctx.out(bootComplete(boot.units, { starting }) ? "good\n" : "indeterminate\n");
+  return 0;
 }

@@ -180,6 +180,7 @@ export class SimulatedHost {
         host.paths,
         rebootUnits(initialUnits(opts.autoUpdateTimerEnabled ?? true), false, {
           failedUnit: lastBoot.failedUnit,
+          bootCheck: lastBoot.bootCheckFailed,
         }),
       );
       await writeHostState(host.paths, { ...state, lastBoot });
@@ -212,6 +213,11 @@ export class SimulatedHost {
   /** The argv that runs this host's `systemctl` (append systemctl's arguments). */
   systemctlCommand(): string[] {
     return [...this.command(), "systemctl"];
+  }
+
+  /** The argv that runs this host's `systemd-bless-boot` (append `status`). */
+  blessBootCommand(): string[] {
+    return [...this.command(), "bless-boot"];
   }
 
   /** Reads everything the simulator keeps (no lock needed: files are replaced atomically). */
@@ -329,7 +335,10 @@ export class SimulatedHost {
       }
       await writeUnits(
         this.paths,
-        rebootUnits(await readUnits(this.paths), record.soft, { failedUnit: record.failedUnit }),
+        rebootUnits(await readUnits(this.paths), record.soft, {
+          failedUnit: record.failedUnit,
+          bootCheck: record.bootCheckFailed,
+        }),
       );
       await writeHostState(this.paths, next);
       if (settings.composefs) {

@@ -3,13 +3,14 @@
  *
  *     deno run --allow-all tests/bootc_sim/main.ts --sim-root <dir> <bootc args…>
  *     deno run --allow-all tests/bootc_sim/main.ts --sim-root <dir> systemctl <args…>
+ *     deno run --allow-all tests/bootc_sim/main.ts --sim-root <dir> bless-boot status
  *
  * `--sim-root` may be replaced by the environment variable `BOOTC_SIM_ROOT`. See README.md.
  *
  * @module
  */
 
-import { runBootc, runSystemctl } from "./commands.ts";
+import { runBlessBoot, runBootc, runSystemctl } from "./commands.ts";
 import { simPaths } from "./store.ts";
 
 const encoder = new TextEncoder();
@@ -37,15 +38,17 @@ async function main(args: string[]): Promise<number> {
     return 2;
   }
   const systemctlMode = rest[0] === "systemctl";
+  const blessMode = rest[0] === "bless-boot";
   const ctx = {
     paths: simPaths(root),
-    argv: systemctlMode ? rest.slice(1) : rest,
+    argv: systemctlMode || blessMode ? rest.slice(1) : rest,
     env: Deno.env.toObject(),
     out: (t: string) => writeAll(Deno.stdout, t),
     err: (t: string) => writeAll(Deno.stderr, t),
     stdoutIsTerminal: Deno.stdout.isTerminal(),
   };
   if (systemctlMode) return await runSystemctl(ctx);
+  if (blessMode) return await runBlessBoot(ctx);
   const outcome = await runBootc(ctx);
   if (outcome === "hang") {
     // bootc asked systemd to reboot and now sleeps until it is killed, holding the sysroot lock.

@@ -5,7 +5,12 @@
  */
 import assert from "node:assert/strict";
 import { startRegistry, type TestRegistry } from "../harness/registry.ts";
-import { BAD_BOOT_LABEL, badImageLabels, DEFAULT_BAD_UNIT } from "./bad_boot.ts";
+import {
+  BAD_BOOT_LABEL,
+  badImageLabels,
+  DEFAULT_BAD_UNIT,
+  DEFAULT_BOOT_CHECK_UNIT,
+} from "./bad_boot.ts";
 import { SimulatedHost } from "./host.ts";
 import { parseStatus, runBootc, startBootc } from "./testing.ts";
 
@@ -46,6 +51,7 @@ interface Images {
   goodDigest: string;
   unitFails: string;
   unitFailsDigest: string;
+  bootIncomplete: string;
   kubeletFails: string;
   neverReady: string;
   neverReadyDigest: string;
@@ -65,6 +71,7 @@ async function pushImages(reg: TestRegistry): Promise<Images> {
   };
   const [good, goodDigest] = await push("v1", "1");
   const [unitFails, unitFailsDigest] = await push("unit-fails", "2", badImageLabels("unit-fails"));
+  const [bootIncomplete] = await push("boot-incomplete", "2", badImageLabels("boot-incomplete"));
   const [kubeletFails] = await push(
     "kubelet-fails",
     "2",
@@ -84,6 +91,7 @@ async function pushImages(reg: TestRegistry): Promise<Images> {
     goodDigest,
     unitFails,
     unitFailsDigest,
+    bootIncomplete,
     kubeletFails,
     neverReady,
     neverReadyDigest,
@@ -101,6 +109,37 @@ Deno.test("bootc simulator: bad images misbehave when booted, the same on every 
   const reg = await startRegistry();
   try {
     const img = await pushImages(reg);
+
+    await t.step(
+      "boot-incomplete: boot-complete.target never reached, entry not blessed",
+      async () => {
+        const host = await SimulatedHost.create({ image: img.good });
+        try {
+          const blessed = await runBootc(host, ["bless-boot", "status"]);
+          assert.deepEqual([blessed.stdout, blessed.code], ["good\n", 0]);
+          const reached = await systemctl(host, "is-active", "boot-complete.target");
+          assert.deepEqual([reached.stdout, reached.code], ["active\n", 0]);
+          const record = await applyAndBoot(host, ["switch", "--apply", img.bootIncomplete]);
+          assert.deepEqual(
+            [record.outcome, record.failedUnit, record.bootCheckFailed, record.ready],
+            ["up", DEFAULT_BOOT_CHECK_UNIT, true, true],
+          );
+          const target = await systemctl(host, "is-active", "boot-complete.target");
+          assert.deepEqual([target.stdout, target.code], ["inactive\n", 3]);
+          assert.equal((await runBootc(host, ["bless-boot", "status"])).stdout, "indeterminate\n");
+          assert.equal((await systemctl(host, "is-system-running")).stdout, "degraded\n");
+          // Booting a good deployment again reaches the target.
+          await applyAndBoot(host, ["rollback", "--apply"]);
+          assert.equal(
+            (await systemctl(host, "is-active", "boot-complete.target")).stdout,
+            "active\n",
+          );
+          assert.equal((await runBootc(host, ["bless-boot", "status"])).stdout, "good\n");
+        } finally {
+          await host.destroy();
+        }
+      },
+    );
 
     await t.step("unit-fails: degraded, the unit failed; rollback --apply clears it", async () => {
       const host = await SimulatedHost.create({ image: img.good });

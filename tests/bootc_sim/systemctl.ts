@@ -23,6 +23,8 @@ export interface UnitState {
   runtimeMasked: boolean;
   /** The unit failed (ActiveState `failed`) since it was last started; any reboot clears it. */
   failed?: boolean;
+  /** A boot check `boot-complete.target` requires: while it has failed the target is not reached. */
+  bootCheck?: boolean;
   /** The unit's `Description=`. */
   description?: string;
   /**
@@ -38,9 +40,19 @@ export type UnitsState = Record<string, UnitState>;
 /** The timer Fedora-based bootc images enable: it runs `bootc upgrade --apply`. */
 export const AUTO_UPDATE_TIMER = "bootc-fetch-apply-updates.timer";
 
+/** A unit every bootc base image enables, for health checks that list units. */
+export const SSHD_UNIT = "sshd.service";
+
 /** The units of a fresh host. */
 export function initialUnits(autoUpdateTimerEnabled: boolean): UnitsState {
   return {
+    [SSHD_UNIT]: {
+      enabled: true,
+      active: true,
+      masked: false,
+      runtimeMasked: false,
+      description: "OpenSSH server daemon",
+    },
     [AUTO_UPDATE_TIMER]: {
       enabled: autoUpdateTimerEnabled,
       active: autoUpdateTimerEnabled,
@@ -59,30 +71,35 @@ export function initialUnits(autoUpdateTimerEnabled: boolean): UnitsState {
 /**
  * What a (soft) reboot does to units: runtime masks vanish on a full reboot; enabled units start;
  * failed states are forgotten (systemd starts afresh); units only a bad image shipped are gone.
- * With `failedUnit` (the booted image's `unit-fails` mode) that unit fails this boot.
+ * With `failedUnit` (the booted image's `unit-fails` or `boot-incomplete` mode) that unit fails
+ * this boot; with `bootCheck` it is a check `boot-complete.target` requires.
  */
 export function rebootUnits(
   units: UnitsState,
   soft: boolean,
-  opts: { failedUnit?: string | null } = {},
+  opts: { failedUnit?: string | null; bootCheck?: boolean } = {},
 ): UnitsState {
   const out: UnitsState = {};
   for (const [name, u] of Object.entries(units)) {
     if (u.fromBadImage) continue;
     const runtimeMasked = soft ? u.runtimeMasked : false;
-    const { failed: _failed, ...rest } = u;
+    const { failed: _failed, bootCheck: _check, ...rest } = u;
     out[name] = { ...rest, runtimeMasked, active: u.enabled && !u.masked && !runtimeMasked };
   }
   const failedUnit = opts.failedUnit;
   if (failedUnit) {
     const existing = out[failedUnit];
-    out[failedUnit] = existing ? { ...existing, active: false, failed: true } : {
+    const bootCheck = opts.bootCheck ? { bootCheck: true } : {};
+    out[failedUnit] = existing ? { ...existing, active: false, failed: true, ...bootCheck } : {
       enabled: true,
       active: false,
       masked: false,
       runtimeMasked: false,
       failed: true,
-      description: "bootc simulator: a unit of a bad image that fails at boot",
+      ...bootCheck,
+      description: opts.bootCheck
+        ? "bootc simulator: a bad image's boot check, required by boot-complete.target"
+        : "bootc simulator: a unit of a bad image that fails at boot",
       fromBadImage: true,
     };
   }
@@ -96,6 +113,30 @@ export type SystemState = "starting" | "running" | "degraded";
 export interface SystemContext {
   /** The boot is still in progress (`starting`): failing units are still `activating`. */
   starting?: boolean;
+}
+
+/** The target systemd's Automatic Boot Assessment waits for (systemd.special(7)). */
+export const BOOT_COMPLETE_TARGET = "boot-complete.target";
+
+/**
+ * Whether the boot reached `boot-complete.target`: once it finished, unless a boot check it
+ * requires failed. Every simulated image ships such checks (as greenboot's), all passing unless
+ * the image is `boot-incomplete`.
+ */
+export function bootComplete(units: UnitsState, ctx: SystemContext = {}): boolean {
+  return !ctx.starting && !Object.values(units).some((u) => u.failed && u.bootCheck);
+}
+
+/** A unit by name: the stored one, or `boot-complete.target`, which follows the boot. */
+function unitOf(units: UnitsState, name: string, ctx: SystemContext): UnitState | undefined {
+  if (name !== BOOT_COMPLETE_TARGET || units[name]) return units[name];
+  return {
+    enabled: false,
+    active: bootComplete(units, ctx),
+    masked: false,
+    runtimeMasked: false,
+    description: "Boot Completion Check",
+  };
 }
 
 /** A unit's ActiveState. */
@@ -302,7 +343,7 @@ function show(units: UnitsState, parsed: ParsedArgs, ctx: SystemContext): string
     ]);
   }
   return parsed.names.map((name) => {
-    const u = units[name];
+    const u = unitOf(units, name, ctx);
     const unitFileState = !u
       ? ""
       : u.runtimeMasked
@@ -393,7 +434,7 @@ export function systemctl(
     case "is-active": {
       code = 3;
       for (const name of names) {
-        const state = activeStateOf(units[name], ctx);
+        const state = activeStateOf(unitOf(units, name, ctx), ctx);
         say(state);
         if (state === "active") code = 0;
       }
@@ -409,7 +450,7 @@ export function systemctl(
         break;
       }
       for (const name of names) {
-        const state = activeStateOf(units[name], ctx);
+        const state = activeStateOf(unitOf(units, name, ctx), ctx);
         say(state);
         if (state === "failed") code = 0;
       }

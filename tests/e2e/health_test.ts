@@ -9,6 +9,8 @@
  *    it, the pool ends on its previous image with the failure in its history, and
  *    the second and third bad images open the circuit breaker.
  * 2. Every policy against every kind of bad image, on 2-node pools side by side.
+ * 3. Boot assessment: an image whose boot never reaches boot-complete.target fails
+ *    a pool that requires the assessment, and passes one that does not read it.
  */
 import assert from "node:assert/strict";
 import {
@@ -20,7 +22,8 @@ import {
   isDisrupted,
 } from "../../lib/api/mod.ts";
 import { Resources } from "../../lib/kube/mod.ts";
-import { BAD_BOOT_LABEL } from "../bootc_sim/bad_boot.ts";
+import { BAD_BOOT_LABEL, DEFAULT_BOOT_CHECK_UNIT } from "../bootc_sim/bad_boot.ts";
+import { SSHD_UNIT } from "../bootc_sim/systemctl.ts";
 import { startStack } from "../harness/stack.ts";
 import {
   addNodes,
@@ -43,7 +46,7 @@ const LONG_MS = 240_000;
 Deno.test("health: bad images are caught, rolled back per policy, and open the circuit", async (t) => {
   const stack = await startStack({
     limits: Object.fromEntries(
-      ["fleet", ...matrixPools().map((p) => p.name)].map((n) => [n, {
+      ["fleet", "boot-req", "boot-ign", ...matrixPools().map((p) => p.name)].map((n) => [n, {
         maxUnavailable: n === "fleet" ? 2 : 1,
       }]),
     ),
@@ -228,6 +231,81 @@ Deno.test("health: bad images are caught, rolled back per policy, and open the c
       }));
       await assertInvariants(stack, all);
     });
+
+    await step(
+      t,
+      "boot assessment: a boot that never completes fails the canary and rolls back",
+      async () => {
+        const incomplete = await bad("boot-incomplete", "boot-incomplete");
+        const all: string[] = [];
+        await Promise.all(["boot-req", "boot-ign"].map(async (name) => {
+          all.push(...await addNodes(stack, name, 2, { image: good }));
+          await stack.createPool(name, {
+            ...poolSpec(name, good, {
+              maxUnavailable: 1,
+              ...(name === "boot-req"
+                ? { onFailure: "RollbackPool", canary: { nodes: 1, soakSeconds: 5 } }
+                : { onFailure: "Halt" }),
+              rebootTimeoutSeconds: TIMEOUT_S,
+              // Listed units replace is-system-running: the failed boot check goes unseen
+              // unless the boot assessment is required.
+              health: {
+                timeoutSeconds: TIMEOUT_S,
+                units: [SSHD_UNIT],
+                ...(name === "boot-req" ? { bootAssessment: "Require" } : {}),
+              },
+            }),
+          });
+        }));
+        await Promise.all(
+          ["boot-req", "boot-ign"].map((n) => waitConverged(stack, n, v2.digest, 2, LONG_MS)),
+        );
+        const before = reboots();
+        await Promise.all(
+          ["boot-req", "boot-ign"].map((n) =>
+            patchPoolSpec(stack, n, { image: { ref: incomplete.image } })
+          ),
+        );
+        // Without the assessment the host looks healthy: the pool converges on the image.
+        await waitConverged(stack, "boot-ign", incomplete.digest, 2, LONG_MS);
+        const failed = await waitPool(
+          stack,
+          "boot-req",
+          async () => {
+            const bns = await poolNodes(stack, "boot-req");
+            return bns.find((x) =>
+              x.status?.verification?.failedChecks?.includes("BootAssessment")
+            );
+          },
+          "boot-req: the boot assessment fails the canary",
+          LONG_MS,
+        );
+        const healthy = findCondition(failed.status?.conditions, "HostHealthy");
+        assert.equal(healthy?.status, "False");
+        assert.equal(healthy?.reason, "BootIncomplete");
+        assert.ok(healthy?.message?.includes(DEFAULT_BOOT_CHECK_UNIT), healthy?.message);
+        // RollbackPool: the canary goes back to the good image, and the other node never moved.
+        await waitPool(
+          stack,
+          "boot-req",
+          async () =>
+            (await getPool(stack, "boot-req")).status?.rollbackHold?.failedImage ===
+              incomplete.image || undefined,
+          "boot-req: the pool rolls back",
+          LONG_MS,
+        );
+        await waitConverged(stack, "boot-req", v2.digest, 2, LONG_MS);
+        assert.ok(
+          (await getPool(stack, "boot-req")).status?.failedDigests?.includes(incomplete.digest),
+        );
+        const after = reboots();
+        const rebooted = ["boot-req-1", "boot-req-2"].filter((n) =>
+          (after.get(n) ?? 0) > (before.get(n) ?? 0)
+        );
+        assert.deepEqual(rebooted, [failed.metadata.name]);
+        await assertInvariants(stack, all);
+      },
+    );
   } finally {
     await stopStack(stack);
   }

@@ -413,6 +413,8 @@ export class Fleet {
         member.host.command().join(" "),
         "--systemctl-command",
         member.host.systemctlCommand().join(" "),
+        "--bless-boot-command",
+        member.host.blessBootCommand().join(" "),
         ...(this.#options.daemonArgs ?? []),
       ],
       logPath: `${this.#options.logDir}/daemon-${member.name}.log`,
