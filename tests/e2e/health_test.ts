@@ -10,7 +10,12 @@
  *    the second and third bad images open the circuit breaker.
  * 2. Every policy against every kind of bad image, on 2-node pools side by side.
  * 3. Boot assessment: an image whose boot never reaches boot-complete.target fails
- *    a pool that requires the assessment, and passes one that does not read it.
+ *    the canary of a pool that requires the assessment, which rolls back, and passes
+ *    a pool that does not read it.
+ * 4. Halt threshold: with every slot node's drain stuck on a VolumeAttachment,
+ *    `maxUnhealthy` 1 and 50% halt where 3 does not.
+ * 5. A halted pool deleted under `deletionPolicy: RollForward` cannot finish: its
+ *    nodes are handed back where they stand, and the pool goes.
  */
 import assert from "node:assert/strict";
 import {
@@ -21,10 +26,13 @@ import {
   holdsRebootSlot,
   isDisrupted,
 } from "../../lib/api/mod.ts";
-import { Resources } from "../../lib/kube/mod.ts";
+import type { IEvent as CoreEvent } from "kubernetes-models/v1/Event";
+import { isNotFound, Resources } from "../../lib/kube/mod.ts";
 import { BAD_BOOT_LABEL, DEFAULT_BOOT_CHECK_UNIT } from "../bootc_sim/bad_boot.ts";
 import { SSHD_UNIT } from "../bootc_sim/systemctl.ts";
+import type { VolumeAttachmentLike } from "../../controller/model/drain.ts";
 import { startStack } from "../harness/stack.ts";
+import { slotHolders } from "./slots.ts";
 import {
   addNodes,
   assertInvariants,
@@ -46,9 +54,14 @@ const LONG_MS = 240_000;
 Deno.test("health: bad images are caught, rolled back per policy, and open the circuit", async (t) => {
   const stack = await startStack({
     limits: Object.fromEntries(
-      ["fleet", "boot-req", "boot-ign", ...matrixPools().map((p) => p.name)].map((n) => [n, {
-        maxUnavailable: n === "fleet" ? 2 : 1,
-      }]),
+      ([
+        ["fleet", 2],
+        ["boot-req", 1],
+        ["boot-ign", 1],
+        ["abandon", 1],
+        ...HALT_CASES.map((c) => [c.name, c.maxUnavailable] as const),
+        ...matrixPools().map((p) => [p.name, 1] as const),
+      ] as [string, number][]).map(([n, maxUnavailable]) => [n, { maxUnavailable }]),
     ),
   });
   const { v2, repository } = stack.images;
@@ -267,21 +280,24 @@ Deno.test("health: bad images are caught, rolled back per policy, and open the c
           ),
         );
         // Without the assessment the host looks healthy: the pool converges on the image.
-        await waitConverged(stack, "boot-ign", incomplete.digest, 2, LONG_MS);
-        const failed = await waitPool(
-          stack,
-          "boot-req",
-          async () => {
-            const bns = await poolNodes(stack, "boot-req");
-            return bns.find((x) =>
-              x.status?.verification?.failedChecks?.includes("BootAssessment")
-            );
-          },
-          "boot-req: the boot assessment fails the canary",
-          LONG_MS,
-        );
+        // Meanwhile boot-req's canary reports its incomplete boot until it is rolled back.
+        const [, failed] = await Promise.all([
+          waitConverged(stack, "boot-ign", incomplete.digest, 2, LONG_MS),
+          waitPool(
+            stack,
+            "boot-req",
+            async () => {
+              const bns = await poolNodes(stack, "boot-req");
+              return bns.find((x) =>
+                findCondition(x.status?.conditions, "HostHealthy")?.status === "False" &&
+                x.status?.verification?.failedChecks?.includes("BootAssessment")
+              );
+            },
+            "boot-req: the boot assessment fails the canary",
+            LONG_MS,
+          ),
+        ]);
         const healthy = findCondition(failed.status?.conditions, "HostHealthy");
-        assert.equal(healthy?.status, "False");
         assert.equal(healthy?.reason, "BootIncomplete");
         assert.ok(healthy?.message?.includes(DEFAULT_BOOT_CHECK_UNIT), healthy?.message);
         // RollbackPool: the canary goes back to the good image, and the other node never moved.
@@ -306,10 +322,125 @@ Deno.test("health: bad images are caught, rolled back per policy, and open the c
         await assertInvariants(stack, all);
       },
     );
+
+    await step(t, "halt threshold at 1, 3 and 50% (stuck drains)", async () => {
+      // Each node's drain waits on a VolumeAttachment that never detaches: past the drain
+      // timeout every slot node is unhealthy, and only the threshold says whether it halts.
+      const attachments = stack.cp.client.resource<VolumeAttachmentLike>(
+        Resources.volumeattachments,
+      );
+      const all: string[] = [];
+      await Promise.all(HALT_CASES.map(async (c) => {
+        const names = await addNodes(stack, c.name, c.nodes);
+        all.push(...names);
+        for (const n of names) {
+          await attachments.create({
+            apiVersion: "storage.k8s.io/v1",
+            kind: "VolumeAttachment",
+            metadata: { name: `csi-${n}` },
+            spec: {
+              attacher: "fake.csi.bootc.test",
+              nodeName: n,
+              source: { persistentVolumeName: `pv-${n}` },
+            },
+          });
+        }
+        await stack.createPool(
+          c.name,
+          poolSpec(c.name, `${repository}@${stack.images.v1.digest}`, {
+            maxUnavailable: c.maxUnavailable,
+            maxUnhealthy: c.maxUnhealthy,
+            drainTimeoutSeconds: 10,
+            drain: { waitForVolumeDetach: true },
+          }),
+        );
+        await waitConverged(stack, c.name, stack.images.v1.digest, c.nodes, LONG_MS);
+        await patchPoolSpec(stack, c.name, { image: { ref: good } });
+        const pool = await waitPool(
+          stack,
+          c.name,
+          async () => {
+            const p = await getPool(stack, c.name);
+            const degraded = findCondition(p.status?.conditions, "Degraded");
+            if (degraded?.status !== "True") return undefined;
+            return (!c.halts || p.status?.state === "Halted") && p;
+          },
+          `${c.name}: its drains time out${c.halts ? " and the rollout halts" : ""}`,
+          LONG_MS,
+        );
+        assert.equal(pool.status?.slots?.maxUnhealthy, c.resolved, c.name);
+        // Both slots were granted together: past both timeouts, the state still holds.
+        await new Promise((r) => setTimeout(r, 5_000));
+        const later = await getPool(stack, c.name);
+        assert.equal(
+          later.status?.state === "Halted",
+          c.halts,
+          `${c.name}: ${later.status?.state}`,
+        );
+        assert.equal((await slotHolders(stack, c.name)).length, c.maxUnavailable, c.name);
+        for (const n of names) await attachments.delete(`csi-${n}`);
+        await waitConverged(stack, c.name, v2.digest, c.nodes, LONG_MS);
+      }));
+      await assertInvariants(stack, all);
+    });
+
+    await step(t, "a halted pool deleted under RollForward hands its nodes back", async () => {
+      const failing = await bad("halt-unit", "unit-fails");
+      const name = "abandon";
+      const nodes = await addNodes(stack, name, 2, { image: good });
+      await stack.createPool(
+        name,
+        poolSpec(name, good, {
+          maxUnavailable: 1,
+          onFailure: "Halt",
+          rebootTimeoutSeconds: TIMEOUT_S,
+          health: { timeoutSeconds: TIMEOUT_S },
+        }, { deletionPolicy: { mode: "RollForward" } }),
+      );
+      await waitConverged(stack, name, v2.digest, 2, LONG_MS);
+      await patchPoolSpec(stack, name, { image: { ref: failing.image } });
+      await waitPool(
+        stack,
+        name,
+        async () => (await getPool(stack, name)).status?.state === "Halted" || undefined,
+        `${name}: the rollout halts on the failed node`,
+        LONG_MS,
+      );
+      // The rollout forward cannot go on: the nodes go back as they stand, and the pool goes.
+      const pools = stack.cp.client.resource<BootcNodePool>(Resources.bootcNodePools);
+      await pools.delete(name);
+      await waitPool(
+        stack,
+        name,
+        () => pools.get(name).then(() => undefined, (e) => isNotFound(e) || Promise.reject(e)),
+        `${name}: the halted pool hands its nodes back and goes`,
+        LONG_MS,
+      );
+      const events = await stack.cp.client.resource<CoreEvent>(Resources.events, "default").list({
+        fieldSelector: `involvedObject.name=${name},reason=DeletionFinishAbandoned`,
+      });
+      assert.ok(events.items.length > 0, "a DeletionFinishAbandoned event");
+      const booted = await Promise.all(nodes.map(async (n) => {
+        const { state } = await stack.fleet.nodes.get(n)!.host.readState();
+        return state.booted?.image?.imageDigest;
+      }));
+      assert.deepEqual(booted.toSorted(), [failing.digest, v2.digest].toSorted());
+      await assertInvariants(stack, nodes);
+    });
   } finally {
     await stopStack(stack);
   }
 });
+
+/**
+ * Pools whose every slot node is stuck in its drain: the threshold alone decides whether they
+ * halt. 50% of 4 nodes is 2; the default, 2, would not halt the first.
+ */
+const HALT_CASES = [
+  { name: "thr-1", nodes: 2, maxUnavailable: 1, maxUnhealthy: 1, resolved: 1, halts: true },
+  { name: "thr-3", nodes: 3, maxUnavailable: 2, maxUnhealthy: 3, resolved: 3, halts: false },
+  { name: "thr-50", nodes: 4, maxUnavailable: 2, maxUnhealthy: "50%", resolved: 2, halts: true },
+] as const;
 
 /** The 2-node pools of the policy matrix. */
 function matrixPools(): { name: string; policy: string; mode: string }[] {
