@@ -36,7 +36,7 @@ export interface BlockedReasons {
 /**
  * The Degraded reasons (status True) of a pool that hands out no slot. These
  * are the planner's own blocks, not a gate's: a spec it cannot read
- * (`spec_check.ts`) and two unhealthy nodes in slots (`gated_slots.ts`).
+ * (`spec_check.ts`) and `maxUnhealthy` unhealthy nodes in slots (`gated_slots.ts`).
  */
 export const BLOCKED_DEGRADED_REASONS: readonly string[] = [
   PoolDegradedReason.RolloutHalted,

@@ -3,7 +3,7 @@
  * the circuit breaker, and the target the pool really rolls out given its
  * failure record. Pure functions of the pool and what the plan found.
  *
- * - `Halt`: the failed node keeps its slot; two unhealthy nodes halt the rollout.
+ * - `Halt`: the failed node keeps its slot and no other node gets one for the image.
  * - `RollbackNode`: the failed node goes back to the last good image (bootc
  *   rollback, through a slot and a drain like any reboot), is not retried on the
  *   failed image, and the pool takes no new slot for that image.

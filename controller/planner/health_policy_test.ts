@@ -56,7 +56,7 @@ function ofKind<K extends Action["kind"]>(plan: Plan, kind: K): Extract<Action, 
 // ---------------------------------------------------------------------------
 // (1) Halt, (4) fell back, (8) minReadySeconds: one plan each
 
-Deno.test("Halt: an Unhealthy host after its reboot fails Verified and keeps its slot (the two-node rule halts)", () => {
+Deno.test("Halt: an Unhealthy host after its reboot fails Verified, keeps its slot and halts the image", () => {
   const plan = planPool(input(healthPool({ maxUnavailable: 2 }), {
     nodes: [node("n1", { unschedulable: true, readySince: BACK }), node("n2")],
     bootcNodes: [rebootedInto("Unhealthy"), bootcNode("n2", { phase: "staged" })],
@@ -76,11 +76,12 @@ Deno.test("Halt: an Unhealthy host after its reboot fails Verified and keeps its
   assert.equal(ev.length, 1);
   assert.equal(ev[0].type, "Warning");
   assert.equal(ev[0].onceKey, `health-failed/n1/${B}`);
-  // The slot is kept: no release, still counted. Halt is today's rule: one unhealthy node in
-  // a slot does not stop the rollout (two do), so n2 takes the second slot.
+  // The slot is kept: no release, still counted. The image's rollout is halted as the
+  // history says, so n2 gets no slot for it though the budget has one.
   assert.deepEqual(withWhy(plan, "release slot"), []);
-  assert.deepEqual(withWhy(plan, "assign slot"), ["n2"]);
-  assert.equal(plan.status?.slotsInUse, 2);
+  assert.deepEqual(withWhy(plan, "assign slot"), []);
+  assert.equal(plan.status?.slotsInUse, 1);
+  assert.equal(plan.status?.queue?.find((q) => q.node === "n2")?.waitingFor, "RolloutHalted");
   assert.equal(
     ofKind(plan, "patchBootcNode").some((a) => a.why === "mark failed (roll back)"),
     false,

@@ -106,8 +106,7 @@ export function respondToHealth(h: HealthResponseInput): HealthResponse {
 /**
  * The `onFailure` policy on the target's failures: the failure recorded (once per
  * target), the pool rolled back or the failed nodes marked to roll back, and the
- * image halted (Halt keeps the rule that two unhealthy slot nodes stop new slots;
- * the rollback policies stop the failed image at once).
+ * image halted under every policy (no node gets a new slot for it).
  */
 function applyPolicy(
   h: HealthResponseInput,
@@ -132,8 +131,8 @@ function applyPolicy(
       ? { ref: pool.spec.image.ref ?? "", image: decision.to, now }
       : undefined,
   );
-  const haltFor = decision.kind !== "halt" ? target.image : undefined;
-  const common = { newFailure: !counted, record, haltFor };
+  // Every policy stops the failed image at once: the node that failed is the evidence.
+  const common = { newFailure: !counted, record, haltFor: target.image };
   if (decision.kind === "rollbackPool") {
     return {
       ...common,

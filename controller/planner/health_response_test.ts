@@ -46,12 +46,12 @@ function scene(
   return { respond };
 }
 
-Deno.test("respondToHealth: Halt records the failure once and leaves the halt to the slot rule", () => {
+Deno.test("respondToHealth: Halt records the failure once and halts the target", () => {
   const r = scene("Halt", { failures: ["n1"] }).respond();
   const plan = r.out;
   assert.equal(r.failed?.outcome, "Failed");
   assert.equal(r.newFailure, true);
-  assert.equal(r.haltFor, undefined);
+  assert.equal(r.haltFor, TARGET.image);
   assert.deepEqual(r.record.failedDigests, [TARGET.digest]);
   assert.equal(r.record.consecutiveFailures, 1);
   assert.deepEqual(plan.issues.map((i) => i.reason), [PoolDegradedReason.HealthCheckFailed]);

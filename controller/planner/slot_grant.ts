@@ -48,7 +48,7 @@ export const QueueWait = {
   PodList: "PodList",
   /** A pod `spec.rollout.blockingPodSelector` selects runs on it. */
   BlockingPod: "BlockingPod",
-  /** Two slot nodes are unhealthy, or its image's rollout is halted. */
+  /** `maxUnhealthy` slot nodes are unhealthy, or its image's rollout is halted. */
   RolloutHalted: "RolloutHalted",
   /** Its Node's `bootc.dev/update-priority` is 0. */
   Skipped: "Skipped",

@@ -28,7 +28,7 @@ export const PoolState = {
   ImageResolutionFailed: PoolDegradedReason.ImageResolutionFailed,
   /** The candidate image's signature does not verify (Degraded reason). */
   SignatureInvalid: PoolDegradedReason.SignatureInvalid,
-  /** The rollout of the target is halted: two unhealthy slots, or onFailure stopped it. */
+  /** The rollout of the target is halted: maxUnhealthy slot nodes unhealthy, or a failed check. */
   Halted: "Halted",
   /** The pool rolled back to its last good image by itself (onFailure: RollbackPool). */
   RolledBack: PoolDegradedReason.RolledBack,

@@ -867,8 +867,8 @@ export const BootcNodePoolSpec = Type.Object({
     onFailure: Type.Optional(StringEnum(OnFailureValues, {
       default: "Halt",
       description: "What happens when a node fails its health checks after rebooting into " +
-        "the target. Halt: the node keeps its slot and the rollout halts (two unhealthy " +
-        "nodes stop new reboots). RollbackNode: the node is rolled back to its previous " +
+        "the target. Halt: the node keeps its slot and the rollout halts (no other node " +
+        "gets a slot for that image while the failure stands). RollbackNode: the node is rolled back to its previous " +
         "deployment (bootc rollback, through the same slot and drain), is not retried on " +
         "that image, and the rollout halts. RollbackPool: the pool goes back to its last " +
         "good image on every node, records the image as failed and never chooses it " +
