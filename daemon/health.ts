@@ -320,26 +320,39 @@ async function failedOrError(
   }
 }
 
+/** `is-system-running`, and the failed units when degraded. */
+interface SystemAnswers {
+  state: string;
+  failed?: { units: string[] } | { error: string };
+}
+
+async function readSystem(executor: HealthExecutor): Promise<SystemAnswers> {
+  const state = await executor.systemState();
+  return { state, failed: state === "degraded" ? await failedOrError(executor) : undefined };
+}
+
 async function hostCheck(
   executor: HealthExecutor,
   units: readonly string[] | undefined,
+  system: () => Promise<SystemAnswers>,
   now: () => Date,
 ): Promise<HealthCheck> {
   if (units && units.length > 0) return assessUnits(units, await executor.unitStates(units), now());
-  const state = await executor.systemState();
-  const failed = state === "degraded" ? await failedOrError(executor) : undefined;
+  const { state, failed } = await system();
   return assessSystem(state, failed, now());
 }
 
-async function bootCheck(executor: HealthExecutor, now: () => Date): Promise<HealthCheck> {
+async function bootCheck(
+  executor: HealthExecutor,
+  system: () => Promise<SystemAnswers>,
+  now: () => Date,
+): Promise<HealthCheck> {
   const [target] = await executor.unitStates([BOOT_COMPLETE_TARGET]);
-  const systemState = await executor.systemState();
-  const bless = await executor.blessStatus();
-  const failed = systemState === "degraded" ? await failedOrError(executor) : undefined;
+  const { state, failed } = await system();
   return assessBoot({
-    systemState,
+    systemState: state,
     target,
-    bless,
+    bless: await executor.blessStatus(),
     failedUnits: failed && "units" in failed ? failed.units : undefined,
   }, now());
 }
@@ -356,9 +369,12 @@ export async function checkHostHealth(
   now: () => Date,
 ): Promise<HealthCheck> {
   try {
-    const host = await hostCheck(executor, scope?.units, now);
+    // Both checks may need the system state: it is asked once per check.
+    let asked: Promise<SystemAnswers> | undefined;
+    const system = () => asked ??= readSystem(executor);
+    const host = await hostCheck(executor, scope?.units, system, now);
     if (scope?.bootAssessment !== "Require") return host;
-    return withBootAssessment(host, await bootCheck(executor, now));
+    return withBootAssessment(host, await bootCheck(executor, system, now));
   } catch (e) {
     return healthCheckError(text(e), now());
   }

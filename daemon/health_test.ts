@@ -136,6 +136,12 @@ Deno.test("checkHostHealth with bootAssessment: a failed assessment wins over th
   const short = await checkHostHealth(host, require, () => AT);
   assert.equal(summary(short), "Unhealthy/BootIncomplete");
   assert.deepEqual(short.failedUnits, ["bootc-sim-boot-check.service"]);
+  // Without listed units the system state serves both checks: asked once, not twice.
+  const before = host.healthQueries;
+  const unlisted = await checkHostHealth(host, { bootAssessment: "Require" }, () => AT);
+  assert.equal(summary(unlisted), "Unhealthy/BootIncomplete");
+  // is-system-running, its failed units, boot-complete.target, systemd-bless-boot.
+  assert.equal(host.healthQueries - before, 4);
   // Without the requirement the same host passes on its units alone.
   assert.equal(
     summary(await checkHostHealth(host, { units: ["kubelet.service"] }, () => AT)),

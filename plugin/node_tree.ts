@@ -19,6 +19,7 @@
  */
 import { EffectiveState, type NodeClassification, NodeState } from "../lib/api/node_state.ts";
 import type { QueueEntry } from "../lib/api/schema.ts";
+import { failedChecksOn, namesHostCheck } from "../lib/api/verified.ts";
 import { shortDigest, shortenDigests, truncate } from "./format.ts";
 import type { BootcNode } from "./model.ts";
 import type { Style } from "./style.ts";
@@ -98,7 +99,7 @@ export function nodeIcon(input: NodeRowInput): NodeIcon {
 function waitsText(input: NodeRowInput): string {
   const { bn, cls, queued } = input;
   if (cls.state === NodeState.Failed) {
-    const units = /HostHealthy|BootAssessment/.test(cls.failedCheck ?? "")
+    const units = namesHostCheck(failedChecksOn(bn.status, bn.spec.desiredImage))
       ? bn.status?.hostHealth?.failedUnits ?? []
       : [];
     return `failed ${cls.failedCheck ?? cls.reason}` +

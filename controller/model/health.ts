@@ -18,6 +18,7 @@ import {
   type BootcNode,
   findCondition,
   type HealthSpec,
+  HostCheckName,
   HostHealthyReason,
   NodeConditionType,
 } from "../../lib/api/mod.ts";
@@ -261,22 +262,28 @@ function hostCheck(bn: BootcNode, _health: HealthSpec | undefined): CheckResult 
   const cond = findCondition(bn.status?.conditions, NodeConditionType.HostHealthy);
   const booted = bn.status?.booted?.imageDigest;
   if (!report || (report.bootedDigest && booted && report.bootedDigest !== booted)) {
-    return { name: "HostHealthy", state: "pending", message: "no host check for this boot yet" };
+    return {
+      name: HostCheckName.HostHealthy,
+      state: "pending",
+      message: "no host check for this boot yet",
+    };
   }
   const detail = report.message || cond?.message || report.state;
   switch (report.state) {
     case "Healthy":
-      return { name: "HostHealthy", state: "passed", message: detail };
+      return { name: HostCheckName.HostHealthy, state: "passed", message: detail };
     case "Unhealthy":
       return {
-        name: BOOT_ASSESSMENT_REASONS.has(cond?.reason ?? "") ? "BootAssessment" : "HostHealthy",
+        name: BOOT_ASSESSMENT_REASONS.has(cond?.reason ?? "")
+          ? HostCheckName.BootAssessment
+          : HostCheckName.HostHealthy,
         state: "failed",
         message: report.failedUnits?.length
           ? `failed units: ${report.failedUnits.join(", ")}`
           : detail,
       };
     default:
-      return { name: "HostHealthy", state: "pending", message: detail };
+      return { name: HostCheckName.HostHealthy, state: "pending", message: detail };
   }
 }
 

@@ -66,6 +66,19 @@ export function verifiedOn(status: VerifiedStatus | undefined, image: string): b
   return cond?.status === "True" && (about === undefined || about === image);
 }
 
+/** The failed-check names the daemon's host report decides: its failed units explain them. */
+export const HostCheckName = {
+  HostHealthy: "HostHealthy",
+  BootAssessment: "BootAssessment",
+} as const;
+
+/** True when `checks` name a check the host report decided. */
+export function namesHostCheck(checks: readonly string[] | undefined): boolean {
+  return (checks ?? []).some((c) =>
+    c === HostCheckName.HostHealthy || c === HostCheckName.BootAssessment
+  );
+}
+
 /**
  * The checks a Verified=False on `image` names (`status.verification.failedChecks`);
  * undefined when it names none, or is about another image.
